@@ -1,0 +1,86 @@
+# darknet-mn: make deps | make | make test | make demo | make bench
+# GPU=1 CUDNN=1 NCCL=1 build the CUDA variant (into build/gpu, like Darknet's switches).
+GPU ?= 0
+CUDNN ?= 0
+NCCL ?= 0
+BUILD ?= build
+NP ?= 2
+
+ifeq ($(GPU),1)
+VARIANT := gpu
+else
+VARIANT := cpu
+endif
+DK := third_party/darknet-$(VARIANT)
+OBJ := $(BUILD)/$(VARIANT)
+PROG ?= $(if $(filter 1,$(GPU)),$(OBJ)/darknet_mn,darknet_mn)
+DSC := $(firstword $(wildcard third_party/dl/darknet_*.dsc))
+PATCHES := $(sort $(wildcard patches/*.patch))
+CUDA ?= /usr/local/cuda
+
+MPICC ?= mpicc
+CFLAGS ?= -O3 -g
+CFLAGS += -std=gnu99 -Wall -Wextra -Wno-unused-parameter -fPIC
+CPPFLAGS += -Iplugin -I$(DK)/include -I$(DK)/src
+LDLIBS := -lm -pthread
+ifeq ($(GPU),1)
+CPPFLAGS += -DGPU -I$(CUDA)/include
+LDLIBS += -L$(CUDA)/lib64 -lcudart -lcublas -lcurand -lcuda -lstdc++
+endif
+ifeq ($(CUDNN),1)
+CPPFLAGS += -DCUDNN
+LDLIBS += -lcudnn
+endif
+ifeq ($(NCCL),1)
+CPPFLAGS += -DMN_NCCL
+LDLIBS += -lnccl
+endif
+
+PLUGIN_SRC := $(wildcard plugin/*.c)
+PLUGIN_OBJ := $(patsubst plugin/%.c,$(OBJ)/plugin/%.o,$(PLUGIN_SRC))
+LIBMN := $(OBJ)/libdarknet_mn.a
+LIBDK := $(DK)/libdarknet.a
+
+.PHONY: all deps darknet test demo bench clean distclean gpu-build
+all: $(PROG)
+
+deps:
+	./scripts/deps.sh
+
+# Unpack Debian's source package and apply our patches in order.
+$(DK)/.patched: $(PATCHES) $(DSC)
+	@test -n "$(DSC)" || { echo "Darknet's source package is missing: run 'make deps' first" >&2; exit 1; }
+	rm -rf $(DK) && mkdir -p third_party
+	dpkg-source -q -x $(DSC) $(DK) >/dev/null
+	set -e; for p in $(PATCHES); do patch -s -p1 -d $(DK) < $$p; done
+	touch $@
+
+$(LIBDK): $(DK)/.patched
+	$(MAKE) -C $(DK) -s GPU=$(GPU) CUDNN=$(CUDNN) OPENCV=0 OPENMP=0 obj libdarknet.a darknet
+darknet: $(LIBDK)
+
+$(OBJ)/plugin/%.o: plugin/%.c plugin/darknet_mn.h plugin/mn_internal.h $(DK)/.patched
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(LIBMN): $(PLUGIN_OBJ)
+	ar rcs $@ $^
+
+$(OBJ)/main.o: main.c plugin/darknet_mn.h $(DK)/.patched
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(PROG): $(OBJ)/main.o $(LIBMN) $(LIBDK)
+	$(MPICC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# The CUDA build only compiles and links on a machine without a GPU.
+gpu-build:
+	$(MAKE) GPU=1 CUDNN=1 NCCL=1
+
+include tools/fashion.mk
+include tests/tests.mk
+
+clean:
+	rm -rf $(BUILD) darknet_mn
+distclean: clean
+	rm -rf third_party/darknet-cpu third_party/darknet-gpu

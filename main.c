@@ -1,0 +1,68 @@
+/* ./darknet_mn: Darknet's training and evaluation commands, run as one MPI
+ * process per core or GPU. Also works without mpiexec, as one rank. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "darknet_mn.h"
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: mpiexec -n N ./darknet_mn <command>\n"
+            "  detector train <data> <cfg> [weights] [-clear]\n"
+            "  classifier train <data> <cfg> [weights] [-clear]\n"
+            "  classifier valid <data> <cfg> <weights>\n"
+            "  bench allreduce <cfg> [-iters K]\n"
+            "  version\n");
+}
+
+static int has_flag(int argc, char **argv, const char *flag)
+{
+    for (int i = 0; i < argc; ++i)
+        if (!strcmp(argv[i], flag)) return 1;
+    return 0;
+}
+
+/* Positional argument k (flags and their values skipped), or NULL. */
+static const char *positional(int argc, char **argv, int k)
+{
+    for (int i = 1; i < argc; ++i) {
+        if (argv[i][0] == '-') { if (!strcmp(argv[i], "-iters")) ++i; continue; }
+        if (k-- == 0) return argv[i];
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const char *cmd = positional(argc, argv, 0), *sub = positional(argc, argv, 1);
+    const char *a = positional(argc, argv, 2), *b = positional(argc, argv, 3), *w = positional(argc, argv, 4);
+    mn_status s = MN_ERR_USER;
+    if (cmd && !strcmp(cmd, "version")) {
+        if (rank == 0) printf("darknet-mn %s\n", MN_VERSION);
+        MPI_Finalize();
+        return 0;
+    }
+    int known = cmd && sub && ((!strcmp(cmd, "detector") && !strcmp(sub, "train") && a && b) ||
+                               (!strcmp(cmd, "classifier") && !strcmp(sub, "train") && a && b) ||
+                               (!strcmp(cmd, "classifier") && !strcmp(sub, "valid") && a && b && w) ||
+                               (!strcmp(cmd, "bench") && !strcmp(sub, "allreduce")));
+    if (!known) {
+        if (rank == 0) usage();
+        MPI_Finalize();
+        return 2;
+    }
+    mn_comm *c = mn_comm_create(MPI_COMM_WORLD, &s);
+    if (c) {
+        int clear = has_flag(argc, argv, "-clear");
+        if (!strcmp(cmd, "bench")) s = mn_bench_allreduce(c, argc, argv);
+        else if (!strcmp(sub, "valid")) s = mn_classifier_valid(c, a, b, w);
+        else s = mn_train(c, !strcmp(cmd, "detector") ? MN_TASK_DETECTOR : MN_TASK_CLASSIFIER, a, b, w, clear);
+        mn_comm_free(c);
+    }
+    MPI_Finalize();
+    return s == MN_OK ? 0 : 1;
+}

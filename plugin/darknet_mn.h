@@ -1,0 +1,122 @@
+/* darknet-mn: synchronous data-parallel training for Darknet over MPI.
+ *
+ * One MPI process per core (or GPU). A communicator sums the gradients of all
+ * processes before every weight update, so N processes with batch b train
+ * like one process with batch N*b. This header is the whole public API. */
+#ifndef DARKNET_MN_H
+#define DARKNET_MN_H
+
+#include <stddef.h>
+#include <mpi.h>
+#include "darknet.h"
+
+#define MN_VERSION "0.1.0"
+
+/* Status codes returned by every fallible mn_ function. */
+typedef enum {
+    MN_OK = 0,
+    MN_ERR_USER,     /* bad input a user can fix: cfg, list, weights, image */
+    MN_ERR_MPI,      /* an MPI call failed */
+    MN_ERR_NOMEM,
+    MN_ERR_UNAVAILABLE /* feature not built in (e.g. NCCL) or not implemented */
+} mn_status;
+
+typedef struct mn_comm mn_comm;
+
+/* Options of the cfg's [distributed] section, with their defaults. */
+typedef struct {
+    char communicator[32];   /* naive | flat | ... ; "" = the build's default */
+    int grad_dtype_half;     /* allreduce_grad_dtype=float16 */
+    int double_buffering;
+    int bn_average;
+    int deterministic;       /* global batch = next N*b paths in order, no augmentation */
+    int shuffle;             /* rank 0 shuffles the list before scattering */
+    int seed;
+    int backup_interval;     /* iterations between <backup>/<base>.backup */
+    int save_interval;       /* iterations between <backup>/<base>_<iter>.weights */
+} mn_options;
+
+/* Parses net->distributed (a kvp list from the cfg) into opt. Unknown keys and
+ * bad values are reported (when report is set) with the cfg file name. */
+mn_status mn_parse_options(const network *net, const char *cfgfile, int report, mn_options *opt);
+void mn_default_options(mn_options *opt);
+
+/* Communicators. mn_comm_create learns the topology (rank, node, ...) and
+ * starts with the build's default algorithm; mn_comm_select switches to the
+ * algorithm a cfg names ("" = default). Both are collective over world; on
+ * error they print why and every rank gets the same non-OK status. */
+mn_comm *mn_comm_create(MPI_Comm world, mn_status *status);
+mn_status mn_comm_select(mn_comm *c, const char *name);
+void mn_comm_free(mn_comm *c);
+int mn_comm_rank(const mn_comm *c);
+int mn_comm_size(const mn_comm *c);
+int mn_comm_intra_rank(const mn_comm *c);
+int mn_comm_intra_size(const mn_comm *c);
+int mn_comm_inter_rank(const mn_comm *c);
+int mn_comm_inter_size(const mn_comm *c);
+const char *mn_comm_name(const mn_comm *c);
+/* The names a cfg may give, separated by ", ". */
+const char *mn_comm_names(void);
+MPI_Comm mn_comm_world(const mn_comm *c);
+
+/* Replace each of the n arrays by its mean over all ranks (collective). */
+mn_status mn_comm_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int n);
+
+/* Every rank learns the worst status of all ranks (collective). Use after work
+ * that may fail on some ranks only, so that all of them stop together. */
+mn_status mn_agree(mn_comm *c, mn_status mine);
+
+/* Rank-prefixed message on stderr; printed by whichever rank calls it. */
+void mn_error(const mn_comm *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Fatal error inside a collective section: names the rank, aborts every rank. */
+void mn_abort(const mn_comm *c, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+/* Loads the network on every rank; rank 0 alone reads the weights file (after
+ * checking that it fits the cfg) and broadcasts all parameters, running
+ * statistics and seen. Also checks that every rank parsed the same network. */
+mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfile,
+                          int clear, network **out);
+
+/* Attach the multi-node optimizer: gradients are averaged over all ranks in
+ * update_network, and seen/iterations count the global batch. */
+typedef struct mn_optimizer mn_optimizer;
+mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimizer **out);
+void mn_detach(network *net, mn_optimizer *o);
+
+/* Bytes of a weights file written for net (header included), and per-layer
+ * boundaries for diagnosing truncated files. */
+size_t mn_weights_bytes(const network *net);
+/* rank 0: check a weights file against the cfg before loading it. */
+mn_status mn_check_weights_file(const mn_comm *c, const network *net, const char *path);
+/* rank 0: save to a temporary name, verify its size, rename. */
+mn_status mn_save_weights(const mn_comm *c, network *net, const char *path);
+
+/* Path lists. Rank 0 reads the list file; with shuffle it permutes it with
+ * seed; the result is scattered in near-equal contiguous shards (mn_scatter)
+ * or sent whole (mn_bcast_list). */
+typedef struct {
+    char **paths;
+    size_t n;
+    size_t global_n;   /* length of the whole list */
+    size_t offset;     /* index of paths[0] in the (shuffled) whole list */
+} mn_list;
+mn_status mn_scatter_list(mn_comm *c, const char *listfile, int shuffle, int seed, mn_list *out);
+mn_status mn_bcast_list(mn_comm *c, const char *listfile, int shuffle, int seed, mn_list *out);
+void mn_free_list(mn_list *l);
+/* Shard bounds: rank r of size gets [start, start+count) of n items. */
+void mn_shard_bounds(size_t n, int size, int r, size_t *start, size_t *count);
+/* Deterministic Fisher-Yates permutation of n items from seed. */
+void mn_shuffle_paths(char **paths, size_t n, int seed);
+
+/* Training and evaluation entry points used by ./darknet_mn. */
+typedef enum { MN_TASK_CLASSIFIER, MN_TASK_DETECTOR } mn_task;
+mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cfgfile,
+                   const char *weightfile, int clear);
+mn_status mn_classifier_valid(mn_comm *c, const char *datacfg, const char *cfgfile,
+                              const char *weightfile);
+
+/* ./darknet_mn bench allreduce */
+mn_status mn_bench_allreduce(mn_comm *c, int argc, char **argv);
+
+#endif

@@ -1,0 +1,120 @@
+/* ./darknet_mn bench allreduce [cfg] [-iters K]
+ *
+ * With a cfg: the full gradient of that model (its update arrays, in the
+ * optimizer's arena) is averaged by every communicator, next to a bare
+ * MPI_Allreduce of the same bytes, in the same run. Without a cfg: a size
+ * sweep, 4 B .. 256 MiB, in the manner of nccl-tests. Times are the slowest
+ * rank's mean over K iterations after two warm-ups; busbw = algbw*2(N-1)/N. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mn_internal.h"
+
+static const char *const algos[] = {"naive", "flat"};
+
+static void fill(float *p, size_t n, int rank)
+{
+    for (size_t i = 0; i < n; ++i) p[i] = (float)((i + (size_t)rank) % 7) - 3.0f;
+}
+
+/* Seconds per call, slowest rank; algo NULL = bare MPI_Allreduce. */
+static double time_one(mn_comm *c, const char *algo, float **arrays, size_t *lens, int n, int iters)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; ++i) total += lens[i];
+    if (algo && mn_comm_select(c, algo) != MN_OK) return -1;
+    double t = 0;
+    for (int it = -2; it < iters; ++it) {
+        for (int i = 0; i < n; ++i) fill(arrays[i], lens[i], c->rank);
+        MPI_Barrier(c->world);
+        double t0 = mn_now();
+        if (algo) {
+            if (mn_comm_mean_grad(c, arrays, lens, n) != MN_OK) return -1;
+        } else if (mn_sum_floats(c, c->world, arrays[0], total) != MN_OK) {
+            return -1;
+        }
+        double dt = mn_now() - t0;
+        if (it >= 0) t += dt;
+    }
+    t /= iters;
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, c->world);
+    return t;
+}
+
+static void row(const mn_comm *c, const char *name, size_t bytes, double t, double base)
+{
+    if (c->rank != 0) return;
+    double alg = bytes / t / 1e9, bus = alg * 2.0 * (c->size - 1) / c->size;
+    printf("%-8s %12zu %10.1f %8.3f %8.3f %7.3f\n", name, bytes, t * 1e6, alg, bus, base > 0 ? t / base : 1.0);
+}
+
+static void header(const mn_comm *c)
+{
+    if (c->rank == 0)
+        printf("%-8s %12s %10s %8s %8s %7s\n", "algo", "bytes", "time_us", "algbw", "busbw", "vs_mpi");
+}
+
+static mn_status bench_model(mn_comm *c, const char *cfg, int iters)
+{
+    network *net;
+    MN_CHECK(mn_load_network(c, cfg, NULL, 0, &net));
+    mn_options opt;
+    mn_default_options(&opt);
+    mn_optimizer *o;
+    MN_CHECK(mn_attach(c, net, &opt, &o));
+    /* The arena's arrays, in layer order, as the hook passes them. */
+    int n = 0;
+    float *arrays[4096];
+    size_t lens[4096], total = 0;
+    for (int i = 0; i < net->n; ++i) {
+        layer *l = &net->layers[i];
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < k && n < 4096; ++j)
+            if (p[j].grad) { arrays[n] = p[j].grad; lens[n] = p[j].n; total += p[j].n; ++n; }
+    }
+    if (c->rank == 0)
+        printf("# model %s: %d gradient arrays, %zu floats (%.2f MiB), %d ranks, %d iterations\n",
+               cfg, n, total, total * 4.0 / (1 << 20), c->size, iters);
+    header(c);
+    float *whole[1] = {arrays[0]};
+    double base = time_one(c, NULL, whole, &total, 1, iters);
+    row(c, "mpi", total * 4, base, base);
+    for (size_t a = 0; a < sizeof algos / sizeof *algos; ++a)
+        row(c, algos[a], total * 4, time_one(c, algos[a], arrays, lens, n, iters), base);
+    mn_detach(net, o);
+    free_network(net);
+    return MN_OK;
+}
+
+static mn_status bench_sweep(mn_comm *c, int iters, size_t max_bytes)
+{
+    float *buf = malloc(max_bytes);
+    if (!buf) { mn_error(c, "out of memory for %zu bytes", max_bytes); return MN_ERR_NOMEM; }
+    if (c->rank == 0) printf("# size sweep, %d ranks, %d iterations per size\n", c->size, iters);
+    header(c);
+    for (size_t bytes = 4; bytes <= max_bytes; bytes *= 4) {
+        size_t n = bytes / 4;
+        int k = bytes >= (64u << 20) ? (iters + 4) / 5 : iters;
+        double base = time_one(c, NULL, &buf, &n, 1, k);
+        row(c, "mpi", bytes, base, base);
+        for (size_t a = 0; a < sizeof algos / sizeof *algos; ++a)
+            row(c, algos[a], bytes, time_one(c, algos[a], &buf, &n, 1, k), base);
+    }
+    free(buf);
+    return MN_OK;
+}
+
+mn_status mn_bench_allreduce(mn_comm *c, int argc, char **argv)
+{
+    int iters = 20;
+    const char *cfg = NULL;
+    size_t max_bytes = 256u << 20;
+    for (int i = 3; i < argc; ++i) {
+        if (!strcmp(argv[i], "-iters") && i + 1 < argc) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-max") && i + 1 < argc) max_bytes = (size_t)atol(argv[++i]);
+        else cfg = argv[i];
+    }
+    if (iters < 1) iters = 1;
+    return mn_agree(c, cfg ? bench_model(c, cfg, iters) : bench_sweep(c, iters, max_bytes));
+}

@@ -1,0 +1,19 @@
+/* naive: one MPI_Allreduce per array, in place, then a division by size. The
+ * reference every other algorithm is tested against: simple, but it pays the
+ * latency of one collective per layer array. */
+#include "mn_internal.h"
+
+static mn_status naive_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int n)
+{
+    for (int i = 0; i < n; ++i) {
+        if (!lens[i]) continue;
+        MN_CHECK(mn_sum_floats(c, c->world, arrays[i], lens[i]));
+        mn_div_floats(arrays[i], lens[i], (float)c->size);
+    }
+    return MN_OK;
+}
+
+const mn_comm_ops mn_comm_naive_ops = {
+    .name = "naive",
+    .mean_grad = naive_mean_grad,
+};

@@ -1,0 +1,139 @@
+/* The multi-node optimizer. mn_attach moves every update array of the network
+ * into one contiguous arena (so `flat` reduces it in place with no copy) and
+ * installs a hook that Darknet's update_network runs before the layers
+ * update: the hook replaces each update array by its mean over all ranks.
+ * Darknet then divides by its local batch*subdivisions, so the step equals
+ * one process's step with the global batch. net->ranks makes seen count the
+ * images of all ranks, so the iteration counter and learning-rate schedule
+ * advance once per global update. */
+#include <stdlib.h>
+#include <string.h>
+#include "mn_internal.h"
+#ifdef GPU
+#include "cuda.h"
+#endif
+
+struct mn_optimizer {
+    mn_comm *comm;
+    float *arena;
+    size_t total;
+    int n;
+    float **arrays;       /* host arrays inside the arena, in layer order */
+    float **arrays_gpu;   /* matching device arrays (GPU build) */
+    size_t *lens;
+};
+
+/* The update arrays of layer l and the slot in struct layer that holds each. */
+static int layer_grads(layer *l, float ***slots, float ***slots_gpu, size_t *lens)
+{
+    mn_param p[MN_MAX_LAYER_PARAMS];
+    int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS), m = 0;
+    for (int i = 0; i < k; ++i) {
+        if (!p[i].grad) continue;
+        float **slot = p[i].grad == l->weight_updates ? &l->weight_updates
+                     : p[i].grad == l->bias_updates ? &l->bias_updates : &l->scale_updates;
+        slots[m] = slot;
+#ifdef GPU
+        slots_gpu[m] = slot == &l->weight_updates ? &l->weight_updates_gpu
+                     : slot == &l->bias_updates ? &l->bias_updates_gpu : &l->scale_updates_gpu;
+#else
+        slots_gpu[m] = NULL;
+#endif
+        lens[m++] = p[i].n;
+    }
+    return m;
+}
+
+static void sync_hook(network *net)
+{
+    mn_optimizer *o = net->sync_arg;
+#ifdef GPU
+    /* Debian's Open MPI is not CUDA-aware: stage device gradients through host. */
+    if (net->gpu_index >= 0)
+        for (int i = 0; i < o->n; ++i) cuda_pull_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
+#endif
+    if (mn_comm_mean_grad(o->comm, o->arrays, o->lens, o->n) != MN_OK)
+        mn_abort(o->comm, "gradient allreduce failed");
+#ifdef GPU
+    if (net->gpu_index >= 0)
+        for (int i = 0; i < o->n; ++i) cuda_push_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
+#endif
+}
+
+mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimizer **out)
+{
+    (void)opt;
+    mn_optimizer *o = calloc(1, sizeof *o);
+    if (!o) return MN_ERR_NOMEM;
+    o->comm = c;
+    int cap = 0;
+    for (int i = 0; i < net->n; ++i) {
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < k; ++j) cap += p[j].grad != NULL;
+    }
+    float ***slots = calloc((size_t)cap + 1, sizeof *slots);
+    float ***slots_gpu = calloc((size_t)cap + 1, sizeof *slots_gpu);
+    o->arrays = calloc((size_t)cap + 1, sizeof *o->arrays);
+    o->arrays_gpu = calloc((size_t)cap + 1, sizeof *o->arrays_gpu);
+    o->lens = calloc((size_t)cap + 1, sizeof *o->lens);
+    if (!slots || !slots_gpu || !o->arrays || !o->arrays_gpu || !o->lens) goto nomem;
+    for (int i = 0; i < net->n; ++i)
+        o->n += layer_grads(&net->layers[i], slots + o->n, slots_gpu + o->n, o->lens + o->n);
+    for (int i = 0; i < o->n; ++i) o->total += o->lens[i];
+    o->arena = calloc(o->total + 1, sizeof(float));
+    if (!o->arena) goto nomem;
+    size_t off = 0;
+    for (int i = 0; i < o->n; ++i) {
+        float *old = *slots[i];
+        memcpy(o->arena + off, old, o->lens[i] * sizeof(float));
+        free(old);
+        *slots[i] = o->arena + off;
+        o->arrays[i] = o->arena + off;
+        o->arrays_gpu[i] = slots_gpu[i] ? *slots_gpu[i] : NULL;
+        off += o->lens[i];
+    }
+    free(slots);
+    free(slots_gpu);
+    net->ranks = c->size;
+    net->sync = sync_hook;
+    net->sync_arg = o;
+    *out = o;
+    return MN_OK;
+nomem:
+    mn_error(c, "out of memory attaching the optimizer");
+    free(slots);
+    free(slots_gpu);
+    free(o->arrays);
+    free(o->arrays_gpu);
+    free(o->lens);
+    free(o);
+    return MN_ERR_NOMEM;
+}
+
+/* Give every update array its own allocation again, so free_network works. */
+void mn_detach(network *net, mn_optimizer *o)
+{
+    if (!o) return;
+    for (int i = 0; i < net->n; ++i) {
+        layer *l = &net->layers[i];
+        float **slots[3] = {&l->weight_updates, &l->bias_updates, &l->scale_updates};
+        for (int s = 0; s < 3; ++s) {
+            float *p = *slots[s];
+            if (p >= o->arena && p < o->arena + o->total + 1) {
+                size_t n = 0;
+                for (int j = 0; j < o->n; ++j) if (o->arrays[j] == p) n = o->lens[j];
+                *slots[s] = calloc(n + 1, sizeof(float));
+                if (*slots[s]) memcpy(*slots[s], p, n * sizeof(float));
+            }
+        }
+    }
+    net->sync = NULL;
+    net->sync_arg = NULL;
+    net->ranks = 1;
+    free(o->arena);
+    free(o->arrays);
+    free(o->arrays_gpu);
+    free(o->lens);
+    free(o);
+}

@@ -1,0 +1,86 @@
+/* The cfg's [distributed] section: every key is checked, and a bad key or
+ * value is reported with the cfg file name and the list of valid choices. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mn_internal.h"
+#include "option_list.h"
+
+void mn_default_options(mn_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->shuffle = 1;
+    opt->seed = 1;
+    opt->backup_interval = 100;
+    opt->save_interval = 1000;
+}
+
+static int parse_int(const char *v, long lo, long hi, int *out)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || x < lo || x > hi) return 0;
+    *out = (int)x;
+    return 1;
+}
+
+static const char *const keys =
+    "communicator, allreduce_grad_dtype, double_buffering, bn_average, deterministic, "
+    "shuffle, seed, backup_interval, save_interval";
+
+mn_status mn_parse_options(const network *net, const char *cfgfile, int report, mn_options *opt)
+{
+    mn_default_options(opt);
+    if (!net->distributed) return MN_OK;
+    for (node *n = net->distributed->front; n; n = n->next) {
+        kvp *p = n->val;
+        const char *k = p->key, *v = p->val;
+        int ok = 1, *flag = NULL, *num = NULL;
+        long lo = 0, hi = 2147483647L;
+        if (!strcmp(k, "communicator")) {
+            ok = strlen(v) < sizeof opt->communicator && *v;
+            if (ok) strcpy(opt->communicator, v);
+            else {
+                if (report) fprintf(stderr, "darknet-mn: %s: [distributed] communicator='%s' is not a communicator name; valid: %s\n",
+                        cfgfile, v, mn_comm_names());
+                return MN_ERR_USER;
+            }
+        } else if (!strcmp(k, "allreduce_grad_dtype")) {
+            if (!strcmp(v, "float32")) opt->grad_dtype_half = 0;
+            else if (!strcmp(v, "float16")) opt->grad_dtype_half = 1;
+            else {
+                if (report) fprintf(stderr, "darknet-mn: %s: [distributed] allreduce_grad_dtype='%s' is invalid; valid: float32, float16\n",
+                        cfgfile, v);
+                return MN_ERR_USER;
+            }
+        } else if (!strcmp(k, "double_buffering")) flag = &opt->double_buffering;
+        else if (!strcmp(k, "bn_average")) flag = &opt->bn_average;
+        else if (!strcmp(k, "deterministic")) flag = &opt->deterministic;
+        else if (!strcmp(k, "shuffle")) flag = &opt->shuffle;
+        else if (!strcmp(k, "seed")) num = &opt->seed;
+        else if (!strcmp(k, "backup_interval")) { num = &opt->backup_interval; lo = 1; }
+        else if (!strcmp(k, "save_interval")) { num = &opt->save_interval; lo = 1; }
+        else {
+            if (report) fprintf(stderr, "darknet-mn: %s: unknown key '%s' in [distributed]; valid keys: %s\n",
+                    cfgfile, k, keys);
+            return MN_ERR_USER;
+        }
+        if (flag) ok = parse_int(v, 0, 1, flag);
+        if (num) ok = parse_int(v, lo, hi, num);
+        if (!ok) {
+            if (report) fprintf(stderr, "darknet-mn: %s: [distributed] %s='%s' must be %s\n", cfgfile, k, v,
+                    flag ? "0 or 1" : lo ? "a positive integer" : "a non-negative integer");
+            return MN_ERR_USER;
+        }
+        p->used = 1;
+    }
+    if (opt->grad_dtype_half) {
+        if (report) fprintf(stderr, "darknet-mn: %s: [distributed] allreduce_grad_dtype=float16 is not available in this version; use float32\n", cfgfile);
+        return MN_ERR_UNAVAILABLE;
+    }
+    if (opt->double_buffering) {
+        if (report) fprintf(stderr, "darknet-mn: %s: [distributed] double_buffering=1 is not available in this version\n", cfgfile);
+        return MN_ERR_UNAVAILABLE;
+    }
+    return MN_OK;
+}

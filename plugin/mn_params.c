@@ -1,0 +1,329 @@
+/* Parameters of a network: enumeration in weights-file order, the weights-file
+ * size check, atomic saves, and the start-up broadcast from rank 0. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "mn_internal.h"
+#include "option_list.h"
+#include "parser.h"
+#ifdef GPU
+#include "convolutional_layer.h"
+#include "connected_layer.h"
+#include "batchnorm_layer.h"
+#include "local_layer.h"
+#endif
+
+static int add(mn_param *out, int k, int max, float *data, float *grad, size_t n)
+{
+    if (k < max) { out[k].data = data; out[k].grad = grad; out[k].n = n; }
+    return k + 1;
+}
+
+/* Same order as save_convolutional_weights / save_connected_weights. */
+static int conv_params(const layer *l, mn_param *o, int k, int max, int trained)
+{
+    size_t n = (size_t)l->n;
+    k = add(o, k, max, l->biases, trained ? l->bias_updates : NULL, n);
+    if (l->batch_normalize) {
+        k = add(o, k, max, l->scales, trained ? l->scale_updates : NULL, n);
+        k = add(o, k, max, l->rolling_mean, NULL, n);
+        k = add(o, k, max, l->rolling_variance, NULL, n);
+    }
+    return add(o, k, max, l->weights, trained ? l->weight_updates : NULL, (size_t)l->nweights);
+}
+
+static int connected_params(const layer *l, mn_param *o, int k, int max, int trained)
+{
+    size_t n = (size_t)l->outputs;
+    k = add(o, k, max, l->biases, trained ? l->bias_updates : NULL, n);
+    k = add(o, k, max, l->weights, trained ? l->weight_updates : NULL, n * (size_t)l->inputs);
+    if (l->batch_normalize) {
+        k = add(o, k, max, l->scales, trained ? l->scale_updates : NULL, n);
+        k = add(o, k, max, l->rolling_mean, NULL, n);
+        k = add(o, k, max, l->rolling_variance, NULL, n);
+    }
+    return k;
+}
+
+int mn_layer_params(const layer *l, mn_param *o, int max)
+{
+    int t = l->update != NULL;
+    switch (l->type) {
+    case CONVOLUTIONAL:
+    case DECONVOLUTIONAL:
+        return conv_params(l, o, 0, max, t);
+    case CONNECTED:
+        return connected_params(l, o, 0, max, t);
+    case BATCHNORM: {
+        /* Darknet never updates a standalone batchnorm layer's scales. */
+        size_t c = (size_t)l->c;
+        int k = add(o, 0, max, l->scales, NULL, c);
+        k = add(o, k, max, l->rolling_mean, NULL, c);
+        return add(o, k, max, l->rolling_variance, NULL, c);
+    }
+    case LOCAL: {
+        size_t w = (size_t)l->size * l->size * l->c * l->n * l->out_w * l->out_h;
+        int k = add(o, 0, max, l->biases, t ? l->bias_updates : NULL, (size_t)l->outputs);
+        return add(o, k, max, l->weights, t ? l->weight_updates : NULL, w);
+    }
+    case RNN:
+    case LSTM:
+    case GRU:
+    case CRNN:
+        return -1;   /* their sublayers' arrays are not enumerated yet */
+    default:
+        return 0;
+    }
+}
+
+static const char *type_name(LAYER_TYPE t)
+{
+    switch (t) {
+    case RNN: return "rnn";
+    case LSTM: return "lstm";
+    case GRU: return "gru";
+    case CRNN: return "crnn";
+    default: return "layer";
+    }
+}
+
+/* Bytes that load_weights reads for layer l (dontload / dontloadscales honoured). */
+static size_t layer_load_bytes(const layer *l)
+{
+    if (l->dontload) return 0;
+    mn_param p[MN_MAX_LAYER_PARAMS];
+    int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
+    size_t floats = 0;
+    for (int i = 0; i < k; ++i) floats += p[i].n;
+    if ((l->type == CONVOLUTIONAL || l->type == DECONVOLUTIONAL) && l->batch_normalize && l->dontloadscales)
+        floats -= 3 * (size_t)l->n;
+    return floats * sizeof(float);
+}
+
+#define HEADER_BYTES (3 * sizeof(int) + sizeof(size_t))
+
+size_t mn_weights_bytes(const network *net)
+{
+    size_t b = HEADER_BYTES;
+    for (int i = 0; i < net->n; ++i) {
+        const layer *l = &net->layers[i];
+        if (l->dontsave) continue;
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < k; ++j) b += p[j].n * sizeof(float);
+    }
+    return b;
+}
+
+/* A file may hold fewer layers than the cfg (a pretrained backbone such as
+ * darknet53.conv.74: the rest keep their init), but it must end on a layer
+ * boundary and must not be longer than the whole network. */
+mn_status mn_check_weights_file(const mn_comm *c, const network *net, const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) { mn_error(c, "cannot open weights file %s: %s", path, strerror(errno)); return MN_ERR_USER; }
+    int hdr[3] = {0, 0, 0};
+    size_t got = fread(hdr, sizeof(int), 3, fp);
+    struct stat st;
+    int ok = fstat(fileno(fp), &st) == 0;
+    fclose(fp);
+    if (!ok || got != 3) { mn_error(c, "weights file %s is too short for a header", path); return MN_ERR_USER; }
+    size_t header = (hdr[0] * 10 + hdr[1]) >= 2 && hdr[0] < 1000 && hdr[1] < 1000
+                        ? HEADER_BYTES : 4 * sizeof(int);
+    if (hdr[0] > 1000 || hdr[1] > 1000) {
+        mn_error(c, "weights file %s uses the transposed pre-2016 format, which darknet-mn does not read", path);
+        return MN_ERR_USER;
+    }
+    size_t size = (size_t)st.st_size, at = header;
+    if (size < header) { mn_error(c, "weights file %s is too short for a header", path); return MN_ERR_USER; }
+    int i;
+    for (i = 0; i < net->n && at < size; ++i) {
+        size_t b = layer_load_bytes(&net->layers[i]);
+        if (at + b > size) {
+            mn_error(c, "weights file %s is truncated: it ends inside layer %d (%zu of its %zu bytes present)",
+                     path, i, size - at, b);
+            return MN_ERR_USER;
+        }
+        at += b;
+    }
+    if (at < size) {
+        mn_error(c, "weights file %s does not fit the cfg: %zu bytes left over after all %d layers "
+                 "(the file is for a larger network)", path, size - at, net->n);
+        return MN_ERR_USER;
+    }
+    if (i < net->n) {
+        int rest = 0;
+        for (int j = i; j < net->n; ++j) rest += layer_load_bytes(&net->layers[j]) > 0;
+        if (rest)
+            fprintf(stderr, "darknet-mn: %s holds layers 0..%d; the %d trainable layers after them keep their initial values\n",
+                    path, i - 1, rest);
+    }
+    return MN_OK;
+}
+
+mn_status mn_save_weights(const mn_comm *c, network *net, const char *path)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        mn_error(c, "weights path too long: %s", path);
+        return MN_ERR_USER;
+    }
+    FILE *probe = fopen(tmp, "wb");
+    if (!probe) { mn_error(c, "cannot write %s: %s", tmp, strerror(errno)); return MN_ERR_USER; }
+    fclose(probe);
+    save_weights(net, tmp);
+    struct stat st;
+    size_t want = mn_weights_bytes(net);
+    if (stat(tmp, &st) != 0 || (size_t)st.st_size != want) {
+        mn_error(c, "writing %s failed (%lld of %zu bytes; disk full?)", tmp,
+                 (long long)st.st_size, want);
+        remove(tmp);
+        return MN_ERR_USER;
+    }
+    if (rename(tmp, path) != 0) {
+        mn_error(c, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        remove(tmp);
+        return MN_ERR_USER;
+    }
+    return MN_OK;
+}
+
+#ifdef GPU
+static void push_layer(const layer *l)
+{
+    if (gpu_index < 0) return;
+    if (l->type == CONVOLUTIONAL) push_convolutional_layer(*l);
+    else if (l->type == CONNECTED) push_connected_layer(*l);
+    else if (l->type == BATCHNORM) push_batchnorm_layer(*l);
+    else if (l->type == LOCAL) push_local_layer(*l);
+    else if (l->type == DECONVOLUTIONAL) push_deconvolutional_layer(*l);
+}
+#else
+static void push_layer(const layer *l) { (void)l; }
+#endif
+
+/* A 64-bit FNV-1a over the things every rank must agree on. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; ++i) { h ^= b[i]; h *= 1099511628211ULL; }
+    return h;
+}
+
+static uint64_t network_signature(const network *net)
+{
+    uint64_t h = 1469598103934665603ULL;
+    int v[8] = {net->n, net->batch, net->subdivisions, net->w, net->h, net->c, net->inputs, net->outputs};
+    h = fnv(h, v, sizeof v);
+    for (int i = 0; i < net->n; ++i) {
+        const layer *l = &net->layers[i];
+        int s[6] = {(int)l->type, l->inputs, l->outputs, l->batch_normalize, l->n, l->size};
+        h = fnv(h, s, sizeof s);
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < k; ++j) h = fnv(h, &p[j].n, sizeof p[j].n);
+    }
+    if (net->distributed) {
+        for (node *n = net->distributed->front; n; n = n->next) {
+            const kvp *kv = n->val;
+            h = fnv(h, kv->key, strlen(kv->key) + 1);
+            h = fnv(h, kv->val, strlen(kv->val) + 1);
+        }
+    }
+    return fnv(h, MN_VERSION, sizeof MN_VERSION);
+}
+
+/* Every rank must have parsed the same network, or the collectives that follow
+ * would mix buffers of different sizes (or deadlock). */
+static mn_status check_same_network(mn_comm *c, const network *net, const char *cfgfile)
+{
+    uint64_t mine = network_signature(net);
+    uint64_t *all = malloc(sizeof(uint64_t) * (size_t)c->size);
+    if (!all) return MN_ERR_NOMEM;
+    MN_MPI(c, MPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, c->world));
+    mn_status s = MN_OK;
+    for (int r = 1; r < c->size; ++r) {
+        if (all[r] != all[0]) {
+            if (c->rank == 0)
+                mn_error(c, "rank %d parsed a different network from %s than rank 0 "
+                         "(layers, sizes or [distributed] options differ); every rank must use the same cfg",
+                         r, cfgfile);
+            s = MN_ERR_USER;
+            break;
+        }
+    }
+    free(all);
+    return s;
+}
+
+mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfile,
+                          int clear, network **out)
+{
+    *out = NULL;
+    /* parse_network_cfg exits on an unreadable file: check first, on every rank. */
+    FILE *fp = fopen(cfgfile, "r");
+    mn_status s = MN_OK;
+    if (!fp) { mn_error(c, "cannot open cfg %s: %s", cfgfile, strerror(errno)); s = MN_ERR_USER; }
+    else fclose(fp);
+    MN_CHECK(mn_agree(c, s));
+
+    network *net = parse_network_cfg((char *)cfgfile);
+    for (int i = 0; i < net->n && s == MN_OK; ++i) {
+        mn_param p[1];
+        if (mn_layer_params(&net->layers[i], p, 0) < 0) {
+            if (c->rank == 0)
+                mn_error(c, "%s: layer %d is a %s layer, which darknet-mn cannot train yet",
+                         cfgfile, i, type_name(net->layers[i].type));
+            s = MN_ERR_USER;
+        }
+    }
+    MN_CHECK(mn_agree(c, s));
+    MN_CHECK(mn_agree(c, check_same_network(c, net, cfgfile)));
+
+    if (c->rank == 0 && weightfile && *weightfile) {
+        s = mn_check_weights_file(c, net, weightfile);
+        if (s == MN_OK) load_weights(net, (char *)weightfile);
+    }
+    if (clear) *net->seen = 0;
+    MN_CHECK(mn_agree(c, s));
+
+    /* One fused broadcast of every parameter and running statistic. */
+    size_t total = 0;
+    for (int i = 0; i < net->n; ++i) {
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < k; ++j) total += p[j].n;
+    }
+    float *buf = malloc((total + 1) * sizeof(float));
+    if (!buf) { mn_error(c, "out of memory broadcasting %zu parameters", total); return MN_ERR_NOMEM; }
+    size_t off = 0;
+    for (int i = 0; i < net->n && c->rank == 0; ++i) {
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < k; ++j) { memcpy(buf + off, p[j].data, p[j].n * sizeof(float)); off += p[j].n; }
+    }
+    for (size_t done = 0; done < total;) {
+        int m = total - done > (1u << 30) ? (1 << 30) : (int)(total - done);
+        MN_MPI(c, MPI_Bcast(buf + done, m, MPI_FLOAT, 0, c->world));
+        done += (size_t)m;
+    }
+    uint64_t seen = *net->seen;
+    MN_MPI(c, MPI_Bcast(&seen, 1, MPI_UINT64_T, 0, c->world));
+    off = 0;
+    for (int i = 0; i < net->n; ++i) {
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < k; ++j) {
+            if (c->rank != 0) memcpy(p[j].data, buf + off, p[j].n * sizeof(float));
+            off += p[j].n;
+        }
+        push_layer(&net->layers[i]);
+    }
+    free(buf);
+    *net->seen = (size_t)seen;
+    *out = net;
+    return MN_OK;
+}

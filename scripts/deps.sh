@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what darknet-mn needs from Debian's archive and fetches Darknet's
+# source package into third_party/dl. Idempotent: safe to re-run.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+
+pkgs="build-essential dpkg-dev libopenmpi-dev openmpi-bin libstb-dev dataset-fashion-mnist"
+missing=""
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+
+src=/etc/apt/sources.list.d/darknet-mn-src.list
+need_src=0
+ls "$top"/third_party/dl/darknet_*.dsc >/dev/null 2>&1 || need_src=1
+
+if [ -n "$missing" ] || [ $need_src = 1 ]; then
+  if [ $need_src = 1 ] && ! grep -rqs '^deb-src .*bookworm main\|^Types:.*deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    echo "deb-src http://deb.debian.org/debian bookworm main" | $SUDO tee "$src" >/dev/null
+  fi
+  $SUDO apt-get update -qq
+fi
+if [ -n "$missing" ]; then
+  echo "deps: installing$missing"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
+fi
+if [ $need_src = 1 ]; then
+  mkdir -p "$top/third_party/dl"
+  (cd "$top/third_party/dl" && apt-get source --download-only darknet)
+fi
+echo "deps: ok"

@@ -1,0 +1,170 @@
+/* Equivalence through the C API: N ranks with batch b (subdivisions s) train
+ * like one process with batch N*b on the same data: after K updates the
+ * weights agree to float rounding, and so do seen, the iteration counter and
+ * the learning rate at every iteration. Also: every rank starts from rank 0's
+ * parameters (broadcast), with and without a weights file.
+ * usage: test_equiv <communicator> <subdivisions> <tmpdir> */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mn_internal.h"
+
+enum { B = 2, K = 6, W = 8, H = 8, C = 3, CLASSES = 4 };
+static int failures, rank;
+#define EXPECT(cond, ...) do { if (!(cond)) { ++failures; fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
+/* conv + maxpool + connected + softmax, no batch norm or dropout; a schedule
+ * with burn_in and steps so that a wrong iteration count shows in the rate. */
+static void write_cfg(const char *path, int batch, int subdiv, const char *comm)
+{
+    FILE *f = fopen(path, "w");
+    fprintf(f, "[net]\nbatch=%d\nsubdivisions=%d\nwidth=%d\nheight=%d\nchannels=%d\n"
+               "learning_rate=0.05\nmomentum=0.9\ndecay=0.001\nburn_in=2\npolicy=steps\nsteps=4\nscales=0.5\nmax_batches=%d\n\n"
+               "[convolutional]\nfilters=4\nsize=3\nstride=1\npad=1\nactivation=leaky\n\n"
+               "[maxpool]\nsize=2\nstride=2\n\n"
+               "[connected]\noutput=%d\nactivation=linear\n\n[softmax]\n\n"
+               "[distributed]\ncommunicator=%s\n",
+            batch * subdiv, subdiv, W, H, C, K, CLASSES, comm);
+    fclose(f);
+}
+
+/* Image g of the endless synthetic data set, and its class. */
+static void image_of(size_t g, float *x, float *y)
+{
+    unsigned s = (unsigned)(g * 2654435761u + 12345u);
+    for (int i = 0; i < W * H * C; ++i) { s = s * 1103515245u + 12345u; x[i] = (float)((s >> 16) & 1023) / 1023.0f; }
+    memset(y, 0, CLASSES * sizeof(float));
+    y[g % CLASSES] = 1;
+}
+
+/* One update: rows j*b+i <- image first + j*ranks*b + r*b + i. */
+static void train_update(network *net, size_t first, int ranks, int r)
+{
+    int b = net->batch, s = net->subdivisions;
+    data d = {0};
+    d.X = make_matrix(b * s, W * H * C);
+    d.y = make_matrix(b * s, CLASSES);
+    for (int j = 0; j < s; ++j)
+        for (int i = 0; i < b; ++i)
+            image_of(first + (size_t)j * ranks * b + (size_t)r * b + i, d.X.vals[j * b + i], d.y.vals[j * b + i]);
+    train_network(net, d);
+    free_data(d);
+}
+
+static size_t nparams(network *net, float *out)
+{
+    size_t k = 0;
+    for (int i = 0; i < net->n; ++i) {
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int m = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < m; ++j) { if (out) memcpy(out + k, p[j].data, p[j].n * sizeof(float)); k += p[j].n; }
+    }
+    return k;
+}
+
+static void check_same_on_all_ranks(mn_comm *c, network *net, const char *what)
+{
+    size_t n = nparams(net, NULL);
+    float *mine = malloc(n * sizeof(float)), *root = malloc(n * sizeof(float));
+    nparams(net, mine);
+    memcpy(root, mine, n * sizeof(float));
+    MPI_Bcast(root, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    EXPECT(!memcmp(root, mine, n * sizeof(float)), "%s: parameters differ from rank 0's", what);
+    size_t seen0 = *net->seen;
+    MPI_Bcast(&seen0, sizeof seen0, MPI_BYTE, 0, MPI_COMM_WORLD);
+    EXPECT(seen0 == *net->seen, "%s: seen differs", what);
+    free(mine);
+    free(root);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int N;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &N);
+    if (argc < 4) { fprintf(stderr, "usage: test_equiv <communicator> <subdivisions> <tmpdir>\n"); MPI_Abort(MPI_COMM_WORLD, 2); }
+    const char *comm = argv[1], *tmp = argv[3];
+    int S = atoi(argv[2]);
+    char cfg_n[512], cfg_1[512], wfile[512];
+    snprintf(cfg_n, sizeof cfg_n, "%s/equiv_n.cfg", tmp);
+    snprintf(cfg_1, sizeof cfg_1, "%s/equiv_1.cfg", tmp);
+    snprintf(wfile, sizeof wfile, "%s/equiv_init.weights", tmp);
+    if (rank == 0) { write_cfg(cfg_n, B, S, comm); write_cfg(cfg_1, N * B, S, comm); }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    mn_status st;
+    mn_comm *c = mn_comm_create(MPI_COMM_WORLD, &st);
+    srand(1000 + rank);   /* each rank's own random init: the broadcast must fix it */
+    network *net;
+    EXPECT(mn_load_network(c, cfg_n, NULL, 0, &net) == MN_OK, "load");
+    check_same_on_all_ranks(c, net, "random init");
+    mn_options opt;
+    EXPECT(mn_parse_options(net, cfg_n, rank == 0, &opt) == MN_OK, "options");
+    EXPECT(mn_comm_select(c, opt.communicator) == MN_OK, "select");
+    /* Rank 0 saves its start so that the reference starts there too. */
+    if (rank == 0) EXPECT(mn_save_weights(c, net, wfile) == MN_OK, "save init");
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    mn_optimizer *o;
+    EXPECT(mn_attach(c, net, &opt, &o) == MN_OK, "attach");
+    float rates[K];
+    size_t iters[K];
+    for (int u = 0; u < K; ++u) {
+        train_update(net, (size_t)u * N * B * S, N, rank);
+        rates[u] = get_current_rate(net);
+        iters[u] = get_current_batch(net);
+    }
+    check_same_on_all_ranks(c, net, "after training");
+
+    /* A weights file: every rank ends up with rank 0's copy of it. */
+    network *loaded;
+    srand(2000 + rank);
+    EXPECT(mn_load_network(c, cfg_n, wfile, 0, &loaded) == MN_OK, "load with weights");
+    check_same_on_all_ranks(c, loaded, "weights file");
+    free_network(loaded);
+
+    if (rank == 0) {
+        /* The reference: one process, batch N*B, from the same start. */
+        network *ref = parse_network_cfg(cfg_1);
+        load_weights(ref, wfile);
+        for (int u = 0; u < K; ++u) {
+            train_update(ref, (size_t)u * N * B * S, 1, 0);
+            EXPECT(get_current_batch(ref) == iters[u], "iteration %d: counter %zu vs %zu", u, iters[u], get_current_batch(ref));
+            EXPECT(get_current_rate(ref) == rates[u], "iteration %d: rate %g vs %g", u, rates[u], get_current_rate(ref));
+        }
+        EXPECT(*ref->seen == *net->seen, "seen %zu vs %zu", *net->seen, *ref->seen);
+        EXPECT(*ref->seen == (size_t)K * N * B * S, "seen %zu, want %d", *ref->seen, K * N * B * S);
+        size_t n = nparams(net, NULL);
+        float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+        nparams(net, a);
+        nparams(ref, b);
+        double num = 0, den = 0, moved = 0;
+        float *w0 = malloc(n * sizeof(float));
+        network *start = parse_network_cfg(cfg_1);
+        load_weights(start, wfile);
+        nparams(start, w0);
+        for (size_t i = 0; i < n; ++i) {
+            num += (a[i] - b[i]) * (double)(a[i] - b[i]);
+            den += (double)b[i] * b[i];
+            moved += (b[i] - w0[i]) * (double)(b[i] - w0[i]);
+        }
+        double rel = sqrt(num / den);
+        printf("test_equiv: %s, %d ranks x batch %d x subdivisions %d vs 1 x %d: relative difference %.3g "
+               "(weights moved %.3g), seen %zu, final rate %g\n",
+               comm, N, B, S, N * B, rel, sqrt(moved / den), *net->seen, rates[K - 1]);
+        EXPECT(rel <= 1e-5, "relative difference %g > 1e-5", rel);
+        EXPECT(sqrt(moved / den) > 1e-3, "training did not move the weights: the test would prove nothing");
+        free(a); free(b); free(w0);
+    }
+    mn_detach(net, o);
+    free_network(net);
+    mn_comm_free(c);
+    int all = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("test_equiv: %s\n", all ? "FAIL" : "ok");
+    MPI_Finalize();
+    return all ? 1 : 0;
+}
