@@ -25,7 +25,7 @@ CPPFLAGS += -Iplugin -I$(DK)/include -I$(DK)/src
 LDLIBS := -lm -pthread
 ifeq ($(GPU),1)
 CPPFLAGS += -DGPU -I$(CUDA)/include
-LDLIBS += -L$(CUDA)/lib64 -lcudart -lcublas -lcurand -lcuda -lstdc++
+LDLIBS += -L$(CUDA)/lib64 -lcudart -lcublas -lcurand -lstdc++
 endif
 ifeq ($(CUDNN),1)
 CPPFLAGS += -DCUDNN

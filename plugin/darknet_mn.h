@@ -55,6 +55,8 @@ int mn_comm_intra_size(const mn_comm *c);
 int mn_comm_inter_rank(const mn_comm *c);
 int mn_comm_inter_size(const mn_comm *c);
 const char *mn_comm_name(const mn_comm *c);
+/* NULL when a cfg may name this communicator, else why not ("is unknown"). */
+const char *mn_comm_check_name(const char *name);
 /* The names a cfg may give, separated by ", ". */
 const char *mn_comm_names(void);
 MPI_Comm mn_comm_world(const mn_comm *c);

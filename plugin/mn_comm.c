@@ -94,19 +94,28 @@ mn_comm *mn_comm_create(MPI_Comm world, mn_status *status)
     return c;
 }
 
+static const mn_comm_ops *lookup(const char *name)
+{
+    for (int i = 0; i < NREG; ++i)
+        if (strcmp(registry[i]->name, name) == 0) return registry[i];
+    return NULL;
+}
+
+const char *mn_comm_check_name(const char *name)
+{
+    if (!name || !*name || lookup(name)) return NULL;
+    for (size_t i = 0; i < sizeof planned / sizeof planned[0]; ++i)
+        if (strcmp(planned[i], name) == 0) return "is not available in this version";
+    return "is unknown";
+}
+
 mn_status mn_comm_select(mn_comm *c, const char *name)
 {
-    const mn_comm_ops *ops = NULL;
     if (!name || !*name) name = "flat";
-    for (int i = 0; i < NREG; ++i)
-        if (strcmp(registry[i]->name, name) == 0) ops = registry[i];
+    const mn_comm_ops *ops = lookup(name);
     if (!ops) {
-        int later = 0;
-        for (size_t i = 0; i < sizeof planned / sizeof planned[0]; ++i)
-            later |= strcmp(planned[i], name) == 0;
         if (c->rank == 0)
-            mn_error(c, "communicator '%s' %s; valid communicators: %s", name,
-                     later ? "is not available in this version" : "is unknown", mn_comm_names());
+            mn_error(c, "communicator '%s' %s; valid communicators: %s", name, mn_comm_check_name(name), mn_comm_names());
         return MN_ERR_USER;
     }
     if (c->ops && c->ops->teardown) c->ops->teardown(c);

@@ -38,13 +38,13 @@ mn_status mn_parse_options(const network *net, const char *cfgfile, int report, 
         int ok = 1, *flag = NULL, *num = NULL;
         long lo = 0, hi = 2147483647L;
         if (!strcmp(k, "communicator")) {
-            ok = strlen(v) < sizeof opt->communicator && *v;
-            if (ok) strcpy(opt->communicator, v);
-            else {
-                if (report) fprintf(stderr, "darknet-mn: %s: [distributed] communicator='%s' is not a communicator name; valid: %s\n",
-                        cfgfile, v, mn_comm_names());
+            const char *why = *v ? mn_comm_check_name(v) : "is empty";
+            if (why) {
+                if (report) fprintf(stderr, "darknet-mn: %s: [distributed] communicator '%s' %s; valid communicators: %s\n",
+                        cfgfile, v, why, mn_comm_names());
                 return MN_ERR_USER;
             }
+            snprintf(opt->communicator, sizeof opt->communicator, "%s", v);
         } else if (!strcmp(k, "allreduce_grad_dtype")) {
             if (!strcmp(v, "float32")) opt->grad_dtype_half = 0;
             else if (!strcmp(v, "float16")) opt->grad_dtype_half = 1;

@@ -1,6 +1,8 @@
 /* Parameters of a network: enumeration in weights-file order, the weights-file
  * size check, atomic saves, and the start-up broadcast from rank 0. */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,7 +272,16 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
     else fclose(fp);
     MN_CHECK(mn_agree(c, s));
 
+    /* Darknet prints the layer table while parsing: only rank 0 shows it. */
+    int saved = -1;
+    if (c->rank != 0) {
+        fflush(stderr);
+        saved = dup(2);
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) { dup2(null, 2); close(null); }
+    }
     network *net = parse_network_cfg((char *)cfgfile);
+    if (saved >= 0) { fflush(stderr); dup2(saved, 2); close(saved); }
     for (int i = 0; i < net->n && s == MN_OK; ++i) {
         mn_param p[1];
         if (mn_layer_params(&net->layers[i], p, 0) < 0) {

@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# darknet-mn tests: unit tests under mpiexec -n 1..4, then end-to-end runs of
+# ./darknet_mn on a small Fashion-MNIST subset: equivalence of N ranks against
+# one, rank-0-only output, stock-Darknet compatibility, and every user error
+# (clear message, non-zero exit on every rank, no hang, no partial file).
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+TEST_BIN=${TEST_BIN:-$BUILD/cpu/tests}
+T=$(pwd)/$BUILD/test
+rm -rf "$T" && mkdir -p "$T"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+MPI="mpiexec --oversubscribe"
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+# run_unit NAME NP [ENV=V] -- CMD...: a unit test under mpiexec with a time limit.
+run_unit() {
+    local name=$1 np=$2; shift 2
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=(-x "$1"); export "${1%%=*}=${1#*=}"; shift; done
+    shift
+    if timeout 120 $MPI "${envs[@]}" -n "$np" "$@" > "$T/$name.log" 2>&1; then ok "$name"
+    else bad "$name (see $T/$name.log)"; tail -5 "$T/$name.log"; fi
+    for e in "${envs[@]}"; do [ "$e" = -x ] || unset "${e%%=*}"; done
+}
+
+echo "== unit tests"
+for n in 1 2 3 4; do
+    run_unit "comm-np$n" $n -- "$TEST_BIN/test_comm"
+    run_unit "scatter-np$n" $n -- "$TEST_BIN/test_scatter" "$T"
+done
+run_unit comm-forced-2x2 4 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
+run_unit comm-forced-2+1 3 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
+for comm in naive flat; do
+    for n in 1 2 3 4; do
+        for s in 1 2; do
+            mkdir -p "$T/eq-$comm-$n-$s"
+            run_unit "equiv-$comm-np$n-sub$s" $n -- "$TEST_BIN/test_equiv" $comm $s "$T/eq-$comm-$n-$s"
+        done
+    done
+done
+
+echo "== end-to-end"
+# A small real data set: 512 training and 200 test images of Fashion-MNIST.
+D=$T/fashion
+"$BUILD/tools/mn_fashion" /usr/share/datasets/fashion-mnist "$D" --limit-train 512 --limit-test 200 > "$T/fashion.log" 2>&1 \
+    || { bad "mn_fashion (see $T/fashion.log)"; }
+
+# cfg NAME BATCH SUBDIV MAXB [extra [distributed] lines...]: a conv+connected
+# classifier without batch norm or dropout.
+cfg() {
+    local f=$T/$1.cfg b=$2 s=$3 m=$4; shift 4
+    cat > "$f" <<CFG
+[net]
+batch=$((b * s))
+subdivisions=$s
+width=28
+height=28
+channels=3
+learning_rate=0.05
+momentum=0.9
+decay=0.0005
+burn_in=2
+policy=steps
+steps=3
+scales=0.5
+max_batches=$m
+
+[convolutional]
+filters=8
+size=3
+stride=1
+pad=1
+activation=leaky
+
+[maxpool]
+size=2
+stride=2
+
+[connected]
+output=10
+activation=linear
+
+[softmax]
+
+CFG
+    if [ $# -gt 0 ]; then printf '[distributed]\n' >> "$f"; printf '%s\n' "$@" >> "$f"; fi
+    echo "$f"
+}
+data() {   # data NAME [train-list]
+    local f=$T/$1.data
+    printf 'classes=10\ntrain=%s\nvalid=%s/test.list\nlabels=%s/labels.txt\nbackup=%s/%s\ntop=2\n' \
+        "${2:-$D/train.list}" "$D" "$D" "$T" "$1" > "$f"
+    echo "$f"
+}
+
+# train NAME NP CFG DATA [weights]: every rank's exit code lands in $T/NAME.rc.<rank>.
+train() {
+    local name=$1 np=$2 c=$3 d=$4 w=${5:-}
+    timeout 120 $MPI -n "$np" sh -c "./darknet_mn classifier train $d $c $w > $T/$name.out.\$OMPI_COMM_WORLD_RANK 2> $T/$name.err.\$OMPI_COMM_WORLD_RANK; echo \$? > $T/$name.rc.\$OMPI_COMM_WORLD_RANK"
+    echo $? > "$T/$name.rc"
+}
+all_rc() {   # all_rc NAME NP WANT: WANT is 0 or nonzero
+    local name=$1 np=$2 want=$3 r
+    for ((r = 0; r < np; ++r)); do
+        [ -f "$T/$name.rc.$r" ] || return 1
+        local rc; rc=$(cat "$T/$name.rc.$r")
+        if [ "$want" = 0 ]; then [ "$rc" = 0 ] || return 1; else [ "$rc" != 0 ] || return 1; fi
+    done
+}
+
+# Equivalence end to end: N ranks x batch b against 1 rank x batch N*b, deterministic data.
+for s in 1 2; do
+    for n in 2 4; do
+        b=2
+        c1=$(cfg "one-$n-$s" $((n * b)) $s 5 deterministic=1 shuffle=0)
+        cn=$(cfg "many-$n-$s" $b $s 5 deterministic=1 shuffle=0)
+        d1=$(data "one-$n-$s"); dn=$(data "many-$n-$s")
+        train "one-$n-$s" 1 "$c1" "$d1"
+        train "many-$n-$s" $n "$cn" "$dn"
+        w1=$T/one-$n-$s/one-$n-${s}_final.weights wn=$T/many-$n-$s/many-$n-${s}_final.weights
+        if all_rc "one-$n-$s" 1 0 && all_rc "many-$n-$s" $n 0 && "$TEST_BIN/mn_wcmp" "$wn" "$w1" 1e-5 > "$T/cmp-$n-$s.log"; then
+            ok "e2e equivalence: $n ranks x batch $b vs 1 x $((n * b)), subdivisions $s ($(cat "$T/cmp-$n-$s.log"))"
+        else
+            bad "e2e equivalence $n x $b sub $s: $(cat "$T/cmp-$n-$s.log" 2>/dev/null) (see $T/many-$n-$s.err.*)"
+        fi
+        # The seen counter in both files is the global image count: 5 updates x N*b*s.
+        if grep -q "seen $((5 * n * b * s)) vs $((5 * n * b * s))" "$T/cmp-$n-$s.log"; then ok "e2e seen = $((5 * n * b * s)) global images"
+        else bad "e2e seen: $(cat "$T/cmp-$n-$s.log")"; fi
+    done
+done
+
+# Rank 0 reports; the others print nothing on success.
+progress=$(grep -c '^[0-9]*: loss' "$T/many-4-2.out.0")
+quiet=$(cat "$T"/many-4-2.out.[123] "$T"/many-4-2.err.[123] | wc -c)
+if [ "$progress" = 5 ] && [ "$quiet" = 0 ] && grep -q "ETA" "$T/many-4-2.out.0"; then ok "rank 0 prints 5 progress lines, ranks 1-3 print nothing"
+else bad "reporting: $progress progress lines on rank 0, $quiet bytes from other ranks"; fi
+if ls "$T"/many-4-2/*.tmp > /dev/null 2>&1; then bad "temporary weights file left behind"; else ok "no temporary files left"; fi
+
+# Random (non-deterministic) mode runs too, on 3 ranks (shards of 171/171/170).
+c=$(cfg rand 4 1 4 communicator=naive seed=7); d=$(data rand)
+train rand 3 "$c" "$d"
+if all_rc rand 3 0 && [ -s "$T/rand/rand_final.weights" ]; then ok "random-sampling training on 3 ranks, naive"
+else bad "random training (see $T/rand.err.*)"; fi
+
+# Weights from darknet-mn load in Debian's stock darknet, and stock weights load in darknet-mn:
+# both score the same top-1 on the test list.
+if command -v darknet > /dev/null; then
+    plain=$(cfg plain 8 1 3)
+    dv=$(data plain)
+    ours=$(timeout 120 ./darknet_mn classifier valid "$dv" "$plain" "$T/many-4-1/many-4-1_final.weights" 2>/dev/null | sed -n 's/.*top-1 \([0-9.]*\).*/\1/p')
+    stock=$(cd "$T" && timeout 120 darknet classifier valid "$dv" "$plain" "$T/many-4-1/many-4-1_final.weights" 2>/dev/null | tail -1 | sed -n 's/.*top 1: \([0-9.]*\).*/\1/p')
+    if [ -n "$ours" ] && [ -n "$stock" ] && awk "BEGIN{exit !($ours == $stock)}"; then ok "stock darknet reads our weights: top-1 $stock = ours $ours"
+    else bad "stock darknet on our weights: stock '$stock' ours '$ours'"; fi
+    mkdir -p "$T/plain"
+    (cd "$T" && timeout 120 darknet classifier train "$dv" "$plain" > stock-train.log 2>&1)
+    sw=$T/plain/plain.weights
+    if [ -s "$sw" ] && timeout 60 $MPI -n 2 ./darknet_mn classifier valid "$dv" "$plain" "$sw" > "$T/stockw.log" 2>&1 && grep -q "top-1" "$T/stockw.log"; then
+        ok "darknet-mn reads stock weights: $(grep top-1 "$T/stockw.log")"
+    else bad "darknet-mn on stock weights (see $T/stock-train.log, $T/stockw.log)"; fi
+else
+    bad "Debian's darknet package is not installed (make deps installs it)"
+fi
+
+# Multi-node evaluation counts equal a one-rank run for any rank count.
+v1=$(timeout 60 $MPI -n 1 ./darknet_mn classifier valid "$(data v)" "$(cfg v 8 1 3)" "$T/many-4-1/many-4-1_final.weights" 2>/dev/null | grep top-1)
+for n in 2 3 4; do
+    vn=$(timeout 60 $MPI -n $n ./darknet_mn classifier valid "$T/v.data" "$T/v.cfg" "$T/many-4-1/many-4-1_final.weights" 2>/dev/null | grep top-1)
+    if [ -n "$v1" ] && [ "${vn#* on $n ranks}" = "${v1#* on 1 ranks}" ]; then ok "valid on $n ranks = 1 rank (${v1#*: })"
+    else bad "valid on $n ranks: '$vn' vs '$v1'"; fi
+done
+
+echo "== user errors (clear message, every rank exits non-zero, within the time limit, no partial file)"
+# expect_error NAME NP CFG DATA WEIGHTS PATTERN
+expect_error() {
+    local name=$1 np=$2 c=$3 d=$4 w=$5 pat=$6
+    local t0=$SECONDS
+    train "$name" "$np" "$c" "$d" "$w"
+    local took=$((SECONDS - t0))
+    if ! all_rc "$name" "$np" nonzero; then bad "$name: not every rank exited non-zero ($(cat "$T/$name".rc.* 2>/dev/null | tr '\n' ' '); mpiexec $(cat "$T/$name.rc"))"; return; fi
+    if [ "$(cat "$T/$name.rc")" = 124 ]; then bad "$name: hung (killed by the time limit)"; return; fi
+    if ! cat "$T/$name".err.* | grep -q -- "$pat"; then bad "$name: message does not match '$pat': $(cat "$T/$name".err.* | head -3)"; return; fi
+    if ls "$T/$name"/* > /dev/null 2>&1; then bad "$name: left files in its backup folder"; return; fi
+    ok "$name (${took}s): $(cat "$T/$name".err.* | grep -m1 -- "$pat")"
+}
+good=$(cfg good 2 1 3)
+expect_error bad-comm 2 "$(cfg bad-comm 2 1 3 communicator=ring)" "$(data bad-comm)" "" "bad-comm.cfg.*communicator 'ring' is unknown; valid communicators: naive, flat"
+expect_error bad-dtype 2 "$(cfg bad-dtype 2 1 3 allreduce_grad_dtype=int8)" "$(data bad-dtype)" "" "bad-dtype.cfg.*allreduce_grad_dtype='int8'"
+expect_error bad-number 2 "$(cfg bad-number 2 1 3 seed=seven)" "$(data bad-number)" "" "bad-number.cfg.*seed='seven' must be"
+expect_error bad-key 2 "$(cfg bad-key 2 1 3 comunicator=flat)" "$(data bad-key)" "" "unknown key 'comunicator'"
+expect_error missing-list 2 "$good" "$(data missing-list "$T/nope.list")" "" "cannot open list $T/nope.list"
+: > "$T/empty.list"
+expect_error empty-list 2 "$good" "$(data empty-list "$T/empty.list")" "" "list $T/empty.list is empty"
+head -2 "$D/train.list" > "$T/two.list"
+expect_error too-few-images 3 "$good" "$(data too-few-images "$T/two.list")" "" "has 2 paths, fewer than the 3 ranks"
+{ head -3 "$D/train.list"; echo "$T/missing_$(sed -n 1p "$D/labels.txt").png"; } > "$T/badimg.list"
+expect_error unreadable-image 2 "$(cfg unreadable 2 1 3 deterministic=1 shuffle=0)" "$(data unreadable-image "$T/badimg.list")" "" "cannot read image $T/missing_"
+w=$T/many-4-1/many-4-1_final.weights
+head -c 1000 "$w" > "$T/truncated.weights"
+expect_error truncated-weights 2 "$good" "$(data truncated-weights)" "$T/truncated.weights" "truncated.weights is truncated: it ends inside layer"
+{ cat "$w"; head -c 64 "$w"; } > "$T/long.weights"
+expect_error misfit-weights 2 "$good" "$(data misfit-weights)" "$T/long.weights" "does not fit the cfg"
+# Different cfgs on different ranks.
+other=$(cfg other 2 1 3); sed -i 's/filters=8/filters=16/' "$other"; dd=$(data mixed)
+timeout 60 $MPI -n 1 sh -c "./darknet_mn classifier train $dd $good 2> $T/mixed.err.0; echo \$? > $T/mixed.rc.0" : \
+    -n 1 sh -c "./darknet_mn classifier train $dd $other 2> $T/mixed.err.1; echo \$? > $T/mixed.rc.1"
+if all_rc mixed 2 nonzero && grep -q "rank 1 parsed a different network" "$T/mixed.err.0"; then ok "different cfgs on two ranks: $(head -1 "$T/mixed.err.0")"
+else bad "different cfgs: $(cat "$T"/mixed.err.* | head -3)"; fi
+
+echo "== GPU build (compile and link only; no GPU here)"
+if command -v nvcc > /dev/null; then
+    if make -s GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build.log" 2>&1; then ok "make GPU=1 CUDNN=1 NCCL=1 builds $BUILD/gpu/darknet_mn"
+    else bad "GPU build (see $T/gpu-build.log)"; tail -5 "$T/gpu-build.log"; fi
+else
+    bad "nvcc not found: the GPU build was not checked"
+fi
+
+echo "== $pass passed, $fail failed"
+[ "$fail" = 0 ]

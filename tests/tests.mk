@@ -1,0 +1,15 @@
+# Unit tests (C programs under mpiexec) and end-to-end runs of ./darknet_mn.
+TEST_BIN := $(OBJ)/tests
+TESTS := test_comm test_equiv test_scatter
+TEST_PROGS := $(addprefix $(TEST_BIN)/,$(TESTS)) $(TEST_BIN)/mn_wcmp
+
+$(TEST_BIN)/mn_wcmp: tests/mn_wcmp.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -Wall $< -o $@ -lm
+
+$(TEST_BIN)/%: tests/%.c $(LIBMN) $(LIBDK)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CPPFLAGS) $(CFLAGS) $< $(LIBMN) $(LIBDK) -o $@ $(LDLIBS)
+
+test: $(PROG) $(TEST_PROGS) $(BUILD)/tools/mn_fashion
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ./tests/run.sh
