@@ -14,7 +14,8 @@ endif
 DK := third_party/darknet-$(VARIANT)
 OBJ := $(BUILD)/$(VARIANT)
 PROG ?= $(if $(filter 1,$(GPU)),$(OBJ)/darknet_mn,darknet_mn)
-DSC := $(firstword $(wildcard third_party/dl/darknet_*.dsc))
+# Written by scripts/deps.sh once Debian's packages and Darknet's source are here.
+DEPS_STAMP := third_party/dl/.fetched
 PATCHES := $(sort $(wildcard patches/*.patch))
 CUDA ?= /usr/local/cuda
 
@@ -46,12 +47,13 @@ all: $(PROG)
 
 deps:
 	./scripts/deps.sh
+$(DEPS_STAMP):
+	./scripts/deps.sh
 
 # Unpack Debian's source package and apply our patches in order.
-$(DK)/.patched: $(PATCHES) $(DSC)
-	@test -n "$(DSC)" || { echo "Darknet's source package is missing: run 'make deps' first" >&2; exit 1; }
+$(DK)/.patched: $(PATCHES) $(DEPS_STAMP)
 	rm -rf $(DK) && mkdir -p third_party
-	dpkg-source -q -x $(DSC) $(DK) >/dev/null
+	dpkg-source -q -x $$(ls third_party/dl/darknet_*.dsc | head -1) $(DK) >/dev/null
 	set -e; for p in $(PATCHES); do patch -s -p1 -d $(DK) < $$p; done
 	touch $@
 
@@ -78,9 +80,21 @@ gpu-build:
 	$(MAKE) GPU=1 CUDNN=1 NCCL=1
 
 include tools/fashion.mk
+$(BUILD)/tools/mn_fashion: $(DEPS_STAMP)
 include tests/tests.mk
 
 clean:
 	rm -rf $(BUILD) darknet_mn
 distclean: clean
 	rm -rf third_party/darknet-cpu third_party/darknet-gpu
+
+# Stock Darknet from the same source package, unpatched, same flags: the baseline of make bench.
+third_party/darknet-stock/darknet: $(DEPS_STAMP)
+	rm -rf third_party/darknet-stock && dpkg-source -q -x $$(ls third_party/dl/darknet_*.dsc | head -1) third_party/darknet-stock >/dev/null
+	$(MAKE) -C third_party/darknet-stock -s OPENCV=0 OPENMP=0 obj darknet
+
+bench: $(PROG) third_party/darknet-stock/darknet $(BUILD)/fashion/.stamp
+	./bench/run.sh
+
+demo: $(PROG) $(BUILD)/fashion/.stamp
+	./scripts/demo.sh

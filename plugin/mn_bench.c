@@ -4,7 +4,7 @@
  * optimizer's arena) is averaged by every communicator, next to a bare
  * MPI_Allreduce of the same bytes, in the same run. Without a cfg: a size
  * sweep, 4 B .. 256 MiB, in the manner of nccl-tests. Times are the slowest
- * rank's mean over K iterations after two warm-ups; busbw = algbw*2(N-1)/N. */
+ * rank's median over K calls after two warm-ups, variants interleaved; busbw = algbw*2(N-1)/N. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,28 +17,40 @@ static void fill(float *p, size_t n, int rank)
     for (size_t i = 0; i < n; ++i) p[i] = (float)((i + (size_t)rank) % 7) - 3.0f;
 }
 
-/* Seconds per call, slowest rank; algo NULL = bare MPI_Allreduce. */
-static double time_one(mn_comm *c, const char *algo, float **arrays, size_t *lens, int n, int iters)
+static int cmp_double(const void *a, const void *b)
 {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Times the bare MPI_Allreduce (variant 0) and every algorithm (1..) on the
+ * same arrays, interleaved call by call so that machine noise hits them all
+ * alike. out[v] = the slowest rank's median seconds per call. */
+static mn_status time_all(mn_comm *c, float **arrays, size_t *lens, int n, int iters, double *out)
+{
+    const int nv = 1 + (int)(sizeof algos / sizeof *algos);
     size_t total = 0;
     for (int i = 0; i < n; ++i) total += lens[i];
-    if (algo && mn_comm_select(c, algo) != MN_OK) return -1;
-    double t = 0;
+    double *t = malloc(sizeof(double) * (size_t)iters * nv);
+    if (!t) return MN_ERR_NOMEM;
     for (int it = -2; it < iters; ++it) {
-        for (int i = 0; i < n; ++i) fill(arrays[i], lens[i], c->rank);
-        MPI_Barrier(c->world);
-        double t0 = mn_now();
-        if (algo) {
-            if (mn_comm_mean_grad(c, arrays, lens, n) != MN_OK) return -1;
-        } else if (mn_sum_floats(c, c->world, arrays[0], total) != MN_OK) {
-            return -1;
+        for (int v = 0; v < nv; ++v) {
+            if (v > 0) MN_CHECK(mn_comm_select(c, algos[v - 1]));
+            for (int i = 0; i < n; ++i) fill(arrays[i], lens[i], c->rank);
+            MPI_Barrier(c->world);
+            double t0 = mn_now();
+            if (v > 0) MN_CHECK(mn_comm_mean_grad(c, arrays, lens, n));
+            else MN_CHECK(mn_sum_floats(c, c->world, arrays[0], total));
+            if (it >= 0) t[v * iters + it] = mn_now() - t0;
         }
-        double dt = mn_now() - t0;
-        if (it >= 0) t += dt;
     }
-    t /= iters;
-    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, c->world);
-    return t;
+    for (int v = 0; v < nv; ++v) {
+        qsort(t + v * iters, (size_t)iters, sizeof(double), cmp_double);
+        out[v] = t[v * iters + iters / 2];
+    }
+    MPI_Allreduce(MPI_IN_PLACE, out, nv, MPI_DOUBLE, MPI_MAX, c->world);
+    free(t);
+    return MN_OK;
 }
 
 static void row(const mn_comm *c, const char *name, size_t bytes, double t, double base)
@@ -77,11 +89,10 @@ static mn_status bench_model(mn_comm *c, const char *cfg, int iters)
         printf("# model %s: %d gradient arrays, %zu floats (%.2f MiB), %d ranks, %d iterations\n",
                cfg, n, total, total * 4.0 / (1 << 20), c->size, iters);
     header(c);
-    float *whole[1] = {arrays[0]};
-    double base = time_one(c, NULL, whole, &total, 1, iters);
-    row(c, "mpi", total * 4, base, base);
-    for (size_t a = 0; a < sizeof algos / sizeof *algos; ++a)
-        row(c, algos[a], total * 4, time_one(c, algos[a], arrays, lens, n, iters), base);
+    double t[8];
+    MN_CHECK(time_all(c, arrays, lens, n, iters, t));
+    row(c, "mpi", total * 4, t[0], t[0]);
+    for (size_t a = 0; a < sizeof algos / sizeof *algos; ++a) row(c, algos[a], total * 4, t[a + 1], t[0]);
     mn_detach(net, o);
     free_network(net);
     return MN_OK;
@@ -96,10 +107,10 @@ static mn_status bench_sweep(mn_comm *c, int iters, size_t max_bytes)
     for (size_t bytes = 4; bytes <= max_bytes; bytes *= 4) {
         size_t n = bytes / 4;
         int k = bytes >= (64u << 20) ? (iters + 4) / 5 : iters;
-        double base = time_one(c, NULL, &buf, &n, 1, k);
-        row(c, "mpi", bytes, base, base);
-        for (size_t a = 0; a < sizeof algos / sizeof *algos; ++a)
-            row(c, algos[a], bytes, time_one(c, algos[a], &buf, &n, 1, k), base);
+        double t[8];
+        MN_CHECK(time_all(c, &buf, &n, 1, k, t));
+        row(c, "mpi", bytes, t[0], t[0]);
+        for (size_t a = 0; a < sizeof algos / sizeof *algos; ++a) row(c, algos[a], bytes, t[a + 1], t[0]);
     }
     free(buf);
     return MN_OK;

@@ -87,6 +87,11 @@ mn_comm *mn_comm_create(MPI_Comm world, mn_status *status)
     MPI_Comm_rank(c->world, &c->rank);
     MPI_Comm_size(c->world, &c->size);
     if (gethostname(c->host, sizeof c->host - 1) != 0) strcpy(c->host, "?");
+    /* 1 MiB pieces measured best-or-near on 2-rank shared memory (bench/results);
+       MN_PIECE_BYTES overrides it for tuning on other fabrics. */
+    const char *pb = getenv("MN_PIECE_BYTES");
+    long bytes = pb ? atol(pb) : 0;
+    c->piece_floats = (size_t)(bytes >= 4 ? bytes : 1 << 20) / sizeof(float);
     mn_status s = mn_agree(c, split_nodes(c));
     if (s == MN_OK) s = mn_comm_select(c, "");
     *status = s;

@@ -34,6 +34,7 @@ struct mn_comm {
     char host[64];
     const mn_comm_ops *ops;
     void *state;                  /* the algorithm's own */
+    size_t piece_floats;          /* largest single MPI message of a fused reduction */
     float *fused;                 /* scratch shared by algorithms that pack */
     size_t fused_cap;
 };
@@ -59,6 +60,19 @@ typedef struct {
  * count, or -1 for a layer type darknet-mn cannot train yet. */
 int mn_layer_params(const layer *l, mn_param *out, int max);
 #define MN_MAX_LAYER_PARAMS 48
+
+/* What a data cfg says (mn_data.c). Read on every rank: it is small. */
+typedef struct {
+    char *train, *valid, *backup, *labels_file;
+    char **labels;
+    int classes;
+} mn_data_cfg;
+mn_status mn_read_data_cfg(mn_comm *c, const char *datacfg, mn_task task, mn_data_cfg *d);
+/* The class of a path: the one label it contains (Darknet matches labels as
+ * substrings); -1 when none or several match, with their count in *matches. */
+int mn_path_class(char **labels, int k, const char *path, int *matches);
+/* An image that cannot be opened is reported with its path and this rank. */
+mn_status mn_check_readable(const mn_comm *c, const char *path);
 
 /* Timing helper. */
 double mn_now(void);

@@ -1,5 +1,4 @@
-/* The one training driver, for the classifier and the detector alike, and the
- * multi-node classifier evaluator.
+/* The one training driver, for the classifier and the detector alike.
  *
  * Each rank runs the same loop: get b*subdivisions images, train_network()
  * (which reaches update_network once, where the optimizer hook averages the
@@ -22,89 +21,9 @@
 void fill_truth_detection(char *path, int num_boxes, float *truth, int classes, int flip,
                           float dx, float dy, float sx, float sy);
 
-double mn_now(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (double)tv.tv_sec + tv.tv_usec * 1e-6;
-}
-
-/* What the data cfg says, checked on every rank (they all read it; it is small). */
-typedef struct {
-    char *train, *valid, *backup, *labels_file;
-    char **labels;
-    int classes;
-} data_cfg;
-
-static char *str_or(list *o, const char *key, char *def)
-{
-    char *v = option_find(o, (char *)key);
-    return v ? v : def;
-}
-
-static mn_status read_data_file(mn_comm *c, const char *datacfg, mn_task task, data_cfg *d)
-{
-    memset(d, 0, sizeof *d);
-    FILE *fp = fopen(datacfg, "r");
-    if (!fp) {
-        if (c->rank == 0) mn_error(c, "cannot open data file %s: %s", datacfg, strerror(errno));
-        return MN_ERR_USER;
-    }
-    fclose(fp);
-    list *o = read_data_cfg((char *)datacfg);
-    d->train = str_or(o, "train", NULL);
-    d->valid = str_or(o, "valid", NULL);
-    d->backup = str_or(o, "backup", "backup");
-    d->classes = option_find_int_quiet(o, "classes", 0);
-    d->labels_file = str_or(o, "labels", NULL);
-    if (task == MN_TASK_CLASSIFIER) {
-        if (d->classes < 1) {
-            if (c->rank == 0) mn_error(c, "%s: 'classes' must be a positive integer", datacfg);
-            return MN_ERR_USER;
-        }
-        if (!d->labels_file) {
-            if (c->rank == 0) mn_error(c, "%s: no 'labels' file given", datacfg);
-            return MN_ERR_USER;
-        }
-        fp = fopen(d->labels_file, "r");
-        if (!fp) {
-            if (c->rank == 0) mn_error(c, "cannot open labels file %s (from %s): %s", d->labels_file, datacfg, strerror(errno));
-            return MN_ERR_USER;
-        }
-        fclose(fp);
-        list *l = get_paths(d->labels_file);
-        if (l->size < d->classes) {
-            if (c->rank == 0)
-                mn_error(c, "labels file %s has %d labels, but %s says classes=%d", d->labels_file, l->size, datacfg, d->classes);
-            return MN_ERR_USER;
-        }
-        d->labels = (char **)list_to_array(l);
-    }
-    return MN_OK;
-}
-
-/* The class of a path: the one label it contains (Darknet matches labels as
- * substrings). -1 when none or several match. */
-static int path_class(char **labels, int k, const char *path, int *matches)
-{
-    int cls = -1;
-    *matches = 0;
-    for (int i = 0; i < k; ++i)
-        if (strstr(path, labels[i])) { cls = i; ++*matches; }
-    return *matches == 1 ? cls : -1;
-}
-
-static mn_status check_readable(const mn_comm *c, const char *path)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) { mn_error(c, "cannot read image %s: %s", path, strerror(errno)); return MN_ERR_USER; }
-    fclose(fp);
-    return MN_OK;
-}
-
 /* Deterministic batch: rows[j*b + i] is global position
  * first + j*N*b + r*b + i of the list (mod its length); no augmentation. */
-static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const data_cfg *dc,
+static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
                             const mn_list *l, size_t first, data *out)
 {
     int b = net->batch, s = net->subdivisions, rows = b * s;
@@ -117,12 +36,12 @@ static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const data_c
         for (int i = 0; i < b; ++i) {
             size_t g = (first + (size_t)j * c->size * b + (size_t)c->rank * b + i) % l->global_n;
             char *path = l->paths[g];
-            MN_CHECK(check_readable(c, path));
+            MN_CHECK(mn_check_readable(c, path));
             image im = load_image_color(path, net->w, net->h);
             memcpy(d.X.vals[j * b + i], im.data, sizeof(float) * (size_t)d.X.cols);
             free_image(im);
             if (task == MN_TASK_CLASSIFIER) {
-                int m, cls = path_class(dc->labels, dc->classes, path, &m);
+                int m, cls = mn_path_class(dc->labels, dc->classes, path, &m);
                 if (cls < 0) {
                     mn_error(c, "image %s matches %d labels of %s; it must contain exactly one", path, m, dc->labels_file);
                     free_data(d);
@@ -138,7 +57,7 @@ static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const data_c
     return MN_OK;
 }
 
-static load_args random_args(network *net, mn_task task, const data_cfg *dc, const mn_list *l, data *buffer)
+static load_args random_args(network *net, mn_task task, const mn_data_cfg *dc, const mn_list *l, data *buffer)
 {
     load_args a = get_base_args(net);
     a.paths = l->paths;
@@ -222,8 +141,8 @@ static mn_status ensure_dir(mn_comm *c, const char *dir)
 mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cfgfile,
                    const char *weightfile, int clear)
 {
-    data_cfg dc;
-    MN_CHECK(mn_agree(c, read_data_file(c, datacfg, task, &dc)));
+    mn_data_cfg dc;
+    MN_CHECK(mn_agree(c, mn_read_data_cfg(c, datacfg, task, &dc)));
     if (!dc.train) {
         if (c->rank == 0) mn_error(c, "%s: no 'train' list given", datacfg);
         return mn_agree(c, MN_ERR_USER);
@@ -329,61 +248,3 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     return s;
 }
 
-/* Classifier evaluation: the valid list is scattered, each rank scores its
- * shard exactly as stock validate_classifier_single does, and the hit counts
- * are summed on rank 0. */
-mn_status mn_classifier_valid(mn_comm *c, const char *datacfg, const char *cfgfile,
-                              const char *weightfile)
-{
-    data_cfg dc;
-    MN_CHECK(mn_agree(c, read_data_file(c, datacfg, MN_TASK_CLASSIFIER, &dc)));
-    if (!dc.valid) {
-        if (c->rank == 0) mn_error(c, "%s: no 'valid' list given", datacfg);
-        return mn_agree(c, MN_ERR_USER);
-    }
-    network *net;
-    MN_CHECK(mn_load_network(c, cfgfile, weightfile, 0, &net));
-    mn_options opt;
-    MN_CHECK(mn_agree(c, mn_parse_options(net, cfgfile, c->rank == 0, &opt)));
-    set_batch_network(net, 1);
-    mn_list shard;
-    MN_CHECK(mn_scatter_list(c, dc.valid, 0, 0, &shard));
-    list *o = read_data_cfg((char *)datacfg);
-    int topk = option_find_int_quiet(o, "top", 1);
-    if (topk < 1 || topk > dc.classes) topk = dc.classes < 5 ? dc.classes : 5;
-    int *idx = calloc((size_t)topk, sizeof(int));
-    long hits[3] = {0, 0, 0};   /* top-1, top-k, images */
-    mn_status s = MN_OK;
-    for (size_t i = 0; i < shard.n && s == MN_OK; ++i) {
-        int m, cls = path_class(dc.labels, dc.classes, shard.paths[i], &m);
-        if (cls < 0) {
-            mn_error(c, "image %s matches %d labels of %s; it must contain exactly one", shard.paths[i], m, dc.labels_file);
-            s = MN_ERR_USER;
-            break;
-        }
-        if ((s = check_readable(c, shard.paths[i])) != MN_OK) break;
-        image im = load_image_color(shard.paths[i], 0, 0);
-        image resized = resize_min(im, net->w);
-        image crop = crop_image(resized, (resized.w - net->w) / 2, (resized.h - net->h) / 2, net->w, net->h);
-        float *pred = network_predict(net, crop.data);
-        if (net->hierarchy) hierarchy_predictions(pred, net->outputs, net->hierarchy, 1, 1);
-        top_k(pred, dc.classes, topk, idx);
-        hits[0] += idx[0] == cls;
-        for (int j = 0; j < topk; ++j) hits[1] += idx[j] == cls;
-        hits[2] += 1;
-        if (resized.data != im.data) free_image(resized);
-        free_image(im);
-        free_image(crop);
-    }
-    s = mn_agree(c, s);
-    if (s == MN_OK) {
-        MPI_Allreduce(MPI_IN_PLACE, hits, 3, MPI_LONG, MPI_SUM, c->world);
-        if (c->rank == 0)
-            printf("darknet-mn: %ld images on %d ranks: top-1 %.4f (%ld), top-%d %.4f (%ld)\n", hits[2], c->size,
-                   (double)hits[0] / hits[2], hits[0], topk, (double)hits[1] / hits[2], hits[1]);
-    }
-    free(idx);
-    mn_free_list(&shard);
-    free_network(net);
-    return s;
-}

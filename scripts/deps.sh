@@ -30,4 +30,6 @@ if [ $need_src = 1 ]; then
   mkdir -p "$top/third_party/dl"
   (cd "$top/third_party/dl" && apt-get source --download-only darknet)
 fi
+mkdir -p "$top/third_party/dl"
+[ -f "$top/third_party/dl/.fetched" ] || touch "$top/third_party/dl/.fetched"
 echo "deps: ok"

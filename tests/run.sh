@@ -210,6 +210,14 @@ timeout 60 $MPI -n 1 sh -c "./darknet_mn classifier train $dd $good 2> $T/mixed.
 if all_rc mixed 2 nonzero && grep -q "rank 1 parsed a different network" "$T/mixed.err.0"; then ok "different cfgs on two ranks: $(head -1 "$T/mixed.err.0")"
 else bad "different cfgs: $(cat "$T"/mixed.err.* | head -3)"; fi
 
+# Further suites (tests/run_<topic>.sh) share this script's folders and data;
+# each prints its own ok/FAIL lines and exits non-zero on any failure.
+for extra in tests/run_*.sh; do
+    [ -e "$extra" ] || continue
+    echo "== $extra"
+    if T=$T D=$D TEST_BIN=$TEST_BIN BUILD=$BUILD MPI="$MPI" bash "$extra"; then ok "$extra"; else bad "$extra"; fi
+done
+
 echo "== GPU build (compile and link only; no GPU here)"
 if command -v nvcc > /dev/null; then
     if make -s GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build.log" 2>&1; then ok "make GPU=1 CUDNN=1 NCCL=1 builds $BUILD/gpu/darknet_mn"

@@ -420,8 +420,9 @@ static long parse_limit(const char *opt, const char *val)
     char *end;
     errno = 0;
     long v = val ? strtol(val, &end, 10) : -1;
-    if (!val || errno || *end || end == val || v < 0)
-        die("%s needs a non-negative integer", opt);
+    /* Zero is refused: Darknet cannot cope with an empty list. */
+    if (!val || errno || *end || end == val || v < 1)
+        die("%s needs a positive integer", opt);
     return v;
 }
 

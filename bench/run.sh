@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# make bench: measurements, side by side in one run, written with the
+# commands that made them to bench/results/.
+#  1. the plugin's allreduce of yolov3-tiny's full gradient against a bare
+#     MPI_Allreduce of the same bytes, at 2 and 4 ranks;
+#  2. a size sweep (4 B .. 64 MiB) at 2 and 4 ranks;
+#  3. one-rank ./darknet_mn against stock Darknet (same source, unpatched,
+#     same flags) training the same cfg and data on the same core.
+set -eu
+cd "$(dirname "$0")/.."
+R=bench/results
+mkdir -p "$R"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPI="mpiexec --oversubscribe"
+host="$(uname -n), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(mpirun --version | head -1)"
+record() {   # record FILE CMD...: run CMD, keep its stdout with a header
+    local f=$1; shift
+    echo "== $f"
+    { echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"; echo "# command: $*"; "$@" 2>/dev/null; } | tee "$R/$f"
+}
+tiny=third_party/darknet-cpu/cfg/yolov3-tiny.cfg
+for n in 2 4; do
+    record "allreduce-yolov3-tiny-np$n.txt" $MPI -n $n ./darknet_mn bench allreduce $tiny -iters 30
+done
+for n in 2 4; do
+    record "allreduce-sweep-np$n.txt" $MPI -n $n ./darknet_mn bench allreduce -iters 20 -max 67108864
+done
+
+# 3. darknet-mn on one rank vs stock Darknet, one core each, same cfg and data.
+iters=${BENCH_ITERS:-60}
+W=build/bench
+rm -rf "$W" && mkdir -p "$W/backup"
+sed -e '/^\[distributed\]/,$d' -e "s/^max_batches=.*/max_batches=$iters/" cfg/fashion.cfg > "$W/fashion.cfg"
+sed -e "s|^backup=.*|backup=$W/backup|" cfg/fashion.data > "$W/fashion.data"
+stock=third_party/darknet-stock/darknet
+run_timed() {   # prints wall seconds of CMD on core 0
+    local t0 t1; t0=$(date +%s.%N)
+    taskset -c 0 "$@" > /dev/null 2>&1 || { echo "bench: $* failed" >&2; return 1; }
+    t1=$(date +%s.%N); awk "BEGIN{print $t1 - $t0}"
+}
+{
+    echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"
+    echo "# $iters iterations of cfg/fashion.cfg (batch $(sed -n 's/^batch=//p' "$W/fashion.cfg")) on core 0, alternating, 3 rounds each"
+    echo "# commands: taskset -c 0 $stock classifier train $W/fashion.data $W/fashion.cfg"
+    echo "#           taskset -c 0 ./darknet_mn classifier train $W/fashion.data $W/fashion.cfg"
+    printf '%-6s %10s %10s %8s\n' round stock_s mn_s ratio
+    for round in 1 2 3; do
+        s=$(run_timed $stock classifier train "$W/fashion.data" "$W/fashion.cfg")
+        m=$(run_timed ./darknet_mn classifier train "$W/fashion.data" "$W/fashion.cfg")
+        printf '%-6s %10.2f %10.2f %8.3f\n' $round "$s" "$m" "$(awk "BEGIN{print $m / $s}")"
+    done
+} | tee "$R/one-rank-vs-stock.txt"
