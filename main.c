@@ -12,6 +12,9 @@ static void usage(void)
             "  detector train <data> <cfg> [weights] [-clear]\n"
             "  classifier train <data> <cfg> [weights] [-clear]\n"
             "  classifier valid <data> <cfg> <weights>\n"
+            "  detector valid <data> <cfg> <weights> [-out <prefix>]\n"
+            "  detector recall <data> <cfg> <weights>\n"
+            "  detector map <data> <cfg> <weights>\n"
             "  bench allreduce <cfg> [-iters K]\n"
             "  version\n");
 }
@@ -23,11 +26,19 @@ static int has_flag(int argc, char **argv, const char *flag)
     return 0;
 }
 
+/* The value after a flag, or NULL. */
+static const char *flag_value(int argc, char **argv, const char *flag)
+{
+    for (int i = 0; i + 1 < argc; ++i)
+        if (!strcmp(argv[i], flag)) return argv[i + 1];
+    return NULL;
+}
+
 /* Positional argument k (flags and their values skipped), or NULL. */
 static const char *positional(int argc, char **argv, int k)
 {
     for (int i = 1; i < argc; ++i) {
-        if (argv[i][0] == '-') { if (!strcmp(argv[i], "-iters")) ++i; continue; }
+        if (argv[i][0] == '-') { if (!strcmp(argv[i], "-iters") || !strcmp(argv[i], "-out")) ++i; continue; }
         if (k-- == 0) return argv[i];
     }
     return NULL;
@@ -35,7 +46,9 @@ static const char *positional(int argc, char **argv, int k)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    /* Funneled: only the main thread calls MPI (the watchdog thread aborts only). */
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const char *cmd = positional(argc, argv, 0), *sub = positional(argc, argv, 1);
@@ -49,6 +62,8 @@ int main(int argc, char **argv)
     int known = cmd && sub && ((!strcmp(cmd, "detector") && !strcmp(sub, "train") && a && b) ||
                                (!strcmp(cmd, "classifier") && !strcmp(sub, "train") && a && b) ||
                                (!strcmp(cmd, "classifier") && !strcmp(sub, "valid") && a && b && w) ||
+                               (!strcmp(cmd, "detector") && (!strcmp(sub, "valid") || !strcmp(sub, "recall") ||
+                                                             !strcmp(sub, "map")) && a && b && w) ||
                                (!strcmp(cmd, "bench") && !strcmp(sub, "allreduce")));
     if (!known) {
         if (rank == 0) usage();
@@ -57,8 +72,12 @@ int main(int argc, char **argv)
     }
     mn_comm *c = mn_comm_create(MPI_COMM_WORLD, &s);
     if (c) {
+        mn_install_fault_handlers(c);
         int clear = has_flag(argc, argv, "-clear");
         if (!strcmp(cmd, "bench")) s = mn_bench_allreduce(c, argc, argv);
+        else if (!strcmp(cmd, "detector") && !strcmp(sub, "valid")) s = mn_detector_valid(c, a, b, w, flag_value(argc, argv, "-out"));
+        else if (!strcmp(sub, "recall")) s = mn_detector_recall(c, a, b, w);
+        else if (!strcmp(sub, "map")) s = mn_detector_map(c, a, b, w);
         else if (!strcmp(sub, "valid")) s = mn_classifier_valid(c, a, b, w);
         else s = mn_train(c, !strcmp(cmd, "detector") ? MN_TASK_DETECTOR : MN_TASK_CLASSIFIER, a, b, w, clear);
         mn_comm_free(c);

@@ -29,11 +29,19 @@ typedef struct {
     int grad_dtype_half;     /* allreduce_grad_dtype=float16 */
     int double_buffering;
     int bn_average;
+    int sync_bn;             /* batch norm in training uses the global batch's statistics */
+    int eval_interval;       /* iterations between evaluations during training; 0 = never */
+    const char *eval_list;   /* evaluated during training (points into the network's
+                                [distributed] options); NULL = the data cfg's valid list */
     int deterministic;       /* global batch = next N*b paths in order, no augmentation */
     int shuffle;             /* rank 0 shuffles the list before scattering */
     int seed;
     int backup_interval;     /* iterations between <backup>/<base>.backup */
     int save_interval;       /* iterations between <backup>/<base>_<iter>.weights */
+    int checkpoint_interval; /* iterations between multi-node checkpoints; 0 = none */
+    int checkpoint_keep;     /* generations kept */
+    int nonfinite_skip;      /* nonfinite=skip: drop an update with NaN/Inf instead of stopping */
+    int collective_timeout;  /* seconds a gradient allreduce may wait for all ranks; 0 = forever */
 } mn_options;
 
 /* Parses net->distributed (a kvp list from the cfg) into opt. Unknown keys and
@@ -63,6 +71,10 @@ MPI_Comm mn_comm_world(const mn_comm *c);
 
 /* Replace each of the n arrays by its mean over all ranks (collective). */
 mn_status mn_comm_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int n);
+/* half = 1: mn_comm_mean_grad sends IEEE half instead of float32 (arrays stay
+ * float32), with every algorithm; half = 0: float32 again. Local, but every
+ * rank must set the same. */
+mn_status mn_comm_set_dtype(mn_comm *c, int half);
 
 /* Every rank learns the worst status of all ranks (collective). Use after work
  * that may fail on some ranks only, so that all of them stop together. */
@@ -73,6 +85,10 @@ void mn_error(const mn_comm *c, const char *fmt, ...) __attribute__((format(prin
 
 /* Fatal error inside a collective section: names the rank, aborts every rank. */
 void mn_abort(const mn_comm *c, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+/* SIGSEGV, SIGBUS, SIGFPE, SIGABRT on this rank: print the rank, host and
+ * cause, then abort every rank (MPI_Abort). */
+void mn_install_fault_handlers(const mn_comm *c);
 
 /* Loads the network on every rank; rank 0 alone reads the weights file (after
  * checking that it fits the cfg) and broadcasts all parameters, running
@@ -117,6 +133,44 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
                    const char *weightfile, int clear);
 mn_status mn_classifier_valid(mn_comm *c, const char *datacfg, const char *cfgfile,
                               const char *weightfile);
+/* Detector evaluation on the data cfg's valid list, scattered over the ranks;
+ * rank 0 gathers every shard's detections. valid writes stock Darknet's VOC
+ * files <results>/<outfile><class>.txt (outfile NULL: "comp4_det_test_");
+ * recall prints stock's proposal/recall summary; map prints VOC AP@0.5 per
+ * class and their mean against the labels/ files. */
+mn_status mn_detector_valid(mn_comm *c, const char *datacfg, const char *cfgfile,
+                            const char *weightfile, const char *outfile);
+mn_status mn_detector_recall(mn_comm *c, const char *datacfg, const char *cfgfile,
+                             const char *weightfile);
+mn_status mn_detector_map(mn_comm *c, const char *datacfg, const char *cfgfile,
+                          const char *weightfile);
+
+/* A detection (prob > 0) or a ground-truth box (prob ignored) of class cls in
+ * image img; corners in any one unit per image. */
+typedef struct {
+    int img, cls;
+    float prob;
+    float x0, y0, x1, y1;
+} mn_box;
+/* VOC AP at an IoU threshold (0.5 for VOC): detections in descending
+ * probability (ties: in the order given) each match the unmatched truth box of
+ * their class and image they overlap most, else count as false; AP is the area
+ * under the precision envelope (VOC 2010+). ap[k] gets class k's AP, -1 for a
+ * class without truth boxes; returns their mean over classes with truth, or -1
+ * when there is none. */
+double mn_voc_map(const mn_box *dets, size_t ndets, const mn_box *truth, size_t ntruth,
+                  int classes, float iou_thresh, double *ap);
+
+/* Batch-norm running statistics: mean over all ranks (bn_average), or rank
+ * 0's copied to every rank. Collective. */
+mn_status mn_average_bn_stats(mn_comm *c, network *net);
+mn_status mn_bcast_bn_stats(mn_comm *c, network *net);
+/* sync_bn=1: batch norm in training normalizes with the global batch's mean
+ * and variance (patch 0005's hook); otherwise removes the hook. */
+mn_status mn_attach_sync_bn(mn_comm *c, network *net, const mn_options *opt);
+/* Collective save: averages the running statistics first when
+ * opt->bn_average; rank 0 writes path atomically. */
+mn_status mn_save_weights_all(mn_comm *c, network *net, const mn_options *opt, const char *path);
 
 /* ./darknet_mn bench allreduce */
 mn_status mn_bench_allreduce(mn_comm *c, int argc, char **argv);

@@ -2,6 +2,7 @@
 #ifndef MN_INTERNAL_H
 #define MN_INTERNAL_H
 
+#include <stdint.h>
 #include "darknet_mn.h"
 
 /* Propagate a non-OK status to the caller. */
@@ -37,10 +38,50 @@ struct mn_comm {
     size_t piece_floats;          /* largest single MPI message of a fused reduction */
     float *fused;                 /* scratch shared by algorithms that pack */
     size_t fused_cap;
+    int half;                     /* gradients travel as IEEE half (mn_comm_set_dtype) */
+    MPI_Op half_sum;              /* the MPI op summing halves; MPI_OP_NULL until needed */
 };
 
 extern const mn_comm_ops mn_comm_naive_ops;
 extern const mn_comm_ops mn_comm_flat_ops;
+extern const mn_comm_ops mn_comm_hierarchical_ops;
+extern const mn_comm_ops mn_comm_two_dimensional_ops;
+extern const mn_comm_ops mn_comm_single_node_ops;
+extern const mn_comm_ops mn_comm_pure_nccl_ops;
+/* 1 when this build has NCCL and this rank has a CUDA device of its own
+ * (device intra_rank): pure_nccl is then the default (mn_comm_pure_nccl.c). */
+int mn_nccl_usable(const mn_comm *c);
+
+/* How a piece of gradient travels: float32 (MPI_FLOAT, MPI_SUM) or IEEE half
+ * (MPI_UINT16_T summed by c->half_sum). */
+typedef struct {
+    MPI_Datatype type;
+    MPI_Op op;
+    int half;
+} mn_wire;
+/* One algorithm's core: sum count elements of buf over all ranks, in place. */
+typedef mn_status (*mn_sum_fn)(mn_comm *c, void *buf, int count, const mn_wire *w);
+/* The mean over all ranks of the arrays, through sum, in pieces of at most
+ * `piece` elements: packs (unless the arrays lie back to back and travel as
+ * float32), converts to half when c->half, sums, divides, unpacks. */
+mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int n, size_t piece, mn_sum_fn sum);
+/* In-place MPI_Allreduce of count wire elements over comm. */
+mn_status mn_allreduce_wire(mn_comm *c, MPI_Comm comm, void *buf, int count, const mn_wire *w);
+/* The sum over c->world: one MPI_Allreduce (naive's and flat's core). */
+mn_status mn_sum_world(mn_comm *c, void *buf, int count, const mn_wire *w);
+/* "3 ranks on 2 nodes (2+1)" into out; *even = every node has as many ranks. Collective. */
+mn_status mn_comm_layout(mn_comm *c, char *out, size_t cap, int *even);
+
+/* IEEE half (mn_half.c): round to nearest even, overflow to Inf, subnormals kept. */
+uint16_t mn_float_to_half(float f);
+float mn_half_to_float(uint16_t h);
+/* out[i] = half(in[i] / div) */
+void mn_floats_to_halves(uint16_t *out, const float *in, size_t n, float div);
+void mn_halves_to_floats(float *out, const uint16_t *in, size_t n);
+/* 0 when any of the n halves is Inf or NaN. */
+int mn_halves_finite(const uint16_t *h, size_t n);
+/* A commutative MPI op summing halves through float (free with MPI_Op_free). */
+mn_status mn_half_op_create(mn_comm *c, MPI_Op *op);
 
 /* In-place MPI_SUM of n floats over comm, in INT_MAX pieces (MPI counts are int). */
 mn_status mn_sum_floats(mn_comm *c, MPI_Comm comm, float *p, size_t n);
@@ -68,11 +109,45 @@ typedef struct {
     int classes;
 } mn_data_cfg;
 mn_status mn_read_data_cfg(mn_comm *c, const char *datacfg, mn_task task, mn_data_cfg *d);
+
+/* Evaluation during training (mn_evaluator.c). Called by every rank at the end
+ * of every iteration; every eval_interval iterations it scores the eval list
+ * (classifier top-1, detector mAP), rank 0 prints it and saves
+ * <backup>/<base>_best.weights when it improves. *state starts NULL. */
+typedef struct mn_eval_state mn_eval_state;
+mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
+                                  const mn_options *opt, size_t it, const char *base,
+                                  mn_eval_state **state);
+void mn_eval_free(mn_eval_state *state);
 /* The class of a path: the one label it contains (Darknet matches labels as
  * substrings); -1 when none or several match, with their count in *matches. */
 int mn_path_class(char **labels, int k, const char *path, int *matches);
 /* An image that cannot be opened is reported with its path and this rank. */
 mn_status mn_check_readable(const mn_comm *c, const char *path);
+
+/* The collective watchdog (mn_watchdog.c): enter before a collective (sends
+ * the arrival token; rank 0 waits for all and names late ranks), leave after.
+ * Past the timeout the job is aborted with a message. */
+typedef struct mn_watchdog mn_watchdog;
+mn_status mn_watchdog_start(mn_comm *c, double timeout, mn_watchdog **out);
+void mn_watchdog_enter(mn_watchdog *w, const char *what, size_t iteration);
+void mn_watchdog_leave(mn_watchdog *w);
+void mn_watchdog_stop(mn_watchdog *w);
+
+/* Whether the last update's averaged gradient held NaN or Inf (it was zeroed). */
+int mn_optimizer_nonfinite(const mn_optimizer *o);
+/* The optimizer's update arrays (gradients, then Darknet's momentum part). */
+float *mn_optimizer_arena(mn_optimizer *o, size_t *n);
+
+/* Multi-node checkpoints (mn_checkpoint.c). save: every rank writes its file
+ * and the generations beyond the newest `keep` are removed. resume: loads the
+ * newest generation every rank holds intact; *resumed = 0 when there is none. */
+mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const char *dir,
+                             const char *base, int keep);
+mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const char *dir,
+                               const char *base, int *resumed);
+/* Iterations of this rank's checkpoint files in dir (unverified). */
+int mn_checkpoint_list(const mn_comm *c, const char *dir, const char *base, uint64_t *gens, int max);
 
 /* Timing helper. */
 double mn_now(void);

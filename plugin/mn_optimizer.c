@@ -21,7 +21,17 @@ struct mn_optimizer {
     float **arrays;       /* host arrays inside the arena, in layer order */
     float **arrays_gpu;   /* matching device arrays (GPU build) */
     size_t *lens;
+    int nonfinite;        /* the last averaged gradient held NaN or Inf */
+    mn_watchdog *watch;   /* NULL when collective_timeout=0 */
 };
+
+/* NaN or Inf anywhere: x*0 is 0 for every finite x, NaN otherwise. */
+static int all_finite(const float *p, size_t n)
+{
+    float acc = 0;
+    for (size_t i = 0; i < n; ++i) acc += p[i] * 0.0f;
+    return acc == 0;
+}
 
 /* The update arrays of layer l and the slot in struct layer that holds each. */
 static int layer_grads(layer *l, float ***slots, float ***slots_gpu, size_t *lens)
@@ -52,8 +62,15 @@ static void sync_hook(network *net)
     if (net->gpu_index >= 0)
         for (int i = 0; i < o->n; ++i) cuda_pull_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
 #endif
+    mn_watchdog_enter(o->watch, "gradient allreduce", get_current_batch(net));
     if (mn_comm_mean_grad(o->comm, o->arrays, o->lens, o->n) != MN_OK)
         mn_abort(o->comm, "gradient allreduce failed");
+    mn_watchdog_leave(o->watch);
+    /* Every rank holds the same mean, so every rank decides alike. A bad
+     * update is zeroed (momentum too) so that Darknet's update that follows
+     * cannot write NaN into the weights. */
+    o->nonfinite = !all_finite(o->arena, o->total);
+    if (o->nonfinite) memset(o->arena, 0, o->total * sizeof(float));
 #ifdef GPU
     if (net->gpu_index >= 0)
         for (int i = 0; i < o->n; ++i) cuda_push_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
@@ -62,7 +79,6 @@ static void sync_hook(network *net)
 
 mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimizer **out)
 {
-    (void)opt;
     mn_optimizer *o = calloc(1, sizeof *o);
     if (!o) return MN_ERR_NOMEM;
     o->comm = c;
@@ -95,6 +111,15 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     }
     free(slots);
     free(slots_gpu);
+    if (opt->collective_timeout > 0 && c->size > 1 &&
+        mn_watchdog_start(c, opt->collective_timeout, &o->watch) != MN_OK) {
+        free(o->arena);
+        free(o->arrays);
+        free(o->arrays_gpu);
+        free(o->lens);
+        free(o);
+        return MN_ERR_NOMEM;
+    }
     net->ranks = c->size;
     net->sync = sync_hook;
     net->sync_arg = o;
@@ -109,6 +134,17 @@ nomem:
     free(o->lens);
     free(o);
     return MN_ERR_NOMEM;
+}
+
+int mn_optimizer_nonfinite(const mn_optimizer *o)
+{
+    return o->nonfinite;
+}
+
+float *mn_optimizer_arena(mn_optimizer *o, size_t *n)
+{
+    *n = o->total;
+    return o->arena;
 }
 
 /* Give every update array its own allocation again, so free_network works. */
@@ -131,6 +167,7 @@ void mn_detach(network *net, mn_optimizer *o)
     net->sync = NULL;
     net->sync_arg = NULL;
     net->ranks = 1;
+    mn_watchdog_stop(o->watch);
     free(o->arena);
     free(o->arrays);
     free(o->arrays_gpu);

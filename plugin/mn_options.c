@@ -13,6 +13,8 @@ void mn_default_options(mn_options *opt)
     opt->seed = 1;
     opt->backup_interval = 100;
     opt->save_interval = 1000;
+    opt->checkpoint_keep = 3;
+    opt->collective_timeout = 300;
 }
 
 static int parse_int(const char *v, long lo, long hi, int *out)
@@ -25,8 +27,8 @@ static int parse_int(const char *v, long lo, long hi, int *out)
 }
 
 static const char *const keys =
-    "communicator, allreduce_grad_dtype, double_buffering, bn_average, deterministic, "
-    "shuffle, seed, backup_interval, save_interval";
+    "communicator, allreduce_grad_dtype, double_buffering, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
+    "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, collective_timeout";
 
 mn_status mn_parse_options(const network *net, const char *cfgfile, int report, mn_options *opt)
 {
@@ -55,11 +57,30 @@ mn_status mn_parse_options(const network *net, const char *cfgfile, int report, 
             }
         } else if (!strcmp(k, "double_buffering")) flag = &opt->double_buffering;
         else if (!strcmp(k, "bn_average")) flag = &opt->bn_average;
+        else if (!strcmp(k, "sync_bn")) flag = &opt->sync_bn;
+        else if (!strcmp(k, "eval_interval")) num = &opt->eval_interval;
+        else if (!strcmp(k, "eval_list")) {
+            if (!*v) {
+                if (report) fprintf(stderr, "darknet-mn: %s: [distributed] eval_list is empty; give a list file\n", cfgfile);
+                return MN_ERR_USER;
+            }
+            opt->eval_list = v;
+        }
         else if (!strcmp(k, "deterministic")) flag = &opt->deterministic;
         else if (!strcmp(k, "shuffle")) flag = &opt->shuffle;
         else if (!strcmp(k, "seed")) num = &opt->seed;
         else if (!strcmp(k, "backup_interval")) { num = &opt->backup_interval; lo = 1; }
         else if (!strcmp(k, "save_interval")) { num = &opt->save_interval; lo = 1; }
+        else if (!strcmp(k, "checkpoint_interval")) num = &opt->checkpoint_interval;
+        else if (!strcmp(k, "checkpoint_keep")) { num = &opt->checkpoint_keep; lo = 1; }
+        else if (!strcmp(k, "collective_timeout")) num = &opt->collective_timeout;
+        else if (!strcmp(k, "nonfinite")) {
+            if (!strcmp(v, "stop") || !strcmp(v, "skip")) opt->nonfinite_skip = !strcmp(v, "skip");
+            else {
+                if (report) fprintf(stderr, "darknet-mn: %s: [distributed] nonfinite='%s' is invalid; valid: stop, skip\n", cfgfile, v);
+                return MN_ERR_USER;
+            }
+        }
         else {
             if (report) fprintf(stderr, "darknet-mn: %s: unknown key '%s' in [distributed]; valid keys: %s\n",
                     cfgfile, k, keys);
@@ -73,10 +94,6 @@ mn_status mn_parse_options(const network *net, const char *cfgfile, int report, 
             return MN_ERR_USER;
         }
         p->used = 1;
-    }
-    if (opt->grad_dtype_half) {
-        if (report) fprintf(stderr, "darknet-mn: %s: [distributed] allreduce_grad_dtype=float16 is not available in this version; use float32\n", cfgfile);
-        return MN_ERR_UNAVAILABLE;
     }
     if (opt->double_buffering) {
         if (report) fprintf(stderr, "darknet-mn: %s: [distributed] double_buffering=1 is not available in this version\n", cfgfile);

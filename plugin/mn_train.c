@@ -7,6 +7,7 @@
  * augmentation), or in deterministic mode from fixed global positions: the
  * global batch is the next N*b paths of the list and rank r takes its slice. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,36 +85,6 @@ static load_args random_args(network *net, mn_task task, const mn_data_cfg *dc, 
     return a;
 }
 
-/* Averages every batch-norm running statistic over the ranks (bn_average=1). */
-static mn_status average_bn(mn_comm *c, network *net)
-{
-    for (int i = 0; i < net->n; ++i) {
-        layer *l = &net->layers[i];
-        if (!l->rolling_mean) continue;
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < k; ++j) {
-            if (p[j].data != l->rolling_mean && p[j].data != l->rolling_variance) continue;
-#ifdef GPU
-            if (net->gpu_index >= 0) cuda_pull_array(p[j].data == l->rolling_mean ? l->rolling_mean_gpu : l->rolling_variance_gpu, p[j].data, p[j].n);
-#endif
-            MN_CHECK(mn_comm_mean_grad(c, &p[j].data, &p[j].n, 1));
-#ifdef GPU
-            if (net->gpu_index >= 0) cuda_push_array(p[j].data == l->rolling_mean ? l->rolling_mean_gpu : l->rolling_variance_gpu, p[j].data, p[j].n);
-#endif
-        }
-    }
-    return MN_OK;
-}
-
-/* Collective: every rank calls it at the same iterations; rank 0 writes. */
-static mn_status save_all(mn_comm *c, network *net, const mn_options *o, const char *path)
-{
-    if (o->bn_average) MN_CHECK(average_bn(c, net));
-    mn_status s = c->rank == 0 ? mn_save_weights(c, net, path) : MN_OK;
-    return mn_agree(c, s);
-}
-
 static void format_duration(double s, char *buf, size_t n)
 {
     long t = s < 0 ? 0 : (long)(s + 0.5);
@@ -164,8 +135,15 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     MN_CHECK(ensure_dir(c, dc.backup));
     mn_optimizer *mo;
     MN_CHECK(mn_agree(c, mn_attach(c, net, &opt, &mo)));
+    MN_CHECK(mn_agree(c, mn_attach_sync_bn(c, net, &opt)));
 
     char *base = basecfg((char *)cfgfile);
+    if (opt.checkpoint_interval > 0) {
+        int resumed;
+        MN_CHECK(mn_checkpoint_resume(c, net, mo, dc.backup, base, &resumed));
+        if (resumed && weightfile && *weightfile && c->rank == 0)
+            printf("darknet-mn: the checkpoint takes precedence over %s\n", weightfile);
+    }
     int imgs = net->batch * net->subdivisions;         /* per rank, per update */
     long global_imgs = (long)imgs * c->size;
     if (c->rank == 0)
@@ -184,6 +162,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     if (!opt.deterministic && !resizes) loader = load_data(args);
 
     double start = mn_now(), avg_loss = -1;
+    mn_eval_state *ev = NULL;
     size_t first_batch = get_current_batch(net);
     mn_status s = MN_OK;
     while (get_current_batch(net) < (size_t)net->max_batches && s == MN_OK) {
@@ -212,6 +191,18 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         float sum = loss;
         MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_FLOAT, MPI_SUM, c->world);
         loss = sum / c->size;
+        if (mn_optimizer_nonfinite(mo) || !isfinite(loss)) {
+            /* The hook zeroed the bad update, so the weights are still finite. */
+            size_t at = get_current_batch(net);
+            if (!opt.nonfinite_skip) {
+                if (c->rank == 0)
+                    mn_error(c, "iteration %zu: the loss or the averaged gradient is NaN or Inf; stopping "
+                             "without writing weights (nonfinite=skip in [distributed] skips such updates)", at);
+                s = MN_ERR_USER;
+                break;
+            }
+            if (c->rank == 0) mn_error(c, "iteration %zu: NaN or Inf in the loss or gradient; update skipped", at);
+        }
         avg_loss = avg_loss < 0 ? loss : avg_loss * .9 + loss * .1;
         size_t it = get_current_batch(net);
         double now = mn_now();
@@ -224,23 +215,27 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
                    get_current_rate(net), global_imgs / (now - t0), el, eta, *net->seen);
             fflush(stdout);
         }
+        if (s == MN_OK) s = mn_eval_during_training(c, net, task, &dc, &opt, it, base, &ev);
         char path[4096];
-        if (it % (size_t)opt.backup_interval == 0) {
+        if (s == MN_OK && it % (size_t)opt.backup_interval == 0) {
             snprintf(path, sizeof path, "%s/%s.backup", dc.backup, base);
-            s = save_all(c, net, &opt, path);
+            s = mn_save_weights_all(c, net, &opt, path);
         }
         if (s == MN_OK && it % (size_t)opt.save_interval == 0) {
             snprintf(path, sizeof path, "%s/%s_%zu.weights", dc.backup, base, it);
-            s = save_all(c, net, &opt, path);
+            s = mn_save_weights_all(c, net, &opt, path);
         }
+        if (s == MN_OK && opt.checkpoint_interval > 0 && it % (size_t)opt.checkpoint_interval == 0)
+            s = mn_checkpoint_save(c, net, mo, dc.backup, base, opt.checkpoint_keep);
     }
     if (loader) { pthread_join(loader, 0); free_data(buffer); }
     if (s == MN_OK) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s_final.weights", dc.backup, base);
-        s = save_all(c, net, &opt, path);
+        s = mn_save_weights_all(c, net, &opt, path);
         if (s == MN_OK && c->rank == 0) printf("darknet-mn: wrote %s\n", path);
     }
+    mn_eval_free(ev);
     mn_detach(net, mo);
     mn_free_list(&shard);
     free_network(net);

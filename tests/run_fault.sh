@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Never hang, never lose: a rank killed, crashed or stalled ends the whole job
+# within seconds with a message naming it; checkpoints resume exactly; a kill
+# during a save leaves the previous files intact. Run by tests/run.sh (T, D,
+# TEST_BIN, MPI set there).
+set -u
+F=$T/fault
+mkdir -p "$F"
+fail=0
+ok() { echo "ok   $*"; }
+bad() { fail=1; echo "FAIL $*"; }
+
+# A classifier heavy enough (tens of ms per iteration) to be hit mid-training.
+cfg() {   # cfg NAME MAXB [distributed lines...]
+    local n=$1 f=$F/$1.cfg m=$2; shift 2
+    rm -rf "${F:?}/$n"
+    cat > "$f" <<CFG
+[net]
+batch=32
+subdivisions=1
+width=28
+height=28
+channels=3
+learning_rate=0.02
+momentum=0.9
+decay=0.0005
+max_batches=$m
+
+[convolutional]
+filters=32
+size=3
+stride=1
+pad=1
+activation=leaky
+
+[maxpool]
+size=2
+stride=2
+
+[convolutional]
+filters=32
+size=3
+stride=1
+pad=1
+activation=leaky
+
+[connected]
+output=10
+activation=linear
+
+[softmax]
+
+[distributed]
+CFG
+    printf '%s\n' "$@" >> "$f"
+    printf 'classes=10\ntrain=%s/train.list\nvalid=%s/test.list\nlabels=%s/labels.txt\nbackup=%s/%s\n' "$D" "$D" "$D" "$F" "$n" > "$F/$n.data"
+}
+
+# launch NAME NP: starts training in the background; each rank's pid in $F/NAME.pid.<rank>.
+launch() {
+    local name=$1 np=$2
+    rm -f "$F/$name".pid.* "$F/$name".out "$F/$name".err
+    timeout 120 $MPI -n "$np" sh -c "echo \$\$ > $F/$name.pid.\$OMPI_COMM_WORLD_RANK; exec ./darknet_mn classifier train $F/$name.data $F/$name.cfg" \
+        > "$F/$name.out" 2> "$F/$name.err" &
+    echo $! > "$F/$name.mpiexec"
+}
+# wait_iter NAME K: until rank 0 reported iteration K (or 60 s).
+wait_iter() {
+    local i
+    for ((i = 0; i < 3000; ++i)); do
+        grep -q "^$2: loss" "$F/$1.out" 2> /dev/null && return 0
+        sleep 0.02
+    done
+    return 1
+}
+# ends_within NAME SECONDS: mpiexec and every rank gone in time, mpiexec non-zero.
+ends_within() {
+    local name=$1 limit=$2 t0=$SECONDS pid alive
+    local mp; mp=$(cat "$F/$name.mpiexec")
+    while kill -0 "$mp" 2> /dev/null; do
+        if ((SECONDS - t0 > limit)); then echo "mpiexec still running after ${limit}s"; return 1; fi
+        sleep 0.1
+    done
+    wait "$mp"; local rc=$?
+    for pid in $(cat "$F/$name".pid.*); do
+        alive=1; for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2> /dev/null || { alive=0; break; }; sleep 0.2; done
+        [ $alive = 0 ] || { echo "rank process $pid still alive"; return 1; }
+    done
+    echo "$((SECONDS - t0))s, mpiexec status $rc"
+    [ "$rc" != 0 ]
+}
+
+# 1. kill -9 one of 4 ranks mid-training.
+cfg kill 400
+launch kill 4
+if wait_iter kill 3; then
+    kill -9 "$(cat "$F/kill.pid.2")"
+    if took=$(ends_within kill 15) && grep -q "rank 2" "$F/kill.err"; then ok "kill -9 of rank 2 of 4: all gone in $took; $(grep -m1 'rank 2' "$F/kill.err" | cut -c1-120)"
+    else bad "kill -9: job did not end within 15 s or rank 2 not named ($(tail -3 "$F/kill.err"))"; fi
+else bad "kill -9: training never reached iteration 3 ($(tail -3 "$F/kill.err"))"; fi
+
+# 2. SIGSEGV on one rank: the fault handler names rank, host and cause.
+cfg segv 400
+launch segv 4
+if wait_iter segv 3; then
+    kill -SEGV "$(cat "$F/segv.pid.1")"
+    if took=$(ends_within segv 15) && grep -q "rank 1 (.*): fatal: SIGSEGV" "$F/segv.err"; then ok "SIGSEGV on rank 1: all gone in $took; $(grep -m1 'fatal: SIGSEGV' "$F/segv.err")"
+    else bad "SIGSEGV: $took; $(grep -c 'fatal: SIGSEGV' "$F/segv.err") handler lines; $(tail -3 "$F/segv.err")"; fi
+else bad "SIGSEGV: training never reached iteration 3"; fi
+
+# 3. A stalled rank (SIGSTOP) past collective_timeout: rank 0 names it, all abort.
+cfg stall 400 collective_timeout=4
+launch stall 3
+if wait_iter stall 3; then
+    kill -STOP "$(cat "$F/stall.pid.2")"
+    if took=$(ends_within stall 15) && grep -q "rank 2 did not arrive within 4 s" "$F/stall.err"; then ok "stalled rank 2: all gone in $took; $(grep -m1 'did not arrive' "$F/stall.err")"
+    else bad "stall: $(tail -3 "$F/stall.err")"; fi
+    kill -CONT "$(cat "$F/stall.pid.2")" 2> /dev/null; kill -9 "$(cat "$F/stall.pid.2")" 2> /dev/null
+else bad "stall: training never reached iteration 3"; fi
+
+# 4. An unreadable image in random-sampling mode (Darknet's own loader thread).
+cfg badimg 400
+cp "$D/train.list" "$F/badimg.list"
+for i in $(seq 1 200); do echo "$F/gone_$(sed -n 1p "$D/labels.txt")_$i.png"; done >> "$F/badimg.list"
+sed -i "s|^train=.*|train=$F/badimg.list|" "$F/badimg.data"
+sed -i 's/^\[distributed\]/[distributed]\nshuffle=0/' "$F/badimg.cfg"   # the bad paths land in the last rank's shard
+launch badimg 2
+sleep 1
+if took=$(ends_within badimg 30) && grep -q "rank 1 (.*): fatal: SIGABRT" "$F/badimg.err" && grep -q 'Cannot load image ".*gone_' "$F/badimg.err"; then
+    ok "unreadable image on rank 1 (random loader): all gone in $took; names rank 1 and the file"
+else bad "unreadable image (random loader): $(tail -4 "$F/badimg.err")"; fi
+
+# 5. Checkpoints: 20 iterations straight == killed at about 12 and resumed.
+cfg straight 20 deterministic=1 shuffle=0 checkpoint_interval=5
+cfg resumed 20 deterministic=1 shuffle=0 checkpoint_interval=5 checkpoint_keep=2
+timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/straight.data" "$F/straight.cfg" > "$F/straight.out" 2> "$F/straight.err"
+launch resumed 2
+if wait_iter resumed 12; then kill -9 "$(cat "$F/resumed.pid.1")"; fi
+ends_within resumed 15 > /dev/null
+[ -f "$F/resumed/resumed_final.weights" ] && bad "checkpoint: the killed run finished before the kill (too fast to test)"
+gens=$(ls "$F/resumed" | grep -c 'ckpt-.*\.r0$')
+timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/resumed.data" "$F/resumed.cfg" > "$F/resumed2.out" 2> "$F/resumed2.err"
+if grep -q "resumed from checkpoint .*ckpt-10" "$F/resumed2.out" &&
+   cmp "$F/straight/straight_final.weights" "$F/resumed/resumed_final.weights"; then
+    ok "killed at iteration 12 and resumed from checkpoint 10: final weights identical to 20 straight ($gens generations kept of 2)"
+else bad "checkpoint resume: $(grep resumed "$F/resumed2.out") $(tail -2 "$F/resumed2.err")"; fi
+[ "$gens" -le 2 ] || bad "checkpoint_keep=2 kept $gens generations"
+
+# A corrupt newest checkpoint on one rank: everyone falls back to an older common one.
+rm -rf "$F/fallback" && mkdir -p "$F/fallback"
+cfg fallback 12 deterministic=1 shuffle=0 checkpoint_interval=5
+timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/fallback.data" "$F/fallback.cfg" > /dev/null 2>&1
+rm "$F/fallback/fallback_final.weights"
+printf 'garbage' | dd of="$F/fallback/fallback.ckpt-10.r1" bs=1 seek=100 conv=notrunc 2> /dev/null
+timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/fallback.data" "$F/fallback.cfg" > "$F/fallback.out" 2> "$F/fallback.err"
+if grep -q "resumed from checkpoint .*ckpt-5 " "$F/fallback.out" && grep -q "rank 1 .*ckpt-10.r1 is incomplete, corrupt" "$F/fallback.err"; then
+    ok "corrupt checkpoint 10 on rank 1: both ranks resumed from 5"
+else bad "checkpoint fallback: $(cat "$F/fallback.out" | grep resumed) $(head -2 "$F/fallback.err")"; fi
+
+# 6. Kills during saves (every iteration saves a backup and a checkpoint): the files left are whole.
+cfg saves 400 backup_interval=1 checkpoint_interval=1
+intact=1
+for k in 1 2 3; do
+    launch saves 2
+    wait_iter saves $((2 + k)) || true
+    sleep 0.0$((k * 3))
+    kill -9 "$(cat "$F/saves.pid.0")" 2> /dev/null
+    ends_within saves 15 > /dev/null
+    if ! timeout 60 ./darknet_mn classifier valid "$F/saves.data" "$F/saves.cfg" "$F/saves/saves.backup" > /dev/null 2>&1; then intact=0; fi
+done
+if [ $intact = 1 ] && timeout 60 $MPI -n 2 ./darknet_mn classifier train "$F/saves.data" "$F/saves.cfg" 2> /dev/null | grep -q "resumed from checkpoint" ; then
+    ok "three kill -9 during saves: the backup always loads and a checkpoint always resumes"
+else bad "kill during save: backup loads=$intact"; fi
+exit $fail
