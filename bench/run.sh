@@ -50,3 +50,22 @@ run_timed() {   # prints wall seconds of CMD on core 0
         printf '%-6s %10.2f %10.2f %8.3f\n' $round "$s" "$m" "$(awk "BEGIN{print $m / $s}")"
     done
 } | tee "$R/one-rank-vs-stock.txt"
+
+# 4. Failure-handling costs on the demo network, 2 ranks: the collective
+#    watchdog (collective_timeout=300, the default) against none (0), and a
+#    checkpoint every 10 iterations (time and bytes per generation).
+{
+    echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"
+    echo "# $iters iterations of cfg/fashion.cfg on 2 ranks; per-iteration wall time from the progress lines (median)"
+    printf '%-34s %12s\n' variant ms_per_iter
+    for v in "collective_timeout=0" "collective_timeout=300" "collective_timeout=0 checkpoint_interval=10"; do
+        sed -e "s/^max_batches=.*/max_batches=$iters/" cfg/fashion.cfg > "$W/v.cfg"
+        printf '%s\n' $v >> "$W/v.cfg"
+        rm -rf "$W/backup" && mkdir -p "$W/backup"
+        echo "# command: $MPI -n 2 ./darknet_mn classifier train $W/fashion.data $W/v.cfg   # with: $v" >&2
+        $MPI -n 2 ./darknet_mn classifier train "$W/fashion.data" "$W/v.cfg" 2> /dev/null > "$W/v.out"
+        sed -n 's/.*, \([0-9.]*\) img\/s,.*/\1/p' "$W/v.out" | awk '{ print 1000 * 128 / $1 }' | sort -n |
+            awk -v v="$v" '{ a[NR] = $1 } END { printf "%-34s %12.1f\n", v, a[int((NR + 1) / 2)] }'
+        grep '^checkpoint' "$W/v.out" | head -3 | sed 's/^/#   /'
+    done
+} 2>&1 | tee "$R/failure-handling-overhead.txt"

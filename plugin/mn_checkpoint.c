@@ -41,6 +41,13 @@ static size_t count_params(const network *net)
     return n;
 }
 
+size_t mn_checkpoint_bytes(const network *net, mn_optimizer *o)
+{
+    size_t nmom = 0;
+    mn_optimizer_arena(o, &nmom);
+    return sizeof(ckpt_header) + (count_params(net) + nmom) * sizeof(float) + sizeof(uint64_t);
+}
+
 static void ckpt_path(char *buf, size_t n, const char *dir, const char *base, uint64_t it, int rank)
 {
     snprintf(buf, n, "%s/%s.ckpt-%llu.r%d", dir, base, (unsigned long long)it, rank);

@@ -146,6 +146,8 @@ mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const ch
                              const char *base, int keep);
 mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const char *dir,
                                const char *base, int *resumed);
+/* Size of one rank's checkpoint file. */
+size_t mn_checkpoint_bytes(const network *net, mn_optimizer *o);
 /* Iterations of this rank's checkpoint files in dir (unverified). */
 int mn_checkpoint_list(const mn_comm *c, const char *dir, const char *base, uint64_t *gens, int max);
 

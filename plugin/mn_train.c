@@ -225,8 +225,13 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
             snprintf(path, sizeof path, "%s/%s_%zu.weights", dc.backup, base, it);
             s = mn_save_weights_all(c, net, &opt, path);
         }
-        if (s == MN_OK && opt.checkpoint_interval > 0 && it % (size_t)opt.checkpoint_interval == 0)
+        if (s == MN_OK && opt.checkpoint_interval > 0 && it % (size_t)opt.checkpoint_interval == 0) {
+            double t = mn_now();
             s = mn_checkpoint_save(c, net, mo, dc.backup, base, opt.checkpoint_keep);
+            if (s == MN_OK && c->rank == 0)
+                printf("checkpoint %zu: %.1f MiB per rank in %.3f s\n", it,
+                       mn_checkpoint_bytes(net, mo) / 1048576.0, mn_now() - t);
+        }
     }
     if (loader) { pthread_join(loader, 0); free_data(buffer); }
     if (s == MN_OK) {
