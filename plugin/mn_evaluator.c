@@ -1,48 +1,138 @@
-/* The multi-node evaluator. */
+/* The multi-node evaluator (ChainerMN's create_multi_node_evaluator).
+ *
+ * The valid list is scattered in contiguous shards (no shuffle) and each rank
+ * runs the network on its own images, exactly as stock Darknet's validate_*
+ * commands do for one image. Counts are summed with an allreduce; detections
+ * are serialized and gathered to rank 0 in rank order, which is list order, so
+ * rank 0 writes the same files a one-rank run writes. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "mn_internal.h"
 #include "option_list.h"
+#include "utils.h"
 
-/* Classifier evaluation: the valid list is scattered, each rank scores its
- * shard exactly as stock validate_classifier_single does, and the hit counts
- * are summed on rank 0. */
-mn_status mn_classifier_valid(mn_comm *c, const char *datacfg, const char *cfgfile,
-                              const char *weightfile)
-{
+/* Stock validate_detector's and validate_detector_recall's settings. */
+#define VALID_THRESH .005f
+#define VALID_NMS .45f
+#define RECALL_THRESH .001f
+#define RECALL_NMS .4f
+#define HIER_THRESH .5f
+#define MAP_IOU .5f
+
+/* ------------------------------------------------------------------ runs */
+
+/* What every evaluation command holds: the data cfg, the network at batch 1,
+ * this rank's shard of the valid list; for the detector also stock's keys:
+ * the class names (rank 0 writes them) and the results prefix. */
+typedef struct {
     mn_data_cfg dc;
-    MN_CHECK(mn_agree(c, mn_read_data_cfg(c, datacfg, MN_TASK_CLASSIFIER, &dc)));
-    if (!dc.valid) {
+    network *net;
+    mn_list shard;
+    char **names;
+    int classes;
+    const char *prefix;
+} eval_run;
+
+static int is_detector(const network *net)
+{
+    LAYER_TYPE t = net->layers[net->n - 1].type;
+    return t == YOLO || t == REGION || t == DETECTION;
+}
+
+/* Stock's keys: names (default data/names.list), results (default results),
+ * eval (only voc). Checked on rank 0, where they are used. */
+static mn_status read_det_keys(mn_comm *c, const char *datacfg, const char *cfgfile, int need_names, eval_run *r)
+{
+    mn_status s = MN_OK;
+    list *o = read_data_cfg((char *)datacfg);
+    r->classes = r->net->layers[r->net->n - 1].classes;
+    r->prefix = option_find(o, "results");
+    const char *eval = option_find(o, "eval");
+    if (!r->prefix) r->prefix = "results";
+    if (!eval) eval = "voc";
+    if (!is_detector(r->net)) {
+        if (c->rank == 0) mn_error(c, "%s: the last layer is not a yolo, region or detection layer", cfgfile);
+        s = MN_ERR_USER;
+    } else if (strcmp(eval, "voc") != 0) {
+        if (c->rank == 0) mn_error(c, "%s: eval=%s is not supported; darknet-mn writes VOC files (eval=voc)", datacfg, eval);
+        s = MN_ERR_USER;
+    } else if (need_names && c->rank == 0) {
+        const char *nf = option_find(o, "names");
+        if (!nf) nf = "data/names.list";
+        FILE *fp = fopen(nf, "r");
+        if (!fp) {
+            mn_error(c, "cannot open names file %s (from %s): %s", nf, datacfg, strerror(errno));
+            s = MN_ERR_USER;
+        } else {
+            fclose(fp);
+            list *l = get_paths((char *)nf);
+            if (l->size < r->classes) {
+                mn_error(c, "names file %s has %d names, but the network has %d classes", nf, l->size, r->classes);
+                s = MN_ERR_USER;
+            }
+            r->names = (char **)list_to_array(l);
+        }
+    }
+    return mn_agree(c, s);
+}
+
+static void close_run(eval_run *r)
+{
+    free(r->names);
+    mn_free_list(&r->shard);
+    if (r->net) free_network(r->net);
+    r->names = NULL;
+    r->net = NULL;
+}
+
+static mn_status open_run(mn_comm *c, const char *datacfg, mn_task task, const char *cfgfile,
+                          const char *weightfile, int need_names, eval_run *r)
+{
+    memset(r, 0, sizeof *r);
+    MN_CHECK(mn_agree(c, mn_read_data_cfg(c, datacfg, task, &r->dc)));
+    if (!r->dc.valid) {
         if (c->rank == 0) mn_error(c, "%s: no 'valid' list given", datacfg);
         return mn_agree(c, MN_ERR_USER);
     }
-    network *net;
-    MN_CHECK(mn_load_network(c, cfgfile, weightfile, 0, &net));
+    MN_CHECK(mn_load_network(c, cfgfile, weightfile, 0, &r->net));
     mn_options opt;
-    MN_CHECK(mn_agree(c, mn_parse_options(net, cfgfile, c->rank == 0, &opt)));
-    set_batch_network(net, 1);
-    mn_list shard;
-    MN_CHECK(mn_scatter_list(c, dc.valid, 0, 0, &shard));
-    list *o = read_data_cfg((char *)datacfg);
-    int topk = option_find_int_quiet(o, "top", 1);
-    if (topk < 1 || topk > dc.classes) topk = dc.classes < 5 ? dc.classes : 5;
+    mn_status s = mn_agree(c, mn_parse_options(r->net, cfgfile, c->rank == 0, &opt));
+    if (s == MN_OK && task == MN_TASK_DETECTOR) s = read_det_keys(c, datacfg, cfgfile, need_names, r);
+    if (s == MN_OK) {
+        set_batch_network(r->net, 1);
+        s = mn_scatter_list(c, r->dc.valid, 0, 0, &r->shard);
+    }
+    if (s != MN_OK) close_run(r);
+    return s;
+}
+
+/* ------------------------------------------------------------------ classifier */
+
+/* Scores one shard as stock validate_classifier_single does: hits[0] top-1,
+ * hits[1] top-k, hits[2] images. */
+static mn_status classify_shard(mn_comm *c, network *net, const mn_data_cfg *dc, const mn_list *shard,
+                                int topk, long hits[3])
+{
     int *idx = calloc((size_t)topk, sizeof(int));
-    long hits[3] = {0, 0, 0};   /* top-1, top-k, images */
+    if (!idx) return MN_ERR_NOMEM;
     mn_status s = MN_OK;
-    for (size_t i = 0; i < shard.n && s == MN_OK; ++i) {
-        int m, cls = mn_path_class(dc.labels, dc.classes, shard.paths[i], &m);
+    for (size_t i = 0; i < shard->n && s == MN_OK; ++i) {
+        int m, cls = mn_path_class(dc->labels, dc->classes, shard->paths[i], &m);
         if (cls < 0) {
-            mn_error(c, "image %s matches %d labels of %s; it must contain exactly one", shard.paths[i], m, dc.labels_file);
+            mn_error(c, "image %s matches %d labels of %s; it must contain exactly one", shard->paths[i], m, dc->labels_file);
             s = MN_ERR_USER;
             break;
         }
-        if ((s = mn_check_readable(c, shard.paths[i])) != MN_OK) break;
-        image im = load_image_color(shard.paths[i], 0, 0);
+        if ((s = mn_check_readable(c, shard->paths[i])) != MN_OK) break;
+        image im = load_image_color(shard->paths[i], 0, 0);
         image resized = resize_min(im, net->w);
         image crop = crop_image(resized, (resized.w - net->w) / 2, (resized.h - net->h) / 2, net->w, net->h);
         float *pred = network_predict(net, crop.data);
         if (net->hierarchy) hierarchy_predictions(pred, net->outputs, net->hierarchy, 1, 1);
-        top_k(pred, dc.classes, topk, idx);
+        top_k(pred, dc->classes, topk, idx);
         hits[0] += idx[0] == cls;
         for (int j = 0; j < topk; ++j) hits[1] += idx[j] == cls;
         hits[2] += 1;
@@ -50,15 +140,688 @@ mn_status mn_classifier_valid(mn_comm *c, const char *datacfg, const char *cfgfi
         free_image(im);
         free_image(crop);
     }
-    s = mn_agree(c, s);
+    free(idx);
+    return s;
+}
+
+mn_status mn_classifier_valid(mn_comm *c, const char *datacfg, const char *cfgfile,
+                              const char *weightfile)
+{
+    eval_run r;
+    MN_CHECK(open_run(c, datacfg, MN_TASK_CLASSIFIER, cfgfile, weightfile, 0, &r));
+    list *o = read_data_cfg((char *)datacfg);
+    int topk = option_find_int_quiet(o, "top", 1);
+    if (topk < 1 || topk > r.dc.classes) topk = r.dc.classes < 5 ? r.dc.classes : 5;
+    long hits[3] = {0, 0, 0};   /* top-1, top-k, images */
+    mn_status s = mn_agree(c, classify_shard(c, r.net, &r.dc, &r.shard, topk, hits));
     if (s == MN_OK) {
         MPI_Allreduce(MPI_IN_PLACE, hits, 3, MPI_LONG, MPI_SUM, c->world);
         if (c->rank == 0)
             printf("darknet-mn: %ld images on %d ranks: top-1 %.4f (%ld), top-%d %.4f (%ld)\n", hits[2], c->size,
                    (double)hits[0] / hits[2], hits[0], topk, (double)hits[1] / hits[2], hits[1]);
     }
-    free(idx);
-    mn_free_list(&shard);
-    free_network(net);
+    close_run(&r);
     return s;
+}
+
+/* ------------------------------------------------------------------ detections */
+
+/* A growing byte buffer: the wire format of gathered detections. */
+typedef struct {
+    unsigned char *p;
+    size_t n, cap;
+    int failed;
+} bytes;
+
+static void put(bytes *b, const void *src, size_t n)
+{
+    if (b->failed) return;
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n) cap *= 2;
+        unsigned char *q = realloc(b->p, cap);
+        if (!q) { b->failed = 1; return; }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, src, n);
+    b->n += n;
+}
+
+static void put_i(bytes *b, int32_t v) { put(b, &v, sizeof v); }
+
+/* Where the labels of an image are: Darknet's convention (fill_truth_detection),
+ * plus .png. */
+static void label_path(const char *path, char *out)
+{
+    find_replace((char *)path, "images", "labels", out);
+    find_replace(out, "JPEGImages", "labels", out);
+    find_replace(out, ".jpg", ".txt", out);
+    find_replace(out, ".JPG", ".txt", out);
+    find_replace(out, ".JPEG", ".txt", out);
+    find_replace(out, ".png", ".txt", out);
+}
+
+/* The truth boxes of an image (relative center x, y, w, h per Darknet's labels). */
+static mn_status read_truth(mn_comm *c, const char *path, int classes, box_label **out, int *n)
+{
+    char lp[4096];
+    if (strlen(path) >= sizeof lp - 8) { mn_error(c, "path too long: %s", path); return MN_ERR_USER; }
+    label_path(path, lp);
+    FILE *fp = fopen(lp, "r");
+    if (!fp) {
+        mn_error(c, "cannot read the labels of %s: %s: %s", path, lp, strerror(errno));
+        return MN_ERR_USER;
+    }
+    fclose(fp);
+    *out = read_boxes(lp, n);
+    for (int i = 0; i < *n; ++i) {
+        if ((*out)[i].id < 0 || (*out)[i].id >= classes) {
+            mn_error(c, "%s: box %d has class %d, but the network has %d classes", lp, i + 1, (*out)[i].id, classes);
+            free(*out);
+            return MN_ERR_USER;
+        }
+    }
+    return MN_OK;
+}
+
+/* One image's record on the wire (native 32-bit ints and floats):
+ *   path length, path bytes, image w, h,
+ *   truth count, {class, x, y, w, h} relative,
+ *   row count, {class, prob, x, y, w, h} in pixels: one row per detection and
+ *   class with a non-zero probability, in stock's printing order. */
+static void put_record(bytes *b, const char *path, int w, int h, const box_label *truth, int ntruth,
+                       const detection *dets, int ndets, int classes)
+{
+    int32_t len = (int32_t)strlen(path), rows = 0;
+    put_i(b, len);
+    put(b, path, (size_t)len);
+    put_i(b, w);
+    put_i(b, h);
+    put_i(b, ntruth);
+    for (int i = 0; i < ntruth; ++i) {
+        float t[4] = {truth[i].x, truth[i].y, truth[i].w, truth[i].h};
+        put_i(b, truth[i].id);
+        put(b, t, sizeof t);
+    }
+    for (int i = 0; i < ndets; ++i)
+        for (int j = 0; j < classes; ++j) rows += dets[i].prob[j] != 0;
+    put_i(b, rows);
+    for (int i = 0; i < ndets; ++i) {
+        for (int j = 0; j < classes; ++j) {
+            if (dets[i].prob[j] == 0) continue;
+            float v[5] = {dets[i].prob[j], dets[i].bbox.x, dets[i].bbox.y, dets[i].bbox.w, dets[i].bbox.h};
+            put_i(b, j);
+            put(b, v, sizeof v);
+        }
+    }
+}
+
+/* Runs the network on every image of the shard as stock validate_detector
+ * does (letterbox, get_network_boxes, do_nms_sort) and appends the records. */
+static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, int with_truth, bytes *out)
+{
+    int classes = net->layers[net->n - 1].classes;
+    for (size_t i = 0; i < shard->n; ++i) {
+        const char *path = shard->paths[i];
+        box_label *truth = NULL;
+        int ntruth = 0;
+        MN_CHECK(mn_check_readable(c, path));
+        if (with_truth) MN_CHECK(read_truth(c, path, classes, &truth, &ntruth));
+        image im = load_image_color((char *)path, 0, 0);
+        image sized = letterbox_image(im, net->w, net->h);
+        network_predict(net, sized.data);
+        int nboxes = 0;
+        detection *dets = get_network_boxes(net, im.w, im.h, VALID_THRESH, HIER_THRESH, 0, 0, &nboxes);
+        do_nms_sort(dets, nboxes, classes, VALID_NMS);
+        put_record(out, path, im.w, im.h, truth, ntruth, dets, nboxes, classes);
+        free_detections(dets, nboxes);
+        free(truth);
+        free_image(im);
+        free_image(sized);
+        if (out->failed) { mn_error(c, "out of memory holding detections"); return MN_ERR_NOMEM; }
+    }
+    return MN_OK;
+}
+
+/* Rank 0 receives every rank's bytes, in rank order (MPI counts are int). */
+static mn_status gather_bytes(mn_comm *c, const bytes *mine, bytes *all)
+{
+    memset(all, 0, sizeof *all);
+    long long n = (long long)mine->n;
+    long long *sizes = calloc((size_t)c->size, sizeof *sizes);
+    int *counts = calloc((size_t)c->size, sizeof(int)), *displ = calloc((size_t)c->size, sizeof(int));
+    mn_status s = mn_agree(c, sizes && counts && displ ? MN_OK : MN_ERR_NOMEM);
+    if (s == MN_OK && MPI_Gather(&n, 1, MPI_LONG_LONG, sizes, 1, MPI_LONG_LONG, 0, c->world) != MPI_SUCCESS) {
+        mn_error(c, "MPI_Gather of detection sizes failed");
+        s = MN_ERR_MPI;
+    }
+    if (s == MN_OK && c->rank == 0) {
+        long long total = 0;
+        for (int r = 0; r < c->size; ++r) {
+            displ[r] = (int)total;
+            counts[r] = (int)sizes[r];
+            total += sizes[r];
+        }
+        if (total > 2147483647LL) {
+            mn_error(c, "the detections of all ranks take %lld bytes, more than one gather can carry; "
+                     "raise the threshold or split the valid list", total);
+            s = MN_ERR_USER;
+        } else if (!(all->p = malloc((size_t)total + 1))) {
+            s = MN_ERR_NOMEM;
+        }
+        all->n = all->cap = (size_t)total;
+    }
+    s = mn_agree(c, s);
+    if (s == MN_OK && MPI_Gatherv(mine->p, (int)mine->n, MPI_BYTE, all->p, counts, displ, MPI_BYTE, 0,
+                                  c->world) != MPI_SUCCESS) {
+        mn_error(c, "MPI_Gatherv of detections failed");
+        s = MN_ERR_MPI;
+    }
+    free(sizes);
+    free(counts);
+    free(displ);
+    return s;
+}
+
+/* A record read back on rank 0. Arrays point into the buffer (unaligned). */
+typedef struct {
+    char path[4096];
+    int w, h, ntruth, rows;
+    const unsigned char *truth, *row;
+} record;
+
+static int32_t get_i(const unsigned char **p)
+{
+    int32_t v;
+    memcpy(&v, *p, sizeof v);
+    *p += sizeof v;
+    return v;
+}
+
+/* Reads the record at *p and advances; 0 at the end. */
+static int next_record(const unsigned char **p, const unsigned char *end, record *r)
+{
+    if (*p >= end) return 0;
+    int32_t len = get_i(p);
+    size_t k = (size_t)len < sizeof r->path - 1 ? (size_t)len : sizeof r->path - 1;
+    memcpy(r->path, *p, k);
+    r->path[k] = 0;
+    *p += len;
+    r->w = get_i(p);
+    r->h = get_i(p);
+    r->ntruth = get_i(p);
+    r->truth = *p;
+    *p += (size_t)r->ntruth * 5 * 4;
+    r->rows = get_i(p);
+    r->row = *p;
+    *p += (size_t)r->rows * 6 * 4;
+    return 1;
+}
+
+/* Row i of a record: class, probability and stock's printed corners (1-based
+ * pixels, clipped to the image), computed with stock's expressions. */
+static int get_row(const record *r, int i, float *prob, float *x0, float *y0, float *x1, float *y1)
+{
+    const unsigned char *q = r->row + (size_t)i * 24;
+    int32_t cls = get_i(&q);
+    float v[5];
+    memcpy(v, q, sizeof v);
+    float xmin = v[1] - v[3] / 2. + 1, xmax = v[1] + v[3] / 2. + 1;
+    float ymin = v[2] - v[4] / 2. + 1, ymax = v[2] + v[4] / 2. + 1;
+    if (xmin < 1) xmin = 1;
+    if (ymin < 1) ymin = 1;
+    if (xmax > r->w) xmax = r->w;
+    if (ymax > r->h) ymax = r->h;
+    *prob = v[0];
+    *x0 = xmin; *y0 = ymin; *x1 = xmax; *y1 = ymax;
+    return cls;
+}
+
+/* Truth box i in the same 1-based pixel corners (the inverse of VOC's
+ * conversion to Darknet labels). */
+static int get_truth(const record *r, int i, float *x0, float *y0, float *x1, float *y1)
+{
+    const unsigned char *q = r->truth + (size_t)i * 20;
+    int32_t cls = get_i(&q);
+    float v[4];
+    memcpy(v, q, sizeof v);
+    *x0 = (v[0] - v[2] / 2) * r->w + 1;
+    *x1 = (v[0] + v[2] / 2) * r->w + 1;
+    *y0 = (v[1] - v[3] / 2) * r->h + 1;
+    *y1 = (v[1] + v[3] / 2) * r->h + 1;
+    return cls;
+}
+
+/* The VOC files of one run, written to temporary names and renamed at the end. */
+typedef struct {
+    FILE **fps;
+    char **paths;
+    int n;
+} voc_files;
+
+static void close_voc(voc_files *v, int keep)
+{
+    for (int j = 0; j < v->n; ++j) {
+        if (v->fps && v->fps[j]) fclose(v->fps[j]);
+        if (!keep && v->paths && v->paths[j]) {
+            char tmp[4200];
+            snprintf(tmp, sizeof tmp, "%s.tmp", v->paths[j]);
+            remove(tmp);
+        }
+        if (v->paths) free(v->paths[j]);
+    }
+    free(v->fps);
+    free(v->paths);
+    memset(v, 0, sizeof *v);
+}
+
+/* Rank 0 opens every class file before the network runs: a bad prefix fails fast. */
+static mn_status open_voc(mn_comm *c, const eval_run *d, const char *outfile, voc_files *v)
+{
+    memset(v, 0, sizeof *v);
+    v->fps = calloc((size_t)d->classes, sizeof *v->fps);
+    v->paths = calloc((size_t)d->classes, sizeof *v->paths);
+    if (!v->fps || !v->paths) return MN_ERR_NOMEM;
+    v->n = d->classes;
+    for (int j = 0; j < d->classes; ++j) {
+        char path[4096], tmp[4200];
+        snprintf(path, sizeof path, "%s/%s%s.txt", d->prefix, outfile, d->names[j]);
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        v->paths[j] = strdup(path);
+        if (!(v->fps[j] = fopen(tmp, "w"))) {
+            mn_error(c, "cannot write %s: %s (the results folder must exist; 'results' in the data cfg names it)",
+                     tmp, strerror(errno));
+            close_voc(v, 0);
+            return MN_ERR_USER;
+        }
+    }
+    return MN_OK;
+}
+
+/* Writes every gathered row as print_detector_detections does, then renames. */
+static mn_status write_voc(mn_comm *c, const bytes *all, voc_files *v, size_t *images, size_t *rows)
+{
+    const unsigned char *p = all->p, *end = all->p + all->n;
+    record r;
+    int ok = 1;
+    *images = *rows = 0;
+    while (next_record(&p, end, &r)) {
+        char *id = basecfg(r.path);
+        for (int i = 0; i < r.rows; ++i) {
+            float prob, x0, y0, x1, y1;
+            int j = get_row(&r, i, &prob, &x0, &y0, &x1, &y1);
+            fprintf(v->fps[j], "%s %f %f %f %f %f\n", id, prob, x0, y0, x1, y1);
+        }
+        free(id);
+        *rows += (size_t)r.rows;
+        ++*images;
+    }
+    for (int j = 0; j < v->n; ++j) {
+        ok &= !ferror(v->fps[j]) && fclose(v->fps[j]) == 0;
+        v->fps[j] = NULL;
+    }
+    for (int j = 0; ok && j < v->n; ++j) {
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s.tmp", v->paths[j]);
+        if (rename(tmp, v->paths[j]) != 0) {
+            mn_error(c, "cannot rename %s to %s: %s", tmp, v->paths[j], strerror(errno));
+            ok = 0;
+        }
+    }
+    if (!ok) mn_error(c, "writing the detection files under %s failed (disk full?)", v->paths[0]);
+    close_voc(v, ok);
+    return ok ? MN_OK : MN_ERR_USER;
+}
+
+mn_status mn_detector_valid(mn_comm *c, const char *datacfg, const char *cfgfile,
+                            const char *weightfile, const char *outfile)
+{
+    eval_run r;
+    double t0 = mn_now();
+    if (!outfile) outfile = "comp4_det_test_";
+    MN_CHECK(open_run(c, datacfg, MN_TASK_DETECTOR, cfgfile, weightfile, 1, &r));
+    voc_files v = {0};
+    mn_status s = mn_agree(c, c->rank == 0 ? open_voc(c, &r, outfile, &v) : MN_OK);
+    bytes mine = {0}, all = {0};
+    if (s == MN_OK) s = mn_agree(c, detect_shard(c, r.net, &r.shard, 0, &mine));
+    if (s == MN_OK) s = gather_bytes(c, &mine, &all);
+    if (s == MN_OK && c->rank == 0) {
+        size_t images, rows;
+        s = write_voc(c, &all, &v, &images, &rows);
+        if (s == MN_OK)
+            printf("darknet-mn: %zu images on %d ranks, %zu detections, wrote %s/%s<class>.txt in %.1f s\n",
+                   images, c->size, rows, r.prefix, outfile, mn_now() - t0);
+    }
+    if (c->rank == 0) close_voc(&v, 0);
+    s = mn_agree(c, s);
+    free(mine.p);
+    free(all.p);
+    close_run(&r);
+    return s;
+}
+
+/* ------------------------------------------------------------------ recall */
+
+/* Stock validate_detector_recall on one shard: resize (no letterbox), boxes
+ * relative to the image, do_nms_obj. sums: images, truth boxes, found (best
+ * IoU > .5), proposals, sum of best IoUs. */
+static mn_status recall_shard(mn_comm *c, network *net, const mn_list *shard, double sums[5])
+{
+    int classes = net->layers[net->n - 1].classes;
+    for (size_t i = 0; i < shard->n; ++i) {
+        const char *path = shard->paths[i];
+        box_label *truth = NULL;
+        int ntruth = 0;
+        MN_CHECK(mn_check_readable(c, path));
+        MN_CHECK(read_truth(c, path, classes, &truth, &ntruth));
+        image orig = load_image_color((char *)path, 0, 0);
+        image sized = resize_image(orig, net->w, net->h);
+        network_predict(net, sized.data);
+        int nboxes = 0;
+        detection *dets = get_network_boxes(net, sized.w, sized.h, RECALL_THRESH, HIER_THRESH, 0, 1, &nboxes);
+        do_nms_obj(dets, nboxes, 1, RECALL_NMS);
+        for (int k = 0; k < nboxes; ++k) sums[3] += dets[k].objectness > RECALL_THRESH;
+        for (int j = 0; j < ntruth; ++j) {
+            box t = {truth[j].x, truth[j].y, truth[j].w, truth[j].h};
+            float best = 0;
+            for (int k = 0; k < nboxes; ++k) {
+                float iou = box_iou(dets[k].bbox, t);
+                if (dets[k].objectness > RECALL_THRESH && iou > best) best = iou;
+            }
+            sums[1] += 1;
+            sums[2] += best > MAP_IOU;
+            sums[4] += best;
+        }
+        sums[0] += 1;
+        free_detections(dets, nboxes);
+        free(truth);
+        free_image(orig);
+        free_image(sized);
+    }
+    return MN_OK;
+}
+
+mn_status mn_detector_recall(mn_comm *c, const char *datacfg, const char *cfgfile,
+                             const char *weightfile)
+{
+    eval_run r;
+    MN_CHECK(open_run(c, datacfg, MN_TASK_DETECTOR, cfgfile, weightfile, 0, &r));
+    double sums[5] = {0, 0, 0, 0, 0};
+    mn_status s = mn_agree(c, recall_shard(c, r.net, &r.shard, sums));
+    if (s == MN_OK) {
+        MPI_Allreduce(MPI_IN_PLACE, sums, 5, MPI_DOUBLE, MPI_SUM, c->world);
+        if (c->rank == 0)
+            printf("darknet-mn: %.0f images on %d ranks: %5.0f %5.0f %5.0f\tRPs/Img: %.2f\tIOU: %.2f%%\tRecall:%.2f%%\n",
+                   sums[0], c->size, sums[0] - 1, sums[2], sums[1], sums[3] / sums[0],
+                   sums[1] > 0 ? sums[4] * 100 / sums[1] : 0, sums[1] > 0 ? 100. * sums[2] / sums[1] : 0);
+    }
+    close_run(&r);
+    return s;
+}
+
+/* ------------------------------------------------------------------ mAP */
+
+static float iou_corners(const mn_box *a, const mn_box *b)
+{
+    float w = (a->x1 < b->x1 ? a->x1 : b->x1) - (a->x0 > b->x0 ? a->x0 : b->x0);
+    float h = (a->y1 < b->y1 ? a->y1 : b->y1) - (a->y0 > b->y0 ? a->y0 : b->y0);
+    if (w <= 0 || h <= 0) return 0;
+    float inter = w * h;
+    float u = (a->x1 - a->x0) * (a->y1 - a->y0) + (b->x1 - b->x0) * (b->y1 - b->y0) - inter;
+    return u > 0 ? inter / u : 0;
+}
+
+/* Sort keys: detections by class, then probability descending, then input
+ * order; truth by image and class. */
+typedef struct { const mn_box *b; size_t i; } keyed;
+
+static int by_class_prob(const void *pa, const void *pb)
+{
+    const keyed *a = pa, *b = pb;
+    if (a->b->cls != b->b->cls) return a->b->cls < b->b->cls ? -1 : 1;
+    if (a->b->prob != b->b->prob) return a->b->prob > b->b->prob ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+static int by_image_class(const void *pa, const void *pb)
+{
+    const keyed *a = pa, *b = pb;
+    if (a->b->img != b->b->img) return a->b->img < b->b->img ? -1 : 1;
+    if (a->b->cls != b->b->cls) return a->b->cls < b->b->cls ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* First truth entry (in by_image_class order) of image img and class cls. */
+static size_t first_truth(const keyed *t, size_t n, int img, int cls)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t[mid].b->img < img || (t[mid].b->img == img && t[mid].b->cls < cls)) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* VOC 2010+ AP: the area under the monotone envelope of precision over
+ * recall, for one class's detections in descending probability. */
+static double average_precision(const unsigned char *tp, size_t n, size_t npos)
+{
+    double *prec = malloc((n + 2) * sizeof(double)), *rec = malloc((n + 2) * sizeof(double));
+    if (!prec || !rec) { free(prec); free(rec); return -1; }
+    size_t ntp = 0;
+    rec[0] = 0;
+    prec[0] = 0;
+    for (size_t i = 0; i < n; ++i) {
+        ntp += tp[i];
+        rec[i + 1] = (double)ntp / (double)npos;
+        prec[i + 1] = (double)ntp / (double)(i + 1);
+    }
+    rec[n + 1] = 1;
+    prec[n + 1] = 0;
+    for (size_t i = n + 1; i-- > 0;)
+        if (prec[i + 1] > prec[i]) prec[i] = prec[i + 1];
+    double ap = 0;
+    for (size_t i = 0; i <= n; ++i)
+        if (rec[i + 1] != rec[i]) ap += (rec[i + 1] - rec[i]) * prec[i + 1];
+    free(prec);
+    free(rec);
+    return ap;
+}
+
+double mn_voc_map(const mn_box *dets, size_t ndets, const mn_box *truth, size_t ntruth,
+                  int classes, float iou_thresh, double *ap)
+{
+    keyed *d = malloc((ndets + 1) * sizeof *d), *t = malloc((ntruth + 1) * sizeof *t);
+    unsigned char *used = calloc(ntruth + 1, 1), *tp = malloc(ndets + 1);
+    size_t *npos = calloc((size_t)classes + 1, sizeof *npos);
+    if (!d || !t || !used || !tp || !npos) {
+        free(d); free(t); free(used); free(tp); free(npos);
+        return -2;
+    }
+    for (size_t i = 0; i < ndets; ++i) d[i] = (keyed){dets + i, i};
+    for (size_t i = 0; i < ntruth; ++i) {
+        t[i] = (keyed){truth + i, i};
+        if (truth[i].cls >= 0 && truth[i].cls < classes) ++npos[truth[i].cls];
+    }
+    qsort(d, ndets, sizeof *d, by_class_prob);
+    qsort(t, ntruth, sizeof *t, by_image_class);
+    double sum = 0;
+    int counted = 0;
+    size_t i = 0;
+    for (int k = 0; k < classes; ++k) {
+        while (i < ndets && d[i].b->cls < k) ++i;
+        size_t first = i;
+        for (; i < ndets && d[i].b->cls == k; ++i) {
+            /* The truth box of this image and class it overlaps most, matched or not. */
+            const mn_box *b = d[i].b;
+            float best = -1;
+            size_t at = 0;
+            for (size_t j = first_truth(t, ntruth, b->img, k); j < ntruth && t[j].b->img == b->img && t[j].b->cls == k; ++j) {
+                float o = iou_corners(b, t[j].b);
+                if (o > best) { best = o; at = j; }
+            }
+            tp[i] = best > iou_thresh && !used[at];
+            if (tp[i]) used[at] = 1;
+        }
+        ap[k] = npos[k] ? average_precision(tp + first, i - first, npos[k]) : -1;
+        if (npos[k]) { sum += ap[k]; ++counted; }
+    }
+    free(d); free(t); free(used); free(tp); free(npos);
+    return counted ? sum / counted : -1;
+}
+
+/* Rank 0: the gathered records as boxes in 1-based pixel corners, the same
+ * numbers the VOC files hold. */
+static mn_status records_to_boxes(const bytes *all, mn_box **dets, size_t *nd, mn_box **truth, size_t *nt,
+                                  size_t *images)
+{
+    const unsigned char *p = all->p, *end = all->p + all->n;
+    record r;
+    size_t rows = 0, boxes = 0;
+    *images = 0;
+    while (next_record(&p, end, &r)) { rows += (size_t)r.rows; boxes += (size_t)r.ntruth; ++*images; }
+    *dets = malloc((rows + 1) * sizeof **dets);
+    *truth = malloc((boxes + 1) * sizeof **truth);
+    if (!*dets || !*truth) { free(*dets); free(*truth); return MN_ERR_NOMEM; }
+    p = all->p;
+    *nd = *nt = 0;
+    for (int img = 0; next_record(&p, end, &r); ++img) {
+        for (int i = 0; i < r.rows; ++i) {
+            mn_box *b = &(*dets)[(*nd)++];
+            b->img = img;
+            b->cls = get_row(&r, i, &b->prob, &b->x0, &b->y0, &b->x1, &b->y1);
+        }
+        for (int i = 0; i < r.ntruth; ++i) {
+            mn_box *b = &(*truth)[(*nt)++];
+            b->img = img;
+            b->prob = 1;
+            b->cls = get_truth(&r, i, &b->x0, &b->y0, &b->x1, &b->y1);
+        }
+    }
+    return MN_OK;
+}
+
+/* Collective: the mAP of net on the shards (every rank returns rank 0's
+ * value); rank 0 fills ap[classes] and counts when they are given. */
+static mn_status shard_map(mn_comm *c, network *net, const mn_list *shard, double *map, double *ap,
+                           size_t counts[3])
+{
+    int classes = net->layers[net->n - 1].classes;
+    bytes mine = {0}, all = {0};
+    mn_status s = mn_agree(c, detect_shard(c, net, shard, 1, &mine));
+    if (s == MN_OK) s = gather_bytes(c, &mine, &all);
+    free(mine.p);
+    *map = -1;
+    if (s == MN_OK && c->rank == 0) {
+        mn_box *dets = NULL, *truth = NULL;
+        size_t nd = 0, nt = 0, images = 0;
+        double *tmp = ap ? NULL : malloc((size_t)classes * sizeof(double));
+        s = records_to_boxes(&all, &dets, &nd, &truth, &nt, &images);
+        if (s == MN_OK && (ap || tmp)) *map = mn_voc_map(dets, nd, truth, nt, classes, MAP_IOU, ap ? ap : tmp);
+        if (s == MN_OK && *map < -1.5) s = MN_ERR_NOMEM;
+        if (counts) { counts[0] = images; counts[1] = nd; counts[2] = nt; }
+        free(tmp);
+        free(dets);
+        free(truth);
+    }
+    free(all.p);
+    s = mn_agree(c, s);
+    if (s == MN_OK) MN_MPI(c, MPI_Bcast(map, 1, MPI_DOUBLE, 0, c->world));
+    return s;
+}
+
+mn_status mn_detector_map(mn_comm *c, const char *datacfg, const char *cfgfile, const char *weightfile)
+{
+    eval_run r;
+    MN_CHECK(open_run(c, datacfg, MN_TASK_DETECTOR, cfgfile, weightfile, 1, &r));
+    double map, *ap = malloc((size_t)r.classes * sizeof(double));
+    size_t counts[3] = {0, 0, 0};
+    mn_status s = mn_agree(c, ap ? MN_OK : MN_ERR_NOMEM);
+    if (s == MN_OK) s = shard_map(c, r.net, &r.shard, &map, ap, counts);
+    if (s == MN_OK && c->rank == 0) {
+        for (int k = 0; k < r.classes; ++k) {
+            if (ap[k] < 0) printf("darknet-mn: class %d %-16s AP n/a (no truth boxes)\n", k, r.names[k]);
+            else printf("darknet-mn: class %d %-16s AP %.6f\n", k, r.names[k], ap[k]);
+        }
+        printf("darknet-mn: %zu images on %d ranks, %zu detections, %zu truth boxes: mAP@%.2f %.6f\n",
+               counts[0], c->size, counts[1], counts[2], MAP_IOU, map < 0 ? 0 : map);
+    }
+    free(ap);
+    close_run(&r);
+    return s;
+}
+
+/* ------------------------------------------------------------------ during training */
+
+struct mn_eval_state {
+    mn_list shard;
+    double best;     /* best score so far; -1 before the first */
+};
+
+static mn_status open_state(mn_comm *c, const mn_data_cfg *dc, const mn_options *opt, mn_eval_state **out)
+{
+    const char *list = opt->eval_list ? opt->eval_list : dc->valid;
+    if (!list) {
+        if (c->rank == 0) mn_error(c, "eval_interval=%d but there is nothing to evaluate: give eval_list in [distributed] "
+                                   "or 'valid' in the data cfg", opt->eval_interval);
+        return mn_agree(c, MN_ERR_USER);
+    }
+    mn_eval_state *e = calloc(1, sizeof *e);
+    MN_CHECK(mn_agree(c, e ? MN_OK : MN_ERR_NOMEM));
+    e->best = -1;
+    mn_status s = mn_scatter_list(c, list, 0, 0, &e->shard);
+    if (s != MN_OK) { free(e); return s; }
+    *out = e;
+    return MN_OK;
+}
+
+mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
+                                  const mn_options *opt, size_t it, const char *base,
+                                  mn_eval_state **state)
+{
+    if (opt->eval_interval <= 0 || it % (size_t)opt->eval_interval != 0) return MN_OK;
+    if (!*state) MN_CHECK(open_state(c, dc, opt, state));
+    mn_eval_state *e = *state;
+    double t0 = mn_now(), score = 0;
+    /* Evaluate the model that is saved: averaged statistics, or rank 0's. */
+    MN_CHECK(mn_agree(c, opt->bn_average ? mn_average_bn_stats(c, net) : mn_bcast_bn_stats(c, net)));
+    int batch = net->batch;
+    set_batch_network(net, 1);
+    mn_status s;
+    if (task == MN_TASK_CLASSIFIER) {
+        long hits[3] = {0, 0, 0};
+        s = mn_agree(c, classify_shard(c, net, dc, &e->shard, 1, hits));
+        if (s == MN_OK) {
+            MPI_Allreduce(MPI_IN_PLACE, hits, 3, MPI_LONG, MPI_SUM, c->world);
+            score = (double)hits[0] / (double)hits[2];
+        }
+    } else {
+        s = shard_map(c, net, &e->shard, &score, NULL, NULL);
+        if (score < 0) score = 0;
+    }
+    set_batch_network(net, batch);
+    MN_CHECK(s);
+    int better = score > e->best;
+    if (better) e->best = score;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s_best.weights", dc->backup, base);
+    if (c->rank == 0) {
+        printf("%zu: eval %s %.4f on %zu images, best %.4f%s%s (%.1f s)\n", it,
+               task == MN_TASK_CLASSIFIER ? "top-1" : "mAP@0.5", score, e->shard.global_n, e->best,
+               better ? ", saving " : "", better ? path : "", mn_now() - t0);
+        fflush(stdout);
+    }
+    if (!better) return MN_OK;
+    mn_options o = *opt;
+    o.bn_average = 0;   /* already averaged above */
+    return mn_save_weights_all(c, net, &o, path);
+}
+
+void mn_eval_free(mn_eval_state *state)
+{
+    if (!state) return;
+    mn_free_list(&state->shard);
+    free(state);
 }

@@ -1,0 +1,174 @@
+/* Batch norm across ranks: running statistics made equal on every rank
+ * (averaged, or rank 0's), and synchronized batch norm, where training
+ * normalizes with the mean and variance of the global batch. */
+#include <stdlib.h>
+#include <string.h>
+#include "mn_internal.h"
+#ifdef GPU
+#include "cuda.h"
+#endif
+
+/* The running-statistic arrays of the network, host and device. */
+typedef struct {
+    float **host, **dev;
+    size_t *lens;
+    int n;
+} bn_stats;
+
+static mn_status collect_stats(mn_comm *c, network *net, bn_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    int cap = 2 * net->n + 1;
+    s->host = calloc((size_t)cap, sizeof *s->host);
+    s->dev = calloc((size_t)cap, sizeof *s->dev);
+    s->lens = calloc((size_t)cap, sizeof *s->lens);
+    if (!s->host || !s->dev || !s->lens) {
+        mn_error(c, "out of memory listing batch-norm statistics");
+        return MN_ERR_NOMEM;
+    }
+    for (int i = 0; i < net->n; ++i) {
+        layer *l = &net->layers[i];
+        if (!l->rolling_mean) continue;
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < k; ++j) {
+            if (p[j].data != l->rolling_mean && p[j].data != l->rolling_variance) continue;
+            s->host[s->n] = p[j].data;
+#ifdef GPU
+            s->dev[s->n] = p[j].data == l->rolling_mean ? l->rolling_mean_gpu : l->rolling_variance_gpu;
+#endif
+            s->lens[s->n++] = p[j].n;
+        }
+    }
+    return MN_OK;
+}
+
+static void free_stats(bn_stats *s)
+{
+    free(s->host);
+    free(s->dev);
+    free(s->lens);
+}
+
+/* The device copies are the live ones in a GPU run: pull before, push after. */
+static void pull_stats(network *net, const bn_stats *s, int push)
+{
+#ifdef GPU
+    if (net->gpu_index < 0) return;
+    for (int i = 0; i < s->n; ++i) {
+        if (!s->dev[i]) continue;
+        if (push) cuda_push_array(s->dev[i], s->host[i], s->lens[i]);
+        else cuda_pull_array(s->dev[i], s->host[i], s->lens[i]);
+    }
+#else
+    (void)net; (void)s; (void)push;
+#endif
+}
+
+/* Replace each of the k arrays by its mean over all ranks, in float32 through
+ * the communicator's scratch buffer whatever allreduce_grad_dtype says:
+ * statistics must not be rounded. Device arrays (gpu) are staged through host
+ * memory, since Debian's Open MPI is not CUDA-aware. */
+static mn_status mean_arrays(mn_comm *c, float **arrays, const size_t *lens, int k, int gpu)
+{
+    size_t total = 0, off = 0;
+    for (int i = 0; i < k; ++i) total += lens[i];
+    MN_CHECK(mn_comm_fused(c, total + 1));
+    for (int i = 0; i < k; off += lens[i++]) {
+#ifdef GPU
+        if (gpu) { cuda_pull_array(arrays[i], c->fused + off, lens[i]); continue; }
+#endif
+        memcpy(c->fused + off, arrays[i], lens[i] * sizeof(float));
+    }
+    MN_CHECK(mn_sum_floats(c, c->world, c->fused, total));
+    mn_div_floats(c->fused, total, (float)c->size);
+    off = 0;
+    for (int i = 0; i < k; off += lens[i++]) {
+#ifdef GPU
+        if (gpu) { cuda_push_array(arrays[i], c->fused + off, lens[i]); continue; }
+#endif
+        memcpy(arrays[i], c->fused + off, lens[i] * sizeof(float));
+    }
+    return MN_OK;
+}
+
+/* ChainerMN's AllreducePersistent: every running statistic becomes its mean
+ * over the ranks, in one fused allreduce. */
+mn_status mn_average_bn_stats(mn_comm *c, network *net)
+{
+    bn_stats s;
+    mn_status st = collect_stats(c, net, &s);
+    if (st == MN_OK && s.n > 0) {
+        pull_stats(net, &s, 0);
+        st = mean_arrays(c, s.host, s.lens, s.n, 0);
+        pull_stats(net, &s, 1);
+    }
+    free_stats(&s);
+    return st;
+}
+
+/* Rank 0's statistics everywhere: the model that rank 0 saves is the model
+ * every rank evaluates. */
+mn_status mn_bcast_bn_stats(mn_comm *c, network *net)
+{
+    bn_stats s;
+    mn_status st = collect_stats(c, net, &s);
+    if (st == MN_OK) pull_stats(net, &s, 0);
+    for (int i = 0; st == MN_OK && i < s.n; ++i) {
+        for (size_t done = 0; done < s.lens[i];) {
+            int m = s.lens[i] - done > (1u << 30) ? (1 << 30) : (int)(s.lens[i] - done);
+            if (MPI_Bcast(s.host[i] + done, m, MPI_FLOAT, 0, c->world) != MPI_SUCCESS) {
+                mn_error(c, "MPI_Bcast of batch-norm statistics failed");
+                st = MN_ERR_MPI;
+                break;
+            }
+            done += (size_t)m;
+        }
+    }
+    if (st == MN_OK) pull_stats(net, &s, 1);
+    free_stats(&s);
+    return st;
+}
+
+/* Darknet's bn_sync hook (patch 0005): a (and b) become their means over all
+ * ranks. Darknet calls it in the forward pass after the batch mean (the mean
+ * of equal-sized batches' means is the global mean), after the variance about
+ * that global mean (Darknet then rescales count-1 to the global count), and in
+ * the backward pass once with mean_delta and variance_delta together. */
+static void bn_sync_hook(network *net, float *a, float *b, int n, int gpu)
+{
+    mn_comm *c = net->bn_sync_arg;
+    float *arrays[2] = {a, b};
+    size_t lens[2] = {(size_t)n, (size_t)n};
+#ifndef GPU
+    if (gpu) mn_abort(c, "batch-norm sync was given device memory in a CPU build");
+#endif
+    if (mean_arrays(c, arrays, lens, b ? 2 : 1, gpu) != MN_OK)
+        mn_abort(c, "allreduce of batch-norm statistics failed");
+}
+
+static int uses_bn(const layer *l)
+{
+    return l->type == BATCHNORM ||
+           ((l->type == CONVOLUTIONAL || l->type == CONNECTED || l->type == DECONVOLUTIONAL) && l->batch_normalize);
+}
+
+mn_status mn_attach_sync_bn(mn_comm *c, network *net, const mn_options *opt)
+{
+    net->bn_sync = NULL;
+    net->bn_sync_arg = NULL;
+    if (!opt->sync_bn) return MN_OK;
+    for (int i = 0; i < net->n; ++i) {
+        const layer *l = &net->layers[i];
+        /* Darknet's variance divides by count-1: a rank needs two values. */
+        if (uses_bn(l) && l->batch * l->out_h * l->out_w < 2) {
+            if (c->rank == 0)
+                mn_error(c, "sync_bn=1: layer %d normalizes over batch %d x %dx%d = one value per rank; "
+                         "use batch >= 2 per rank (batch/subdivisions)", i, l->batch, l->out_w, l->out_h);
+            return MN_ERR_USER;
+        }
+    }
+    net->bn_sync = bn_sync_hook;
+    net->bn_sync_arg = c;
+    return MN_OK;
+}
