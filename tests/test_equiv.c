@@ -4,16 +4,10 @@
  * the learning rate at every iteration. Also: every rank starts from rank 0's
  * parameters (broadcast), with and without a weights file.
  * usage: test_equiv <communicator> <subdivisions> <tmpdir> */
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include "mn_internal.h"
+#include "mn_test.h"
 
 enum { B = 2, K = 6, W = 8, H = 8, C = 3, CLASSES = 4 };
-static int failures, rank;
-#define EXPECT(cond, ...) do { if (!(cond)) { ++failures; fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
 /* conv + maxpool + connected + softmax, no batch norm or dropout; a schedule
  * with burn_in and steps so that a wrong iteration count shows in the rate. */
@@ -39,36 +33,11 @@ static void image_of(size_t g, float *x, float *y)
     y[g % CLASSES] = 1;
 }
 
-/* One update: rows j*b+i <- image first + j*ranks*b + r*b + i. */
-static void train_update(network *net, size_t first, int ranks, int r)
-{
-    int b = net->batch, s = net->subdivisions;
-    data d = {0};
-    d.X = make_matrix(b * s, W * H * C);
-    d.y = make_matrix(b * s, CLASSES);
-    for (int j = 0; j < s; ++j)
-        for (int i = 0; i < b; ++i)
-            image_of(first + (size_t)j * ranks * b + (size_t)r * b + i, d.X.vals[j * b + i], d.y.vals[j * b + i]);
-    train_network(net, d);
-    free_data(d);
-}
-
-static size_t nparams(network *net, float *out)
-{
-    size_t k = 0;
-    for (int i = 0; i < net->n; ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int m = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < m; ++j) { if (out) memcpy(out + k, p[j].data, p[j].n * sizeof(float)); k += p[j].n; }
-    }
-    return k;
-}
-
 static void check_same_on_all_ranks(mn_comm *c, network *net, const char *what)
 {
-    size_t n = nparams(net, NULL);
+    size_t n = mn_test_params(net, NULL);
     float *mine = malloc(n * sizeof(float)), *root = malloc(n * sizeof(float));
-    nparams(net, mine);
+    mn_test_params(net, mine);
     memcpy(root, mine, n * sizeof(float));
     MPI_Bcast(root, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD);
     EXPECT(!memcmp(root, mine, n * sizeof(float)), "%s: parameters differ from rank 0's", what);
@@ -113,7 +82,7 @@ int main(int argc, char **argv)
     float rates[K];
     size_t iters[K];
     for (int u = 0; u < K; ++u) {
-        train_update(net, (size_t)u * N * B * S, N, rank);
+        mn_test_update(net, (size_t)u * N * B * S, N, rank, image_of);
         rates[u] = get_current_rate(net);
         iters[u] = get_current_batch(net);
     }
@@ -131,32 +100,26 @@ int main(int argc, char **argv)
         network *ref = parse_network_cfg(cfg_1);
         load_weights(ref, wfile);
         for (int u = 0; u < K; ++u) {
-            train_update(ref, (size_t)u * N * B * S, 1, 0);
+            mn_test_update(ref, (size_t)u * N * B * S, 1, 0, image_of);
             EXPECT(get_current_batch(ref) == iters[u], "iteration %d: counter %zu vs %zu", u, iters[u], get_current_batch(ref));
             EXPECT(get_current_rate(ref) == rates[u], "iteration %d: rate %g vs %g", u, rates[u], get_current_rate(ref));
         }
         EXPECT(*ref->seen == *net->seen, "seen %zu vs %zu", *net->seen, *ref->seen);
         EXPECT(*ref->seen == (size_t)K * N * B * S, "seen %zu, want %d", *ref->seen, K * N * B * S);
-        size_t n = nparams(net, NULL);
+        size_t n = mn_test_params(net, NULL);
         float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
-        nparams(net, a);
-        nparams(ref, b);
-        double num = 0, den = 0, moved = 0;
+        mn_test_params(net, a);
+        mn_test_params(ref, b);
         float *w0 = malloc(n * sizeof(float));
         network *start = parse_network_cfg(cfg_1);
         load_weights(start, wfile);
-        nparams(start, w0);
-        for (size_t i = 0; i < n; ++i) {
-            num += (a[i] - b[i]) * (double)(a[i] - b[i]);
-            den += (double)b[i] * b[i];
-            moved += (b[i] - w0[i]) * (double)(b[i] - w0[i]);
-        }
-        double rel = sqrt(num / den);
+        mn_test_params(start, w0);
+        double moved, rel = mn_test_rel(a, b, w0, n, &moved);
         printf("test_equiv: %s, %d ranks x batch %d x subdivisions %d vs 1 x %d: relative difference %.3g "
                "(weights moved %.3g), seen %zu, final rate %g\n",
-               comm, N, B, S, N * B, rel, sqrt(moved / den), *net->seen, rates[K - 1]);
+               comm, N, B, S, N * B, rel, moved, *net->seen, rates[K - 1]);
         EXPECT(rel <= 1e-5, "relative difference %g > 1e-5", rel);
-        EXPECT(sqrt(moved / den) > 1e-3, "training did not move the weights: the test would prove nothing");
+        EXPECT(moved > 1e-3, "training did not move the weights: the test would prove nothing");
         free(a); free(b); free(w0);
     }
     mn_detach(net, o);

@@ -1,13 +1,13 @@
 # Unit tests (C programs under mpiexec) and end-to-end runs of ./darknet_mn.
 TEST_BIN := $(OBJ)/tests
-TESTS := test_comm test_equiv test_scatter
+TESTS := test_comm test_equiv test_scatter test_syncbn test_bnavg test_map mn_shapes
 TEST_PROGS := $(addprefix $(TEST_BIN)/,$(TESTS)) $(TEST_BIN)/mn_wcmp
 
 $(TEST_BIN)/mn_wcmp: tests/mn_wcmp.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -Wall $< -o $@ -lm
 
-$(TEST_BIN)/%: tests/%.c $(LIBMN) $(LIBDK)
+$(TEST_BIN)/%: tests/%.c tests/mn_test.h $(LIBMN) $(LIBDK)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) $< $(LIBMN) $(LIBDK) -o $@ $(LDLIBS)
 

@@ -1,0 +1,60 @@
+/* Helpers shared by the C tests that train through the API: expectations that
+ * count failures and name the rank, one update from a synthetic data set, the
+ * parameters in weights-file order, and the relative difference of two runs. */
+#ifndef MN_TEST_H
+#define MN_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "mn_internal.h"
+
+static int failures, rank;
+#define EXPECT(cond, ...) do { if (!(cond)) { ++failures; fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
+/* One update: row j*b+i is image first + j*ranks*b + r*b + i of the data set
+ * that image_of(g, x, y) describes, so that N ranks with batch b see what one
+ * process with batch N*b sees. */
+static inline void mn_test_update(network *net, size_t first, int ranks, int r,
+                                  void (*image_of)(size_t g, float *x, float *y))
+{
+    int b = net->batch, s = net->subdivisions;
+    data d = {0};
+    d.X = make_matrix(b * s, net->inputs);
+    d.y = make_matrix(b * s, net->outputs);
+    for (int j = 0; j < s; ++j)
+        for (int i = 0; i < b; ++i)
+            image_of(first + (size_t)j * ranks * b + (size_t)r * b + i, d.X.vals[j * b + i], d.y.vals[j * b + i]);
+    train_network(net, d);
+    free_data(d);
+}
+
+/* Every parameter and running statistic in weights-file order into out (when
+ * not NULL); returns their count. */
+static inline size_t mn_test_params(network *net, float *out)
+{
+    size_t k = 0;
+    for (int i = 0; i < net->n; ++i) {
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int m = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < m; ++j) { if (out) memcpy(out + k, p[j].data, p[j].n * sizeof(float)); k += p[j].n; }
+    }
+    return k;
+}
+
+/* The L2 difference of a from the reference b relative to |b|; *moved gets how
+ * far b moved from its start w0, on the same scale. */
+static inline double mn_test_rel(const float *a, const float *b, const float *w0, size_t n, double *moved)
+{
+    double num = 0, den = 0, mv = 0;
+    for (size_t i = 0; i < n; ++i) {
+        num += (a[i] - b[i]) * (double)(a[i] - b[i]);
+        den += (double)b[i] * b[i];
+        mv += (b[i] - w0[i]) * (double)(b[i] - w0[i]);
+    }
+    *moved = sqrt(mv / den);
+    return sqrt(num / den);
+}
+
+#endif
