@@ -505,7 +505,8 @@ mn_status mn_detector_valid(mn_comm *c, const char *datacfg, const char *cfgfile
 
 /* Stock validate_detector_recall on one shard: resize (no letterbox), boxes
  * relative to the image, do_nms_obj. sums: images, truth boxes, found (best
- * IoU > .5), proposals, sum of best IoUs. */
+ * IoU > .5), proposals, sum of best IoUs. The best IoU is taken over the boxes
+ * returned (stock reads l.w*l.h*l.n of them, past the end for a yolo layer). */
 static mn_status recall_shard(mn_comm *c, network *net, const mn_list *shard, double sums[5])
 {
     int classes = net->layers[net->n - 1].classes;
