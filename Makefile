@@ -1,6 +1,9 @@
 # darknet-mn: make deps | make | make test | make demo | make bench
 # GPU=1 CUDNN=1 NCCL=1 build the CUDA variant (into build/gpu, like Darknet's switches).
+# SANITIZE=1 builds the plugin, main and the unit tests with ASan+UBSan into
+# build/cpu-asan (make test-sanitize: tests/sanitize.mk).
 GPU ?= 0
+SANITIZE ?= 0
 CUDNN ?= 0
 NCCL ?= 0
 BUILD ?= build
@@ -12,8 +15,8 @@ else
 VARIANT := cpu
 endif
 DK := third_party/darknet-$(VARIANT)
-OBJ := $(BUILD)/$(VARIANT)
-PROG ?= $(if $(filter 1,$(GPU)),$(OBJ)/darknet_mn,darknet_mn)
+OBJ := $(BUILD)/$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
+PROG ?= $(if $(filter 1,$(GPU) $(SANITIZE)),$(OBJ)/darknet_mn,darknet_mn)
 # Written by scripts/deps.sh once Debian's packages and Darknet's source are here.
 DEPS_STAMP := third_party/dl/.fetched
 PATCHES := $(sort $(wildcard patches/*.patch))
@@ -22,6 +25,10 @@ CUDA ?= /usr/local/cuda
 MPICC ?= mpicc
 CFLAGS ?= -O3 -g
 CFLAGS += -std=gnu99 -Wall -Wextra -Wno-unused-parameter -fPIC
+ifeq ($(SANITIZE),1)
+# Darknet's libdarknet.a stays uninstrumented; linking with these flags brings the runtimes.
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -g -O1
+endif
 CPPFLAGS += -Iplugin -I$(DK)/include -I$(DK)/src
 LDLIBS := -lm -pthread
 ifeq ($(GPU),1)
@@ -82,6 +89,7 @@ gpu-build:
 include tools/fashion.mk
 $(BUILD)/tools/mn_fashion: $(DEPS_STAMP)
 include tests/tests.mk
+include tests/sanitize.mk
 
 clean:
 	rm -rf $(BUILD) darknet_mn

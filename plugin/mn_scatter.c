@@ -88,6 +88,8 @@ static mn_status unpack(const mn_comm *c, const char *buf, size_t bytes, size_t 
     return MN_OK;
 }
 
+static void free_paths(char **v, size_t n);
+
 /* Rank 0 reads and shuffles; everyone learns the length (0 = failed). */
 static mn_status read_on_root(mn_comm *c, const char *file, int shuffle, int seed,
                               char ***all, uint64_t *n)
@@ -102,7 +104,12 @@ static mn_status read_on_root(mn_comm *c, const char *file, int shuffle, int see
             s = MN_ERR_USER;
         }
     }
-    MN_CHECK(mn_agree(c, s));
+    s = mn_agree(c, s);
+    if (s != MN_OK) {   /* a list too short for the ranks was read: free it */
+        if (*all) free_paths(*all, k);
+        *all = NULL;
+        return s;
+    }
     *n = k;
     MN_MPI(c, MPI_Bcast(n, 1, MPI_UINT64_T, 0, c->world));
     return MN_OK;

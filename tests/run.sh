@@ -5,6 +5,8 @@
 # (clear message, non-zero exit on every rank, no hang, no partial file).
 set -u
 cd "$(dirname "$0")/.."
+# make test SANITIZE=1: the unit tests under ASan+UBSan instead (tests/sanitize.sh).
+if [ "${SANITIZE:-0}" = 1 ]; then exec ./tests/sanitize.sh; fi
 BUILD=${BUILD:-build}
 TEST_BIN=${TEST_BIN:-$BUILD/cpu/tests}
 T=$(pwd)/$BUILD/test
