@@ -11,14 +11,18 @@
 static const mn_comm_ops *const registry[] = {
     &mn_comm_naive_ops,
     &mn_comm_flat_ops,
+    &mn_comm_hierarchical_ops,
+    &mn_comm_two_dimensional_ops,
+    &mn_comm_single_node_ops,
+    &mn_comm_pure_nccl_ops,
 };
 #define NREG ((int)(sizeof(registry) / sizeof(registry[0])))
-/* Algorithms ChainerMN offers that are not built yet: named in errors. */
-static const char *const planned[] = {"hierarchical", "two_dimensional", "single_node", "pure_nccl"};
+/* Every algorithm of ChainerMN's table is registered; pure_nccl is always
+ * named, and a build without NCCL says so when it is selected. */
 
 const char *mn_comm_names(void)
 {
-    return "naive, flat";
+    return "naive, flat, hierarchical, two_dimensional, single_node, pure_nccl";
 }
 
 void mn_error(const mn_comm *c, const char *fmt, ...)
@@ -92,6 +96,7 @@ mn_comm *mn_comm_create(MPI_Comm world, mn_status *status)
     const char *pb = getenv("MN_PIECE_BYTES");
     long bytes = pb ? atol(pb) : 0;
     c->piece_floats = (size_t)(bytes >= 4 ? bytes : 1 << 20) / sizeof(float);
+    c->half_sum = MPI_OP_NULL;
     mn_status s = mn_agree(c, split_nodes(c));
     if (s == MN_OK) s = mn_comm_select(c, "");
     *status = s;
@@ -109,24 +114,55 @@ static const mn_comm_ops *lookup(const char *name)
 const char *mn_comm_check_name(const char *name)
 {
     if (!name || !*name || lookup(name)) return NULL;
-    for (size_t i = 0; i < sizeof planned / sizeof planned[0]; ++i)
-        if (strcmp(planned[i], name) == 0) return "is not available in this version";
     return "is unknown";
 }
 
+/* The default: pure_nccl where every rank can run it, else flat. */
+static const char *default_name(mn_comm *c)
+{
+    int usable = mn_nccl_usable(c);
+    if (MPI_Allreduce(MPI_IN_PLACE, &usable, 1, MPI_INT, MPI_MIN, c->world) != MPI_SUCCESS)
+        mn_abort(c, "MPI_Allreduce failed while choosing the default communicator");
+    return usable ? "pure_nccl" : "flat";
+}
+
+/* The new algorithm is set up next to the old one; if any rank refuses it,
+ * every rank tears down what it built and keeps the old one. */
 mn_status mn_comm_select(mn_comm *c, const char *name)
 {
-    if (!name || !*name) name = "flat";
+    if (!name || !*name) name = default_name(c);
     const mn_comm_ops *ops = lookup(name);
     if (!ops) {
         if (c->rank == 0)
             mn_error(c, "communicator '%s' %s; valid communicators: %s", name, mn_comm_check_name(name), mn_comm_names());
         return MN_ERR_USER;
     }
-    if (c->ops && c->ops->teardown) c->ops->teardown(c);
+    if (ops == c->ops) return MN_OK;
+    const mn_comm_ops *old_ops = c->ops;
+    void *old_state = c->state;
     c->ops = ops;
     c->state = NULL;
-    return mn_agree(c, ops->setup ? ops->setup(c) : MN_OK);
+    mn_status s = mn_agree(c, ops->setup ? ops->setup(c) : MN_OK);
+    void *new_state = c->state;
+    if (s != MN_OK) {
+        if (ops->teardown) ops->teardown(c);
+        c->ops = old_ops;
+        c->state = old_state;
+        return s;
+    }
+    if (old_ops && old_ops->teardown) {
+        c->state = old_state;
+        old_ops->teardown(c);
+    }
+    c->state = new_state;
+    return MN_OK;
+}
+
+mn_status mn_comm_set_dtype(mn_comm *c, int half)
+{
+    if (half && c->half_sum == MPI_OP_NULL) MN_CHECK(mn_half_op_create(c, &c->half_sum));
+    c->half = half != 0;
+    return MN_OK;
 }
 
 void mn_comm_free(mn_comm *c)
@@ -136,6 +172,7 @@ void mn_comm_free(mn_comm *c)
     if (c->intra != MPI_COMM_NULL && c->intra) MPI_Comm_free(&c->intra);
     if (c->inter != MPI_COMM_NULL && c->inter) MPI_Comm_free(&c->inter);
     if (c->world != MPI_COMM_NULL && c->world) MPI_Comm_free(&c->world);
+    if (c->half_sum != MPI_OP_NULL) MPI_Op_free(&c->half_sum);
     free(c->fused);
     free(c);
 }
@@ -167,9 +204,157 @@ void mn_div_floats(float *p, size_t n, float d)
     for (size_t i = 0; i < n; ++i) p[i] /= d;
 }
 
+mn_status mn_allreduce_wire(mn_comm *c, MPI_Comm comm, void *buf, int count, const mn_wire *w)
+{
+    if (count > 0) MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, buf, count, w->type, w->op, comm));
+    return MN_OK;
+}
+
+mn_status mn_comm_layout(mn_comm *c, char *out, size_t cap, int *even)
+{
+    int mine[2] = {c->intra_rank, c->intra_size};
+    int *all = malloc(sizeof(int) * 2 * (size_t)c->size);
+    if (!all) return MN_ERR_NOMEM;
+    if (MPI_Allgather(mine, 2, MPI_INT, all, 2, MPI_INT, c->world) != MPI_SUCCESS) {
+        free(all);
+        mn_error(c, "MPI_Allgather failed while learning the node layout");
+        return MN_ERR_MPI;
+    }
+    size_t len = (size_t)snprintf(out, cap, "%d rank%s on %d node%s (", c->size, c->size > 1 ? "s" : "",
+                                  c->nodes, c->nodes > 1 ? "s" : "");
+    int first = 1;
+    *even = 1;
+    for (int r = 0; r < c->size; ++r) {
+        if (all[2 * r] != 0) continue;
+        if (all[2 * r + 1] != c->intra_size) *even = 0;
+        if (len < cap) len += (size_t)snprintf(out + len, cap - len, "%s%d", first ? "" : "+", all[2 * r + 1]);
+        first = 0;
+    }
+    if (len < cap) snprintf(out + len, cap - len, ")");
+    free(all);
+    return MN_OK;
+}
+
+mn_status mn_sum_world(mn_comm *c, void *buf, int count, const mn_wire *w)
+{
+    return mn_allreduce_wire(c, c->world, buf, count, w);
+}
+
+/* The arrays as one sequence of floats, walked piece by piece. */
+typedef struct {
+    float **arrays;
+    const size_t *lens;
+    int n, i;
+    size_t j;
+} cursor;
+
+/* The next run of at most want floats that lie together in one array. */
+static size_t next_run(cursor *cu, size_t want, float **p)
+{
+    while (cu->i < cu->n && cu->j == cu->lens[cu->i]) { ++cu->i; cu->j = 0; }
+    size_t k = cu->lens[cu->i] - cu->j;
+    if (k > want) k = want;
+    *p = cu->arrays[cu->i] + cu->j;
+    cu->j += k;
+    return k;
+}
+
+/* k floats from the cursor into out, as floats (half = NULL) or as halves of x/div. */
+static void pack(cursor *cu, size_t k, float *out, uint16_t *half, float div)
+{
+    for (size_t done = 0, m; done < k; done += m) {
+        float *p;
+        m = next_run(cu, k - done, &p);
+        if (half) mn_floats_to_halves(half + done, p, m, div);
+        else memcpy(out + done, p, m * sizeof(float));
+    }
+}
+
+/* k floats back to the arrays: from floats divided by div, or from halves. */
+static void unpack(cursor *cu, size_t k, const float *in, const uint16_t *half, float div)
+{
+    for (size_t done = 0, m; done < k; done += m) {
+        float *p;
+        m = next_run(cu, k - done, &p);
+        if (half) mn_halves_to_floats(p, half + done, m);
+        else for (size_t i = 0; i < m; ++i) p[i] = in[done + i] / div;
+    }
+}
+
+/* The first element when the non-empty arrays lie back to back, else NULL. */
+static float *contiguous_start(float **arrays, const size_t *lens, int n)
+{
+    float *start = NULL, *next = NULL;
+    for (int i = 0; i < n; ++i) {
+        if (!lens[i]) continue;
+        if (!start) start = next = arrays[i];
+        if (arrays[i] != next) return NULL;
+        next += lens[i];
+    }
+    return start;
+}
+
+/* Pieces keep each collective's buffer in cache for the division and bound
+ * the scratch; float32 arrays that lie back to back (the optimizer's arena)
+ * are reduced in place with no copy.
+ *
+ * float16: each rank divides by the rank count BEFORE rounding to half, so
+ * the halves summed are x/N and every partial sum is bounded by the largest
+ * |x| of any rank: gradients up to 65504 cannot overflow in the sum however
+ * many ranks there are (dividing after the sum would overflow once the sum of
+ * N gradients passes 65504, e.g. 4 ranks of 20000). The price is at the small
+ * end: x/N goes subnormal below 2^-14*N, keeping fewer bits there. A piece
+ * whose reduced halves still hold Inf or NaN (a gradient beyond the half
+ * range, or a rounding up past 65504) is summed again in float32, so nothing
+ * turns into Inf silently; every rank holds the same reduced bytes, so every
+ * rank takes the same branch without another message. */
+mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int n, size_t piece, mn_sum_fn sum)
+{
+    const mn_wire f32 = {MPI_FLOAT, MPI_SUM, 0}, f16 = {MPI_UINT16_T, c->half_sum, 1};
+    const float N = (float)c->size;
+    size_t total = 0;
+    for (int i = 0; i < n; ++i) total += lens[i];
+    if (total == 0 || c->size == 1) return MN_OK;
+    if (piece > INT_MAX) piece = INT_MAX;
+    if (piece > total) piece = total;
+    if (piece == 0) piece = 1;
+    float *in_place = c->half ? NULL : contiguous_start(arrays, lens, n);
+    if (in_place) {
+        for (size_t off = 0, k; off < total; off += k) {
+            k = total - off < piece ? total - off : piece;
+            MN_CHECK(sum(c, in_place + off, (int)k, &f32));
+            mn_div_floats(in_place + off, k, N);
+        }
+        return MN_OK;
+    }
+    /* scratch: piece floats, then piece halves */
+    MN_CHECK(mn_comm_fused(c, piece + (c->half ? piece / 2 + 1 : 0)));
+    float *f = c->fused;
+    uint16_t *h = (uint16_t *)(c->fused + piece);
+    cursor cu = {arrays, lens, n, 0, 0};
+    for (size_t off = 0, k; off < total; off += k) {
+        k = total - off < piece ? total - off : piece;
+        cursor at = cu;
+        if (c->half) {
+            pack(&cu, k, NULL, h, N);
+            MN_CHECK(sum(c, h, (int)k, &f16));
+            if (mn_halves_finite(h, k)) {
+                unpack(&at, k, NULL, h, 1.0f);
+                continue;
+            }
+            cu = at;
+        }
+        pack(&cu, k, f, NULL, 1.0f);
+        MN_CHECK(sum(c, f, (int)k, &f32));
+        unpack(&at, k, f, NULL, N);
+    }
+    return MN_OK;
+}
+
 mn_status mn_comm_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int n)
 {
-    return c->ops->mean_grad(c, arrays, lens, n);
+    if (c->ops->mean_grad) return c->ops->mean_grad(c, arrays, lens, n);
+    return mn_mean_by_pieces(c, arrays, lens, n, c->piece_floats, c->ops->sum);
 }
 
 int mn_comm_rank(const mn_comm *c) { return c->rank; }

@@ -1,15 +1,13 @@
 /* naive: one MPI_Allreduce per array, in place, then a division by size. The
  * reference every other algorithm is tested against: simple, but it pays the
  * latency of one collective per layer array. */
+#include <limits.h>
 #include "mn_internal.h"
 
 static mn_status naive_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int n)
 {
-    for (int i = 0; i < n; ++i) {
-        if (!lens[i]) continue;
-        MN_CHECK(mn_sum_floats(c, c->world, arrays[i], lens[i]));
-        mn_div_floats(arrays[i], lens[i], (float)c->size);
-    }
+    for (int i = 0; i < n; ++i)
+        MN_CHECK(mn_mean_by_pieces(c, arrays + i, lens + i, 1, INT_MAX, mn_sum_world));
     return MN_OK;
 }
 

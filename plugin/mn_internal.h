@@ -12,6 +12,16 @@
     mn_error((c), "%s failed (MPI error %d) at %s:%d", #call, mn_e_, __FILE__, __LINE__); \
     return MN_ERR_MPI; } } while (0)
 
+/* How a piece of gradient travels: float32 (MPI_FLOAT, MPI_SUM) or IEEE half
+ * (MPI_UINT16_T summed by c->half_sum). */
+typedef struct {
+    MPI_Datatype type;
+    MPI_Op op;
+    int half;
+} mn_wire;
+/* One algorithm's core: sum count elements of buf over all ranks, in place. */
+typedef mn_status (*mn_sum_fn)(mn_comm *c, void *buf, int count, const mn_wire *w);
+
 /* One communicator algorithm. Each lives in its own mn_comm_<name>.c and is
  * registered in mn_comm.c. */
 typedef struct mn_comm_ops {
@@ -20,8 +30,13 @@ typedef struct mn_comm_ops {
      * topology with a message. Collective; may be NULL. */
     mn_status (*setup)(mn_comm *c);
     /* Replace each array by its mean over all ranks. Every rank passes the
-     * same n and lens; arrays may be empty. Collective. */
+     * same n and lens; arrays may be empty. Collective. NULL: the arrays go
+     * through mn_mean_by_pieces with `sum`, in pieces of c->piece_floats. */
     mn_status (*mean_grad)(mn_comm *c, float **arrays, const size_t *lens, int n);
+    /* The algorithm's core when mean_grad is NULL: sum one piece of wire
+     * elements over all ranks, in place (packing, float16 conversion and the
+     * division by the rank count are done around it). Collective. */
+    mn_sum_fn sum;
     /* Release what setup made; may be NULL. */
     void (*teardown)(mn_comm *c);
 } mn_comm_ops;
@@ -52,15 +67,6 @@ extern const mn_comm_ops mn_comm_pure_nccl_ops;
  * (device intra_rank): pure_nccl is then the default (mn_comm_pure_nccl.c). */
 int mn_nccl_usable(const mn_comm *c);
 
-/* How a piece of gradient travels: float32 (MPI_FLOAT, MPI_SUM) or IEEE half
- * (MPI_UINT16_T summed by c->half_sum). */
-typedef struct {
-    MPI_Datatype type;
-    MPI_Op op;
-    int half;
-} mn_wire;
-/* One algorithm's core: sum count elements of buf over all ranks, in place. */
-typedef mn_status (*mn_sum_fn)(mn_comm *c, void *buf, int count, const mn_wire *w);
 /* The mean over all ranks of the arrays, through sum, in pieces of at most
  * `piece` elements: packs (unless the arrays lie back to back and travel as
  * float32), converts to half when c->half, sums, divides, unpacks. */

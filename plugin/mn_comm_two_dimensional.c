@@ -1,0 +1,84 @@
+/* two_dimensional: three legs per piece, every rank busy in each. (1)
+ * MPI_Reduce_scatter inside the node: intra-rank k ends with the node's sum of
+ * shard k (near-equal shards; sizes differ by at most one element, so any
+ * length works); (2) MPI_Allreduce of shard k among the ranks with
+ * intra_rank k on every node (c->inter), all shards at once, so each node
+ * sends its whole gradient across as many links as it has ranks; (3)
+ * MPI_Allgatherv of the shards inside the node. For nodes with several NICs,
+ * as in ChainerMN's table. Leg (2) needs every node to hold the same number of
+ * ranks (else shard k has no partner on a smaller node): an uneven job is
+ * refused at setup, naming its layout. */
+#include <stdlib.h>
+#include "mn_internal.h"
+
+typedef struct {
+    int *counts, *displs;   /* shard sizes and offsets, one per intra-rank */
+    void *shard;            /* this rank's shard */
+    size_t shard_bytes;
+} two_dimensional;
+
+static void two_dimensional_teardown(mn_comm *c)
+{
+    two_dimensional *s = c->state;
+    if (!s) return;
+    free(s->counts);
+    free(s->displs);
+    free(s->shard);
+    free(s);
+    c->state = NULL;
+}
+
+static mn_status two_dimensional_setup(mn_comm *c)
+{
+    char layout[256];
+    int even;
+    MN_CHECK(mn_comm_layout(c, layout, sizeof layout, &even));
+    if (!even) {
+        if (c->rank == 0)
+            mn_error(c, "communicator 'two_dimensional' needs the same number of ranks on every node, "
+                        "but this job has %s; use hierarchical or flat", layout);
+        return MN_ERR_USER;
+    }
+    two_dimensional *s = calloc(1, sizeof *s);
+    if (s) {
+        c->state = s;
+        s->counts = calloc((size_t)c->intra_size, sizeof(int));
+        s->displs = calloc((size_t)c->intra_size, sizeof(int));
+    }
+    if (!s || !s->counts || !s->displs) {
+        mn_error(c, "out of memory setting up two_dimensional");
+        return MN_ERR_NOMEM;
+    }
+    return MN_OK;
+}
+
+static mn_status two_dimensional_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
+{
+    two_dimensional *s = c->state;
+    int m = c->intra_size, size;
+    if (m == 1) return mn_allreduce_wire(c, c->inter, buf, count, w);
+    for (int k = 0, off = 0; k < m; ++k) {
+        s->counts[k] = count / m + (k < count % m);
+        s->displs[k] = off;
+        off += s->counts[k];
+    }
+    int mine = s->counts[c->intra_rank];
+    MN_MPI(c, MPI_Type_size(w->type, &size));
+    if ((size_t)mine * (size_t)size > s->shard_bytes) {
+        void *p = realloc(s->shard, (size_t)mine * (size_t)size);
+        if (!p) { mn_error(c, "out of memory for a %d-element shard", mine); return MN_ERR_NOMEM; }
+        s->shard = p;
+        s->shard_bytes = (size_t)mine * (size_t)size;
+    }
+    MN_MPI(c, MPI_Reduce_scatter(buf, s->shard, s->counts, w->type, w->op, c->intra));
+    if (c->inter_size > 1) MN_CHECK(mn_allreduce_wire(c, c->inter, s->shard, mine, w));
+    MN_MPI(c, MPI_Allgatherv(s->shard, mine, w->type, buf, s->counts, s->displs, w->type, c->intra));
+    return MN_OK;
+}
+
+const mn_comm_ops mn_comm_two_dimensional_ops = {
+    .name = "two_dimensional",
+    .setup = two_dimensional_setup,
+    .sum = two_dimensional_sum,
+    .teardown = two_dimensional_teardown,
+};
