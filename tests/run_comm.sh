@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Communicators: every algorithm (float32 and float16) on 1-4 ranks and on
+# forced node layouts 2x2 and 2+1, also in small odd pieces; the refusals
+# (two_dimensional on uneven nodes, single_node on several nodes, pure_nccl
+# without NCCL) reach every rank with a non-zero exit and a clear message, and
+# never hang; N x b against 1 x N*b training equivalence through each new
+# communicator; the allreduce bench runs every variant.
+# Run by tests/run.sh (env T, TEST_BIN, MPI, BUILD), or alone from the repository root.
+set -u
+BUILD=${BUILD:-build}
+TEST_BIN=${TEST_BIN:-$BUILD/cpu/tests}
+T=${T:-$(pwd)/$BUILD/test}
+T=$T/comm
+MPI=${MPI:-mpiexec --oversubscribe}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+rm -rf "$T" && mkdir -p "$T"
+fail=0
+ok() { echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+# The longest result line of a test's log (other ranks' output may share its line).
+summary() { grep -o 'test_[a-z]*: .*' "$1" | awk 'length > length(best) { best = $0 } END { print best }'; }
+
+# run NAME NP ENV... -- CMD...: under mpiexec with a time limit; ENV is
+# KEY=VALUE pairs passed to every rank.
+run() {
+    local name=$1 np=$2; shift 2
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
+    shift
+    if timeout 60 $MPI "${envs[@]}" -n "$np" "$@" > "$T/$name.log" 2>&1; then ok "$name: $(summary "$T/$name.log")"
+    else bad "$name (see $T/$name.log)"; grep -h "FAIL" "$T/$name.log" | head -5; fi
+}
+
+for n in 1 2 3 4; do
+    run "comm-np$n" $n -- "$TEST_BIN/test_comm"
+done
+run comm-2x2 4 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
+run comm-2+1 3 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
+# 1001-float pieces: every piece odd, none divisible by the node size, many of them.
+run comm-2x2-odd-pieces 4 MN_RANKS_PER_NODE=2 MN_PIECE_BYTES=4004 -- "$TEST_BIN/test_comm"
+run comm-2+1-odd-pieces 3 MN_RANKS_PER_NODE=2 MN_PIECE_BYTES=4004 -- "$TEST_BIN/test_comm"
+
+# refused NAME NP RPN ALGO PATTERN: test_comm ALGO must fail on every rank (own
+# exit code each), within the time limit, with PATTERN in the message.
+refused() {
+    local name=$1 np=$2 rpn=$3 algo=$4 pat=$5 r
+    local t0=$SECONDS
+    timeout 60 $MPI -x MN_RANKS_PER_NODE=$rpn -n "$np" sh -c "$TEST_BIN/test_comm $algo > $T/$name.out.\$OMPI_COMM_WORLD_RANK 2> $T/$name.err.\$OMPI_COMM_WORLD_RANK; echo \$? > $T/$name.rc.\$OMPI_COMM_WORLD_RANK"
+    local rc=$? took=$((SECONDS - t0))
+    if [ $rc = 124 ]; then bad "$name: hung (killed after 60 s)"; return; fi
+    for ((r = 0; r < np; ++r)); do
+        if [ ! -f "$T/$name.rc.$r" ] || [ "$(cat "$T/$name.rc.$r")" = 0 ]; then
+            bad "$name: rank $r did not exit non-zero ($(cat "$T/$name.rc.$r" 2>/dev/null))"; return
+        fi
+    done
+    if ! cat "$T/$name".err.* | grep -q -- "$pat"; then bad "$name: no message matching '$pat': $(cat "$T/$name".err.* | head -3)"; return; fi
+    ok "$name (${took}s, every rank exits $(cat "$T/$name".rc.* | sort -u | paste -sd,)): $(cat "$T/$name".err.* | grep -m1 -- "$pat")"
+}
+refused refuse-2d-uneven 3 2 two_dimensional "'two_dimensional' needs the same number of ranks on every node, but this job has 3 ranks on 2 nodes (2+1)"
+refused refuse-single-node 4 2 single_node "'single_node' works inside one node, but this job has 4 ranks on 2 nodes (2+2)"
+refused refuse-pure-nccl 2 2 pure_nccl "communicator 'pure_nccl' needs a build with NCCL=1 (this build has none)"
+
+# Training equivalence through each new communicator: 2 ranks on one node, and
+# 4 ranks as 2 nodes x 2 (single_node: 4 ranks on one node).
+for comm in hierarchical two_dimensional single_node; do
+    for n in 2 4; do
+        rpn=2
+        [ $comm = single_node ] && rpn=$n
+        for s in 1 2; do
+            mkdir -p "$T/eq-$comm-$n-$s"
+            run "equiv-$comm-np$n-rpn$rpn-sub$s" $n MN_RANKS_PER_NODE=$rpn -- "$TEST_BIN/test_equiv" $comm $s "$T/eq-$comm-$n-$s"
+        done
+    done
+done
+
+# The bench runs every variant (float32 and float16 of each algorithm that this layout allows).
+prog=./darknet_mn
+[ -x "$prog" ] || prog=$BUILD/cpu/darknet_mn
+if timeout 60 $MPI -x MN_RANKS_PER_NODE=2 -n 4 $prog bench allreduce -iters 2 -max 65536 > "$T/bench.log" 2> "$T/bench.err" \
+    && rows=$(grep -c "^two_dimensional/f16 " "$T/bench.log") && [ "$rows" -gt 0 ] && ! grep -q "inf\|nan" "$T/bench.log"; then
+    ok "bench allreduce on 2x2: $(awk 'NR>2{print $1}' "$T/bench.log" | sort -u | tr '\n' ' ')"
+else
+    bad "bench allreduce (see $T/bench.log, $T/bench.err)"
+fi
+
+[ $fail = 0 ]
