@@ -4,13 +4,49 @@
  * optimizer's arena) is averaged by every communicator, next to a bare
  * MPI_Allreduce of the same bytes, in the same run. Without a cfg: a size
  * sweep, 4 B .. 256 MiB, in the manner of nccl-tests. Times are the slowest
- * rank's median over K calls after two warm-ups, variants interleaved; busbw = algbw*2(N-1)/N. */
+ * rank's median over K calls after two warm-ups, variants interleaved; busbw = algbw*2(N-1)/N.
+ * Every algorithm runs in float32 and in float16 ("<name>/f16"; bytes and
+ * bandwidths still count the float32 gradient, so they show the effective
+ * rate); one that this node layout or build refuses is left out, after its
+ * setup has said why. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mn_internal.h"
 
-static const char *const algos[] = {"naive", "flat"};
+static const char *const algos[] = {"naive", "flat", "hierarchical", "two_dimensional", "single_node", "pure_nccl"};
+#define MAX_VARIANTS 16
+
+/* One timed variant: a name and a communicator of its own (variant 0: c itself,
+ * for the bare MPI_Allreduce). */
+typedef struct {
+    char name[40];
+    mn_comm *comm;
+} variant;
+
+static mn_status make_variants(mn_comm *c, variant *v, int *nv)
+{
+    snprintf(v[0].name, sizeof v[0].name, "mpi");
+    v[0].comm = c;
+    *nv = 1;
+    for (size_t a = 0; a < sizeof algos / sizeof *algos; ++a) {
+        for (int half = 0; half < 2 && *nv < MAX_VARIANTS; ++half) {
+            mn_status s;
+            mn_comm *x = mn_comm_create(c->world, &s);
+            if (!x) return s;
+            if (mn_comm_select(x, algos[a]) != MN_OK) { mn_comm_free(x); break; }
+            MN_CHECK(mn_comm_set_dtype(x, half));
+            snprintf(v[*nv].name, sizeof v[*nv].name, "%s%s", algos[a], half ? "/f16" : "");
+            v[(*nv)++].comm = x;
+        }
+    }
+    return MN_OK;
+}
+
+static void free_variants(variant *v, int nv)
+{
+    for (int i = 1; i < nv; ++i) mn_comm_free(v[i].comm);
+}
 
 static void fill(float *p, size_t n, int rank)
 {
@@ -26,20 +62,19 @@ static int cmp_double(const void *a, const void *b)
 /* Times the bare MPI_Allreduce (variant 0) and every algorithm (1..) on the
  * same arrays, interleaved call by call so that machine noise hits them all
  * alike. out[v] = the slowest rank's median seconds per call. */
-static mn_status time_all(mn_comm *c, float **arrays, size_t *lens, int n, int iters, double *out)
+static mn_status time_all(mn_comm *c, const variant *vs, int nv, float **arrays, size_t *lens, int n,
+                          int iters, double *out)
 {
-    const int nv = 1 + (int)(sizeof algos / sizeof *algos);
     size_t total = 0;
     for (int i = 0; i < n; ++i) total += lens[i];
     double *t = malloc(sizeof(double) * (size_t)iters * nv);
     if (!t) return MN_ERR_NOMEM;
     for (int it = -2; it < iters; ++it) {
         for (int v = 0; v < nv; ++v) {
-            if (v > 0) MN_CHECK(mn_comm_select(c, algos[v - 1]));
             for (int i = 0; i < n; ++i) fill(arrays[i], lens[i], c->rank);
             MPI_Barrier(c->world);
             double t0 = mn_now();
-            if (v > 0) MN_CHECK(mn_comm_mean_grad(c, arrays, lens, n));
+            if (v > 0) MN_CHECK(mn_comm_mean_grad(vs[v].comm, arrays, lens, n));
             else MN_CHECK(mn_sum_floats(c, c->world, arrays[0], total));
             if (it >= 0) t[v * iters + it] = mn_now() - t0;
         }
@@ -57,13 +92,13 @@ static void row(const mn_comm *c, const char *name, size_t bytes, double t, doub
 {
     if (c->rank != 0) return;
     double alg = bytes / t / 1e9, bus = alg * 2.0 * (c->size - 1) / c->size;
-    printf("%-8s %12zu %10.1f %8.3f %8.3f %7.3f\n", name, bytes, t * 1e6, alg, bus, base > 0 ? t / base : 1.0);
+    printf("%-20s %12zu %10.1f %8.3f %8.3f %7.3f\n", name, bytes, t * 1e6, alg, bus, base > 0 ? t / base : 1.0);
 }
 
 static void header(const mn_comm *c)
 {
     if (c->rank == 0)
-        printf("%-8s %12s %10s %8s %8s %7s\n", "algo", "bytes", "time_us", "algbw", "busbw", "vs_mpi");
+        printf("%-20s %12s %10s %8s %8s %7s\n", "algo", "bytes", "time_us", "algbw", "busbw", "vs_mpi");
 }
 
 static mn_status bench_model(mn_comm *c, const char *cfg, int iters)
@@ -88,11 +123,14 @@ static mn_status bench_model(mn_comm *c, const char *cfg, int iters)
     if (c->rank == 0)
         printf("# model %s: %d gradient arrays, %zu floats (%.2f MiB), %d ranks, %d iterations\n",
                cfg, n, total, total * 4.0 / (1 << 20), c->size, iters);
+    variant vs[MAX_VARIANTS];
+    int nv;
+    MN_CHECK(make_variants(c, vs, &nv));
     header(c);
-    double t[8];
-    MN_CHECK(time_all(c, arrays, lens, n, iters, t));
-    row(c, "mpi", total * 4, t[0], t[0]);
-    for (size_t a = 0; a < sizeof algos / sizeof *algos; ++a) row(c, algos[a], total * 4, t[a + 1], t[0]);
+    double t[MAX_VARIANTS];
+    MN_CHECK(time_all(c, vs, nv, arrays, lens, n, iters, t));
+    for (int v = 0; v < nv; ++v) row(c, vs[v].name, total * 4, t[v], t[0]);
+    free_variants(vs, nv);
     mn_detach(net, o);
     free_network(net);
     return MN_OK;
@@ -102,16 +140,19 @@ static mn_status bench_sweep(mn_comm *c, int iters, size_t max_bytes)
 {
     float *buf = malloc(max_bytes);
     if (!buf) { mn_error(c, "out of memory for %zu bytes", max_bytes); return MN_ERR_NOMEM; }
-    if (c->rank == 0) printf("# size sweep, %d ranks, %d iterations per size\n", c->size, iters);
+    variant vs[MAX_VARIANTS];
+    int nv;
+    MN_CHECK(make_variants(c, vs, &nv));
+    if (c->rank == 0) printf("# size sweep, %d ranks on %d nodes, %d iterations per size\n", c->size, c->nodes, iters);
     header(c);
     for (size_t bytes = 4; bytes <= max_bytes; bytes *= 4) {
         size_t n = bytes / 4;
         int k = bytes >= (64u << 20) ? (iters + 4) / 5 : iters;
-        double t[8];
-        MN_CHECK(time_all(c, &buf, &n, 1, k, t));
-        row(c, "mpi", bytes, t[0], t[0]);
-        for (size_t a = 0; a < sizeof algos / sizeof *algos; ++a) row(c, algos[a], bytes, t[a + 1], t[0]);
+        double t[MAX_VARIANTS];
+        MN_CHECK(time_all(c, vs, nv, &buf, &n, 1, k, t));
+        for (int v = 0; v < nv; ++v) row(c, vs[v].name, bytes, t[v], t[0]);
     }
+    free_variants(vs, nv);
     free(buf);
     return MN_OK;
 }
