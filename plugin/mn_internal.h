@@ -113,8 +113,12 @@ typedef struct {
     char *train, *valid, *backup, *labels_file;
     char **labels;
     int classes;
+    int nlabels;      /* lines in the labels file (>= classes) */
+    list *options;    /* the parsed data cfg; the strings above point into it */
 } mn_data_cfg;
+/* On error nothing is left to free; on success mn_free_data_cfg releases it. */
 mn_status mn_read_data_cfg(mn_comm *c, const char *datacfg, mn_task task, mn_data_cfg *d);
+void mn_free_data_cfg(mn_data_cfg *d);
 
 /* Evaluation during training (mn_evaluator.c). Called by every rank at the end
  * of every iteration; every eval_interval iterations it scores the eval list

@@ -39,6 +39,10 @@ mn_status mn_parse_options(const network *net, const char *cfgfile, int report, 
         const char *k = p->key, *v = p->val;
         int ok = 1, *flag = NULL, *num = NULL;
         long lo = 0, hi = 2147483647L;
+        if (!v) {   /* Darknet's read_option keeps a line without '=' with no value */
+            if (report) fprintf(stderr, "darknet-mn: %s: [distributed] line '%s' has no '='; write key=value\n", cfgfile, k);
+            return MN_ERR_USER;
+        }
         if (!strcmp(k, "communicator")) {
             const char *why = *v ? mn_comm_check_name(v) : "is empty";
             if (why) {

@@ -241,7 +241,7 @@ static uint64_t network_signature(const network *net)
         for (node *n = net->distributed->front; n; n = n->next) {
             const kvp *kv = n->val;
             h = fnv(h, kv->key, strlen(kv->key) + 1);
-            h = fnv(h, kv->val, strlen(kv->val) + 1);
+            if (kv->val) h = fnv(h, kv->val, strlen(kv->val) + 1);   /* NULL: a line without '=' */
         }
     }
     return fnv(h, MN_VERSION, sizeof MN_VERSION);

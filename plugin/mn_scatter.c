@@ -34,7 +34,10 @@ void mn_shuffle_paths(char **paths, size_t n, int seed)
     }
 }
 
-/* Reads non-empty lines; trailing CR/LF and spaces are dropped. */
+static void free_paths(char **v, size_t n);
+
+/* Reads non-empty lines; trailing CR/LF and spaces are dropped. A NUL byte
+ * (a binary or UTF-16 file) is an error rather than a cut path. */
 static mn_status read_list(const mn_comm *c, const char *file, char ***out, size_t *n)
 {
     FILE *fp = fopen(file, "r");
@@ -44,9 +47,12 @@ static mn_status read_list(const mn_comm *c, const char *file, char ***out, size
     char *line = NULL;
     size_t lcap = 0;
     ssize_t len;
+    size_t lineno = 0, nul_line = 0;
     while (v && (len = getline(&line, &lcap, fp)) >= 0) {
+        ++lineno;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ')) line[--len] = 0;
         if (len == 0) continue;
+        if (strlen(line) != (size_t)len) { nul_line = lineno; break; }
         if (k == cap) {
             char **w = realloc(v, (cap *= 2) * sizeof *v);
             if (!w) { free(v); v = NULL; break; }
@@ -57,6 +63,11 @@ static mn_status read_list(const mn_comm *c, const char *file, char ***out, size
     free(line);
     fclose(fp);
     if (!v) { mn_error(c, "out of memory reading %s", file); return MN_ERR_NOMEM; }
+    if (nul_line) {
+        free_paths(v, k);
+        mn_error(c, "list %s: line %zu holds a NUL byte; a list is text, one path a line", file, nul_line);
+        return MN_ERR_USER;
+    }
     if (k == 0) { free(v); mn_error(c, "list %s is empty", file); return MN_ERR_USER; }
     *out = v;
     *n = k;
@@ -87,8 +98,6 @@ static mn_status unpack(const mn_comm *c, const char *buf, size_t bytes, size_t 
     out->n = n;
     return MN_OK;
 }
-
-static void free_paths(char **v, size_t n);
 
 /* Rank 0 reads and shuffles; everyone learns the length (0 = failed). */
 static mn_status read_on_root(mn_comm *c, const char *file, int shuffle, int seed,
