@@ -156,7 +156,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     data train = {0}, buffer = {0};
     load_args args = random_args(net, task, &dc, &shard, &buffer);
     pthread_t loader = 0;
-    int dim = net->w, count = 0;
+    int dim = net->w, base_w = net->w, count = 0;
     layer last = net->layers[net->n - 1];
     int resizes = task == MN_TASK_DETECTOR && last.random && !opt.deterministic;
     if (!opt.deterministic && !resizes) loader = load_data(args);
@@ -168,10 +168,15 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     while (get_current_batch(net) < (size_t)net->max_batches && s == MN_OK) {
         double t0 = mn_now();
         if (resizes && count++ % 10 == 0) {
-            /* Rank 0 draws the size for everyone, so no rank waits on a larger one. */
+            /* Rank 0 draws the size for everyone, so no rank waits on a larger
+             * one. Stock's 320..608 range (and 608 for the last 200
+             * iterations) for a 416 cfg, scaled to the cfg's own width. */
             int d = (rand() % 10 + 10) * 32;
             if (get_current_batch(net) + 200 > (size_t)net->max_batches) d = 608;
+            d = d * base_w / 416 / 32 * 32;
+            if (d < 32) d = 32;
             MPI_Bcast(&d, 1, MPI_INT, 0, c->world);
+            if (c->rank == 0) printf("resizing to %dx%d on every rank\n", d, d);
             if (loader) { pthread_join(loader, 0); free_data(buffer); }
             dim = d;
             args.w = args.h = dim;
