@@ -144,6 +144,9 @@ void mn_watchdog_enter(mn_watchdog *w, const char *what, size_t iteration);
 void mn_watchdog_leave(mn_watchdog *w);
 void mn_watchdog_stop(mn_watchdog *w);
 
+/* Call before each train_network: with float16 it sets Darknet's momentum
+ * part aside so that only the fresh gradient is rounded to half. */
+void mn_optimizer_begin_step(mn_optimizer *o, const network *net);
 /* Whether the last update's averaged gradient held NaN or Inf (it was zeroed). */
 int mn_optimizer_nonfinite(const mn_optimizer *o);
 /* The optimizer's update arrays (gradients, then Darknet's momentum part). */

@@ -23,6 +23,8 @@ struct mn_optimizer {
     size_t *lens;
     int nonfinite;        /* the last averaged gradient held NaN or Inf */
     mn_watchdog *watch;   /* NULL when collective_timeout=0 */
+    float *aside;         /* float16: the momentum part, set aside during backward */
+    int is_aside;
 };
 
 /* NaN or Inf anywhere: x*0 is 0 for every finite x, NaN otherwise. */
@@ -66,6 +68,10 @@ static void sync_hook(network *net)
     if (mn_comm_mean_grad(o->comm, o->arrays, o->lens, o->n) != MN_OK)
         mn_abort(o->comm, "gradient allreduce failed");
     mn_watchdog_leave(o->watch);
+    if (o->is_aside) {
+        for (size_t i = 0; i < o->total; ++i) o->arena[i] += o->aside[i];
+        o->is_aside = 0;
+    }
     /* Every rank holds the same mean, so every rank decides alike. A bad
      * update is zeroed (momentum too) so that Darknet's update that follows
      * cannot write NaN into the weights. */
@@ -111,8 +117,14 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     }
     free(slots);
     free(slots_gpu);
+    if (opt->grad_dtype_half) {
+        MN_CHECK(mn_comm_set_dtype(c, 1));
+        if (!(o->aside = calloc(o->total + 1, sizeof(float)))) goto nomem_arena;
+    }
     if (opt->collective_timeout > 0 && c->size > 1 &&
         mn_watchdog_start(c, opt->collective_timeout, &o->watch) != MN_OK) {
+nomem_arena:
+        free(o->aside);
         free(o->arena);
         free(o->arrays);
         free(o->arrays_gpu);
@@ -134,6 +146,18 @@ nomem:
     free(o->lens);
     free(o);
     return MN_ERR_NOMEM;
+}
+
+/* Darknet leaves momentum*update in the update arrays and backward adds the
+ * new gradient on top. Under float16 that momentum part would be rounded to
+ * half on every step; setting it aside before backward (and adding it back
+ * after the allreduce) keeps it in float32, exactly as every rank holds it. */
+void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
+{
+    if (!o->aside || net->gpu_index >= 0) return;   /* GPU: device arrays, not set aside */
+    memcpy(o->aside, o->arena, o->total * sizeof(float));
+    memset(o->arena, 0, o->total * sizeof(float));
+    o->is_aside = 1;
 }
 
 int mn_optimizer_nonfinite(const mn_optimizer *o)
@@ -168,6 +192,7 @@ void mn_detach(network *net, mn_optimizer *o)
     net->sync_arg = NULL;
     net->ranks = 1;
     mn_watchdog_stop(o->watch);
+    free(o->aside);
     free(o->arena);
     free(o->arrays);
     free(o->arrays_gpu);

@@ -191,6 +191,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
             train = buffer;
             loader = load_data(args);
         }
+        mn_optimizer_begin_step(mo, net);
         float loss = train_network(net, train);
         free_data(train);
         float sum = loss;

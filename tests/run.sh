@@ -135,6 +135,18 @@ for s in 1 2; do
     done
 done
 
+# float16 allreduce tracks float32: same loss trend, weights within half-precision drift.
+for dt in float32 float16; do
+    c=$(cfg "dt-$dt" 4 1 40 deterministic=1 shuffle=0 allreduce_grad_dtype=$dt); d=$(data "dt-$dt")
+    train "dt-$dt" 2 "$c" "$d"
+done
+l32=$(sed -n 's/^40: loss [0-9.]*, avg \([0-9.]*\).*/\1/p' "$T/dt-float32.out.0")
+l16=$(sed -n 's/^40: loss [0-9.]*, avg \([0-9.]*\).*/\1/p' "$T/dt-float16.out.0")
+if all_rc dt-float16 2 0 && [ -n "$l32" ] && [ -n "$l16" ] && awk "BEGIN{d=$l16-$l32; if(d<0)d=-d; exit !(d <= 0.05*$l32)}" &&
+   "$TEST_BIN/mn_wcmp" "$T/dt-float16/dt-float16_final.weights" "$T/dt-float32/dt-float32_final.weights" 0.05 > "$T/dt.log"; then
+    ok "float16 allreduce: average loss after 40 updates $l16 vs float32 $l32; $(cat "$T/dt.log")"
+else bad "float16 vs float32: avg loss '$l16' vs '$l32'; $(cat "$T/dt.log" 2>/dev/null)"; fi
+
 # Rank 0 reports; the others print nothing on success.
 progress=$(grep -c '^[0-9]*: loss' "$T/many-4-2.out.0")
 quiet=$(cat "$T"/many-4-2.out.[123] "$T"/many-4-2.err.[123] | wc -c)
