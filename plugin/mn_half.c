@@ -21,48 +21,52 @@ static float float_of(uint32_t u)
     return f;
 }
 
-uint16_t mn_float_to_half(float f)
+/* cond ? x : y without a branch, so that the loops below vectorize. */
+static uint32_t pick(int cond, uint32_t x, uint32_t y)
 {
-    uint32_t x = bits_of(f);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-    x &= 0x7fffffffu;
-    if (x >= 0x477ff000u) {               /* 65520 and up, Inf, NaN */
-        if (x > 0x7f800000u) return sign | 0x7e00u | (uint16_t)((x >> 13) & 0x3ffu);
-        return sign | 0x7c00u;
-    }
-    if (x < 0x38800000u) {                /* below 2^-14: subnormal half or zero */
-        /* In 0.5 + |f| the float's last mantissa bit weighs 2^-24, so the FPU
-         * rounds |f| to a multiple of 2^-24 (ties to even) and the count of
-         * them is the sum's mantissa. */
-        float s = float_of(x) + 0.5f;
-        return sign | (uint16_t)(bits_of(s) - 0x3f000000u);
-    }
+    uint32_t m = (uint32_t)0 - (uint32_t)(cond != 0);
+    return (x & m) | (y & ~m);
+}
+
+static inline uint16_t to_half(float f)
+{
+    uint32_t x = bits_of(f), sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
     /* Normal: rebias the exponent (127 -> 15) and round away the 13 low
      * mantissa bits, to even on a tie; a carry moves into the exponent. */
-    x += 0xc8000fffu + ((x >> 13) & 1u);
-    return sign | (uint16_t)(x >> 13);
+    uint32_t normal = (a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13;
+    /* Below 2^-14: in 0.5 + |f| the float's last mantissa bit weighs 2^-24,
+     * so the FPU rounds |f| to a multiple of 2^-24 (ties to even) and the
+     * count of them is the sum's mantissa: the subnormal half (or zero). */
+    uint32_t subnormal = bits_of(float_of(a) + 0.5f) - 0x3f000000u;
+    /* 65520 and up round to Inf; NaN stays a (quiet) NaN. */
+    uint32_t huge = pick(a > 0x7f800000u, 0x7e00u | ((a >> 13) & 0x3ffu), 0x7c00u);
+    uint32_t h = pick(a < 0x38800000u, subnormal, normal);
+    return (uint16_t)(sign | pick(a >= 0x477ff000u, huge, h));
 }
 
-float mn_half_to_float(uint16_t h)
+static inline float to_float(uint16_t h)
 {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0) {                         /* zero or subnormal: m * 2^-24, exact */
-        float f = (float)m * 0x1p-24f;
-        return sign ? -f : f;
-    }
-    if (e == 31) return float_of(sign | 0x7f800000u | (m << 13));
-    return float_of(sign | ((e + 112u) << 23) | (m << 13));
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = h & 0x7c00u, em = (uint32_t)(h & 0x7fffu) << 13;
+    uint32_t subnormal = bits_of((float)(int)(h & 0x3ffu) * 0x1p-24f);   /* m * 2^-24, exact */
+    uint32_t f = pick(e == 0x7c00u, em | 0x7f800000u, em + 0x38000000u);   /* Inf/NaN, normal */
+    return float_of(sign | pick(e == 0, subnormal, f));
 }
 
+uint16_t mn_float_to_half(float f) { return to_half(f); }
+float mn_half_to_float(uint16_t h) { return to_float(h); }
+
+/* x / div is rounded to half right after, so multiplying by 1/div (exact
+ * for a power of two, within a float ulp otherwise) loses nothing that
+ * matters and keeps the loop free of divisions. */
 void mn_floats_to_halves(uint16_t *out, const float *in, size_t n, float div)
 {
-    if (div == 1.0f) for (size_t i = 0; i < n; ++i) out[i] = mn_float_to_half(in[i]);
-    else for (size_t i = 0; i < n; ++i) out[i] = mn_float_to_half(in[i] / div);
+    const float s = 1.0f / div;
+    for (size_t i = 0; i < n; ++i) out[i] = to_half(in[i] * s);
 }
 
 void mn_halves_to_floats(float *out, const uint16_t *in, size_t n)
 {
-    for (size_t i = 0; i < n; ++i) out[i] = mn_half_to_float(in[i]);
+    for (size_t i = 0; i < n; ++i) out[i] = to_float(in[i]);
 }
 
 int mn_halves_finite(const uint16_t *h, size_t n)
@@ -81,7 +85,7 @@ static void sum_halves(void *in, void *inout, int *len, MPI_Datatype *type)
     const uint16_t *a = in;
     uint16_t *b = inout;
     (void)type;
-    for (int i = 0; i < *len; ++i) b[i] = mn_float_to_half(mn_half_to_float(a[i]) + mn_half_to_float(b[i]));
+    for (int i = 0; i < *len; ++i) b[i] = to_half(to_float(a[i]) + to_float(b[i]));
 }
 
 mn_status mn_half_op_create(mn_comm *c, MPI_Op *op)
