@@ -32,8 +32,9 @@ typedef struct {
     network *net;
     mn_list shard;
     char **names;
+    int nnames;
     int classes;
-    const char *prefix;
+    const char *prefix;   /* points into dc.options */
 } eval_run;
 
 static int is_detector(const network *net)
@@ -47,7 +48,7 @@ static int is_detector(const network *net)
 static mn_status read_det_keys(mn_comm *c, const char *datacfg, const char *cfgfile, int need_names, eval_run *r)
 {
     mn_status s = MN_OK;
-    list *o = read_data_cfg((char *)datacfg);
+    list *o = r->dc.options;
     r->classes = r->net->layers[r->net->n - 1].classes;
     r->prefix = option_find(o, "results");
     const char *eval = option_find(o, "eval");
@@ -74,6 +75,8 @@ static mn_status read_det_keys(mn_comm *c, const char *datacfg, const char *cfgf
                 s = MN_ERR_USER;
             }
             r->names = (char **)list_to_array(l);
+            r->nnames = l->size;
+            free_list(l);
         }
     }
     return mn_agree(c, s);
@@ -81,7 +84,9 @@ static mn_status read_det_keys(mn_comm *c, const char *datacfg, const char *cfgf
 
 static void close_run(eval_run *r)
 {
+    for (int i = 0; r->names && i < r->nnames; ++i) free(r->names[i]);
     free(r->names);
+    mn_free_data_cfg(&r->dc);
     mn_free_list(&r->shard);
     if (r->net) free_network(r->net);
     r->names = NULL;
@@ -95,11 +100,12 @@ static mn_status open_run(mn_comm *c, const char *datacfg, mn_task task, const c
     MN_CHECK(mn_agree(c, mn_read_data_cfg(c, datacfg, task, &r->dc)));
     if (!r->dc.valid) {
         if (c->rank == 0) mn_error(c, "%s: no 'valid' list given", datacfg);
+        close_run(r);
         return mn_agree(c, MN_ERR_USER);
     }
-    MN_CHECK(mn_load_network(c, cfgfile, weightfile, 0, &r->net));
+    mn_status s = mn_load_network(c, cfgfile, weightfile, 0, &r->net);
     mn_options opt;
-    mn_status s = mn_agree(c, mn_parse_options(r->net, cfgfile, c->rank == 0, &opt));
+    if (s == MN_OK) s = mn_agree(c, mn_parse_options(r->net, cfgfile, c->rank == 0, &opt));
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = read_det_keys(c, datacfg, cfgfile, need_names, r);
     if (s == MN_OK) {
         set_batch_network(r->net, 1);
@@ -149,8 +155,7 @@ mn_status mn_classifier_valid(mn_comm *c, const char *datacfg, const char *cfgfi
 {
     eval_run r;
     MN_CHECK(open_run(c, datacfg, MN_TASK_CLASSIFIER, cfgfile, weightfile, 0, &r));
-    list *o = read_data_cfg((char *)datacfg);
-    int topk = option_find_int_quiet(o, "top", 1);
+    int topk = option_find_int_quiet(r.dc.options, "top", 1);
     if (topk < 1 || topk > r.dc.classes) topk = r.dc.classes < 5 ? r.dc.classes : 5;
     long hits[3] = {0, 0, 0};   /* top-1, top-k, images */
     mn_status s = mn_agree(c, classify_shard(c, r.net, &r.dc, &r.shard, topk, hits));
@@ -194,12 +199,16 @@ static void put_i(bytes *b, int32_t v) { put(b, &v, sizeof v); }
  * plus .png. */
 static void label_path(const char *path, char *out)
 {
-    find_replace((char *)path, "images", "labels", out);
-    find_replace(out, "JPEGImages", "labels", out);
-    find_replace(out, ".jpg", ".txt", out);
-    find_replace(out, ".JPG", ".txt", out);
-    find_replace(out, ".JPEG", ".txt", out);
-    find_replace(out, ".png", ".txt", out);
+    static const char *const from[] = {"images", "JPEGImages", ".jpg", ".JPG", ".JPEG", ".png"};
+    static const char *const to[] = {"labels", "labels", ".txt", ".txt", ".txt", ".txt"};
+    char tmp[4096];
+    /* Not in place: Darknet's find_replace copies str onto output with
+     * sprintf when nothing matches, an overlapping copy when they alias. */
+    find_replace((char *)path, (char *)from[0], (char *)to[0], out);
+    for (int i = 1; i < 6; ++i) {
+        find_replace(out, (char *)from[i], (char *)to[i], tmp);
+        strcpy(out, tmp);
+    }
 }
 
 /* The truth boxes of an image (relative center x, y, w, h per Darknet's labels). */
