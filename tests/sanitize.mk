@@ -1,6 +1,7 @@
 # Sanitizers; included by the top Makefile after tests/tests.mk.
 #   make test-sanitize     the unit tests under ASan+UBSan (build/cpu-asan), 1-4 ranks
 #   make test SANITIZE=1   the same (tests/run.sh hands over to tests/sanitize.sh)
+#   make fuzz, fuzz-short, fuzz-long: tests/fuzz/fuzz.mk
 .PHONY: test-sanitize sanitize-progs
 
 # With SANITIZE=1, OBJ, PROG and TEST_BIN point into build/cpu-asan.
@@ -9,3 +10,5 @@ sanitize-progs: $(PROG) $(TEST_PROGS)
 test-sanitize:
 	$(MAKE) SANITIZE=1 sanitize-progs
 	BUILD=$(BUILD) TEST_BIN=$(BUILD)/$(VARIANT)-asan/tests ./tests/sanitize.sh
+
+include tests/fuzz/fuzz.mk
