@@ -39,7 +39,7 @@ static void *timer_main(void *arg)
         if (!w->armed) { pthread_cond_wait(&w->wake, &w->lock); continue; }
         double left = w->deadline - mn_now();
         if (left <= 0) {
-            mn_error(w->comm, "%s at iteration %zu did not complete within %.0f s (collective_timeout): "
+            mn_error(w->comm, "%s at iteration %zu did not complete in time (collective_timeout=%.0f s): "
                      "another rank stalled or died; aborting the job", w->what, w->iteration, w->timeout);
             MPI_Abort(MPI_COMM_WORLD, 3);
             _exit(3);
@@ -124,7 +124,8 @@ void mn_watchdog_enter(mn_watchdog *w, const char *what, size_t iteration)
     else wait_tokens(w, (size_t)token);
     pthread_mutex_lock(&w->lock);
     w->iteration = iteration;
-    w->deadline = mn_now() + w->timeout;
+    /* Other ranks give rank 0, which can name the late ranks, time to report first. */
+    w->deadline = mn_now() + (c->rank == 0 ? w->timeout : 1.5 * w->timeout + 2);
     w->armed = 1;
     pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->lock);
