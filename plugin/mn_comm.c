@@ -235,6 +235,13 @@ mn_status mn_comm_layout(mn_comm *c, char *out, size_t cap, int *even)
     return MN_OK;
 }
 
+void mn_split(int count, int parts, int k, int *off, int *n)
+{
+    int q = count / parts, r = count % parts;
+    *n = q + (k < r);
+    *off = k * q + (k < r ? k : r);
+}
+
 mn_status mn_sum_world(mn_comm *c, void *buf, int count, const mn_wire *w)
 {
     return mn_allreduce_wire(c, c->world, buf, count, w);

@@ -1,6 +1,7 @@
-/* single_node: one MPI_Allreduce inside the node (c->intra), for a job that
- * runs on one machine; a job on several nodes is refused at setup rather than
- * averaged over part of the ranks. */
+/* single_node: one allreduce inside the node, through the node's
+ * shared-memory window (mn_shm.c) or, where there is none, one MPI_Allreduce;
+ * for a job on one machine. A job on several nodes is refused at setup
+ * rather than averaged over part of the ranks. */
 #include "mn_internal.h"
 
 static mn_status single_node_setup(mn_comm *c)
@@ -14,16 +15,12 @@ static mn_status single_node_setup(mn_comm *c)
                         "use hierarchical, two_dimensional or flat", layout);
         return MN_ERR_USER;
     }
-    return MN_OK;
-}
-
-static mn_status single_node_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
-{
-    return mn_allreduce_wire(c, c->intra, buf, count, w);
+    return mn_shm_setup_job(c);
 }
 
 const mn_comm_ops mn_comm_single_node_ops = {
     .name = "single_node",
     .setup = single_node_setup,
-    .sum = single_node_sum,
+    .sum = mn_sum_job,
+    .teardown = mn_shm_teardown_job,
 };

@@ -1,10 +1,12 @@
-/* two_dimensional: three legs per piece, every rank busy in each. (1)
- * MPI_Reduce_scatter inside the node: intra-rank k ends with the node's sum of
+/* two_dimensional: three legs per piece, every rank busy in each. (1) A
+ * reduce-scatter inside the node: intra-rank k ends with the node's sum of
  * shard k (near-equal shards; sizes differ by at most one element, so any
  * length works); (2) MPI_Allreduce of shard k among the ranks with
  * intra_rank k on every node (c->inter), all shards at once, so each node
- * sends its whole gradient across as many links as it has ranks; (3)
- * MPI_Allgatherv of the shards inside the node. For nodes with several NICs,
+ * sends its whole gradient across as many links as it has ranks; (3) an
+ * allgather of the shards inside the node. Legs (1) and (3) go through the
+ * node's shared-memory window where there is one (mn_shm.c), else
+ * MPI_Reduce_scatter and MPI_Allgatherv over c->intra. For nodes with several NICs,
  * as in ChainerMN's table. Leg (2) needs every node to hold the same number of
  * ranks (else shard k has no partner on a smaller node): an uneven job is
  * refused at setup, naming its layout. */
@@ -15,6 +17,7 @@ typedef struct {
     int *counts, *displs;   /* shard sizes and offsets, one per intra-rank */
     void *shard;            /* this rank's shard */
     size_t shard_bytes;
+    mn_shm *shm;            /* the node's window, or NULL */
 } two_dimensional;
 
 static void two_dimensional_teardown(mn_comm *c)
@@ -24,6 +27,7 @@ static void two_dimensional_teardown(mn_comm *c)
     free(s->counts);
     free(s->displs);
     free(s->shard);
+    mn_shm_close(s->shm);
     free(s);
     c->state = NULL;
 }
@@ -49,7 +53,7 @@ static mn_status two_dimensional_setup(mn_comm *c)
         mn_error(c, "out of memory setting up two_dimensional");
         return MN_ERR_NOMEM;
     }
-    return MN_OK;
+    return mn_shm_open(c, &s->shm);
 }
 
 static mn_status two_dimensional_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
@@ -57,13 +61,16 @@ static mn_status two_dimensional_sum(mn_comm *c, void *buf, int count, const mn_
     two_dimensional *s = c->state;
     int m = c->intra_size, size;
     if (m == 1) return mn_allreduce_wire(c, c->inter, buf, count, w);
-    for (int k = 0, off = 0; k < m; ++k) {
-        s->counts[k] = count / m + (k < count % m);
-        s->displs[k] = off;
-        off += s->counts[k];
-    }
-    int mine = s->counts[c->intra_rank];
     MN_MPI(c, MPI_Type_size(w->type, &size));
+    if (s->shm && mn_shm_fits(s->shm, count, w)) {
+        int off, n;
+        mn_split(count, m, c->intra_rank, &off, &n);
+        MN_CHECK(mn_shm_reduce_scatter(c, s->shm, buf, count, w));
+        if (c->inter_size > 1) MN_CHECK(mn_allreduce_wire(c, c->inter, (char *)buf + (size_t)off * size, n, w));
+        return mn_shm_allgather(c, s->shm, buf, count, w, -1);
+    }
+    for (int k = 0; k < m; ++k) mn_split(count, m, k, &s->displs[k], &s->counts[k]);
+    int mine = s->counts[c->intra_rank];
     if ((size_t)mine * (size_t)size > s->shard_bytes) {
         void *p = realloc(s->shard, (size_t)mine * (size_t)size);
         if (!p) { mn_error(c, "out of memory for a %d-element shard", mine); return MN_ERR_NOMEM; }

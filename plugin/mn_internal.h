@@ -77,6 +77,33 @@ mn_status mn_allreduce_wire(mn_comm *c, MPI_Comm comm, void *buf, int count, con
 mn_status mn_sum_world(mn_comm *c, void *buf, int count, const mn_wire *w);
 /* "3 ranks on 2 nodes (2+1)" into out; *even = every node has as many ranks. Collective. */
 mn_status mn_comm_layout(mn_comm *c, char *out, size_t cap, int *even);
+/* Part k of count elements cut in `parts` near-equal parts (sizes differ by
+ * at most one, the larger first): its offset and length. */
+void mn_split(int count, int parts, int k, int *off, int *n);
+
+/* The node's MPI-3 shared-memory window (mn_shm.c), for intra-node legs
+ * without MPI messages. mn_shm_open (collective over c->intra) gives NULL,
+ * with MN_OK, where the node has one rank, its ranks share no memory, or
+ * MN_SHM=0. A piece is cut in near-equal chunks, chunk k owned by intra-rank k. */
+typedef struct mn_shm mn_shm;
+mn_status mn_shm_open(mn_comm *c, mn_shm **out);
+void mn_shm_close(mn_shm *s);
+/* Whether count wire elements fit the window's areas (one piece). */
+int mn_shm_fits(const mn_shm *s, int count, const mn_wire *w);
+/* Chunk intra_rank of buf becomes the node's sum of that chunk. */
+mn_status mn_shm_reduce_scatter(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w);
+/* Every rank's chunk into buf: on every rank (root < 0) or on root alone. */
+mn_status mn_shm_allgather(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w, int root);
+/* root's buf to every rank of the node. */
+mn_status mn_shm_bcast(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w, int root);
+/* reduce-scatter, then allgather: the node's sum on every rank of it. */
+mn_status mn_shm_allreduce(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w);
+/* flat's and single_node's setup, teardown and sum: c->state is the window
+ * (or NULL) when the job is one node; the sum goes through it, else through
+ * one MPI_Allreduce over c->world. */
+mn_status mn_shm_setup_job(mn_comm *c);
+void mn_shm_teardown_job(mn_comm *c);
+mn_status mn_sum_job(mn_comm *c, void *buf, int count, const mn_wire *w);
 
 /* IEEE half (mn_half.c): round to nearest even, overflow to Inf, subnormals kept. */
 uint16_t mn_float_to_half(float f);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Communicators: every algorithm (float32 and float16) on 1-4 ranks and on
-# forced node layouts 2x2 and 2+1, also in small odd pieces; the refusals
+# forced node layouts 2x2 and 2+1, also in small odd pieces, with the node's
+# shared-memory window and without it (MN_SHM=0); the refusals
 # (two_dimensional on uneven nodes, single_node on several nodes, pure_nccl
 # without NCCL) reach every rank with a non-zero exit and a clear message, and
 # never hang; N x b against 1 x N*b training equivalence through each new
@@ -40,6 +41,10 @@ run comm-2+1 3 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
 # 1001-float pieces: every piece odd, none divisible by the node size, many of them.
 run comm-2x2-odd-pieces 4 MN_RANKS_PER_NODE=2 MN_PIECE_BYTES=4004 -- "$TEST_BIN/test_comm"
 run comm-2+1-odd-pieces 3 MN_RANKS_PER_NODE=2 MN_PIECE_BYTES=4004 -- "$TEST_BIN/test_comm"
+# The same layouts through MPI messages only (no shared-memory window).
+run comm-2x2-mpi 4 MN_RANKS_PER_NODE=2 MN_SHM=0 -- "$TEST_BIN/test_comm"
+run comm-2+1-mpi-odd-pieces 3 MN_RANKS_PER_NODE=2 MN_SHM=0 MN_PIECE_BYTES=4004 -- "$TEST_BIN/test_comm"
+run comm-np2-mpi 2 MN_SHM=0 -- "$TEST_BIN/test_comm"
 
 # refused NAME NP RPN ALGO PATTERN: test_comm ALGO must fail on every rank (own
 # exit code each), within the time limit, with PATTERN in the message.
@@ -72,6 +77,10 @@ for comm in hierarchical two_dimensional single_node; do
             run "equiv-$comm-np$n-rpn$rpn-sub$s" $n MN_RANKS_PER_NODE=$rpn -- "$TEST_BIN/test_equiv" $comm $s "$T/eq-$comm-$n-$s"
         done
     done
+done
+for comm in flat hierarchical two_dimensional; do
+    mkdir -p "$T/eq-$comm-mpi"
+    run "equiv-$comm-np4-rpn2-sub2-mpi" 4 MN_RANKS_PER_NODE=2 MN_SHM=0 -- "$TEST_BIN/test_equiv" $comm 2 "$T/eq-$comm-mpi"
 done
 
 # The bench runs every variant (float32 and float16 of each algorithm that this layout allows).
