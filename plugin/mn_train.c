@@ -109,57 +109,26 @@ static mn_status ensure_dir(mn_comm *c, const char *dir)
     return mn_agree(c, s);
 }
 
-mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cfgfile,
-                   const char *weightfile, int clear)
+/* The loop itself: load, train (the hook averages gradients), report, save. */
+static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, const mn_options *opt,
+                            network *net, mn_optimizer *mo, const mn_list *shard, const char *base)
 {
-    mn_data_cfg dc;
-    MN_CHECK(mn_agree(c, mn_read_data_cfg(c, datacfg, task, &dc)));
-    if (!dc.train) {
-        if (c->rank == 0) mn_error(c, "%s: no 'train' list given", datacfg);
-        return mn_agree(c, MN_ERR_USER);
-    }
-    network *net;
-    MN_CHECK(mn_load_network(c, cfgfile, weightfile, clear, &net));
-    mn_options opt;
-    MN_CHECK(mn_agree(c, mn_parse_options(net, cfgfile, c->rank == 0, &opt)));
-    MN_CHECK(mn_comm_select(c, opt.communicator));
-    if (task == MN_TASK_DETECTOR && net->layers[net->n - 1].type != YOLO &&
-        net->layers[net->n - 1].type != REGION && net->layers[net->n - 1].type != DETECTION) {
-        if (c->rank == 0) mn_error(c, "%s: the last layer is not a yolo, region or detection layer", cfgfile);
-        return mn_agree(c, MN_ERR_USER);
-    }
-    srand((unsigned)(opt.seed * 7919 + c->rank));
-    mn_list shard;
-    MN_CHECK(opt.deterministic ? mn_bcast_list(c, dc.train, opt.shuffle, opt.seed, &shard)
-                               : mn_scatter_list(c, dc.train, opt.shuffle, opt.seed, &shard));
-    MN_CHECK(ensure_dir(c, dc.backup));
-    mn_optimizer *mo;
-    MN_CHECK(mn_agree(c, mn_attach(c, net, &opt, &mo)));
-    MN_CHECK(mn_agree(c, mn_attach_sync_bn(c, net, &opt)));
-
-    char *base = basecfg((char *)cfgfile);
-    if (opt.checkpoint_interval > 0) {
-        int resumed;
-        MN_CHECK(mn_checkpoint_resume(c, net, mo, dc.backup, base, &resumed));
-        if (resumed && weightfile && *weightfile && c->rank == 0)
-            printf("darknet-mn: the checkpoint takes precedence over %s\n", weightfile);
-    }
     int imgs = net->batch * net->subdivisions;         /* per rank, per update */
     long global_imgs = (long)imgs * c->size;
     if (c->rank == 0)
         printf("darknet-mn: %s on %d ranks (%d node%s), communicator %s, batch %d x %d ranks = %ld images per update, "
                "lr %g, momentum %g, decay %g, %zu images%s\n",
                base, c->size, c->nodes, c->nodes > 1 ? "s" : "", mn_comm_name(c), imgs, c->size, global_imgs,
-               net->learning_rate, net->momentum, net->decay, shard.global_n,
-               opt.deterministic ? ", deterministic" : "");
+               net->learning_rate, net->momentum, net->decay, shard->global_n,
+               opt->deterministic ? ", deterministic" : "");
 
     data train = {0}, buffer = {0};
-    load_args args = random_args(net, task, &dc, &shard, &buffer);
+    load_args args = random_args(net, task, dc, shard, &buffer);
     pthread_t loader = 0;
     int dim = net->w, base_w = net->w, count = 0;
     layer last = net->layers[net->n - 1];
-    int resizes = task == MN_TASK_DETECTOR && last.random && !opt.deterministic;
-    if (!opt.deterministic && !resizes) loader = load_data(args);
+    int resizes = task == MN_TASK_DETECTOR && last.random && !opt->deterministic;
+    if (!opt->deterministic && !resizes) loader = load_data(args);
 
     double start = mn_now(), avg_loss = -1;
     mn_eval_state *ev = NULL;
@@ -183,8 +152,8 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
             resize_network(net, dim, dim);
             loader = load_data(args);
         }
-        if (opt.deterministic) {
-            s = mn_agree(c, load_fixed(c, net, task, &dc, &shard, get_current_batch(net) * (size_t)global_imgs, &train));
+        if (opt->deterministic) {
+            s = mn_agree(c, load_fixed(c, net, task, dc, shard, get_current_batch(net) * (size_t)global_imgs, &train));
             if (s != MN_OK) break;
         } else {
             pthread_join(loader, 0);
@@ -200,7 +169,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         if (mn_optimizer_nonfinite(mo) || !isfinite(loss)) {
             /* The hook zeroed the bad update, so the weights are still finite. */
             size_t at = get_current_batch(net);
-            if (!opt.nonfinite_skip) {
+            if (!opt->nonfinite_skip) {
                 if (c->rank == 0)
                     mn_error(c, "iteration %zu: the loss or the averaged gradient is NaN or Inf; stopping "
                              "without writing weights (nonfinite=skip in [distributed] skips such updates)", at);
@@ -221,19 +190,19 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
                    get_current_rate(net), global_imgs / (now - t0), el, eta, *net->seen);
             fflush(stdout);
         }
-        if (s == MN_OK) s = mn_eval_during_training(c, net, task, &dc, &opt, it, base, &ev);
+        if (s == MN_OK) s = mn_eval_during_training(c, net, task, dc, opt, it, base, &ev);
         char path[4096];
-        if (s == MN_OK && it % (size_t)opt.backup_interval == 0) {
-            snprintf(path, sizeof path, "%s/%s.backup", dc.backup, base);
-            s = mn_save_weights_all(c, net, &opt, path);
+        if (s == MN_OK && it % (size_t)opt->backup_interval == 0) {
+            snprintf(path, sizeof path, "%s/%s.backup", dc->backup, base);
+            s = mn_save_weights_all(c, net, opt, path);
         }
-        if (s == MN_OK && it % (size_t)opt.save_interval == 0) {
-            snprintf(path, sizeof path, "%s/%s_%zu.weights", dc.backup, base, it);
-            s = mn_save_weights_all(c, net, &opt, path);
+        if (s == MN_OK && it % (size_t)opt->save_interval == 0) {
+            snprintf(path, sizeof path, "%s/%s_%zu.weights", dc->backup, base, it);
+            s = mn_save_weights_all(c, net, opt, path);
         }
-        if (s == MN_OK && opt.checkpoint_interval > 0 && it % (size_t)opt.checkpoint_interval == 0) {
+        if (s == MN_OK && opt->checkpoint_interval > 0 && it % (size_t)opt->checkpoint_interval == 0) {
             double t = mn_now();
-            s = mn_checkpoint_save(c, net, mo, dc.backup, base, opt.checkpoint_keep);
+            s = mn_checkpoint_save(c, net, mo, dc->backup, base, opt->checkpoint_keep);
             if (s == MN_OK && c->rank == 0)
                 printf("checkpoint %zu: %.1f MiB per rank in %.3f s\n", it,
                        mn_checkpoint_bytes(net, mo) / 1048576.0, mn_now() - t);
@@ -242,15 +211,61 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     if (loader) { pthread_join(loader, 0); free_data(buffer); }
     if (s == MN_OK) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s_final.weights", dc.backup, base);
-        s = mn_save_weights_all(c, net, &opt, path);
+        snprintf(path, sizeof path, "%s/%s_final.weights", dc->backup, base);
+        s = mn_save_weights_all(c, net, opt, path);
         if (s == MN_OK && c->rank == 0) printf("darknet-mn: wrote %s\n", path);
     }
     mn_eval_free(ev);
-    mn_detach(net, mo);
-    mn_free_list(&shard);
-    free_network(net);
-    free(base);
     return s;
 }
 
+
+mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cfgfile,
+                   const char *weightfile, int clear)
+{
+    /* Every step below is collective and agreed, so all ranks leave together;
+     * what was set up so far is released on the way out. */
+    mn_data_cfg dc;
+    network *net = NULL;
+    mn_optimizer *mo = NULL;
+    mn_list shard = {0};
+    char *base = NULL;
+    mn_options opt;
+    mn_status s = mn_agree(c, mn_read_data_cfg(c, datacfg, task, &dc));
+    if (s != MN_OK) return s;
+    if (!dc.train) {
+        if (c->rank == 0) mn_error(c, "%s: no 'train' list given", datacfg);
+        s = mn_agree(c, MN_ERR_USER);
+        goto out;
+    }
+    if ((s = mn_load_network(c, cfgfile, weightfile, clear, &net)) != MN_OK) goto out;
+    if ((s = mn_agree(c, mn_parse_options(net, cfgfile, c->rank == 0, &opt))) != MN_OK) goto out;
+    if ((s = mn_comm_select(c, opt.communicator)) != MN_OK) goto out;
+    if (task == MN_TASK_DETECTOR && net->layers[net->n - 1].type != YOLO &&
+        net->layers[net->n - 1].type != REGION && net->layers[net->n - 1].type != DETECTION) {
+        if (c->rank == 0) mn_error(c, "%s: the last layer is not a yolo, region or detection layer", cfgfile);
+        s = mn_agree(c, MN_ERR_USER);
+        goto out;
+    }
+    srand((unsigned)(opt.seed * 7919 + c->rank));
+    s = opt.deterministic ? mn_bcast_list(c, dc.train, opt.shuffle, opt.seed, &shard)
+                          : mn_scatter_list(c, dc.train, opt.shuffle, opt.seed, &shard);
+    if (s != MN_OK || (s = ensure_dir(c, dc.backup)) != MN_OK) goto out;
+    if ((s = mn_agree(c, mn_attach(c, net, &opt, &mo))) != MN_OK) goto out;
+    if ((s = mn_agree(c, mn_attach_sync_bn(c, net, &opt))) != MN_OK) goto out;
+    base = basecfg((char *)cfgfile);
+    if (opt.checkpoint_interval > 0) {
+        int resumed;
+        if ((s = mn_checkpoint_resume(c, net, mo, dc.backup, base, &resumed)) != MN_OK) goto out;
+        if (resumed && weightfile && *weightfile && c->rank == 0)
+            printf("darknet-mn: the checkpoint takes precedence over %s\n", weightfile);
+    }
+    s = train_loop(c, task, &dc, &opt, net, mo, &shard, base);
+out:
+    if (mo) mn_detach(net, mo);
+    if (net) free_network(net);
+    mn_free_list(&shard);
+    mn_free_data_cfg(&dc);
+    free(base);
+    return s;
+}
