@@ -73,6 +73,13 @@ int main(int argc, char **argv)
     mn_comm *c = mn_comm_create(MPI_COMM_WORLD, &s);
     if (c) {
         mn_install_fault_handlers(c);
+#ifdef GPU
+        /* One GPU per rank on each node, as pure_nccl assumes; -nogpu runs on CPU. */
+        gpu_index = has_flag(argc, argv, "-nogpu") ? -1 : mn_comm_intra_rank(c);
+        if (gpu_index >= 0) cuda_set_device(gpu_index);
+#else
+        gpu_index = -1;
+#endif
         int clear = has_flag(argc, argv, "-clear");
         if (!strcmp(cmd, "bench")) s = mn_bench_allreduce(c, argc, argv);
         else if (!strcmp(cmd, "detector") && !strcmp(sub, "valid")) s = mn_detector_valid(c, a, b, w, flag_value(argc, argv, "-out"));

@@ -154,7 +154,12 @@ nomem:
  * after the allreduce) keeps it in float32, exactly as every rank holds it. */
 void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
 {
-    if (!o->aside || net->gpu_index >= 0) return;   /* GPU: device arrays, not set aside */
+    if (!o->aside) return;
+#ifdef GPU
+    if (net->gpu_index >= 0) return;   /* device arrays: their momentum still travels in half */
+#else
+    (void)net;   /* CPU builds: Darknet's gpu_index field is meaningless (often 0) */
+#endif
     memcpy(o->aside, o->arena, o->total * sizeof(float));
     memset(o->arena, 0, o->total * sizeof(float));
     o->is_aside = 1;

@@ -83,7 +83,11 @@ ends_within() {
     done
     wait "$mp"; local rc=$?
     for pid in $(cat "$F/$name".pid.*); do
-        alive=1; for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2> /dev/null || { alive=0; break; }; sleep 0.2; done
+        # Gone, or a zombie not yet reaped (its state in /proc/PID/stat is Z).
+        alive=1; for _ in 1 2 3 4 5 6 7 8 9 10; do
+            if ! kill -0 "$pid" 2> /dev/null || [ "$(awk '{print $3}' "/proc/$pid/stat" 2> /dev/null)" = Z ]; then alive=0; break; fi
+            sleep 0.2
+        done
         [ $alive = 0 ] || { echo "rank process $pid still alive"; return 1; }
     done
     echo "$((SECONDS - t0))s, mpiexec status $rc"
