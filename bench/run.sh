@@ -53,19 +53,31 @@ run_timed() {   # prints wall seconds of CMD on core 0
 
 # 4. Failure-handling costs on the demo network, 2 ranks: the collective
 #    watchdog (collective_timeout=300, the default) against none (0), and a
-#    checkpoint every 10 iterations (time and bytes per generation).
+#    checkpoint every 10 iterations; variants alternate, 3 rounds, the median
+#    of each run's per-iteration times, then the median over rounds.
 {
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"
-    echo "# $iters iterations of cfg/fashion.cfg on 2 ranks; per-iteration wall time from the progress lines (median)"
-    printf '%-34s %12s\n' variant ms_per_iter
-    for v in "collective_timeout=0" "collective_timeout=300" "collective_timeout=0 checkpoint_interval=10"; do
-        sed -e "s/^max_batches=.*/max_batches=$iters/" cfg/fashion.cfg > "$W/v.cfg"
-        printf '%s\n' $v >> "$W/v.cfg"
-        rm -rf "$W/backup" && mkdir -p "$W/backup"
-        echo "# command: $MPI -n 2 ./darknet_mn classifier train $W/fashion.data $W/v.cfg   # with: $v" >&2
-        $MPI -n 2 ./darknet_mn classifier train "$W/fashion.data" "$W/v.cfg" 2> /dev/null > "$W/v.out"
-        sed -n 's/.*, \([0-9.]*\) img\/s,.*/\1/p' "$W/v.out" | awk '{ print 1000 * 128 / $1 }' | sort -n |
-            awk -v v="$v" '{ a[NR] = $1 } END { printf "%-34s %12.1f\n", v, a[int((NR + 1) / 2)] }'
-        grep '^checkpoint' "$W/v.out" | head -3 | sed 's/^/#   /'
+    echo "# $iters iterations of cfg/fashion.cfg on 2 ranks (global batch 128), 3 alternating rounds"
+    echo "# command: $MPI -n 2 ./darknet_mn classifier train $W/fashion.data $W/v.cfg   (v.cfg = cfg/fashion.cfg + the variant's keys)"
+    variants=("collective_timeout=0" "collective_timeout=300" "collective_timeout=0 checkpoint_interval=10")
+    for round in 1 2 3; do
+        for i in 0 1 2; do
+            v=${variants[$i]}
+            sed -e "s/^max_batches=.*/max_batches=$iters/" cfg/fashion.cfg > "$W/v.cfg"
+            printf '%s\n' $v >> "$W/v.cfg"
+            rm -rf "$W/backup" && mkdir -p "$W/backup"
+            $MPI -n 2 ./darknet_mn classifier train "$W/fashion.data" "$W/v.cfg" 2> /dev/null > "$W/v$i.$round.out"
+            sed -n 's/.*, \([0-9.]*\) img\/s,.*/\1/p' "$W/v$i.$round.out" | awk '{ print 1000 * 128 / $1 }' | sort -n |
+                awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }' >> "$W/v$i.ms"
+        done
     done
+    printf '%-44s %12s %8s\n' variant ms_per_iter vs_none
+    base=$(sort -n "$W/v0.ms" | sed -n 2p)
+    for i in 0 1 2; do
+        m=$(sort -n "$W/v$i.ms" | sed -n 2p)
+        printf '%-44s %12.1f %8.3f\n' "${variants[$i]}" "$m" "$(awk "BEGIN{print $m / $base}")"
+    done
+    echo "# rounds (ms/iter): $(for i in 0 1 2; do echo -n "[${variants[$i]}: $(tr '\n' ' ' < "$W/v$i.ms")] "; done)"
+    echo "# checkpoint cost, from the run's own report:"
+    grep -h '^checkpoint' "$W"/v2.*.out | head -3 | sed 's/^/#   /'
 } 2>&1 | tee "$R/failure-handling-overhead.txt"

@@ -22,6 +22,7 @@ static const char *const algos[] = {"naive", "flat", "hierarchical", "two_dimens
 typedef struct {
     char name[40];
     mn_comm *comm;
+    mn_watchdog *wd;   /* "flat+watchdog": the training hook's arrival tokens and timer */
 } variant;
 
 static mn_status make_variants(mn_comm *c, variant *v, int *nv)
@@ -40,12 +41,24 @@ static mn_status make_variants(mn_comm *c, variant *v, int *nv)
             v[(*nv)++].comm = x;
         }
     }
+    if (c->size > 1 && *nv < MAX_VARIANTS) {
+        mn_status s;
+        mn_comm *x = mn_comm_create(c->world, &s);
+        if (!x) return s;
+        v[*nv].comm = x;
+        snprintf(v[*nv].name, sizeof v[*nv].name, "flat+watchdog");
+        MN_CHECK(mn_comm_select(x, "flat"));
+        MN_CHECK(mn_watchdog_start(x, 300, &v[(*nv)++].wd));
+    }
     return MN_OK;
 }
 
 static void free_variants(variant *v, int nv)
 {
-    for (int i = 1; i < nv; ++i) mn_comm_free(v[i].comm);
+    for (int i = 1; i < nv; ++i) {
+        mn_watchdog_stop(v[i].wd);
+        mn_comm_free(v[i].comm);
+    }
 }
 
 static void fill(float *p, size_t n, int rank)
@@ -74,8 +87,10 @@ static mn_status time_all(mn_comm *c, const variant *vs, int nv, float **arrays,
             for (int i = 0; i < n; ++i) fill(arrays[i], lens[i], c->rank);
             MPI_Barrier(c->world);
             double t0 = mn_now();
+            mn_watchdog_enter(vs[v].wd, "bench allreduce", (size_t)(it + 2));
             if (v > 0) MN_CHECK(mn_comm_mean_grad(vs[v].comm, arrays, lens, n));
             else MN_CHECK(mn_sum_floats(c, c->world, arrays[0], total));
+            mn_watchdog_leave(vs[v].wd);
             if (it >= 0) t[v * iters + it] = mn_now() - t0;
         }
     }
@@ -124,6 +139,7 @@ static mn_status bench_model(mn_comm *c, const char *cfg, int iters)
         printf("# model %s: %d gradient arrays, %zu floats (%.2f MiB), %d ranks, %d iterations\n",
                cfg, n, total, total * 4.0 / (1 << 20), c->size, iters);
     variant vs[MAX_VARIANTS];
+    memset(vs, 0, sizeof vs);
     int nv;
     MN_CHECK(make_variants(c, vs, &nv));
     header(c);
@@ -141,6 +157,7 @@ static mn_status bench_sweep(mn_comm *c, int iters, size_t max_bytes)
     float *buf = malloc(max_bytes);
     if (!buf) { mn_error(c, "out of memory for %zu bytes", max_bytes); return MN_ERR_NOMEM; }
     variant vs[MAX_VARIANTS];
+    memset(vs, 0, sizeof vs);
     int nv;
     MN_CHECK(make_variants(c, vs, &nv));
     if (c->rank == 0) printf("# size sweep, %d ranks on %d nodes, %d iterations per size\n", c->size, c->nodes, iters);

@@ -9,6 +9,7 @@
  * the middle). */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,7 +110,9 @@ static void wait_tokens(mn_watchdog *w, size_t iteration)
                      w->what ? w->what : "gradient allreduce", iteration, count > 1 ? "s" : "", late, w->timeout);
             MPI_Abort(MPI_COMM_WORLD, 3);
         }
-        usleep(200);
+        /* Poll like MPI's own blocking wait does, rather than sleep: a sleep
+         * would delay every step by its wake-up latency. */
+        sched_yield();
     }
 }
 
