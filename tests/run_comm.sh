@@ -41,6 +41,8 @@ run comm-2+1 3 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
 # 1001-float pieces: every piece odd, none divisible by the node size, many of them.
 run comm-2x2-odd-pieces 4 MN_RANKS_PER_NODE=2 MN_PIECE_BYTES=4004 -- "$TEST_BIN/test_comm"
 run comm-2+1-odd-pieces 3 MN_RANKS_PER_NODE=2 MN_PIECE_BYTES=4004 -- "$TEST_BIN/test_comm"
+run comm-288MiB-2x1 2 -- "$TEST_BIN/test_big"
+run comm-288MiB-2x2 4 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_big"
 # The same layouts through MPI messages only (no shared-memory window).
 run comm-2x2-mpi 4 MN_RANKS_PER_NODE=2 MN_SHM=0 -- "$TEST_BIN/test_comm"
 run comm-2+1-mpi-odd-pieces 3 MN_RANKS_PER_NODE=2 MN_SHM=0 MN_PIECE_BYTES=4004 -- "$TEST_BIN/test_comm"

@@ -51,6 +51,7 @@ for n in 1 2 3 4; do
     run "comm-np$n" $n -- "$TEST_BIN/test_comm"
     run "scatter-np$n" $n -- "$TEST_BIN/test_scatter" "$T"
     run "bnavg-np$n" $n -- "$TEST_BIN/test_bnavg" "$T"
+    [ "$n" = 2 ] && run "big-np2" 2 -- "$TEST_BIN/test_big"
 done
 run comm-forced-2x2 4 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
 run comm-forced-2+1 3 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
