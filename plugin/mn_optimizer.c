@@ -83,6 +83,17 @@ static void sync_hook(network *net)
 #endif
 }
 
+static void free_optimizer(mn_optimizer *o)
+{
+    mn_watchdog_stop(o->watch);
+    free(o->aside);
+    free(o->arena);
+    free(o->arrays);
+    free(o->arrays_gpu);
+    free(o->lens);
+    free(o);
+}
+
 mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimizer **out)
 {
     mn_optimizer *o = calloc(1, sizeof *o);
@@ -124,12 +135,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     if (opt->collective_timeout > 0 && c->size > 1 &&
         mn_watchdog_start(c, opt->collective_timeout, &o->watch) != MN_OK) {
 nomem_arena:
-        free(o->aside);
-        free(o->arena);
-        free(o->arrays);
-        free(o->arrays_gpu);
-        free(o->lens);
-        free(o);
+        free_optimizer(o);
         return MN_ERR_NOMEM;
     }
     net->ranks = c->size;
@@ -141,10 +147,7 @@ nomem:
     mn_error(c, "out of memory attaching the optimizer");
     free(slots);
     free(slots_gpu);
-    free(o->arrays);
-    free(o->arrays_gpu);
-    free(o->lens);
-    free(o);
+    free_optimizer(o);
     return MN_ERR_NOMEM;
 }
 
@@ -196,11 +199,5 @@ void mn_detach(network *net, mn_optimizer *o)
     net->sync = NULL;
     net->sync_arg = NULL;
     net->ranks = 1;
-    mn_watchdog_stop(o->watch);
-    free(o->aside);
-    free(o->arena);
-    free(o->arrays);
-    free(o->arrays_gpu);
-    free(o->lens);
-    free(o);
+    free_optimizer(o);
 }
