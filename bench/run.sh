@@ -28,8 +28,9 @@ done
 
 # 3. darknet-mn on one rank vs stock Darknet, one core each, same cfg and data.
 iters=${BENCH_ITERS:-60}
+rounds=${BENCH_ROUNDS:-5}
 W=build/bench
-rm -rf "$W" && mkdir -p "$W/backup"
+rm -rf "$W" && mkdir -p "$W/backup" && : > "$W/pairs"
 sed -e '/^\[distributed\]/,$d' -e "s/^max_batches=.*/max_batches=$iters/" cfg/fashion.cfg > "$W/fashion.cfg"
 sed -e "s|^backup=.*|backup=$W/backup|" cfg/fashion.data > "$W/fashion.data"
 stock=third_party/darknet-stock/darknet
@@ -40,15 +41,17 @@ run_timed() {   # prints wall seconds of CMD on core 0
 }
 {
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"
-    echo "# $iters iterations of cfg/fashion.cfg (batch $(sed -n 's/^batch=//p' "$W/fashion.cfg")) on core 0, alternating, 3 rounds each"
+    echo "# $iters iterations of cfg/fashion.cfg (batch $(sed -n 's/^batch=//p' "$W/fashion.cfg")) on core 0, alternating, $rounds rounds each"
     echo "# commands: taskset -c 0 $stock classifier train $W/fashion.data $W/fashion.cfg"
     echo "#           taskset -c 0 ./darknet_mn classifier train $W/fashion.data $W/fashion.cfg"
     printf '%-6s %10s %10s %8s\n' round stock_s mn_s ratio
-    for round in 1 2 3; do
+    for round in $(seq 1 $rounds); do
         s=$(run_timed $stock classifier train "$W/fashion.data" "$W/fashion.cfg")
         m=$(run_timed ./darknet_mn classifier train "$W/fashion.data" "$W/fashion.cfg")
         printf '%-6s %10.2f %10.2f %8.3f\n' $round "$s" "$m" "$(awk "BEGIN{print $m / $s}")"
+        echo "$s $m" >> "$W/pairs"
     done
+    awk '{ s += $1; m += $2 } END { printf "total  %10.2f %10.2f %8.3f\n", s, m, m / s }' "$W/pairs"
 } | tee "$R/one-rank-vs-stock.txt"
 
 # 4. Failure-handling costs on the demo network, 2 ranks: the collective
