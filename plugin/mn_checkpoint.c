@@ -23,29 +23,11 @@ typedef struct {
     uint64_t iteration, seen, nparams, nmomentum;
 } ckpt_header;
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; ++i) { h ^= b[i]; h *= 1099511628211ULL; }
-    return h;
-}
-
-static size_t count_params(const network *net)
-{
-    size_t n = 0;
-    for (int i = 0; i < net->n; ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < k; ++j) n += p[j].n;
-    }
-    return n;
-}
-
 size_t mn_checkpoint_bytes(const network *net, mn_optimizer *o)
 {
     size_t nmom = 0;
     mn_optimizer_arena(o, &nmom);
-    return sizeof(ckpt_header) + (count_params(net) + nmom) * sizeof(float) + sizeof(uint64_t);
+    return sizeof(ckpt_header) + (mn_params_count(net) + nmom) * sizeof(float) + sizeof(uint64_t);
 }
 
 static void ckpt_path(char *buf, size_t n, const char *dir, const char *base, uint64_t it, int rank)
@@ -53,12 +35,6 @@ static void ckpt_path(char *buf, size_t n, const char *dir, const char *base, ui
     snprintf(buf, n, "%s/%s.ckpt-%llu.r%d", dir, base, (unsigned long long)it, rank);
 }
 
-/* Writes in checked pieces, folding everything into the checksum. */
-static int put(FILE *f, const void *p, size_t n, uint64_t *h)
-{
-    *h = fnv(*h, p, n);
-    return fwrite(p, 1, n, f) == n;
-}
 
 mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const char *dir,
                              const char *base, int keep)
@@ -67,24 +43,22 @@ mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const ch
     uint64_t it = get_current_batch(net);
     ckpt_path(path, sizeof path, dir, base, it, c->rank);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    size_t nmom = 0;
-    float *mom = mn_optimizer_arena(o, &nmom);
-    ckpt_header h = {{0}, (uint32_t)c->rank, (uint32_t)c->size, it, *net->seen, count_params(net), nmom};
+    size_t nmom = 0, np = mn_params_count(net);
+    float *mom = mn_optimizer_host_state(o, net, 0, &nmom);
+    ckpt_header h = {{0}, (uint32_t)c->rank, (uint32_t)c->size, it, *net->seen, np, nmom};
     memcpy(h.magic, CKPT_MAGIC, 8);
     mn_status s = MN_OK;
-    FILE *f = fopen(tmp, "wb");
+    /* The same layout read_ckpt expects: header, parameters, momentum, checksum. */
+    float *buf = malloc((np + nmom + 1) * sizeof(float));
+    FILE *f = buf ? fopen(tmp, "wb") : NULL;
     if (!f) {
-        mn_error(c, "cannot write checkpoint %s: %s", tmp, strerror(errno));
+        mn_error(c, "cannot write checkpoint %s: %s", tmp, buf ? strerror(errno) : "out of memory");
         s = MN_ERR_USER;
     } else {
-        uint64_t sum = 1469598103934665603ULL;
-        int ok = put(f, &h, sizeof h, &sum);
-        for (int i = 0; ok && i < net->n; ++i) {
-            mn_param p[MN_MAX_LAYER_PARAMS];
-            int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
-            for (int j = 0; ok && j < k; ++j) ok = put(f, p[j].data, p[j].n * sizeof(float), &sum);
-        }
-        ok = ok && put(f, mom, nmom * sizeof(float), &sum);
+        mn_params_pack(net, buf);
+        memcpy(buf + np, mom, nmom * sizeof(float));
+        uint64_t sum = mn_fnv1a(mn_fnv1a(MN_FNV_SEED, &h, sizeof h), buf, (np + nmom) * sizeof(float));
+        int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(buf, sizeof(float), np + nmom, f) == np + nmom;
         ok = ok && fwrite(&sum, sizeof sum, 1, f) == 1;
         ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
         ok = (fclose(f) == 0) && ok;
@@ -94,6 +68,7 @@ mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const ch
             s = MN_ERR_USER;
         }
     }
+    free(buf);
     MN_CHECK(mn_agree(c, s));
     /* Generations older than the newest `keep` go, once every rank has the new one. */
     if (keep > 0) {
@@ -117,28 +92,24 @@ static int read_ckpt(const mn_comm *c, const char *path, network *net, mn_optimi
     FILE *f = fopen(path, "rb");
     if (!f) return 0;
     ckpt_header h;
-    size_t np = count_params(net), nmom = 0;
+    size_t np = mn_params_count(net), nmom = 0;
     float *mom = mn_optimizer_arena(o, &nmom);
     int ok = fread(&h, sizeof h, 1, f) == 1 && !memcmp(h.magic, CKPT_MAGIC, 8) &&
              h.rank == (uint32_t)c->rank && h.size == (uint32_t)c->size && h.nparams == np && h.nmomentum == nmom;
     float *buf = ok ? malloc((np + nmom + 1) * sizeof(float)) : NULL;
     ok = ok && buf && fread(buf, sizeof(float), np + nmom, f) == np + nmom;
-    uint64_t stored = 0, sum = fnv(1469598103934665603ULL, &h, sizeof h);
+    uint64_t stored = 0, sum = mn_fnv1a(MN_FNV_SEED, &h, sizeof h);
     ok = ok && fread(&stored, sizeof stored, 1, f) == 1 && fgetc(f) == EOF;
     fclose(f);
     if (ok) {
-        sum = fnv(sum, buf, (np + nmom) * sizeof(float));
+        sum = mn_fnv1a(sum, buf, (np + nmom) * sizeof(float));
         ok = sum == stored;
     }
     if (!ok && verbose) mn_error(c, "checkpoint %s is incomplete, corrupt or from another job layout: skipped", path);
     if (ok && verbose > 1) {
-        size_t off = 0;
-        for (int i = 0; i < net->n; ++i) {
-            mn_param p[MN_MAX_LAYER_PARAMS];
-            int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
-            for (int j = 0; j < k; ++j) { memcpy(p[j].data, buf + off, p[j].n * sizeof(float)); off += p[j].n; }
-        }
-        memcpy(mom, buf + off, nmom * sizeof(float));
+        mn_params_unpack(net, buf);
+        memcpy(mom, buf + np, nmom * sizeof(float));
+        mn_optimizer_host_state(o, net, 1, &nmom);
         *net->seen = (size_t)h.seen;
         *net->t = (int)h.iteration;
     }

@@ -130,6 +130,16 @@ typedef struct {
     float *grad;
     size_t n;
 } mn_param;
+/* All parameters and running statistics of net, in weights-file order:
+ * their count, and copies to / from one flat buffer (pulling from or pushing
+ * to the GPU in a GPU run). */
+size_t mn_params_count(const network *net);
+void mn_params_pack(network *net, float *buf);
+void mn_params_unpack(network *net, const float *buf);
+/* 64-bit FNV-1a, for signatures and checksums. */
+#define MN_FNV_SEED 1469598103934665603ULL
+uint64_t mn_fnv1a(uint64_t h, const void *p, size_t n);
+
 /* Fills up to max entries for layer l (recurrent layers included); returns the
  * count, or -1 for a layer type darknet-mn cannot train yet. */
 int mn_layer_params(const layer *l, mn_param *out, int max);
@@ -176,6 +186,9 @@ void mn_watchdog_stop(mn_watchdog *w);
 void mn_optimizer_begin_step(mn_optimizer *o, const network *net);
 /* Whether the last update's averaged gradient held NaN or Inf (it was zeroed). */
 int mn_optimizer_nonfinite(const mn_optimizer *o);
+/* The arena as the live momentum: pulled from the GPU first (to_device=0),
+ * or pushed to it after the caller filled it (to_device=1). */
+float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_device, size_t *n);
 /* The optimizer's update arrays (gradients, then Darknet's momentum part). */
 float *mn_optimizer_arena(mn_optimizer *o, size_t *n);
 

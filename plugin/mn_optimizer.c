@@ -173,6 +173,23 @@ int mn_optimizer_nonfinite(const mn_optimizer *o)
     return o->nonfinite;
 }
 
+float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_device, size_t *n)
+{
+#ifdef GPU
+    /* The device update arrays hold the momentum in a GPU run; the arena is
+     * only the staging copy of the last allreduce. */
+    if (net->gpu_index >= 0)
+        for (int i = 0; i < o->n; ++i) {
+            if (to_device) cuda_push_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
+            else cuda_pull_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
+        }
+#else
+    (void)net;
+    (void)to_device;
+#endif
+    return mn_optimizer_arena(o, n);
+}
+
 float *mn_optimizer_arena(mn_optimizer *o, size_t *n)
 {
     *n = o->total;

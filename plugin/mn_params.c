@@ -16,6 +16,7 @@
 #include "connected_layer.h"
 #include "batchnorm_layer.h"
 #include "local_layer.h"
+#include "deconvolutional_layer.h"
 #endif
 
 static int add(mn_param *out, int k, int max, float *data, float *grad, size_t n)
@@ -203,21 +204,52 @@ mn_status mn_save_weights_all(mn_comm *c, network *net, const mn_options *o, con
 }
 
 #ifdef GPU
-static void push_layer(const layer *l)
+/* In a GPU run the device copies are the live ones. */
+static void move_layer(const layer *l, int to_device)
 {
     if (gpu_index < 0) return;
-    if (l->type == CONVOLUTIONAL) push_convolutional_layer(*l);
-    else if (l->type == CONNECTED) push_connected_layer(*l);
-    else if (l->type == BATCHNORM) push_batchnorm_layer(*l);
-    else if (l->type == LOCAL) push_local_layer(*l);
-    else if (l->type == DECONVOLUTIONAL) push_deconvolutional_layer(*l);
+    if (l->type == CONVOLUTIONAL) (to_device ? push_convolutional_layer : pull_convolutional_layer)(*l);
+    else if (l->type == CONNECTED) (to_device ? push_connected_layer : pull_connected_layer)(*l);
+    else if (l->type == BATCHNORM) (to_device ? push_batchnorm_layer : pull_batchnorm_layer)(*l);
+    else if (l->type == LOCAL) (to_device ? push_local_layer : pull_local_layer)(*l);
+    else if (l->type == DECONVOLUTIONAL) (to_device ? push_deconvolutional_layer : pull_deconvolutional_layer)(*l);
 }
 #else
-static void push_layer(const layer *l) { (void)l; }
+static void move_layer(const layer *l, int to_device) { (void)l; (void)to_device; }
 #endif
 
-/* A 64-bit FNV-1a over the things every rank must agree on. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
+size_t mn_params_count(const network *net)
+{
+    size_t n = 0;
+    for (int i = 0; i < net->n; ++i) {
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < k; ++j) n += p[j].n;
+    }
+    return n;
+}
+
+/* One walk for both directions: buf <- parameters, or parameters <- buf. */
+static void copy_params(network *net, float *buf, int into_net)
+{
+    size_t off = 0;
+    for (int i = 0; i < net->n; ++i) {
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        if (!into_net) move_layer(&net->layers[i], 0);
+        for (int j = 0; j < k; ++j) {
+            if (into_net) memcpy(p[j].data, buf + off, p[j].n * sizeof(float));
+            else memcpy(buf + off, p[j].data, p[j].n * sizeof(float));
+            off += p[j].n;
+        }
+        if (into_net) move_layer(&net->layers[i], 1);
+    }
+}
+
+void mn_params_pack(network *net, float *buf) { copy_params(net, buf, 0); }
+void mn_params_unpack(network *net, const float *buf) { copy_params(net, (float *)buf, 1); }
+
+uint64_t mn_fnv1a(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *b = p;
     for (size_t i = 0; i < n; ++i) { h ^= b[i]; h *= 1099511628211ULL; }
@@ -226,25 +258,25 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 
 static uint64_t network_signature(const network *net)
 {
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = MN_FNV_SEED;
     int v[8] = {net->n, net->batch, net->subdivisions, net->w, net->h, net->c, net->inputs, net->outputs};
-    h = fnv(h, v, sizeof v);
+    h = mn_fnv1a(h, v, sizeof v);
     for (int i = 0; i < net->n; ++i) {
         const layer *l = &net->layers[i];
         int s[6] = {(int)l->type, l->inputs, l->outputs, l->batch_normalize, l->n, l->size};
-        h = fnv(h, s, sizeof s);
+        h = mn_fnv1a(h, s, sizeof s);
         mn_param p[MN_MAX_LAYER_PARAMS];
         int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < k; ++j) h = fnv(h, &p[j].n, sizeof p[j].n);
+        for (int j = 0; j < k; ++j) h = mn_fnv1a(h, &p[j].n, sizeof p[j].n);
     }
     if (net->distributed) {
         for (node *n = net->distributed->front; n; n = n->next) {
             const kvp *kv = n->val;
-            h = fnv(h, kv->key, strlen(kv->key) + 1);
-            if (kv->val) h = fnv(h, kv->val, strlen(kv->val) + 1);   /* NULL: a line without '=' */
+            h = mn_fnv1a(h, kv->key, strlen(kv->key) + 1);
+            if (kv->val) h = mn_fnv1a(h, kv->val, strlen(kv->val) + 1);   /* NULL: a line without '=' */
         }
     }
-    return fnv(h, MN_VERSION, sizeof MN_VERSION);
+    return mn_fnv1a(h, MN_VERSION, sizeof MN_VERSION);
 }
 
 /* Every rank must have parsed the same network, or the collectives that follow
@@ -311,20 +343,10 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
     MN_CHECK(mn_agree(c, s));
 
     /* One fused broadcast of every parameter and running statistic. */
-    size_t total = 0;
-    for (int i = 0; i < net->n; ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < k; ++j) total += p[j].n;
-    }
+    size_t total = mn_params_count(net);
     float *buf = malloc((total + 1) * sizeof(float));
     if (!buf) { mn_error(c, "out of memory broadcasting %zu parameters", total); return MN_ERR_NOMEM; }
-    size_t off = 0;
-    for (int i = 0; i < net->n && c->rank == 0; ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < k; ++j) { memcpy(buf + off, p[j].data, p[j].n * sizeof(float)); off += p[j].n; }
-    }
+    if (c->rank == 0) mn_params_pack(net, buf);
     for (size_t done = 0; done < total;) {
         int m = total - done > (1u << 30) ? (1 << 30) : (int)(total - done);
         MN_MPI(c, MPI_Bcast(buf + done, m, MPI_FLOAT, 0, c->world));
@@ -332,16 +354,7 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
     }
     uint64_t seen = *net->seen;
     MN_MPI(c, MPI_Bcast(&seen, 1, MPI_UINT64_T, 0, c->world));
-    off = 0;
-    for (int i = 0; i < net->n; ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < k; ++j) {
-            if (c->rank != 0) memcpy(p[j].data, buf + off, p[j].n * sizeof(float));
-            off += p[j].n;
-        }
-        push_layer(&net->layers[i]);
-    }
+    if (c->rank != 0) mn_params_unpack(net, buf);
     free(buf);
     *net->seen = (size_t)seen;
     *out = net;
