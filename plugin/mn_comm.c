@@ -198,15 +198,49 @@ mn_status mn_sum_floats(mn_comm *c, MPI_Comm comm, float *p, size_t n)
     return MN_OK;
 }
 
+static int power_of_two(float d)
+{
+    uint32_t u;
+    memcpy(&u, &d, sizeof u);
+    uint32_t e = (u >> 23) & 0xffu;
+    return (u & 0x7fffffu) == 0 && e != 0 && e != 0xffu;
+}
+
+/* x * (1/d) rounds the same real number as x / d when d = 2^k, so the
+ * result is identical; mulps costs a fraction of divps, and at 2 and 4
+ * ranks the division was a pass as long as the allreduce itself. */
 void mn_div_floats(float *p, size_t n, float d)
 {
     if (d == 1.0f) return;
-    for (size_t i = 0; i < n; ++i) p[i] /= d;
+    if (power_of_two(d)) {
+        const float r = 1.0f / d;
+        for (size_t i = 0; i < n; ++i) p[i] *= r;
+    } else {
+        for (size_t i = 0; i < n; ++i) p[i] /= d;
+    }
+}
+
+void mn_add_floats(float *dst, const float *src, size_t n, float d)
+{
+    if (d == 1.0f) {
+        for (size_t i = 0; i < n; ++i) dst[i] += src[i];
+    } else if (power_of_two(d)) {
+        const float r = 1.0f / d;
+        for (size_t i = 0; i < n; ++i) dst[i] = (dst[i] + src[i]) * r;
+    } else {
+        for (size_t i = 0; i < n; ++i) dst[i] = (dst[i] + src[i]) / d;
+    }
+}
+
+void mn_wire_div(const mn_wire *w, void *buf, int count)
+{
+    if (!w->half && count > 0) mn_div_floats(buf, (size_t)count, w->div);
 }
 
 mn_status mn_allreduce_wire(mn_comm *c, MPI_Comm comm, void *buf, int count, const mn_wire *w)
 {
     if (count > 0) MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, buf, count, w->type, w->op, comm));
+    mn_wire_div(w, buf, count);
     return MN_OK;
 }
 
@@ -277,14 +311,14 @@ static void pack(cursor *cu, size_t k, float *out, uint16_t *half, float div)
     }
 }
 
-/* k floats back to the arrays: from floats divided by div, or from halves. */
-static void unpack(cursor *cu, size_t k, const float *in, const uint16_t *half, float div)
+/* k floats back to the arrays, from floats or from halves. */
+static void unpack(cursor *cu, size_t k, const float *in, const uint16_t *half)
 {
     for (size_t done = 0, m; done < k; done += m) {
         float *p;
         m = next_run(cu, k - done, &p);
         if (half) mn_halves_to_floats(p, half + done, m);
-        else for (size_t i = 0; i < m; ++i) p[i] = in[done + i] / div;
+        else memcpy(p, in + done, m * sizeof(float));
     }
 }
 
@@ -301,11 +335,31 @@ static float *contiguous_start(float **arrays, const size_t *lens, int n)
     return start;
 }
 
+/* k floats from the cursor through sum as float32 (divided by the rank
+ * count on the way), in pieces of at most `piece`, packed through f. */
+static mn_status mean_packed(mn_comm *c, cursor *cu, size_t k, size_t piece, float *f, mn_sum_fn sum)
+{
+    const mn_wire f32 = {MPI_FLOAT, MPI_SUM, 0, (float)c->size};
+    for (size_t done = 0, m; done < k; done += m) {
+        m = k - done < piece ? k - done : piece;
+        cursor at = *cu;
+        pack(cu, m, f, NULL, 1.0f);
+        MN_CHECK(sum(c, f, (int)m, &f32));
+        unpack(&at, m, f, NULL);
+    }
+    return MN_OK;
+}
+
 /* Pieces keep each collective's buffer in cache for the division and bound
  * the scratch; float32 arrays that lie back to back (the optimizer's arena)
- * are reduced in place with no copy.
+ * are reduced in place with no copy. The division by the rank count is the
+ * wire's (mn_wire.div): each algorithm does it on its last leg, where only
+ * the rank that finishes a part of the piece touches it.
  *
- * float16: each rank divides by the rank count BEFORE rounding to half, so
+ * float16: a piece holds as many bytes as a float32 one, so twice the
+ * elements: half the bytes and half the collectives, which is what makes it
+ * pay off where each collective costs latency. Each rank divides by the rank
+ * count BEFORE rounding to half, so
  * the halves summed are x/N and every partial sum is bounded by the largest
  * |x| of any rank: gradients up to 65504 cannot overflow in the sum however
  * many ranks there are (dividing after the sum would overflow once the sum of
@@ -317,43 +371,43 @@ static float *contiguous_start(float **arrays, const size_t *lens, int n)
  * rank takes the same branch without another message. */
 mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int n, size_t piece, mn_sum_fn sum)
 {
-    const mn_wire f32 = {MPI_FLOAT, MPI_SUM, 0}, f16 = {MPI_UINT16_T, c->half_sum, 1};
-    const float N = (float)c->size;
+    const mn_wire f32 = {MPI_FLOAT, MPI_SUM, 0, (float)c->size}, f16 = {MPI_UINT16_T, c->half_sum, 1, 1.0f};
     size_t total = 0;
     for (int i = 0; i < n; ++i) total += lens[i];
     if (total == 0 || c->size == 1) return MN_OK;
     if (piece > INT_MAX) piece = INT_MAX;
-    if (piece > total) piece = total;
     if (piece == 0) piece = 1;
+    size_t hpiece = piece > INT_MAX / 2 ? INT_MAX : 2 * piece;
+    if (piece > total) piece = total;
+    if (hpiece > total) hpiece = total;
     float *in_place = c->half ? NULL : contiguous_start(arrays, lens, n);
     if (in_place) {
         for (size_t off = 0, k; off < total; off += k) {
             k = total - off < piece ? total - off : piece;
             MN_CHECK(sum(c, in_place + off, (int)k, &f32));
-            mn_div_floats(in_place + off, k, N);
         }
         return MN_OK;
     }
-    /* scratch: piece floats, then piece halves */
-    MN_CHECK(mn_comm_fused(c, piece + (c->half ? piece / 2 + 1 : 0)));
+    cursor cu = {arrays, lens, n, 0, 0};
+    if (!c->half) {
+        MN_CHECK(mn_comm_fused(c, piece));
+        return mean_packed(c, &cu, total, piece, c->fused, sum);
+    }
+    /* scratch: piece floats for the float32 fallback, then hpiece halves */
+    MN_CHECK(mn_comm_fused(c, piece + hpiece / 2 + 1));
     float *f = c->fused;
     uint16_t *h = (uint16_t *)(c->fused + piece);
-    cursor cu = {arrays, lens, n, 0, 0};
     for (size_t off = 0, k; off < total; off += k) {
-        k = total - off < piece ? total - off : piece;
+        k = total - off < hpiece ? total - off : hpiece;
         cursor at = cu;
-        if (c->half) {
-            pack(&cu, k, NULL, h, N);
-            MN_CHECK(sum(c, h, (int)k, &f16));
-            if (mn_halves_finite(h, k)) {
-                unpack(&at, k, NULL, h, 1.0f);
-                continue;
-            }
-            cu = at;
+        pack(&cu, k, NULL, h, (float)c->size);
+        MN_CHECK(sum(c, h, (int)k, &f16));
+        if (mn_halves_finite(h, k)) {
+            unpack(&at, k, NULL, h);
+            continue;
         }
-        pack(&cu, k, f, NULL, 1.0f);
-        MN_CHECK(sum(c, f, (int)k, &f32));
-        unpack(&at, k, f, NULL, N);
+        cu = at;
+        MN_CHECK(mean_packed(c, &cu, k, piece, f, sum));
     }
     return MN_OK;
 }

@@ -27,17 +27,18 @@ static void hierarchical_teardown(mn_comm *c)
 static mn_status hierarchical_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
 {
     mn_shm *s = c->state;
-    int leader = c->intra_rank == 0 && c->inter_size > 1;
+    mn_wire sum_only = *w;   /* the in-node legs sum; the leader divides at the end */
+    sum_only.div = 1.0f;
     if (s && mn_shm_fits(s, count, w)) {
         if (c->nodes == 1) return mn_shm_allreduce(c, s, buf, count, w);
-        MN_CHECK(mn_shm_reduce_scatter(c, s, buf, count, w));
+        MN_CHECK(mn_shm_reduce_scatter(c, s, buf, count, &sum_only));
         MN_CHECK(mn_shm_allgather(c, s, buf, count, w, 0));
-        if (leader) MN_CHECK(mn_allreduce_wire(c, c->inter, buf, count, w));
+        if (c->intra_rank == 0) MN_CHECK(mn_allreduce_wire(c, c->inter, buf, count, w));
         return mn_shm_bcast(c, s, buf, count, w, 0);
     }
     if (c->intra_size > 1)
         MN_MPI(c, MPI_Reduce(c->intra_rank == 0 ? MPI_IN_PLACE : buf, buf, count, w->type, w->op, 0, c->intra));
-    if (leader) MN_CHECK(mn_allreduce_wire(c, c->inter, buf, count, w));
+    if (c->intra_rank == 0) MN_CHECK(mn_allreduce_wire(c, c->inter, buf, count, w));
     if (c->intra_size > 1)
         MN_MPI(c, MPI_Bcast(buf, count, w->type, 0, c->intra));
     return MN_OK;

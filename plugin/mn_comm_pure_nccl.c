@@ -113,6 +113,7 @@ static mn_status reduce_on_device(mn_comm *c, pure_nccl *s, void *buf, int count
                                 ncclSum, s->comm, s->stream));
     CUDA_CHECK(c, cudaMemcpyAsync(buf, s->dev, bytes, cudaMemcpyDeviceToHost, s->stream));
     CUDA_CHECK(c, cudaStreamSynchronize(s->stream));
+    mn_wire_div(w, buf, count);
     return MN_OK;
 }
 

@@ -65,8 +65,10 @@ static mn_status two_dimensional_sum(mn_comm *c, void *buf, int count, const mn_
     if (s->shm && mn_shm_fits(s->shm, count, w)) {
         int off, n;
         mn_split(count, m, c->intra_rank, &off, &n);
-        MN_CHECK(mn_shm_reduce_scatter(c, s->shm, buf, count, w));
-        if (c->inter_size > 1) MN_CHECK(mn_allreduce_wire(c, c->inter, (char *)buf + (size_t)off * size, n, w));
+        mn_wire sum_only = *w;   /* the shard is divided after its inter-node sum */
+        sum_only.div = 1.0f;
+        MN_CHECK(mn_shm_reduce_scatter(c, s->shm, buf, count, &sum_only));
+        MN_CHECK(mn_allreduce_wire(c, c->inter, (char *)buf + (size_t)off * size, n, w));
         return mn_shm_allgather(c, s->shm, buf, count, w, -1);
     }
     for (int k = 0; k < m; ++k) mn_split(count, m, k, &s->displs[k], &s->counts[k]);
@@ -78,7 +80,7 @@ static mn_status two_dimensional_sum(mn_comm *c, void *buf, int count, const mn_
         s->shard_bytes = (size_t)mine * (size_t)size;
     }
     MN_MPI(c, MPI_Reduce_scatter(buf, s->shard, s->counts, w->type, w->op, c->intra));
-    if (c->inter_size > 1) MN_CHECK(mn_allreduce_wire(c, c->inter, s->shard, mine, w));
+    MN_CHECK(mn_allreduce_wire(c, c->inter, s->shard, mine, w));
     MN_MPI(c, MPI_Allgatherv(s->shard, mine, w->type, buf, s->counts, s->displs, w->type, c->intra));
     return MN_OK;
 }

@@ -13,13 +13,17 @@
     return MN_ERR_MPI; } } while (0)
 
 /* How a piece of gradient travels: float32 (MPI_FLOAT, MPI_SUM) or IEEE half
- * (MPI_UINT16_T summed by c->half_sum). */
+ * (MPI_UINT16_T summed by c->half_sum). A float32 sum is divided by div on
+ * its last leg, by whichever rank finishes that part of it (1: a plain sum);
+ * halves travel already divided (div = 1). */
 typedef struct {
     MPI_Datatype type;
     MPI_Op op;
     int half;
+    float div;
 } mn_wire;
-/* One algorithm's core: sum count elements of buf over all ranks, in place. */
+/* One algorithm's core: sum count elements of buf over all ranks, in place,
+ * and divide the float32 result by w->div. */
 typedef mn_status (*mn_sum_fn)(mn_comm *c, void *buf, int count, const mn_wire *w);
 
 /* One communicator algorithm. Each lives in its own mn_comm_<name>.c and is
@@ -34,8 +38,9 @@ typedef struct mn_comm_ops {
      * through mn_mean_by_pieces with `sum`, in pieces of c->piece_floats. */
     mn_status (*mean_grad)(mn_comm *c, float **arrays, const size_t *lens, int n);
     /* The algorithm's core when mean_grad is NULL: sum one piece of wire
-     * elements over all ranks, in place (packing, float16 conversion and the
-     * division by the rank count are done around it). Collective. */
+     * elements over all ranks, in place, and divide by w->div where the last
+     * leg leaves the piece in cache (packing and float16 conversion are done
+     * around it). Collective. */
     mn_sum_fn sum;
     /* Release what setup made; may be NULL. */
     void (*teardown)(mn_comm *c);
@@ -71,7 +76,7 @@ int mn_nccl_usable(const mn_comm *c);
  * `piece` elements: packs (unless the arrays lie back to back and travel as
  * float32), converts to half when c->half, sums, divides, unpacks. */
 mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int n, size_t piece, mn_sum_fn sum);
-/* In-place MPI_Allreduce of count wire elements over comm. */
+/* In-place MPI_Allreduce of count wire elements over comm, divided by w->div. */
 mn_status mn_allreduce_wire(mn_comm *c, MPI_Comm comm, void *buf, int count, const mn_wire *w);
 /* The sum over c->world: one MPI_Allreduce (naive's and flat's core). */
 mn_status mn_sum_world(mn_comm *c, void *buf, int count, const mn_wire *w);
@@ -90,7 +95,7 @@ mn_status mn_shm_open(mn_comm *c, mn_shm **out);
 void mn_shm_close(mn_shm *s);
 /* Whether count wire elements fit the window's areas (one piece). */
 int mn_shm_fits(const mn_shm *s, int count, const mn_wire *w);
-/* Chunk intra_rank of buf becomes the node's sum of that chunk. */
+/* Chunk intra_rank of buf becomes the node's sum of that chunk, divided by w->div. */
 mn_status mn_shm_reduce_scatter(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w);
 /* Every rank's chunk into buf: on every rank (root < 0) or on root alone. */
 mn_status mn_shm_allgather(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w, int root);
@@ -118,8 +123,13 @@ mn_status mn_half_op_create(mn_comm *c, MPI_Op *op);
 
 /* In-place MPI_SUM of n floats over comm, in INT_MAX pieces (MPI counts are int). */
 mn_status mn_sum_floats(mn_comm *c, MPI_Comm comm, float *p, size_t n);
-/* Divide by d (not multiply by 1/d: exact whenever the quotient is representable). */
+/* p[i] / d, correctly rounded: a multiplication by 1/d where d is a power of
+ * two (the same value, and far cheaper), a division otherwise. */
 void mn_div_floats(float *p, size_t n, float d);
+/* dst[i] = dst[i] + src[i], divided by d when d != 1 (as mn_div_floats). */
+void mn_add_floats(float *dst, const float *src, size_t n, float d);
+/* The wire's division on count elements of buf (nothing for halves or div 1). */
+void mn_wire_div(const mn_wire *w, void *buf, int count);
 /* Grow c->fused to hold n floats. */
 mn_status mn_comm_fused(mn_comm *c, size_t n);
 

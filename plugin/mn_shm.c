@@ -12,10 +12,11 @@
  *  reduce-scatter: the piece is cut in near-equal chunks, chunk k belongs to
  *    intra-rank k. Each rank copies the chunks it does not own into its
  *    input area; barrier; each rank adds every other rank's copy of its own
- *    chunk onto its private buffer (MPI_Reduce_local, so float16 uses the
- *    same half sum as the MPI path). Each element is read and added once,
- *    where MPI's shared-memory transport copies it into a bounce buffer or a
- *    temporary on the way.
+ *    chunk onto its private buffer, dividing by the wire's div in the last
+ *    addition (float16 goes through MPI_Reduce_local, the same half sum as
+ *    the MPI path). Each element is read and added once, where MPI's
+ *    shared-memory transport copies it into a bounce buffer or a temporary
+ *    on the way.
  *  allgather: each rank publishes its finished chunk in its result area;
  *    barrier; every rank (or one root) copies the other chunks back.
  *  bcast: the root publishes the whole piece; barrier; the others copy it.
@@ -117,8 +118,13 @@ mn_status mn_shm_reduce_scatter(mn_comm *c, mn_shm *s, void *buf, int count, con
     }
     MN_CHECK(node_sync(c, s));
     mn_split(count, p, me, &off, &n);
-    for (int k = 0; k < p && n > 0; ++k)
-        if (k != me) MN_MPI(c, MPI_Reduce_local(input_area(s, k) + (size_t)off * size, b + (size_t)off * size, n, w->type, w->op));
+    int last = me == p - 1 ? p - 2 : p - 1;
+    for (int k = 0; k < p && n > 0; ++k) {
+        if (k == me) continue;
+        unsigned char *src = input_area(s, k) + (size_t)off * size, *dst = b + (size_t)off * size;
+        if (w->half) MN_MPI(c, MPI_Reduce_local(src, dst, n, w->type, w->op));
+        else mn_add_floats((float *)dst, (const float *)src, (size_t)n, k == last ? w->div : 1.0f);
+    }
     return MN_OK;
 }
 

@@ -189,6 +189,62 @@ static void check_conversions(void)
 #endif
 }
 
+static int is_nan_half(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff); }
+
+/* The bulk conversions and the half sum (F16C where the CPU has it) against
+ * the scalar ones: every float from 2^-26 to 2^17 in magnitude (all that
+ * round to a non-zero finite half, and their neighbours) and every 61st
+ * block of 2^20 elsewhere; those blocks also divided by 3; every half; every
+ * half plus each of 64 others. NaN must stay NaN. */
+static void check_bulk_conversions(mn_comm *c)
+{
+    enum { K = 1 << 20 };
+    float *f = malloc(K * sizeof *f);
+    uint16_t *h = malloc(K * sizeof *h), *h2 = malloc(K * sizeof *h2);
+    long bad = 0, bad3 = 0, badf = 0, bads = 0;
+    for (unsigned long long base = 0; base < (1ull << 32); base += K) {
+        unsigned e = (unsigned)(base >> 23) & 0xffu;   /* a block lies within one exponent */
+        int sampled = base % (61ull * K) == 0;
+        if (!sampled && (e < 101 || e > 143)) continue;
+        for (uint32_t j = 0; j < K; ++j) { uint32_t u = (uint32_t)(base + j); memcpy(&f[j], &u, sizeof u); }
+        mn_floats_to_halves(h, f, K, 1.0f);
+        for (uint32_t j = 0; j < K; ++j) {
+            uint16_t want = mn_float_to_half(f[j]);
+            bad += f[j] != f[j] ? !is_nan_half(h[j]) : h[j] != want;
+        }
+        if (sampled) {
+            mn_floats_to_halves(h, f, K, 3.0f);
+            for (uint32_t j = 0; j < K; ++j)
+                if (f[j] == f[j]) bad3 += h[j] != mn_float_to_half(f[j] * (1.0f / 3.0f));
+        }
+    }
+    for (uint32_t j = 0; j < 65536; ++j) h[j] = (uint16_t)j;
+    mn_halves_to_floats(f, h, 65536);
+    for (uint32_t j = 0; j < 65536; ++j) {
+        float want = mn_half_to_float((uint16_t)j);
+        badf += is_nan_half((uint16_t)j) ? f[j] == f[j] : memcmp(&f[j], &want, sizeof want) != 0;
+    }
+    MPI_Op op;
+    EXPECT(mn_half_op_create(c, &op) == MN_OK, "half op");
+    for (int k = 0; k < 64; ++k) {
+        uint16_t b = (uint16_t)(k * 1031u + 7u);
+        for (uint32_t j = 0; j < 65536; ++j) h2[j] = b;
+        MPI_Reduce_local(h, h2, 65536, MPI_UINT16_T, op);
+        for (uint32_t j = 0; j < 65536; ++j) {
+            uint16_t want = mn_float_to_half(mn_half_to_float((uint16_t)j) + mn_half_to_float(b));
+            bads += is_nan_half(want) ? !is_nan_half(h2[j]) : h2[j] != want;
+        }
+    }
+    MPI_Op_free(&op);
+    EXPECT(bad == 0, "%ld floats convert to half differently in bulk", bad);
+    EXPECT(bad3 == 0, "%ld floats / 3 convert to half differently in bulk", bad3);
+    EXPECT(badf == 0, "%ld halves convert to float differently in bulk", badf);
+    EXPECT(bads == 0, "%ld half sums differ from the scalar sum", bads);
+    free(f);
+    free(h);
+    free(h2);
+}
+
 /* Whether this layout or build may refuse the algorithm, and with what. */
 static mn_status expected_refusal(mn_comm *c, const char *name)
 {
@@ -223,6 +279,7 @@ int main(int argc, char **argv)
         EXPECT(mn_comm_inter_rank(c) == rank / k, "forced inter rank %d", mn_comm_inter_rank(c));
     }
     check_conversions();
+    if (N == 1) check_bulk_conversions(c);   /* seconds: once, in the one-rank run */
 
     static const char *all[] = {"naive", "flat", "hierarchical", "two_dimensional", "single_node", "pure_nccl"};
     const char **names = argc > 1 ? (const char **)argv + 1 : all;
