@@ -3,10 +3,14 @@
 # commands that made them to bench/results/.
 #  1. the plugin's allreduce of yolov3-tiny's full gradient against a bare
 #     MPI_Allreduce of the same bytes, at 2 and 4 ranks;
-#  2. a size sweep (4 B .. 64 MiB) at 2 and 4 ranks;
+#  2. a size sweep (4 B .. 256 MiB) at 2 and 4 ranks;
 #  3. one-rank ./darknet_mn against stock Darknet (same source, unpatched,
-#     same flags) training the same cfg and data on the same core.
+#     same flags) training the same cfg and data on the same core;
+#  4. the failure handling's cost in training.
+# BENCH_PARTS picks some: "allreduce stock failure" (the default: all).
 set -eu
+parts=" ${BENCH_PARTS:-allreduce stock failure} "
+want() { [[ $parts == *" $1 "* ]]; }
 cd "$(dirname "$0")/.."
 R=bench/results
 mkdir -p "$R"
@@ -19,12 +23,14 @@ record() {   # record FILE CMD...: run CMD, keep its stdout with a header
     { echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"; echo "# command: $*"; "$@" 2>/dev/null; } | tee "$R/$f"
 }
 tiny=third_party/darknet-cpu/cfg/yolov3-tiny.cfg
-for n in 2 4; do
-    record "allreduce-yolov3-tiny-np$n.txt" $MPI -n $n ./darknet_mn bench allreduce $tiny -iters 30
-done
-for n in 2 4; do
-    record "allreduce-sweep-np$n.txt" $MPI -n $n ./darknet_mn bench allreduce -iters 20 -max 67108864
-done
+if want allreduce; then
+    for n in 2 4; do
+        record "allreduce-yolov3-tiny-np$n.txt" $MPI -n $n ./darknet_mn bench allreduce $tiny -iters 30
+    done
+    for n in 2 4; do
+        record "allreduce-sweep-np$n.txt" $MPI -n $n ./darknet_mn bench allreduce -iters 20
+    done
+fi
 
 # 3. darknet-mn on one rank vs stock Darknet, one core each, same cfg and data.
 iters=${BENCH_ITERS:-60}
@@ -34,12 +40,13 @@ rm -rf "$W" && mkdir -p "$W/backup" && : > "$W/pairs"
 sed -e '/^\[distributed\]/,$d' -e "s/^max_batches=.*/max_batches=$iters/" cfg/fashion.cfg > "$W/fashion.cfg"
 sed -e "s|^backup=.*|backup=$W/backup|" cfg/fashion.data > "$W/fashion.data"
 stock=third_party/darknet-stock/darknet
+want stock || want failure || exit 0
 run_timed() {   # prints wall seconds of CMD on core 0
     local t0 t1; t0=$(date +%s.%N)
     taskset -c 0 "$@" > /dev/null 2>&1 || { echo "bench: $* failed" >&2; return 1; }
     t1=$(date +%s.%N); awk "BEGIN{print $t1 - $t0}"
 }
-{
+want stock && {
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"
     echo "# $iters iterations of cfg/fashion.cfg (batch $(sed -n 's/^batch=//p' "$W/fashion.cfg")) on core 0, alternating, $rounds rounds each"
     echo "# commands: taskset -c 0 $stock classifier train $W/fashion.data $W/fashion.cfg"
@@ -58,7 +65,7 @@ run_timed() {   # prints wall seconds of CMD on core 0
 #    watchdog (collective_timeout=300, the default) against none (0), and a
 #    checkpoint every 10 iterations; variants alternate, 3 rounds, the median
 #    of each run's per-iteration times, then the median over rounds.
-{
+want failure && {
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"
     echo "# $iters iterations of cfg/fashion.cfg on 2 ranks (global batch 128), 3 alternating rounds"
     echo "# command: $MPI -n 2 ./darknet_mn classifier train $W/fashion.data $W/v.cfg   (v.cfg = cfg/fashion.cfg + the variant's keys)"
@@ -84,3 +91,4 @@ run_timed() {   # prints wall seconds of CMD on core 0
     echo "# checkpoint cost, from the run's own report:"
     grep -h '^checkpoint' "$W"/v2.*.out | head -3 | sed 's/^/#   /'
 } 2>&1 | tee "$R/failure-handling-overhead.txt"
+true

@@ -8,7 +8,9 @@
  * Every algorithm runs in float32 and in float16 ("<name>/f16"; bytes and
  * bandwidths still count the float32 gradient, so they show the effective
  * rate); one that this node layout or build refuses is left out, after its
- * setup has said why. */
+ * setup has said why. The buffer is a gradient arena as training has one
+ * (mn_comm_arena_alloc: in a node-shared window where there is one), shared
+ * by every variant, the bare MPI_Allreduce included. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,7 @@ static mn_status make_variants(mn_comm *c, variant *v, int *nv)
             mn_comm *x = mn_comm_create(c->world, &s);
             if (!x) return s;
             if (mn_comm_select(x, algos[a]) != MN_OK) { mn_comm_free(x); break; }
+            MN_CHECK(mn_comm_arena_borrow(x, c));
             MN_CHECK(mn_comm_set_dtype(x, half));
             snprintf(v[*nv].name, sizeof v[*nv].name, "%s%s", algos[a], half ? "/f16" : "");
             v[(*nv)++].comm = x;
@@ -48,6 +51,7 @@ static mn_status make_variants(mn_comm *c, variant *v, int *nv)
         v[*nv].comm = x;
         snprintf(v[*nv].name, sizeof v[*nv].name, "flat+watchdog");
         MN_CHECK(mn_comm_select(x, "flat"));
+        MN_CHECK(mn_comm_arena_borrow(x, c));
         MN_CHECK(mn_watchdog_start(x, 300, &v[(*nv)++].wd));
     }
     return MN_OK;
@@ -154,8 +158,8 @@ static mn_status bench_model(mn_comm *c, const char *cfg, int iters)
 
 static mn_status bench_sweep(mn_comm *c, int iters, size_t max_bytes)
 {
-    float *buf = malloc(max_bytes);
-    if (!buf) { mn_error(c, "out of memory for %zu bytes", max_bytes); return MN_ERR_NOMEM; }
+    float *buf;
+    MN_CHECK(mn_comm_arena_alloc(c, max_bytes / sizeof(float), &buf));
     variant vs[MAX_VARIANTS];
     memset(vs, 0, sizeof vs);
     int nv;
@@ -170,7 +174,7 @@ static mn_status bench_sweep(mn_comm *c, int iters, size_t max_bytes)
         for (int v = 0; v < nv; ++v) row(c, vs[v].name, bytes, t[v], t[0]);
     }
     free_variants(vs, nv);
-    free(buf);
+    mn_comm_arena_free(c, buf);
     return MN_OK;
 }
 

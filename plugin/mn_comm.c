@@ -169,6 +169,7 @@ void mn_comm_free(mn_comm *c)
 {
     if (!c) return;
     if (c->ops && c->ops->teardown) c->ops->teardown(c);
+    mn_comm_arena_release(c);
     if (c->intra != MPI_COMM_NULL && c->intra) MPI_Comm_free(&c->intra);
     if (c->inter != MPI_COMM_NULL && c->inter) MPI_Comm_free(&c->inter);
     if (c->world != MPI_COMM_NULL && c->world) MPI_Comm_free(&c->world);
@@ -386,7 +387,7 @@ mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int 
             k = total - off < piece ? total - off : piece;
             MN_CHECK(sum(c, in_place + off, (int)k, &f32));
         }
-        return MN_OK;
+        return mn_shm_arena_fence(c);
     }
     cursor cu = {arrays, lens, n, 0, 0};
     if (!c->half) {

@@ -60,6 +60,7 @@ struct mn_comm {
     size_t fused_cap;
     int half;                     /* gradients travel as IEEE half (mn_comm_set_dtype) */
     MPI_Op half_sum;              /* the MPI op summing halves; MPI_OP_NULL until needed */
+    struct mn_arena *arena;       /* the gradient arena's node-shared window, or NULL (mn_shm.c) */
 };
 
 extern const mn_comm_ops mn_comm_naive_ops;
@@ -103,6 +104,19 @@ mn_status mn_shm_allgather(mn_comm *c, mn_shm *s, void *buf, int count, const mn
 mn_status mn_shm_bcast(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w, int root);
 /* reduce-scatter, then allgather: the node's sum on every rank of it. */
 mn_status mn_shm_allreduce(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w);
+/* The gradient arena (n floats and one spare, zeroed) in a node-shared
+ * window where the node has one, so that the shm allreduce of flat,
+ * single_node and one-node hierarchical reads the peers' arenas in place
+ * (else calloc). One per communicator; collective over the node, every rank
+ * with the same n. Free it with mn_comm_arena_free (collective for a window). */
+mn_status mn_comm_arena_alloc(mn_comm *c, size_t n, float **out);
+void mn_comm_arena_free(mn_comm *c, float *p);
+/* c uses owner's arena window too (the bench's variants); released with c. */
+mn_status mn_comm_arena_borrow(mn_comm *c, const mn_comm *owner);
+/* Frees c's own arena window or drops a borrowed one (mn_comm_free). */
+void mn_comm_arena_release(mn_comm *c);
+/* Ends a mean over the arena: the last barrier before any arena may change. */
+mn_status mn_shm_arena_fence(mn_comm *c);
 /* flat's and single_node's setup, teardown and sum: c->state is the window
  * (or NULL) when the job is one node; the sum goes through it, else through
  * one MPI_Allreduce over c->world. */

@@ -87,7 +87,7 @@ static void free_optimizer(mn_optimizer *o)
 {
     mn_watchdog_stop(o->watch);
     free(o->aside);
-    free(o->arena);
+    mn_comm_arena_free(o->comm, o->arena);
     free(o->arrays);
     free(o->arrays_gpu);
     free(o->lens);
@@ -97,7 +97,7 @@ static void free_optimizer(mn_optimizer *o)
 mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimizer **out)
 {
     mn_optimizer *o = calloc(1, sizeof *o);
-    if (!o) return MN_ERR_NOMEM;
+    if (!o) return mn_agree(c, MN_ERR_NOMEM);   /* the others wait in their first agreement */
     o->comm = c;
     int cap = 0;
     for (int i = 0; i < net->n; ++i) {
@@ -110,12 +110,30 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     o->arrays = calloc((size_t)cap + 1, sizeof *o->arrays);
     o->arrays_gpu = calloc((size_t)cap + 1, sizeof *o->arrays_gpu);
     o->lens = calloc((size_t)cap + 1, sizeof *o->lens);
-    if (!slots || !slots_gpu || !o->arrays || !o->arrays_gpu || !o->lens) goto nomem;
-    for (int i = 0; i < net->n; ++i)
+    mn_status st = MN_OK;
+    if (!slots || !slots_gpu || !o->arrays || !o->arrays_gpu || !o->lens) st = MN_ERR_NOMEM;
+    for (int i = 0; st == MN_OK && i < net->n; ++i)
         o->n += layer_grads(&net->layers[i], slots + o->n, slots_gpu + o->n, o->lens + o->n);
     for (int i = 0; i < o->n; ++i) o->total += o->lens[i];
-    o->arena = calloc(o->total + 1, sizeof(float));
-    if (!o->arena) goto nomem;
+    if (st == MN_OK && opt->grad_dtype_half) {
+        st = mn_comm_set_dtype(c, 1);
+        if (st == MN_OK && !(o->aside = calloc(o->total + 1, sizeof(float)))) st = MN_ERR_NOMEM;
+    }
+    if (st == MN_ERR_NOMEM) mn_error(c, "out of memory attaching the optimizer");
+    /* The watchdog and the arena's window are collective: every rank goes
+     * on to them, or none. */
+    if ((st = mn_agree(c, st)) == MN_OK) {
+        mn_status sw = MN_OK;
+        if (opt->collective_timeout > 0 && c->size > 1) sw = mn_watchdog_start(c, opt->collective_timeout, &o->watch);
+        mn_status sa = mn_comm_arena_alloc(c, o->total, &o->arena);
+        st = mn_agree(c, sw != MN_OK ? sw : sa);
+    }
+    if (st != MN_OK) {
+        free(slots);
+        free(slots_gpu);
+        free_optimizer(o);
+        return st;
+    }
     size_t off = 0;
     for (int i = 0; i < o->n; ++i) {
         float *old = *slots[i];
@@ -128,27 +146,11 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     }
     free(slots);
     free(slots_gpu);
-    if (opt->grad_dtype_half) {
-        MN_CHECK(mn_comm_set_dtype(c, 1));
-        if (!(o->aside = calloc(o->total + 1, sizeof(float)))) goto nomem_arena;
-    }
-    if (opt->collective_timeout > 0 && c->size > 1 &&
-        mn_watchdog_start(c, opt->collective_timeout, &o->watch) != MN_OK) {
-nomem_arena:
-        free_optimizer(o);
-        return MN_ERR_NOMEM;
-    }
     net->ranks = c->size;
     net->sync = sync_hook;
     net->sync_arg = o;
     *out = o;
     return MN_OK;
-nomem:
-    mn_error(c, "out of memory attaching the optimizer");
-    free(slots);
-    free(slots_gpu);
-    free_optimizer(o);
-    return MN_ERR_NOMEM;
 }
 
 /* Darknet leaves momentum*update in the update arrays and backward adds the

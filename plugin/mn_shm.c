@@ -46,20 +46,53 @@ static mn_status node_sync(mn_comm *c, mn_shm *s)
 static unsigned char *input_area(const mn_shm *s, int rank) { return s->in[rank] + (size_t)s->set * s->cap; }
 static unsigned char *result_area(const mn_shm *s, int rank) { return s->in[rank] + (size_t)(2 + s->set) * s->cap; }
 
-mn_status mn_shm_open(mn_comm *c, mn_shm **out)
+/* Whether the node's ranks may share a window: more than one of them, all
+ * on one machine (a forced node, MN_RANKS_PER_NODE, may span machines), and
+ * MN_SHM not 0. The node agrees, so that one rank's MN_SHM=0 cannot split
+ * it. Collective over c->intra. */
+static mn_status node_shares_memory(mn_comm *c, int *all)
 {
-    *out = NULL;
+    *all = 0;
     if (c->intra_size < 2) return MN_OK;
-    /* A forced node (MN_RANKS_PER_NODE) may span machines: then no window.
-     * The node agrees, so that a rank with MN_SHM=0 cannot split it. */
     const char *env = getenv("MN_SHM");
     MPI_Comm shared;
-    int ssize = 0, all;
+    int ssize = 0;
     MN_MPI(c, MPI_Comm_split_type(c->intra, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared));
     MPI_Comm_size(shared, &ssize);
     MPI_Comm_free(&shared);
-    all = ssize == c->intra_size && !(env && !strcmp(env, "0"));
-    MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, c->intra));
+    *all = ssize == c->intra_size && !(env && !strcmp(env, "0"));
+    MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, all, 1, MPI_INT, MPI_MIN, c->intra));
+    return MN_OK;
+}
+
+/* One window of per-rank segments of `bytes` each (noncontiguous: each on
+ * its owner's NUMA node), locked for its lifetime; at[r] = intra-rank r's. */
+static mn_status window(mn_comm *c, size_t bytes, MPI_Win *win, unsigned char **at)
+{
+    unsigned char *base;
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    int e = MPI_Win_allocate_shared((MPI_Aint)bytes, 1, info, c->intra, &base, win);
+    MPI_Info_free(&info);
+    if (e != MPI_SUCCESS) {
+        mn_error(c, "MPI_Win_allocate_shared of %zu bytes failed (MPI error %d)", bytes, e);
+        return MN_ERR_MPI;
+    }
+    for (int r = 0; r < c->intra_size; ++r) {
+        MPI_Aint size;
+        int unit;
+        MN_MPI(c, MPI_Win_shared_query(*win, r, &size, &unit, &at[r]));
+    }
+    MN_MPI(c, MPI_Win_lock_all(MPI_MODE_NOCHECK, *win));
+    return MN_OK;
+}
+
+mn_status mn_shm_open(mn_comm *c, mn_shm **out)
+{
+    *out = NULL;
+    int all;
+    MN_CHECK(node_shares_memory(c, &all));
     if (!all) return MN_OK;
 
     mn_shm *s = calloc(1, sizeof *s);
@@ -67,24 +100,12 @@ mn_status mn_shm_open(mn_comm *c, mn_shm **out)
     if (!s || !s->in) { free(s); mn_error(c, "out of memory for the shared-memory window"); return MN_ERR_NOMEM; }
     s->node = c->intra;
     s->cap = c->piece_floats * sizeof(float);
-    unsigned char *base;
-    MPI_Info info;
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "alloc_shared_noncontig", "true");   /* each rank's areas on its own NUMA node */
-    int e = MPI_Win_allocate_shared((MPI_Aint)(4 * s->cap), 1, info, c->intra, &base, &s->win);
-    MPI_Info_free(&info);
-    if (e != MPI_SUCCESS) {
-        mn_error(c, "MPI_Win_allocate_shared of %zu bytes failed (MPI error %d)", 4 * s->cap, e);
+    mn_status st = window(c, 4 * s->cap, &s->win, s->in);
+    if (st != MN_OK) {
         free(s->in);
         free(s);
-        return MN_ERR_MPI;
+        return st;
     }
-    for (int r = 0; r < c->intra_size; ++r) {
-        MPI_Aint size;
-        int unit;
-        MN_MPI(c, MPI_Win_shared_query(s->win, r, &size, &unit, &s->in[r]));
-    }
-    MN_MPI(c, MPI_Win_lock_all(MPI_MODE_NOCHECK, s->win));
     *out = s;
     return MN_OK;
 }
@@ -155,8 +176,147 @@ mn_status mn_shm_bcast(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wir
     return MN_OK;
 }
 
+/* The gradient arena in a window of its own (mn_comm_arena_alloc): every
+ * rank's arena is mapped in every rank of the node, at[r]. Every rank passes
+ * the same offsets into its own arena, so a piece at offset x of mine lies at
+ * at[k] + x in rank k's: no rank copies anything in or publishes anything.
+ *   barrier (every rank's piece is final); each rank adds the other ranks'
+ *   copies of its own chunk straight from their arenas, dividing in the last
+ *   addition; barrier; each rank copies the other chunks from their owners.
+ * Within a piece a rank writes only its own chunk before the second barrier
+ * and only the others' after it, while it reads the others' before and its
+ * own after: no read meets a write. After the last piece a peer may still be
+ * copying this rank's chunk, so mn_shm_arena_fence ends the call with one
+ * more barrier before anyone's arena changes again. */
+typedef struct mn_arena {
+    MPI_Win win;
+    unsigned char **at;   /* per intra-rank: its arena */
+    size_t bytes;
+    int owned;            /* 0: borrowed from another communicator (the bench) */
+    int fence;            /* pieces were reduced here since the last fence */
+} mn_arena;
+
+static mn_status arena_sync(mn_comm *c, mn_arena *a)
+{
+    MN_MPI(c, MPI_Win_sync(a->win));
+    MN_MPI(c, MPI_Barrier(c->intra));
+    MN_MPI(c, MPI_Win_sync(a->win));
+    return MN_OK;
+}
+
+/* buf's offset in this rank's arena, or -1 when it does not lie in it. */
+static long arena_offset(const mn_comm *c, const void *buf, int count, const mn_wire *w)
+{
+    const mn_arena *a = c->arena;
+    const unsigned char *b = buf, *mine = a ? a->at[c->intra_rank] : NULL;
+    if (!a || w->half || b < mine || b + (size_t)count * sizeof(float) > mine + a->bytes) return -1;
+    return (long)(b - mine);
+}
+
+static mn_status arena_allreduce(mn_comm *c, float *buf, int count, const mn_wire *w, long at)
+{
+    mn_arena *a = c->arena;
+    int p = c->intra_size, me = c->intra_rank, off, n;
+    int last = me == p - 1 ? p - 2 : p - 1;
+    MN_CHECK(arena_sync(c, a));
+    mn_split(count, p, me, &off, &n);
+    for (int k = 0; k < p; ++k)
+        if (k != me) mn_add_floats(buf + off, (const float *)(a->at[k] + at) + off, (size_t)n, k == last ? w->div : 1.0f);
+    MN_CHECK(arena_sync(c, a));
+    for (int k = 0; k < p; ++k) {
+        if (k == me) continue;
+        mn_split(count, p, k, &off, &n);
+        memcpy(buf + off, (const float *)(a->at[k] + at) + off, (size_t)n * sizeof(float));
+    }
+    a->fence = 1;
+    return MN_OK;
+}
+
+mn_status mn_shm_arena_fence(mn_comm *c)
+{
+    mn_arena *a = c->arena;
+    if (!a || !a->fence) return MN_OK;
+    a->fence = 0;
+    return arena_sync(c, a);
+}
+
+mn_status mn_comm_arena_alloc(mn_comm *c, size_t n, float **out)
+{
+    *out = NULL;
+    int all = 0;
+    if (!c->arena) MN_CHECK(node_shares_memory(c, &all));
+    if (!all) {
+        if (!(*out = calloc(n + 1, sizeof(float)))) {
+            mn_error(c, "out of memory for a %zu-float gradient arena", n);
+            return MN_ERR_NOMEM;
+        }
+        return MN_OK;
+    }
+    mn_arena *a = calloc(1, sizeof *a);
+    if (a) a->at = calloc((size_t)c->intra_size, sizeof *a->at);
+    if (!a || !a->at) {
+        if (a) free(a->at);
+        free(a);
+        mn_error(c, "out of memory for the arena's window");
+        return MN_ERR_NOMEM;
+    }
+    a->bytes = (n + 1) * sizeof(float);
+    a->owned = 1;
+    mn_status st = window(c, a->bytes, &a->win, a->at);
+    if (st != MN_OK) {
+        free(a->at);
+        free(a);
+        return st;
+    }
+    memset(a->at[c->intra_rank], 0, a->bytes);
+    c->arena = a;
+    *out = (float *)a->at[c->intra_rank];
+    return MN_OK;
+}
+
+void mn_comm_arena_free(mn_comm *c, float *p)
+{
+    mn_arena *a = c->arena;
+    if (!a || !a->owned || p != (float *)a->at[c->intra_rank]) { free(p); return; }
+    MPI_Win_unlock_all(a->win);
+    MPI_Win_free(&a->win);
+    free(a->at);
+    free(a);
+    c->arena = NULL;
+}
+
+mn_status mn_comm_arena_borrow(mn_comm *c, const mn_comm *owner)
+{
+    if (!owner->arena || c->arena) return MN_OK;
+    mn_arena *a = calloc(1, sizeof *a);
+    if (a) a->at = calloc((size_t)c->intra_size, sizeof *a->at);
+    if (!a || !a->at) {
+        if (a) free(a->at);
+        free(a);
+        return MN_ERR_NOMEM;
+    }
+    unsigned char **at = a->at;
+    *a = *owner->arena;
+    a->at = memcpy(at, owner->arena->at, (size_t)c->intra_size * sizeof *at);
+    a->owned = 0;
+    a->fence = 0;
+    c->arena = a;
+    return MN_OK;
+}
+
+void mn_comm_arena_release(mn_comm *c)
+{
+    mn_arena *a = c->arena;
+    if (!a) return;
+    if (a->owned) mn_comm_arena_free(c, (float *)a->at[c->intra_rank]);
+    else { free(a->at); free(a); }
+    c->arena = NULL;
+}
+
 mn_status mn_shm_allreduce(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w)
 {
+    long at = arena_offset(c, buf, count, w);
+    if (at >= 0) return arena_allreduce(c, buf, count, w, at);
     MN_CHECK(mn_shm_reduce_scatter(c, s, buf, count, w));
     return mn_shm_allgather(c, s, buf, count, w, -1);
 }

@@ -62,7 +62,9 @@ static void same_on_all_ranks(float **arrays, const size_t *lens, int n, const c
 
 /* Several arrays in one call: empty, 1, odd, not divisible by the node size,
  * a large one that spans several pieces. layout 0: separate allocations; 1:
- * back to back (the optimizer's arena). */
+ * back to back in malloc'd memory; 2: back to back in the communicator's
+ * arena (mn_comm_arena_alloc: a node-shared window where there is one, which
+ * the shm allreduce reads in place). */
 static void check_mean(mn_comm *c, const char *name, int half, int layout)
 {
     const size_t lens_in[] = {0, 1, 3, 7, 1000003, 0, 64, 4099};
@@ -70,7 +72,9 @@ static void check_mean(mn_comm *c, const char *name, int half, int layout)
     size_t total = 0, lens[n];
     memcpy(lens, lens_in, sizeof lens);
     for (int i = 0; i < n; ++i) total += lens[i];
-    float *arena = malloc((total + 1) * sizeof(float)), *arrays[n];
+    float *arena = NULL, *arrays[n];
+    if (layout == 2) EXPECT(mn_comm_arena_alloc(c, total, &arena) == MN_OK, "%s: arena", name);
+    else arena = malloc((total + 1) * sizeof(float));
     size_t off = 0;
     for (int i = 0; i < n; ++i) {
         arrays[i] = layout ? arena + off : malloc((lens[i] + 1) * sizeof(float));
@@ -95,7 +99,8 @@ static void check_mean(mn_comm *c, const char *name, int half, int layout)
     same_on_all_ranks(arrays, lens, n, name);
     free(v);
     if (!layout) for (int i = 0; i < n; ++i) free(arrays[i]);
-    free(arena);
+    if (layout == 2) mn_comm_arena_free(c, arena);
+    else free(arena);
     /* zero arrays, and all-empty arrays, are fine */
     EXPECT(mn_comm_mean_grad(c, NULL, NULL, 0) == MN_OK, "%s: no arrays", name);
     size_t zero[3] = {0, 0, 0};
@@ -297,7 +302,7 @@ int main(int argc, char **argv)
         EXPECT(!strcmp(mn_comm_name(c), names[a]), "name");
         for (int half = 0; half < 2; ++half) {
             EXPECT(mn_comm_set_dtype(c, half) == MN_OK, "set_dtype");
-            for (int layout = 0; layout < 2; ++layout) check_mean(c, names[a], half, layout);
+            for (int layout = 0; layout < 3; ++layout) check_mean(c, names[a], half, layout);
             if (half) check_half_edges(c, names[a]);
         }
         EXPECT(mn_comm_set_dtype(c, 0) == MN_OK, "set_dtype");
