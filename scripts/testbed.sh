@@ -5,7 +5,8 @@
 # root namespace; Open MPI launches ranks into them over TCP through an rsh
 # agent that enters the namespace. Traffic stays on 10.77.0.0/24.
 #
-#   scripts/testbed.sh up [RATE]   # RATE caps each host's link, e.g. 1gbit (tc tbf)
+#   scripts/testbed.sh up [RATE [DELAY]]   # RATE caps each host's link, e.g. 1gbit (tc tbf);
+#                                          # DELAY adds one-way latency, e.g. 2ms (tc netem)
 #   scripts/testbed.sh run NP CMD...   # mpiexec across the hosts, NP/2 ranks per host
 #   scripts/testbed.sh down
 #   scripts/testbed.sh rsh HOST CMD... # the rsh agent (used by run)
@@ -29,8 +30,12 @@ down() {
 }
 
 up() {
-    local rate=${1:-}
+    local rate=${1:-} delay=${2:-}
     down
+    if [ -n "$delay" ] && ! grep -qs 'CONFIG_NET_SCH_NETEM=[ym]' /boot/config-"$(uname -r)" <(zcat /proc/config.gz 2> /dev/null); then
+        echo "testbed: DELAY needs tc netem, which this kernel ($(uname -r)) does not have (CONFIG_NET_SCH_NETEM)" >&2
+        return 1
+    fi
     set -e
     ip link add "$BR" type bridge
     ip addr add $NET.254/24 dev "$BR"
@@ -42,14 +47,21 @@ up() {
         ip -n "$h" addr add "$(ip_of "$h")/24" dev eth0
         ip -n "$h" link set eth0 up
         ip -n "$h" link set lo up
-        if [ -n "$rate" ]; then
-            # Both directions: egress inside the host, and egress towards it on the bridge side.
-            ip netns exec "$h" tc qdisc add dev eth0 root tbf rate "$rate" burst 512kb latency 100ms
-            tc qdisc add dev "v$h" root tbf rate "$rate" burst 512kb latency 100ms
-        fi
+        # Both directions: egress inside the host, and egress towards it on
+        # the bridge side; netem (delay) first, tbf (rate) under it.
+        local dev run parent
+        for dev in eth0 "v$h"; do
+            run=(); [ "$dev" = eth0 ] && run=(ip netns exec "$h")
+            parent=root
+            if [ -n "$delay" ]; then
+                "${run[@]}" tc qdisc add dev "$dev" root handle 1: netem delay "$delay"
+                parent="parent 1:"
+            fi
+            [ -n "$rate" ] && "${run[@]}" tc qdisc add dev "$dev" $parent handle 2: tbf rate "$rate" burst 512kb latency 100ms
+        done
     done
     set +e
-    echo "testbed: hosts $HOSTS on $NET.0/24${rate:+, links capped at $rate}"
+    echo "testbed: hosts $HOSTS on $NET.0/24${rate:+, links capped at $rate}${delay:+, $delay one way}"
 }
 
 # Open MPI calls: <agent> [options] <host> <command...>
@@ -83,5 +95,5 @@ case $cmd in
     down) down ;;
     rsh) rsh "$@" ;;
     run) run "$@" ;;
-    *) echo "usage: $0 up [RATE] | run NP CMD... | down" >&2; exit 2 ;;
+    *) echo "usage: $0 up [RATE [DELAY]] | run NP CMD... | down" >&2; exit 2 ;;
 esac
