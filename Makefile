@@ -46,6 +46,13 @@ endif
 
 PLUGIN_SRC := $(wildcard plugin/*.c)
 PLUGIN_OBJ := $(patsubst plugin/%.c,$(OBJ)/plugin/%.o,$(PLUGIN_SRC))
+ifeq ($(GPU),1)
+# The device-side kernels (float16 casts, checks), for the same GPUs as Darknet's build.
+NVCC ?= nvcc
+NVFLAGS := -O3 -Xcompiler -fPIC -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
+           -gencode arch=compute_86,code=sm_86 -gencode arch=compute_90,code=[sm_90,compute_90]
+PLUGIN_OBJ += $(OBJ)/plugin/mn_kernels.o
+endif
 LIBMN := $(OBJ)/libdarknet_mn.a
 LIBDK := $(DK)/libdarknet.a
 
@@ -71,6 +78,10 @@ darknet: $(LIBDK)
 $(OBJ)/plugin/%.o: plugin/%.c plugin/darknet_mn.h plugin/mn_internal.h $(DK)/.patched
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(OBJ)/plugin/mn_kernels.o: plugin/mn_kernels.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
 
 $(LIBMN): $(PLUGIN_OBJ)
 	ar rcs $@ $^

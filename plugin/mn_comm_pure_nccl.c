@@ -4,11 +4,16 @@
  * NVLink, PCIe and the network by itself, which is why ChainerMN recommends
  * it wherever NCCL 2 is available.
  *
- * The optimizer hands mean_grad HOST arrays (it pulls the GPU gradients to
- * host first, for MPI), so this version copies the packed host gradient into
- * one device buffer, reduces it there, copies it back and divides on the
- * host: correct, but it pays two PCIe copies that a device-side arena would
- * avoid. float16 travels as ncclFloat16, converted on the host.
+ * In a GPU run the optimizer hands mean_grad_device Darknet's DEVICE update
+ * arrays: float32 goes as one ncclGroup of in-place ncclAllReduce calls with
+ * ncclAvg (no host copy, no extra pass); float16 is cast on the device into
+ * one half buffer with the 1/N scale folded in (mn_kernels.cu), reduced with
+ * one ncclAllReduce of ncclFloat16, checked for Inf/NaN and cast back, or,
+ * when the check finds any, reduced again in float32 from the untouched
+ * arrays. Darknet's kernels run on the legacy default stream; ours waits for
+ * them through an event, and the host waits for ours before returning.
+ * mean_grad (host arrays, as the tests and the bench pass) copies a host
+ * piece to the device, reduces it and copies it back.
  *
  * This is the one file where NCCL and CUDA switch: a build without NCCL=1 and
  * GPU=1 compiles the stub at the end, which refuses the algorithm by name. */
@@ -23,9 +28,11 @@
 typedef struct {
     ncclComm_t comm;
     cudaStream_t stream;
-    void *dev;              /* the device copy of one piece */
+    cudaEvent_t ready;      /* recorded on the default stream: the gradients are complete */
+    void *dev;              /* the device copy of one piece, or the float16 buffer */
     size_t dev_bytes;
-    int device, has_comm, has_stream;
+    int *flag;              /* device: a reduced half was Inf or NaN */
+    int device, has_comm, has_stream, has_event;
 } pure_nccl;
 
 #define CUDA_CHECK(c, call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
@@ -45,6 +52,8 @@ static void pure_nccl_teardown(mn_comm *c)
     if (!s) return;
     if (s->has_comm) ncclCommDestroy(s->comm);
     if (s->dev) cudaFree(s->dev);
+    if (s->flag) cudaFree(s->flag);
+    if (s->has_event) cudaEventDestroy(s->ready);
     if (s->has_stream) cudaStreamDestroy(s->stream);
     free(s);
     c->state = NULL;
@@ -64,6 +73,9 @@ static mn_status open_device(mn_comm *c, pure_nccl *s)
     CUDA_CHECK(c, cudaSetDevice(s->device));
     CUDA_CHECK(c, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     s->has_stream = 1;
+    CUDA_CHECK(c, cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming));
+    s->has_event = 1;
+    CUDA_CHECK(c, cudaMalloc((void **)&s->flag, sizeof(int)));
     return MN_OK;
 }
 
@@ -97,17 +109,22 @@ static mn_status pure_nccl_setup(mn_comm *c)
     return st;
 }
 
+static mn_status device_buffer(mn_comm *c, pure_nccl *s, size_t bytes)
+{
+    if (bytes <= s->dev_bytes) return MN_OK;
+    if (s->dev) cudaFree(s->dev);
+    s->dev = NULL;
+    s->dev_bytes = 0;
+    CUDA_CHECK(c, cudaMalloc(&s->dev, bytes));
+    s->dev_bytes = bytes;
+    return MN_OK;
+}
+
 /* Host piece -> device, ncclAllReduce in place, device -> host. */
 static mn_status reduce_on_device(mn_comm *c, pure_nccl *s, void *buf, int count, const mn_wire *w)
 {
     size_t bytes = (size_t)count * (w->half ? 2 : 4);
-    if (bytes > s->dev_bytes) {
-        if (s->dev) cudaFree(s->dev);
-        s->dev = NULL;
-        s->dev_bytes = 0;
-        CUDA_CHECK(c, cudaMalloc(&s->dev, bytes));
-        s->dev_bytes = bytes;
-    }
+    MN_CHECK(device_buffer(c, s, bytes));
     CUDA_CHECK(c, cudaMemcpyAsync(s->dev, buf, bytes, cudaMemcpyHostToDevice, s->stream));
     NCCL_CHECK(c, ncclAllReduce(s->dev, s->dev, (size_t)count, w->half ? ncclFloat16 : ncclFloat32,
                                 ncclSum, s->comm, s->stream));
@@ -134,10 +151,70 @@ static mn_status pure_nccl_mean_grad(mn_comm *c, float **arrays, const size_t *l
     return mn_mean_by_pieces(c, arrays, lens, n, INT_MAX, pure_nccl_sum);
 }
 
+/* Every array in place, float32, averaged by NCCL itself (ncclAvg). */
+static mn_status mean_float32(mn_comm *c, pure_nccl *s, float **dev, const size_t *lens, int n)
+{
+    NCCL_CHECK(c, ncclGroupStart());
+    for (int i = 0; i < n; ++i)
+        if (lens[i]) NCCL_CHECK(c, ncclAllReduce(dev[i], dev[i], lens[i], ncclFloat32, ncclAvg, s->comm, s->stream));
+    NCCL_CHECK(c, ncclGroupEnd());
+    return MN_OK;
+}
+
+/* Cast (x/N) into one half buffer, one reduction, check, cast back; or, if
+ * the reduced halves hold Inf/NaN, float32 from the arrays, untouched so far. */
+static mn_status mean_float16(mn_comm *c, pure_nccl *s, float **dev, const size_t *lens, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; ++i) total += lens[i];
+    if (!total) return MN_OK;
+    MN_CHECK(device_buffer(c, s, total * 2));
+    uint16_t *h = s->dev;
+    const float scale = 1.0f / (float)c->size;
+    size_t off = 0;
+    for (int i = 0; i < n; off += lens[i], ++i)
+        if (mn_gpu_floats_to_halves(h + off, dev[i], lens[i], scale, s->stream)) {
+            mn_error(c, "the float16 cast kernel failed to launch: %s", cudaGetErrorString(cudaGetLastError()));
+            return MN_ERR_UNAVAILABLE;
+        }
+    NCCL_CHECK(c, ncclAllReduce(h, h, total, ncclFloat16, ncclSum, s->comm, s->stream));
+    int bad = 0;
+    CUDA_CHECK(c, cudaMemsetAsync(s->flag, 0, sizeof(int), s->stream));
+    if (mn_gpu_halves_nonfinite(h, total, s->flag, s->stream)) return MN_ERR_UNAVAILABLE;
+    CUDA_CHECK(c, cudaMemcpyAsync(&bad, s->flag, sizeof(int), cudaMemcpyDeviceToHost, s->stream));
+    CUDA_CHECK(c, cudaStreamSynchronize(s->stream));
+    if (bad) return mean_float32(c, s, dev, lens, n);   /* every rank holds the same halves */
+    off = 0;
+    for (int i = 0; i < n; off += lens[i], ++i)
+        if (mn_gpu_halves_to_floats(dev[i], h + off, lens[i], s->stream)) return MN_ERR_UNAVAILABLE;
+    return MN_OK;
+}
+
+static mn_status pure_nccl_mean_grad_device(mn_comm *c, float **dev, const size_t *lens, int n)
+{
+    pure_nccl *s = c->state;
+    int prev = 0;
+    cudaGetDevice(&prev);
+    if (prev != s->device) cudaSetDevice(s->device);
+    mn_status st = MN_OK;
+    if (cudaEventRecord(s->ready, 0) != cudaSuccess || cudaStreamWaitEvent(s->stream, s->ready, 0) != cudaSuccess) {
+        mn_error(c, "could not order the allreduce after Darknet's backward pass: %s", cudaGetErrorString(cudaGetLastError()));
+        st = MN_ERR_UNAVAILABLE;
+    }
+    if (st == MN_OK) st = c->half ? mean_float16(c, s, dev, lens, n) : mean_float32(c, s, dev, lens, n);
+    if (st == MN_OK && cudaStreamSynchronize(s->stream) != cudaSuccess) {
+        mn_error(c, "the device allreduce failed: %s", cudaGetErrorString(cudaGetLastError()));
+        st = MN_ERR_UNAVAILABLE;
+    }
+    if (prev != s->device) cudaSetDevice(prev);
+    return st;
+}
+
 const mn_comm_ops mn_comm_pure_nccl_ops = {
     .name = "pure_nccl",
     .setup = pure_nccl_setup,
     .mean_grad = pure_nccl_mean_grad,
+    .mean_grad_device = pure_nccl_mean_grad_device,
     .teardown = pure_nccl_teardown,
 };
 

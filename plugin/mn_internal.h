@@ -42,6 +42,10 @@ typedef struct mn_comm_ops {
      * leg leaves the piece in cache (packing and float16 conversion are done
      * around it). Collective. */
     mn_sum_fn sum;
+    /* GPU builds: replace each DEVICE array by its mean over all ranks,
+     * without staging through host memory. NULL: the optimizer pulls the
+     * gradients to its host arena and calls mean_grad. Collective. */
+    mn_status (*mean_grad_device)(mn_comm *c, float **dev_arrays, const size_t *lens, int n);
     /* Release what setup made; may be NULL. */
     void (*teardown)(mn_comm *c);
 } mn_comm_ops;
@@ -123,6 +127,15 @@ mn_status mn_shm_arena_fence(mn_comm *c);
 mn_status mn_shm_setup_job(mn_comm *c);
 void mn_shm_teardown_job(mn_comm *c);
 mn_status mn_sum_job(mn_comm *c, void *buf, int count, const mn_wire *w);
+
+/* Device kernels (mn_kernels.cu, GPU=1 builds): on `stream` (a cudaStream_t);
+ * non-zero when the launch failed. The *_nonfinite ones set *dev_flag (device
+ * memory) to 1 when any element is Inf or NaN. */
+int mn_gpu_floats_to_halves(uint16_t *out, const float *in, size_t n, float scale, void *stream);
+int mn_gpu_halves_to_floats(float *out, const uint16_t *in, size_t n, void *stream);
+int mn_gpu_add(float *y, const float *x, size_t n, void *stream);
+int mn_gpu_halves_nonfinite(const uint16_t *h, size_t n, int *dev_flag, void *stream);
+int mn_gpu_floats_nonfinite(const float *x, size_t n, int *dev_flag, void *stream);
 
 /* IEEE half (mn_half.c): round to nearest even, overflow to Inf, subnormals kept. */
 uint16_t mn_float_to_half(float f);

@@ -24,7 +24,11 @@ struct mn_optimizer {
     int nonfinite;        /* the last averaged gradient held NaN or Inf */
     mn_watchdog *watch;   /* NULL when collective_timeout=0 */
     float *aside;         /* float16: the momentum part, set aside during backward */
+    float *aside_gpu;     /* the same on the device, for a device-side allreduce */
+    int *flag_gpu;        /* device: a gradient held Inf or NaN */
     int is_aside;
+    int on_device;        /* GPU run whose communicator averages device arrays */
+    int pinned;           /* the arena is page-locked for the device copies */
 };
 
 /* NaN or Inf anywhere: x*0 is 0 for every finite x, NaN otherwise. */
@@ -56,10 +60,41 @@ static int layer_grads(layer *l, float ***slots, float ***slots_gpu, size_t *len
     return m;
 }
 
+#ifdef GPU
+/* pure_nccl in a GPU run: Darknet's device update arrays are averaged where
+ * they are; the host arena is only filled for checkpoints. */
+static void sync_on_device(network *net, mn_optimizer *o)
+{
+    mn_watchdog_enter(o->watch, "gradient allreduce", get_current_batch(net));
+    if (o->comm->ops->mean_grad_device(o->comm, o->arrays_gpu, o->lens, o->n) != MN_OK)
+        mn_abort(o->comm, "gradient allreduce failed");
+    mn_watchdog_leave(o->watch);
+    int bad = 0;
+    size_t off = 0;
+    cudaMemset(o->flag_gpu, 0, sizeof(int));
+    for (int i = 0; i < o->n; off += o->lens[i], ++i) {
+        if (o->is_aside && mn_gpu_add(o->arrays_gpu[i], o->aside_gpu + off, o->lens[i], NULL))
+            mn_abort(o->comm, "adding the momentum part back failed to launch");
+        if (mn_gpu_floats_nonfinite(o->arrays_gpu[i], o->lens[i], o->flag_gpu, NULL))
+            mn_abort(o->comm, "the Inf/NaN check failed to launch");
+    }
+    o->is_aside = 0;
+    if (cudaMemcpy(&bad, o->flag_gpu, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
+        mn_abort(o->comm, "reading the Inf/NaN check failed: %s", cudaGetErrorString(cudaGetLastError()));
+    o->nonfinite = bad;
+    if (bad)
+        for (int i = 0; i < o->n; ++i) fill_gpu((int)o->lens[i], 0, o->arrays_gpu[i], 1);
+}
+#endif
+
 static void sync_hook(network *net)
 {
     mn_optimizer *o = net->sync_arg;
 #ifdef GPU
+    if (o->on_device) {
+        sync_on_device(net, o);
+        return;
+    }
     /* Debian's Open MPI is not CUDA-aware: stage device gradients through host. */
     if (net->gpu_index >= 0)
         for (int i = 0; i < o->n; ++i) cuda_pull_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
@@ -87,6 +122,11 @@ static void free_optimizer(mn_optimizer *o)
 {
     mn_watchdog_stop(o->watch);
     free(o->aside);
+#ifdef GPU
+    if (o->pinned) cudaHostUnregister(o->arena);
+    if (o->aside_gpu) cuda_free(o->aside_gpu);
+    if (o->flag_gpu) cudaFree(o->flag_gpu);
+#endif
     mn_comm_arena_free(o->comm, o->arena);
     free(o->arrays);
     free(o->arrays_gpu);
@@ -119,6 +159,13 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
         st = mn_comm_set_dtype(c, 1);
         if (st == MN_OK && !(o->aside = calloc(o->total + 1, sizeof(float)))) st = MN_ERR_NOMEM;
     }
+#ifdef GPU
+    o->on_device = net->gpu_index >= 0 && c->size > 1 && c->ops->mean_grad_device;
+    if (st == MN_OK && o->on_device) {
+        if (cudaMalloc((void **)&o->flag_gpu, sizeof(int)) != cudaSuccess) st = MN_ERR_NOMEM;
+        if (st == MN_OK && opt->grad_dtype_half && !(o->aside_gpu = cuda_make_array(NULL, o->total + 1))) st = MN_ERR_NOMEM;
+    }
+#endif
     if (st == MN_ERR_NOMEM) mn_error(c, "out of memory attaching the optimizer");
     /* The watchdog and the arena's window are collective: every rank goes
      * on to them, or none. */
@@ -146,6 +193,12 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     }
     free(slots);
     free(slots_gpu);
+#ifdef GPU
+    /* Host-staged GPU runs copy the gradient down and up every step: from
+     * page-locked memory those copies are DMA, not bounced. Best effort. */
+    if (net->gpu_index >= 0 && !o->on_device && c->size > 1)
+        o->pinned = cudaHostRegister(o->arena, (o->total + 1) * sizeof(float), cudaHostRegisterPortable) == cudaSuccess;
+#endif
     net->ranks = c->size;
     net->sync = sync_hook;
     net->sync_arg = o;
@@ -159,9 +212,20 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
  * after the allreduce) keeps it in float32, exactly as every rank holds it. */
 void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
 {
+#ifdef GPU
+    if (o->on_device && o->aside_gpu) {   /* the same on the device */
+        size_t off = 0;
+        for (int i = 0; i < o->n; off += o->lens[i], ++i) {
+            copy_gpu((int)o->lens[i], o->arrays_gpu[i], 1, o->aside_gpu + off, 1);
+            fill_gpu((int)o->lens[i], 0, o->arrays_gpu[i], 1);
+        }
+        o->is_aside = 1;
+        return;
+    }
+#endif
     if (!o->aside) return;
 #ifdef GPU
-    if (net->gpu_index >= 0) return;   /* device arrays: their momentum still travels in half */
+    if (net->gpu_index >= 0) return;   /* host-staged device arrays: their momentum still travels in half */
 #else
     (void)net;   /* CPU builds: Darknet's gpu_index field is meaningless (often 0) */
 #endif
