@@ -46,12 +46,14 @@ static const char *positional(int argc, char **argv, int k)
 
 int main(int argc, char **argv)
 {
-    /* Funneled: only the main thread calls MPI (the watchdog thread aborts only). */
+    /* Training may average gradients on a thread of its own (double_buffering=1,
+     * which checks what it got); everything else calls MPI from the main
+     * thread only (the watchdog thread aborts only). */
+    const char *cmd = positional(argc, argv, 0), *sub = positional(argc, argv, 1);
     int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(&argc, &argv, sub && !strcmp(sub, "train") ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    const char *cmd = positional(argc, argv, 0), *sub = positional(argc, argv, 1);
     const char *a = positional(argc, argv, 2), *b = positional(argc, argv, 3), *w = positional(argc, argv, 4);
     mn_status s = MN_ERR_USER;
     if (cmd && !strcmp(cmd, "version")) {

@@ -11,23 +11,34 @@
  * formatted once here, the one piece of process-wide state the plugin keeps. */
 static char fault_prefix[160];
 
-static void put(const char *s)
+static void append(char *buf, size_t *n, size_t cap, const char *s)
 {
-    ssize_t r = write(2, s, strlen(s));
-    (void)r;
+    while (*s && *n + 1 < cap) buf[(*n)++] = *s++;
 }
 
+/* One write, so that another thread's output cannot split the line. A second
+ * fatal signal while the first is handled (Darknet's loader threads often
+ * fail together) waits for the first to take the job down; if it came from
+ * the handling thread itself (MPI_Abort crashed), it exits after the wait. */
 static void on_fatal(int sig)
 {
+    static volatile int busy;
+    if (__sync_lock_test_and_set(&busy, 1)) {
+        sleep(10);
+        _exit(128 + sig);
+    }
     const char *name = sig == SIGSEGV ? "SIGSEGV (invalid memory access)"
                      : sig == SIGBUS ? "SIGBUS (bus error)"
                      : sig == SIGFPE ? "SIGFPE (arithmetic exception)"
                      : sig == SIGABRT ? "SIGABRT (abort: an assertion or Darknet's error())"
                      : sig == SIGTERM ? "SIGTERM" : "a fatal signal";
-    put(fault_prefix);
-    put(name);
-    put("; aborting all ranks\n");
-    signal(sig, SIG_DFL);
+    char msg[512];
+    size_t n = 0;
+    append(msg, &n, sizeof msg, fault_prefix);
+    append(msg, &n, sizeof msg, name);
+    append(msg, &n, sizeof msg, "; aborting all ranks\n");
+    ssize_t r = write(2, msg, n);
+    (void)r;
     /* MPI_Abort is not async-signal-safe, but the process is lost anyway and
      * it is the one call that takes the other ranks down promptly. */
     MPI_Abort(MPI_COMM_WORLD, 128 + sig);
@@ -43,7 +54,7 @@ void mn_install_fault_handlers(const mn_comm *c)
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_fatal;
         sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESETHAND;
+        sa.sa_flags = SA_NODEFER;   /* a crash inside the handler re-enters it and exits */
         sigaction(sigs[i], &sa, NULL);
     }
 }

@@ -29,6 +29,8 @@ struct mn_optimizer {
     int is_aside;
     int on_device;        /* GPU run whose communicator averages device arrays */
     int pinned;           /* the arena is page-locked for the device copies */
+    mn_dbuf *dbuf;        /* double_buffering=1, else NULL */
+    float *state;         /* double buffering: the arena, then the mean in flight (checkpoints) */
 };
 
 /* NaN or Inf anywhere: x*0 is 0 for every finite x, NaN otherwise. */
@@ -87,13 +89,34 @@ static void sync_on_device(network *net, mn_optimizer *o)
 }
 #endif
 
-static void sync_hook(network *net)
+/* After the allreduce: the momentum part back, and a non-finite mean zeroed
+ * (momentum too) so that Darknet's update cannot write NaN into the weights.
+ * Every rank holds the same mean, so every rank decides alike. */
+static void finish_mean(mn_optimizer *o)
+{
+    if (o->is_aside) {
+        for (size_t i = 0; i < o->total; ++i) o->arena[i] += o->aside[i];
+        o->is_aside = 0;
+    }
+    o->nonfinite = !all_finite(o->arena, o->total);
+    if (o->nonfinite) memset(o->arena, 0, o->total * sizeof(float));
+}
+
+/* Nonzero: Darknet skips this update (double buffering's first step). */
+static int sync_hook(network *net)
 {
     mn_optimizer *o = net->sync_arg;
+    if (o->dbuf) {
+        mn_watchdog_enter(o->watch, "gradient allreduce", get_current_batch(net));
+        int apply = mn_dbuf_exchange(o->dbuf, o->arena);
+        mn_watchdog_leave(o->watch);
+        finish_mean(o);
+        return !apply;
+    }
 #ifdef GPU
     if (o->on_device) {
         sync_on_device(net, o);
-        return;
+        return 0;
     }
     /* Debian's Open MPI is not CUDA-aware: stage device gradients through host. */
     if (net->gpu_index >= 0)
@@ -103,25 +126,20 @@ static void sync_hook(network *net)
     if (mn_comm_mean_grad(o->comm, o->arrays, o->lens, o->n) != MN_OK)
         mn_abort(o->comm, "gradient allreduce failed");
     mn_watchdog_leave(o->watch);
-    if (o->is_aside) {
-        for (size_t i = 0; i < o->total; ++i) o->arena[i] += o->aside[i];
-        o->is_aside = 0;
-    }
-    /* Every rank holds the same mean, so every rank decides alike. A bad
-     * update is zeroed (momentum too) so that Darknet's update that follows
-     * cannot write NaN into the weights. */
-    o->nonfinite = !all_finite(o->arena, o->total);
-    if (o->nonfinite) memset(o->arena, 0, o->total * sizeof(float));
+    finish_mean(o);
 #ifdef GPU
     if (net->gpu_index >= 0)
         for (int i = 0; i < o->n; ++i) cuda_push_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
 #endif
+    return 0;
 }
 
 static void free_optimizer(mn_optimizer *o)
 {
+    mn_dbuf_stop(o->dbuf);
     mn_watchdog_stop(o->watch);
     free(o->aside);
+    free(o->state);
 #ifdef GPU
     if (o->pinned) cudaHostUnregister(o->arena);
     if (o->aside_gpu) cuda_free(o->aside_gpu);
@@ -155,10 +173,18 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     for (int i = 0; st == MN_OK && i < net->n; ++i)
         o->n += layer_grads(&net->layers[i], slots + o->n, slots_gpu + o->n, o->lens + o->n);
     for (int i = 0; i < o->n; ++i) o->total += o->lens[i];
-    if (st == MN_OK && opt->grad_dtype_half) {
-        st = mn_comm_set_dtype(c, 1);
-        if (st == MN_OK && !(o->aside = calloc(o->total + 1, sizeof(float)))) st = MN_ERR_NOMEM;
+    if (st == MN_OK && opt->grad_dtype_half) st = mn_comm_set_dtype(c, 1);
+    /* float16 and double buffering send the fresh gradient alone: the
+     * momentum part waits in aside (mn_optimizer_begin_step). */
+    if (st == MN_OK && (opt->grad_dtype_half || opt->double_buffering) &&
+        !(o->aside = calloc(o->total + 1, sizeof(float)))) st = MN_ERR_NOMEM;
+    if (st == MN_OK && opt->double_buffering && !(o->state = calloc(2 * o->total + 1, sizeof(float)))) st = MN_ERR_NOMEM;
+#ifdef GPU
+    if (st == MN_OK && opt->double_buffering && net->gpu_index >= 0) {
+        if (c->rank == 0) mn_error(c, "double_buffering=1 is not available with a GPU in this version (CPU runs only)");
+        st = MN_ERR_UNAVAILABLE;
     }
+#endif
 #ifdef GPU
     o->on_device = net->gpu_index >= 0 && c->size > 1 && c->ops->mean_grad_device;
     if (st == MN_OK && o->on_device) {
@@ -174,6 +200,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
         if (opt->collective_timeout > 0 && c->size > 1) sw = mn_watchdog_start(c, opt->collective_timeout, &o->watch);
         mn_status sa = mn_comm_arena_alloc(c, o->total, &o->arena);
         st = mn_agree(c, sw != MN_OK ? sw : sa);
+        if (st == MN_OK && opt->double_buffering) st = mn_dbuf_start(c, o->lens, o->n, o->total, &o->dbuf);
     }
     if (st != MN_OK) {
         free(slots);
@@ -253,13 +280,26 @@ float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_devic
     (void)net;
     (void)to_device;
 #endif
+    if (o->dbuf) {   /* the arena and the mean in flight, which the next step applies */
+        int has;
+        float *pending = mn_dbuf_pending(o->dbuf, &has);
+        if (to_device) {
+            memcpy(o->arena, o->state, o->total * sizeof(float));
+            memcpy(pending, o->state + o->total, o->total * sizeof(float));
+            mn_dbuf_set_pending(o->dbuf, 1);
+        } else {
+            memcpy(o->state, o->arena, o->total * sizeof(float));
+            if (has) memcpy(o->state + o->total, pending, o->total * sizeof(float));
+            else memset(o->state + o->total, 0, o->total * sizeof(float));
+        }
+    }
     return mn_optimizer_arena(o, n);
 }
 
 float *mn_optimizer_arena(mn_optimizer *o, size_t *n)
 {
-    *n = o->total;
-    return o->arena;
+    *n = o->dbuf ? 2 * o->total : o->total;
+    return o->dbuf ? o->state : o->arena;
 }
 
 /* Give every update array its own allocation again, so free_network works. */

@@ -99,9 +99,5 @@ mn_status mn_parse_options(const network *net, const char *cfgfile, int report, 
         }
         p->used = 1;
     }
-    if (opt->double_buffering) {
-        if (report) fprintf(stderr, "darknet-mn: %s: [distributed] double_buffering=1 is not available in this version\n", cfgfile);
-        return MN_ERR_UNAVAILABLE;
-    }
     return MN_OK;
 }

@@ -147,6 +147,36 @@ if all_rc dt-float16 2 0 && [ -n "$l32" ] && [ -n "$l16" ] && awk "BEGIN{d=$l16-
     ok "float16 allreduce: average loss after 40 updates $l16 vs float32 $l32; $(cat "$T/dt.log")"
 else bad "float16 vs float32: avg loss '$l16' vs '$l32'; $(cat "$T/dt.log" 2>/dev/null)"; fi
 
+# double_buffering=1 (ChainerMN's semantics): each update applies the previous
+# step's mean and the first applies nothing. From the same start (one-2-1's
+# weights, 5 updates of batch 4) and with a constant rate: 1 step with it
+# leaves the weights as they were, 2 steps with it equal 1 step without it,
+# bit for bit; and N ranks x b equal 1 rank x N*b with it too.
+db_cfg() {   # db_cfg NAME BATCH MAX_BATCHES DB
+    local f; f=$(cfg "$1" "$2" 1 "$3" deterministic=1 shuffle=0 double_buffering="$4")
+    sed -i -e 's/^policy=steps/policy=constant/' -e '/^burn_in=/d' -e '/^steps=/d' -e '/^scales=/d' "$f"
+    echo "$f"
+}
+w0=$T/one-2-1/one-2-1_final.weights
+train db-one1 1 "$(db_cfg db-one1 4 6 1)" "$(data db-one1)" "$w0"
+train db-one2 1 "$(db_cfg db-one2 4 7 1)" "$(data db-one2)" "$w0"
+train db-off1 1 "$(db_cfg db-off1 4 6 0)" "$(data db-off1)" "$w0"
+if all_rc db-one1 1 0 && all_rc db-one2 1 0 && all_rc db-off1 1 0 &&
+   "$TEST_BIN/mn_wcmp" "$T/db-one1/db-one1_final.weights" "$w0" 0 > "$T/db1.log" &&
+   "$TEST_BIN/mn_wcmp" "$T/db-one2/db-one2_final.weights" "$T/db-off1/db-off1_final.weights" 0 > "$T/db2.log" &&
+   ! "$TEST_BIN/mn_wcmp" "$T/db-off1/db-off1_final.weights" "$w0" 0 > "$T/db0.log"; then
+    ok "double_buffering: 1 step keeps the weights ($(cat "$T/db1.log")); 2 steps = 1 step without it ($(cat "$T/db2.log")); without it 1 step moves them ($(cat "$T/db0.log"))"
+else bad "double_buffering semantics: $(cat "$T"/db[012].log 2>/dev/null) (see $T/db-one2.err.0)"; fi
+for n in 2 4; do
+    b=$((4 / n))
+    train "db-$n" $n "$(db_cfg "db-$n" $b 10 1)" "$(data "db-$n")" "$w0"
+    [ -f "$T/db-1x4.done" ] || { train db-1x4 1 "$(db_cfg db-1x4 4 10 1)" "$(data db-1x4)" "$w0"; touch "$T/db-1x4.done"; }
+    if all_rc "db-$n" $n 0 && all_rc db-1x4 1 0 &&
+       "$TEST_BIN/mn_wcmp" "$T/db-$n/db-${n}_final.weights" "$T/db-1x4/db-1x4_final.weights" 1e-5 > "$T/db-$n.log"; then
+        ok "double_buffering: $n ranks x batch $b = 1 x 4 over 5 updates ($(cat "$T/db-$n.log"))"
+    else bad "double_buffering $n ranks: $(cat "$T/db-$n.log" 2>/dev/null) (see $T/db-$n.err.0)"; fi
+done
+
 # Rank 0 reports; the others print nothing on success.
 progress=$(grep -c '^[0-9]*: loss' "$T/many-4-2.out.0")
 quiet=$(cat "$T"/many-4-2.out.[123] "$T"/many-4-2.err.[123] | wc -c)

@@ -148,6 +148,21 @@ if grep -q "resumed from checkpoint .*ckpt-10" "$F/resumed2.out" &&
    cmp "$F/straight/straight_final.weights" "$F/resumed/resumed_final.weights"; then
     ok "killed at iteration 12 and resumed from checkpoint 10: final weights identical to 20 straight ($gens generations kept of 2)"
 else bad "checkpoint resume: $(grep resumed "$F/resumed2.out") $(tail -2 "$F/resumed2.err")"; fi
+
+# 5b. The same with double_buffering=1: a checkpoint also holds the mean in
+#     flight, which the resumed run's first update applies.
+cfg dbstraight 20 deterministic=1 shuffle=0 checkpoint_interval=5 double_buffering=1
+cfg dbresumed 20 deterministic=1 shuffle=0 checkpoint_interval=5 double_buffering=1
+timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/dbstraight.data" "$F/dbstraight.cfg" > "$F/dbstraight.out" 2> "$F/dbstraight.err"
+launch dbresumed 2
+if wait_iter dbresumed 12; then kill -9 "$(cat "$F/dbresumed.pid.1")"; fi
+ends_within dbresumed 15 > /dev/null
+[ -f "$F/dbresumed/dbresumed_final.weights" ] && bad "double-buffered checkpoint: the killed run finished before the kill"
+timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/dbresumed.data" "$F/dbresumed.cfg" > "$F/dbresumed2.out" 2> "$F/dbresumed2.err"
+if grep -q "resumed from checkpoint .*ckpt-10" "$F/dbresumed2.out" &&
+   cmp "$F/dbstraight/dbstraight_final.weights" "$F/dbresumed/dbresumed_final.weights"; then
+    ok "double_buffering=1: killed at iteration 12 and resumed from checkpoint 10 (with the mean in flight): identical to 20 straight"
+else bad "double-buffered checkpoint resume: $(grep resumed "$F/dbresumed2.out") $(tail -2 "$F/dbresumed2.err")"; fi
 [ "$gens" -le 2 ] || bad "checkpoint_keep=2 kept $gens generations"
 
 # A corrupt newest checkpoint on one rank: everyone falls back to an older common one.

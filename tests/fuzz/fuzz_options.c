@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(opt.communicator[0] == 0 || mn_comm_check_name(opt.communicator) == NULL);
         CHECK(memchr(opt.communicator, 0, sizeof opt.communicator));
         CHECK(opt.grad_dtype_half == 0 || opt.grad_dtype_half == 1);
-        CHECK(opt.double_buffering == 0);
+        CHECK(opt.double_buffering == 0 || opt.double_buffering == 1);
         CHECK(opt.bn_average == 0 || opt.bn_average == 1);
         CHECK(opt.sync_bn == 0 || opt.sync_bn == 1);
         CHECK(opt.deterministic == 0 || opt.deterministic == 1);
