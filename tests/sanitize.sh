@@ -95,6 +95,10 @@ clscfg "$T/cls.cfg" eval_interval=2 bn_average=1 sync_bn=1
 NOLEAK=ASAN_OPTIONS=$ASAN:detect_leaks=0
 run classifier-train 2 "$NOLEAK" -- "$PROG" classifier train "$T/cls.data" "$T/cls.cfg"
 run classifier-valid 2 -- "$PROG" classifier valid "$T/cls.data" "$T/cls.cfg" "$T/cls/backup/cls_final.weights"
+# double buffering's thread, float16 and checkpoints (which wait for the mean in flight)
+clscfg "$T/clsdb.cfg" double_buffering=1 allreduce_grad_dtype=float16 checkpoint_interval=2
+sed -i 's/^max_batches=3/max_batches=5/' "$T/clsdb.cfg"
+run classifier-train-dbuf 2 "$NOLEAK" -- "$PROG" classifier train "$T/cls.data" "$T/clsdb.cfg"
 printf '[net]\nbatch=2\nsubdivisions=1\nwidth=64\nheight=64\nchannels=3\nlearning_rate=0.001\nmomentum=0.9\ndecay=0.0005\nmax_batches=2\n' > "$T/det.cfg"
 printf '\n[convolutional]\nbatch_normalize=1\nfilters=8\nsize=3\nstride=2\npad=1\nactivation=leaky\n' >> "$T/det.cfg"
 printf '\n[maxpool]\nsize=2\nstride=2\n\n[maxpool]\nsize=2\nstride=2\n' >> "$T/det.cfg"
