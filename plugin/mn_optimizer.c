@@ -6,11 +6,26 @@
  * one process's step with the global batch. net->ranks makes seen count the
  * images of all ranks, so the iteration counter and learning-rate schedule
  * advance once per global update. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mn_internal.h"
 #ifdef GPU
 #include "cuda.h"
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+/* Whether this MPI takes device pointers (asked at run time where Open MPI
+ * can say; 0 elsewhere). Gradients are staged through host memory either
+ * way; the answer is reported, not assumed. */
+static int mpi_cuda_aware(void)
+{
+#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+    return MPIX_Query_cuda_support();
+#else
+    return 0;
+#endif
+}
 #endif
 
 struct mn_optimizer {
@@ -223,8 +238,12 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
 #ifdef GPU
     /* Host-staged GPU runs copy the gradient down and up every step: from
      * page-locked memory those copies are DMA, not bounced. Best effort. */
-    if (net->gpu_index >= 0 && !o->on_device && c->size > 1)
+    if (net->gpu_index >= 0 && !o->on_device && c->size > 1) {
         o->pinned = cudaHostRegister(o->arena, (o->total + 1) * sizeof(float), cudaHostRegisterPortable) == cudaSuccess;
+        if (c->rank == 0)
+            printf("darknet-mn: GPU run, communicator %s: gradients staged through %s host memory (MPI %s CUDA-aware)\n",
+                   c->ops->name, o->pinned ? "page-locked" : "pageable", mpi_cuda_aware() ? "is" : "is not");
+    }
 #endif
     net->ranks = c->size;
     net->sync = sync_hook;
