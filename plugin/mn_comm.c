@@ -140,14 +140,18 @@ mn_status mn_comm_select(mn_comm *c, const char *name)
     if (ops == c->ops) return MN_OK;
     const mn_comm_ops *old_ops = c->ops;
     void *old_state = c->state;
+    int old_f32 = c->device_f32, old_f16 = c->device_f16;
     c->ops = ops;
     c->state = NULL;
+    c->device_f32 = c->device_f16 = 0;
     mn_status s = mn_agree(c, ops->setup ? ops->setup(c) : MN_OK);
     void *new_state = c->state;
     if (s != MN_OK) {
         if (ops->teardown) ops->teardown(c);
         c->ops = old_ops;
         c->state = old_state;
+        c->device_f32 = old_f32;
+        c->device_f16 = old_f16;
         return s;
     }
     if (old_ops && old_ops->teardown) {

@@ -7,26 +7,46 @@
  * publishes, the others copy), else MPI_Reduce and MPI_Bcast over c->intra.
  * Nodes may hold different rank counts (2+1): the leaders' communicator has
  * one member per node either way. For a node with one NIC, as in ChainerMN's
- * table. */
+ * table. In GPU runs legs (1) and (3) go through NCCL on the device
+ * (mn_nccl_node.c) where every rank has a GPU of its own. */
 #include "mn_internal.h"
 
-static mn_status hierarchical_setup(mn_comm *c)
-{
-    mn_shm *s;
-    MN_CHECK(mn_shm_open(c, &s));
-    c->state = s;
-    return MN_OK;
-}
+#include <stdlib.h>
+
+typedef struct {
+    mn_shm *shm;          /* the node's window, or NULL */
+    mn_nccl_node *nccl;   /* GPU runs: the in-node legs through NCCL (mn_nccl_node.c), or NULL */
+} hierarchical;
 
 static void hierarchical_teardown(mn_comm *c)
 {
-    mn_shm_close(c->state);
+    hierarchical *h = c->state;
+    if (!h) return;
+    mn_shm_close(h->shm);
+    mn_nccl_node_close(h->nccl);
+    free(h);
     c->state = NULL;
+}
+
+static mn_status hierarchical_setup(mn_comm *c)
+{
+    hierarchical *h = calloc(1, sizeof *h);
+    c->state = h;
+    MN_CHECK(mn_agree(c, h ? MN_OK : MN_ERR_NOMEM));
+    MN_CHECK(mn_shm_open(c, &h->shm));
+    MN_CHECK(mn_nccl_node_open(c, &h->nccl));
+    c->device_f32 = h->nccl != NULL;
+    return MN_OK;
+}
+
+static mn_status hierarchical_mean_grad_device(mn_comm *c, float **dev, const size_t *lens, int n)
+{
+    return mn_nccl_node_mean(c, ((hierarchical *)c->state)->nccl, dev, lens, n, 0);
 }
 
 static mn_status hierarchical_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
 {
-    mn_shm *s = c->state;
+    mn_shm *s = ((hierarchical *)c->state)->shm;
     mn_wire sum_only = *w;   /* the in-node legs sum; the leader divides at the end */
     sum_only.div = 1.0f;
     if (s && mn_shm_fits(s, count, w)) {
@@ -48,5 +68,6 @@ const mn_comm_ops mn_comm_hierarchical_ops = {
     .name = "hierarchical",
     .setup = hierarchical_setup,
     .sum = hierarchical_sum,
+    .mean_grad_device = hierarchical_mean_grad_device,
     .teardown = hierarchical_teardown,
 };

@@ -35,10 +35,6 @@ typedef struct {
     int device, has_comm, has_stream, has_event;
 } pure_nccl;
 
-#define CUDA_CHECK(c, call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
-    mn_error((c), "%s failed: %s", #call, cudaGetErrorString(e_)); return MN_ERR_UNAVAILABLE; } } while (0)
-#define NCCL_CHECK(c, call) do { ncclResult_t e_ = (call); if (e_ != ncclSuccess) { \
-    mn_error((c), "%s failed: %s", #call, ncclGetErrorString(e_)); return MN_ERR_UNAVAILABLE; } } while (0)
 
 int mn_nccl_usable(const mn_comm *c)
 {
@@ -63,19 +59,19 @@ static void pure_nccl_teardown(mn_comm *c)
 static mn_status open_device(mn_comm *c, pure_nccl *s)
 {
     int n = 0;
-    CUDA_CHECK(c, cudaGetDeviceCount(&n));
+    MN_CUDA_CHECK(c, cudaGetDeviceCount(&n));
     if (c->intra_rank >= n) {
         mn_error(c, "communicator 'pure_nccl' needs one GPU per rank: intra-node rank %d has no device "
                     "(this node has %d)", c->intra_rank, n);
         return MN_ERR_UNAVAILABLE;
     }
     s->device = c->intra_rank;
-    CUDA_CHECK(c, cudaSetDevice(s->device));
-    CUDA_CHECK(c, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    MN_CUDA_CHECK(c, cudaSetDevice(s->device));
+    MN_CUDA_CHECK(c, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     s->has_stream = 1;
-    CUDA_CHECK(c, cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming));
+    MN_CUDA_CHECK(c, cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming));
     s->has_event = 1;
-    CUDA_CHECK(c, cudaMalloc((void **)&s->flag, sizeof(int)));
+    MN_CUDA_CHECK(c, cudaMalloc((void **)&s->flag, sizeof(int)));
     return MN_OK;
 }
 
@@ -92,7 +88,7 @@ static mn_status setup_on_device(mn_comm *c, pure_nccl *s)
     }
     MN_CHECK(mn_agree(c, st));
     MN_MPI(c, MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, c->world));
-    NCCL_CHECK(c, ncclCommInitRank(&s->comm, c->size, id, c->rank));
+    MN_NCCL_CHECK(c, ncclCommInitRank(&s->comm, c->size, id, c->rank));
     s->has_comm = 1;
     return MN_OK;
 }
@@ -106,6 +102,7 @@ static mn_status pure_nccl_setup(mn_comm *c)
     cudaGetDevice(&prev);
     mn_status st = setup_on_device(c, s);
     cudaSetDevice(prev);   /* Darknet keeps choosing its own device */
+    c->device_f32 = c->device_f16 = st == MN_OK;
     return st;
 }
 
@@ -115,7 +112,7 @@ static mn_status device_buffer(mn_comm *c, pure_nccl *s, size_t bytes)
     if (s->dev) cudaFree(s->dev);
     s->dev = NULL;
     s->dev_bytes = 0;
-    CUDA_CHECK(c, cudaMalloc(&s->dev, bytes));
+    MN_CUDA_CHECK(c, cudaMalloc(&s->dev, bytes));
     s->dev_bytes = bytes;
     return MN_OK;
 }
@@ -125,11 +122,11 @@ static mn_status reduce_on_device(mn_comm *c, pure_nccl *s, void *buf, int count
 {
     size_t bytes = (size_t)count * (w->half ? 2 : 4);
     MN_CHECK(device_buffer(c, s, bytes));
-    CUDA_CHECK(c, cudaMemcpyAsync(s->dev, buf, bytes, cudaMemcpyHostToDevice, s->stream));
-    NCCL_CHECK(c, ncclAllReduce(s->dev, s->dev, (size_t)count, w->half ? ncclFloat16 : ncclFloat32,
+    MN_CUDA_CHECK(c, cudaMemcpyAsync(s->dev, buf, bytes, cudaMemcpyHostToDevice, s->stream));
+    MN_NCCL_CHECK(c, ncclAllReduce(s->dev, s->dev, (size_t)count, w->half ? ncclFloat16 : ncclFloat32,
                                 ncclSum, s->comm, s->stream));
-    CUDA_CHECK(c, cudaMemcpyAsync(buf, s->dev, bytes, cudaMemcpyDeviceToHost, s->stream));
-    CUDA_CHECK(c, cudaStreamSynchronize(s->stream));
+    MN_CUDA_CHECK(c, cudaMemcpyAsync(buf, s->dev, bytes, cudaMemcpyDeviceToHost, s->stream));
+    MN_CUDA_CHECK(c, cudaStreamSynchronize(s->stream));
     mn_wire_div(w, buf, count);
     return MN_OK;
 }
@@ -154,10 +151,10 @@ static mn_status pure_nccl_mean_grad(mn_comm *c, float **arrays, const size_t *l
 /* Every array in place, float32, averaged by NCCL itself (ncclAvg). */
 static mn_status mean_float32(mn_comm *c, pure_nccl *s, float **dev, const size_t *lens, int n)
 {
-    NCCL_CHECK(c, ncclGroupStart());
+    MN_NCCL_CHECK(c, ncclGroupStart());
     for (int i = 0; i < n; ++i)
-        if (lens[i]) NCCL_CHECK(c, ncclAllReduce(dev[i], dev[i], lens[i], ncclFloat32, ncclAvg, s->comm, s->stream));
-    NCCL_CHECK(c, ncclGroupEnd());
+        if (lens[i]) MN_NCCL_CHECK(c, ncclAllReduce(dev[i], dev[i], lens[i], ncclFloat32, ncclAvg, s->comm, s->stream));
+    MN_NCCL_CHECK(c, ncclGroupEnd());
     return MN_OK;
 }
 
@@ -177,12 +174,12 @@ static mn_status mean_float16(mn_comm *c, pure_nccl *s, float **dev, const size_
             mn_error(c, "the float16 cast kernel failed to launch: %s", cudaGetErrorString(cudaGetLastError()));
             return MN_ERR_UNAVAILABLE;
         }
-    NCCL_CHECK(c, ncclAllReduce(h, h, total, ncclFloat16, ncclSum, s->comm, s->stream));
+    MN_NCCL_CHECK(c, ncclAllReduce(h, h, total, ncclFloat16, ncclSum, s->comm, s->stream));
     int bad = 0;
-    CUDA_CHECK(c, cudaMemsetAsync(s->flag, 0, sizeof(int), s->stream));
+    MN_CUDA_CHECK(c, cudaMemsetAsync(s->flag, 0, sizeof(int), s->stream));
     if (mn_gpu_halves_nonfinite(h, total, s->flag, s->stream)) return MN_ERR_UNAVAILABLE;
-    CUDA_CHECK(c, cudaMemcpyAsync(&bad, s->flag, sizeof(int), cudaMemcpyDeviceToHost, s->stream));
-    CUDA_CHECK(c, cudaStreamSynchronize(s->stream));
+    MN_CUDA_CHECK(c, cudaMemcpyAsync(&bad, s->flag, sizeof(int), cudaMemcpyDeviceToHost, s->stream));
+    MN_CUDA_CHECK(c, cudaStreamSynchronize(s->stream));
     if (bad) return mean_float32(c, s, dev, lens, n);   /* every rank holds the same halves */
     off = 0;
     for (int i = 0; i < n; off += lens[i], ++i)

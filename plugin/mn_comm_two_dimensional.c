@@ -9,7 +9,9 @@
  * MPI_Reduce_scatter and MPI_Allgatherv over c->intra. For nodes with several NICs,
  * as in ChainerMN's table. Leg (2) needs every node to hold the same number of
  * ranks (else shard k has no partner on a smaller node): an uneven job is
- * refused at setup, naming its layout. */
+ * refused at setup, naming its layout. In GPU runs legs (1) and (3) go
+ * through NCCL on the device (mn_nccl_node.c) where every rank has a GPU of
+ * its own. */
 #include <stdlib.h>
 #include "mn_internal.h"
 
@@ -18,6 +20,7 @@ typedef struct {
     void *shard;            /* this rank's shard */
     size_t shard_bytes;
     mn_shm *shm;            /* the node's window, or NULL */
+    mn_nccl_node *nccl;     /* GPU runs: the in-node legs through NCCL (mn_nccl_node.c), or NULL */
 } two_dimensional;
 
 static void two_dimensional_teardown(mn_comm *c)
@@ -28,6 +31,7 @@ static void two_dimensional_teardown(mn_comm *c)
     free(s->displs);
     free(s->shard);
     mn_shm_close(s->shm);
+    mn_nccl_node_close(s->nccl);
     free(s);
     c->state = NULL;
 }
@@ -49,11 +53,21 @@ static mn_status two_dimensional_setup(mn_comm *c)
         s->counts = calloc((size_t)c->intra_size, sizeof(int));
         s->displs = calloc((size_t)c->intra_size, sizeof(int));
     }
+    mn_status st = MN_OK;
     if (!s || !s->counts || !s->displs) {
         mn_error(c, "out of memory setting up two_dimensional");
-        return MN_ERR_NOMEM;
+        st = MN_ERR_NOMEM;
     }
-    return mn_shm_open(c, &s->shm);
+    MN_CHECK(mn_agree(c, st));   /* the windows and NCCL below are collective */
+    MN_CHECK(mn_shm_open(c, &s->shm));
+    MN_CHECK(mn_nccl_node_open(c, &s->nccl));
+    c->device_f32 = s->nccl != NULL;
+    return MN_OK;
+}
+
+static mn_status two_dimensional_mean_grad_device(mn_comm *c, float **dev, const size_t *lens, int n)
+{
+    return mn_nccl_node_mean(c, ((two_dimensional *)c->state)->nccl, dev, lens, n, 1);
 }
 
 static mn_status two_dimensional_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
@@ -89,5 +103,6 @@ const mn_comm_ops mn_comm_two_dimensional_ops = {
     .name = "two_dimensional",
     .setup = two_dimensional_setup,
     .sum = two_dimensional_sum,
+    .mean_grad_device = two_dimensional_mean_grad_device,
     .teardown = two_dimensional_teardown,
 };

@@ -43,8 +43,10 @@ typedef struct mn_comm_ops {
      * around it). Collective. */
     mn_sum_fn sum;
     /* GPU builds: replace each DEVICE array by its mean over all ranks,
-     * without staging through host memory. NULL: the optimizer pulls the
-     * gradients to its host arena and calls mean_grad. Collective. */
+     * without staging the whole gradient through host memory; used where
+     * setup set c->device_f32 (or c->device_f16 for float16 jobs). Else
+     * the optimizer pulls the gradients to its host arena and calls
+     * mean_grad. Collective. */
     mn_status (*mean_grad_device)(mn_comm *c, float **dev_arrays, const size_t *lens, int n);
     /* Release what setup made; may be NULL. */
     void (*teardown)(mn_comm *c);
@@ -65,6 +67,7 @@ struct mn_comm {
     int half;                     /* gradients travel as IEEE half (mn_comm_set_dtype) */
     MPI_Op half_sum;              /* the MPI op summing halves; MPI_OP_NULL until needed */
     struct mn_arena *arena;       /* the gradient arena's node-shared window, or NULL (mn_shm.c) */
+    int device_f32, device_f16;   /* set up by the algorithm: mean_grad_device takes float32 / float16 jobs */
 };
 
 extern const mn_comm_ops mn_comm_naive_ops;
@@ -127,6 +130,22 @@ mn_status mn_shm_arena_fence(mn_comm *c);
 mn_status mn_shm_setup_job(mn_comm *c);
 void mn_shm_teardown_job(mn_comm *c);
 mn_status mn_sum_job(mn_comm *c, void *buf, int count, const mn_wire *w);
+
+/* GPU=1 NCCL=1 code (with cuda_runtime.h and nccl.h included): a failed
+ * CUDA or NCCL call is reported with the rank and ends the function. */
+#define MN_CUDA_CHECK(c, call) do { cudaError_t mn_e_ = (call); if (mn_e_ != cudaSuccess) { \
+    mn_error((c), "%s failed: %s", #call, cudaGetErrorString(mn_e_)); return MN_ERR_UNAVAILABLE; } } while (0)
+#define MN_NCCL_CHECK(c, call) do { ncclResult_t mn_e_ = (call); if (mn_e_ != ncclSuccess) { \
+    mn_error((c), "%s failed: %s", #call, ncclGetErrorString(mn_e_)); return MN_ERR_UNAVAILABLE; } } while (0)
+
+/* The node's NCCL legs of hierarchical and two_dimensional in GPU runs
+ * (mn_nccl_node.c; float32). open is collective and gives NULL unless every
+ * rank has a GPU of its own on a node of several ranks, and always in builds
+ * without GPU=1 NCCL=1. mean: device arrays in place, the mean over all ranks. */
+typedef struct mn_nccl_node mn_nccl_node;
+mn_status mn_nccl_node_open(mn_comm *c, mn_nccl_node **out);
+void mn_nccl_node_close(mn_nccl_node *nn);
+mn_status mn_nccl_node_mean(mn_comm *c, mn_nccl_node *nn, float **dev, const size_t *lens, int n, int two_dimensional);
 
 /* Device kernels (mn_kernels.cu, GPU=1 builds): on `stream` (a cudaStream_t);
  * non-zero when the launch failed. The *_nonfinite ones set *dev_flag (device

@@ -78,8 +78,9 @@ static int layer_grads(layer *l, float ***slots, float ***slots_gpu, size_t *len
 }
 
 #ifdef GPU
-/* pure_nccl in a GPU run: Darknet's device update arrays are averaged where
- * they are; the host arena is only filled for checkpoints. */
+/* A GPU run whose communicator set up device legs (pure_nccl; hierarchical
+ * and two_dimensional in float32): Darknet's device update arrays are
+ * averaged where they are; the host arena is only filled for checkpoints. */
 static void sync_on_device(network *net, mn_optimizer *o)
 {
     mn_watchdog_enter(o->watch, "gradient allreduce", get_current_batch(net));
@@ -201,7 +202,8 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     }
 #endif
 #ifdef GPU
-    o->on_device = net->gpu_index >= 0 && c->size > 1 && c->ops->mean_grad_device;
+    o->on_device = net->gpu_index >= 0 && c->size > 1 && c->ops->mean_grad_device &&
+                   (c->half ? c->device_f16 : c->device_f32);
     if (st == MN_OK && o->on_device) {
         if (cudaMalloc((void **)&o->flag_gpu, sizeof(int)) != cudaSuccess) st = MN_ERR_NOMEM;
         if (st == MN_OK && opt->grad_dtype_half && !(o->aside_gpu = cuda_make_array(NULL, o->total + 1))) st = MN_ERR_NOMEM;
