@@ -59,9 +59,20 @@ float mn_half_to_float(uint16_t h) { return to_float(h); }
  * rounding as to_half/to_float (tests/test_comm.c checks every float);
  * chosen at run time, so the build stays portable. */
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define F16C __attribute__((target("avx,f16c")))
-static int have_f16c(void) { return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c"); }
+/* CPUID.1:ECX F16C (29), AVX (28), OSXSAVE (27), and the OS saving the
+ * YMM registers (XCR0 bits 1-2); asked directly, as clang 14's
+ * __builtin_cpu_supports does not know "f16c". */
+static int have_f16c(void)
+{
+    unsigned a, b, c, d, lo, hi;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || (c & (7u << 27)) != (7u << 27)) return 0;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    return (lo & 6u) == 6u;
+}
 
 F16C static void to_halves_f16c(uint16_t *out, const float *in, size_t n, float s)
 {
