@@ -46,15 +46,16 @@ static const char *positional(int argc, char **argv, int k)
 
 int main(int argc, char **argv)
 {
-    /* Training may average gradients on a thread of its own (double_buffering=1,
-     * which checks what it got); everything else calls MPI from the main
-     * thread only (the watchdog thread aborts only). */
+    /* double_buffering=1 averages gradients on a thread of its own (and
+     * checks the level it got); otherwise only the main thread calls MPI
+     * (the watchdog thread aborts only), and the cheaper level serves. */
     const char *cmd = positional(argc, argv, 0), *sub = positional(argc, argv, 1);
+    const char *a = positional(argc, argv, 2), *b = positional(argc, argv, 3), *w = positional(argc, argv, 4);
+    int threads = sub && !strcmp(sub, "train") && mn_cfg_wants_threads(b);
     int provided;
-    MPI_Init_thread(&argc, &argv, sub && !strcmp(sub, "train") ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    const char *a = positional(argc, argv, 2), *b = positional(argc, argv, 3), *w = positional(argc, argv, 4);
     mn_status s = MN_ERR_USER;
     if (cmd && !strcmp(cmd, "version")) {
         if (rank == 0) printf("darknet-mn %s\n", MN_VERSION);

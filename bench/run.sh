@@ -76,7 +76,10 @@ want failure && {
             sed -e "s/^max_batches=.*/max_batches=$iters/" cfg/fashion.cfg > "$W/v.cfg"
             printf '%s\n' $v >> "$W/v.cfg"
             rm -rf "$W/backup" && mkdir -p "$W/backup"
-            $MPI -n 2 ./darknet_mn classifier train "$W/fashion.data" "$W/v.cfg" 2> /dev/null > "$W/v$i.$round.out"
+            if ! $MPI -n 2 ./darknet_mn classifier train "$W/fashion.data" "$W/v.cfg" 2> "$W/v$i.$round.err" > "$W/v$i.$round.out"; then
+                echo "# round $round of '$v' failed: $(grep -m1 darknet-mn "$W/v$i.$round.err")"
+                continue
+            fi
             sed -n 's/.*, \([0-9.]*\) img\/s,.*/\1/p' "$W/v$i.$round.out" | awk '{ print 1000 * 128 / $1 }' | sort -n |
                 awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }' >> "$W/v$i.ms"
         done

@@ -48,6 +48,9 @@ typedef struct {
  * bad values are reported (when report is set) with the cfg file name. */
 mn_status mn_parse_options(const network *net, const char *cfgfile, int report, mn_options *opt);
 void mn_default_options(mn_options *opt);
+/* Whether cfgfile asks for double_buffering=1 (read before MPI_Init, to
+ * choose the thread level). */
+int mn_cfg_wants_threads(const char *cfgfile);
 
 /* Communicators. mn_comm_create learns the topology (rank, node, ...) and
  * starts with the build's default algorithm; mn_comm_select switches to the
