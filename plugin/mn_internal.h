@@ -67,6 +67,7 @@ struct mn_comm {
     int half;                     /* gradients travel as IEEE half (mn_comm_set_dtype) */
     MPI_Op half_sum;              /* the MPI op summing halves; MPI_OP_NULL until needed */
     struct mn_arena *arena;       /* the gradient arena's node-shared window, or NULL (mn_shm.c) */
+    int arena_borrowed;           /* arena is another communicator's (mn_comm_arena_borrow) */
     int device_f32, device_f16;   /* set up by the algorithm: mean_grad_device takes float32 / float16 jobs */
 };
 
@@ -118,8 +119,9 @@ mn_status mn_shm_allreduce(mn_comm *c, mn_shm *s, void *buf, int count, const mn
  * with the same n. Free it with mn_comm_arena_free (collective for a window). */
 mn_status mn_comm_arena_alloc(mn_comm *c, size_t n, float **out);
 void mn_comm_arena_free(mn_comm *c, float *p);
-/* c uses owner's arena window too (the bench's variants); released with c. */
-mn_status mn_comm_arena_borrow(mn_comm *c, const mn_comm *owner);
+/* c uses owner's arena window too (the bench's variants); owner must
+ * outlive c's use of it. */
+void mn_comm_arena_borrow(mn_comm *c, const mn_comm *owner);
 /* Frees c's own arena window or drops a borrowed one (mn_comm_free). */
 void mn_comm_arena_release(mn_comm *c);
 /* Ends a mean over the arena: the last barrier before any arena may change. */

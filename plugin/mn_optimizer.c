@@ -200,8 +200,6 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
         if (c->rank == 0) mn_error(c, "double_buffering=1 is not available with a GPU in this version (CPU runs only)");
         st = MN_ERR_UNAVAILABLE;
     }
-#endif
-#ifdef GPU
     o->on_device = net->gpu_index >= 0 && c->size > 1 && c->ops->mean_grad_device &&
                    (c->half ? c->device_f16 : c->device_f32);
     if (st == MN_OK && o->on_device) {

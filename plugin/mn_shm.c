@@ -126,6 +126,15 @@ int mn_shm_fits(const mn_shm *s, int count, const mn_wire *w)
     return s && (size_t)count * (size_t)size <= s->cap;
 }
 
+/* float32: dst (this rank's chunk, n floats) += every other intra-rank k's
+ * copy at base[k] + offset, divided by div in the last addition. */
+static void add_peers(const mn_comm *c, float *dst, unsigned char *const *base, size_t offset, size_t n, float div)
+{
+    int p = c->intra_size, me = c->intra_rank, last = me == p - 1 ? p - 2 : p - 1;
+    for (int k = 0; k < p; ++k)
+        if (k != me) mn_add_floats(dst, (const float *)(base[k] + offset), n, k == last ? div : 1.0f);
+}
+
 mn_status mn_shm_reduce_scatter(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w)
 {
     int p = c->intra_size, me = c->intra_rank, size, off, n;
@@ -139,13 +148,13 @@ mn_status mn_shm_reduce_scatter(mn_comm *c, mn_shm *s, void *buf, int count, con
     }
     MN_CHECK(node_sync(c, s));
     mn_split(count, p, me, &off, &n);
-    int last = me == p - 1 ? p - 2 : p - 1;
-    for (int k = 0; k < p && n > 0; ++k) {
-        if (k == me) continue;
-        unsigned char *src = input_area(s, k) + (size_t)off * size, *dst = b + (size_t)off * size;
-        if (w->half) MN_MPI(c, MPI_Reduce_local(src, dst, n, w->type, w->op));
-        else mn_add_floats((float *)dst, (const float *)src, (size_t)n, k == last ? w->div : 1.0f);
+    unsigned char *dst = b + (size_t)off * size;
+    if (!w->half) {
+        add_peers(c, (float *)dst, s->in, (size_t)s->set * s->cap + (size_t)off * size, (size_t)n, w->div);
+        return MN_OK;
     }
+    for (int k = 0; k < p && n > 0; ++k)
+        if (k != me) MN_MPI(c, MPI_Reduce_local(input_area(s, k) + (size_t)off * size, dst, n, w->type, w->op));
     return MN_OK;
 }
 
@@ -192,7 +201,6 @@ typedef struct mn_arena {
     MPI_Win win;
     unsigned char **at;   /* per intra-rank: its arena */
     size_t bytes;
-    int owned;            /* 0: borrowed from another communicator (the bench) */
     int fence;            /* pieces were reduced here since the last fence */
 } mn_arena;
 
@@ -217,11 +225,9 @@ static mn_status arena_allreduce(mn_comm *c, float *buf, int count, const mn_wir
 {
     mn_arena *a = c->arena;
     int p = c->intra_size, me = c->intra_rank, off, n;
-    int last = me == p - 1 ? p - 2 : p - 1;
     MN_CHECK(arena_sync(c, a));
     mn_split(count, p, me, &off, &n);
-    for (int k = 0; k < p; ++k)
-        if (k != me) mn_add_floats(buf + off, (const float *)(a->at[k] + at) + off, (size_t)n, k == last ? w->div : 1.0f);
+    add_peers(c, buf + off, a->at, (size_t)at + (size_t)off * sizeof(float), (size_t)n, w->div);
     MN_CHECK(arena_sync(c, a));
     for (int k = 0; k < p; ++k) {
         if (k == me) continue;
@@ -261,7 +267,6 @@ mn_status mn_comm_arena_alloc(mn_comm *c, size_t n, float **out)
         return MN_ERR_NOMEM;
     }
     a->bytes = (n + 1) * sizeof(float);
-    a->owned = 1;
     mn_status st = window(c, a->bytes, &a->win, a->at);
     if (st != MN_OK) {
         free(a->at);
@@ -277,7 +282,7 @@ mn_status mn_comm_arena_alloc(mn_comm *c, size_t n, float **out)
 void mn_comm_arena_free(mn_comm *c, float *p)
 {
     mn_arena *a = c->arena;
-    if (!a || !a->owned || p != (float *)a->at[c->intra_rank]) { free(p); return; }
+    if (!a || c->arena_borrowed || p != (float *)a->at[c->intra_rank]) { free(p); return; }
     MPI_Win_unlock_all(a->win);
     MPI_Win_free(&a->win);
     free(a->at);
@@ -285,32 +290,18 @@ void mn_comm_arena_free(mn_comm *c, float *p)
     c->arena = NULL;
 }
 
-mn_status mn_comm_arena_borrow(mn_comm *c, const mn_comm *owner)
+void mn_comm_arena_borrow(mn_comm *c, const mn_comm *owner)
 {
-    if (!owner->arena || c->arena) return MN_OK;
-    mn_arena *a = calloc(1, sizeof *a);
-    if (a) a->at = calloc((size_t)c->intra_size, sizeof *a->at);
-    if (!a || !a->at) {
-        if (a) free(a->at);
-        free(a);
-        return MN_ERR_NOMEM;
-    }
-    unsigned char **at = a->at;
-    *a = *owner->arena;
-    a->at = memcpy(at, owner->arena->at, (size_t)c->intra_size * sizeof *at);
-    a->owned = 0;
-    a->fence = 0;
-    c->arena = a;
-    return MN_OK;
+    if (!owner->arena || c->arena) return;
+    c->arena = owner->arena;
+    c->arena_borrowed = 1;
 }
 
 void mn_comm_arena_release(mn_comm *c)
 {
-    mn_arena *a = c->arena;
-    if (!a) return;
-    if (a->owned) mn_comm_arena_free(c, (float *)a->at[c->intra_rank]);
-    else { free(a->at); free(a); }
+    if (c->arena && !c->arena_borrowed) mn_comm_arena_free(c, (float *)c->arena->at[c->intra_rank]);
     c->arena = NULL;
+    c->arena_borrowed = 0;
 }
 
 mn_status mn_shm_allreduce(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w)
