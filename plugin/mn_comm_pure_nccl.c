@@ -15,26 +15,22 @@
  * mean_grad (host arrays, as the tests and the bench pass) copies a host
  * piece to the device, reduces it and copies it back.
  *
- * This is the one file where NCCL and CUDA switch: a build without NCCL=1 and
- * GPU=1 compiles the stub at the end, which refuses the algorithm by name. */
+ * The NCCL communicator, stream and ordering event are mn_nccl's
+ * (mn_nccl_node.c), shared with the node legs of hierarchical and
+ * two_dimensional. A build without NCCL=1 and GPU=1 compiles the stub at the
+ * end, which refuses the algorithm by name. */
 #include "mn_internal.h"
 
 #if defined(MN_NCCL) && defined(GPU)
 #include <limits.h>
 #include <stdlib.h>
-#include <cuda_runtime.h>
-#include <nccl.h>
 
 typedef struct {
-    ncclComm_t comm;
-    cudaStream_t stream;
-    cudaEvent_t ready;      /* recorded on the default stream: the gradients are complete */
+    mn_nccl nc;             /* over c->world */
     void *dev;              /* the device copy of one piece, or the float16 buffer */
     size_t dev_bytes;
     int *flag;              /* device: a reduced half was Inf or NaN */
-    int device, has_comm, has_stream, has_event;
 } pure_nccl;
-
 
 int mn_nccl_usable(const mn_comm *c)
 {
@@ -46,62 +42,24 @@ static void pure_nccl_teardown(mn_comm *c)
 {
     pure_nccl *s = c->state;
     if (!s) return;
-    if (s->has_comm) ncclCommDestroy(s->comm);
+    mn_nccl_close(&s->nc);
     if (s->dev) cudaFree(s->dev);
     if (s->flag) cudaFree(s->flag);
-    if (s->has_event) cudaEventDestroy(s->ready);
-    if (s->has_stream) cudaStreamDestroy(s->stream);
     free(s);
     c->state = NULL;
-}
-
-/* This rank's device and stream. */
-static mn_status open_device(mn_comm *c, pure_nccl *s)
-{
-    int n = 0;
-    MN_CUDA_CHECK(c, cudaGetDeviceCount(&n));
-    if (c->intra_rank >= n) {
-        mn_error(c, "communicator 'pure_nccl' needs one GPU per rank: intra-node rank %d has no device "
-                    "(this node has %d)", c->intra_rank, n);
-        return MN_ERR_UNAVAILABLE;
-    }
-    s->device = c->intra_rank;
-    MN_CUDA_CHECK(c, cudaSetDevice(s->device));
-    MN_CUDA_CHECK(c, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
-    s->has_stream = 1;
-    MN_CUDA_CHECK(c, cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming));
-    s->has_event = 1;
-    MN_CUDA_CHECK(c, cudaMalloc((void **)&s->flag, sizeof(int)));
-    return MN_OK;
-}
-
-/* Every step is agreed before the next collective one, so a rank that fails
- * cannot leave the others waiting in MPI_Bcast. */
-static mn_status setup_on_device(mn_comm *c, pure_nccl *s)
-{
-    MN_CHECK(mn_agree(c, open_device(c, s)));
-    ncclUniqueId id;
-    mn_status st = MN_OK;
-    if (c->rank == 0) {
-        ncclResult_t r = ncclGetUniqueId(&id);
-        if (r != ncclSuccess) { mn_error(c, "ncclGetUniqueId failed: %s", ncclGetErrorString(r)); st = MN_ERR_UNAVAILABLE; }
-    }
-    MN_CHECK(mn_agree(c, st));
-    MN_MPI(c, MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, c->world));
-    MN_NCCL_CHECK(c, ncclCommInitRank(&s->comm, c->size, id, c->rank));
-    s->has_comm = 1;
-    return MN_OK;
 }
 
 static mn_status pure_nccl_setup(mn_comm *c)
 {
     pure_nccl *s = calloc(1, sizeof *s);
-    if (!s) return MN_ERR_NOMEM;
     c->state = s;
+    MN_CHECK(mn_agree(c, s ? MN_OK : MN_ERR_NOMEM));
+    MN_CHECK(mn_nccl_open(c, c->world, c->size, c->rank, &s->nc));
     int prev = 0;
     cudaGetDevice(&prev);
-    mn_status st = setup_on_device(c, s);
-    cudaSetDevice(prev);   /* Darknet keeps choosing its own device */
+    cudaSetDevice(s->nc.device);
+    mn_status st = cudaMalloc((void **)&s->flag, sizeof(int)) == cudaSuccess ? MN_OK : MN_ERR_NOMEM;
+    cudaSetDevice(prev);
     c->device_f32 = c->device_f16 = st == MN_OK;
     return st;
 }
@@ -122,11 +80,11 @@ static mn_status reduce_on_device(mn_comm *c, pure_nccl *s, void *buf, int count
 {
     size_t bytes = (size_t)count * (w->half ? 2 : 4);
     MN_CHECK(device_buffer(c, s, bytes));
-    MN_CUDA_CHECK(c, cudaMemcpyAsync(s->dev, buf, bytes, cudaMemcpyHostToDevice, s->stream));
+    MN_CUDA_CHECK(c, cudaMemcpyAsync(s->dev, buf, bytes, cudaMemcpyHostToDevice, s->nc.stream));
     MN_NCCL_CHECK(c, ncclAllReduce(s->dev, s->dev, (size_t)count, w->half ? ncclFloat16 : ncclFloat32,
-                                ncclSum, s->comm, s->stream));
-    MN_CUDA_CHECK(c, cudaMemcpyAsync(buf, s->dev, bytes, cudaMemcpyDeviceToHost, s->stream));
-    MN_CUDA_CHECK(c, cudaStreamSynchronize(s->stream));
+                                ncclSum, s->nc.comm, s->nc.stream));
+    MN_CUDA_CHECK(c, cudaMemcpyAsync(buf, s->dev, bytes, cudaMemcpyDeviceToHost, s->nc.stream));
+    MN_CUDA_CHECK(c, cudaStreamSynchronize(s->nc.stream));
     mn_wire_div(w, buf, count);
     return MN_OK;
 }
@@ -136,9 +94,9 @@ static mn_status pure_nccl_sum(mn_comm *c, void *buf, int count, const mn_wire *
     pure_nccl *s = c->state;
     int prev = 0;
     cudaGetDevice(&prev);
-    if (prev != s->device) cudaSetDevice(s->device);
+    if (prev != s->nc.device) cudaSetDevice(s->nc.device);
     mn_status st = reduce_on_device(c, s, buf, count, w);
-    if (prev != s->device) cudaSetDevice(prev);
+    if (prev != s->nc.device) cudaSetDevice(prev);
     return st;
 }
 
@@ -153,7 +111,7 @@ static mn_status mean_float32(mn_comm *c, pure_nccl *s, float **dev, const size_
 {
     MN_NCCL_CHECK(c, ncclGroupStart());
     for (int i = 0; i < n; ++i)
-        if (lens[i]) MN_NCCL_CHECK(c, ncclAllReduce(dev[i], dev[i], lens[i], ncclFloat32, ncclAvg, s->comm, s->stream));
+        if (lens[i]) MN_NCCL_CHECK(c, ncclAllReduce(dev[i], dev[i], lens[i], ncclFloat32, ncclAvg, s->nc.comm, s->nc.stream));
     MN_NCCL_CHECK(c, ncclGroupEnd());
     return MN_OK;
 }
@@ -170,20 +128,20 @@ static mn_status mean_float16(mn_comm *c, pure_nccl *s, float **dev, const size_
     const float scale = 1.0f / (float)c->size;
     size_t off = 0;
     for (int i = 0; i < n; off += lens[i], ++i)
-        if (mn_gpu_floats_to_halves(h + off, dev[i], lens[i], scale, s->stream)) {
+        if (mn_gpu_floats_to_halves(h + off, dev[i], lens[i], scale, s->nc.stream)) {
             mn_error(c, "the float16 cast kernel failed to launch: %s", cudaGetErrorString(cudaGetLastError()));
             return MN_ERR_UNAVAILABLE;
         }
-    MN_NCCL_CHECK(c, ncclAllReduce(h, h, total, ncclFloat16, ncclSum, s->comm, s->stream));
+    MN_NCCL_CHECK(c, ncclAllReduce(h, h, total, ncclFloat16, ncclSum, s->nc.comm, s->nc.stream));
     int bad = 0;
-    MN_CUDA_CHECK(c, cudaMemsetAsync(s->flag, 0, sizeof(int), s->stream));
-    if (mn_gpu_halves_nonfinite(h, total, s->flag, s->stream)) return MN_ERR_UNAVAILABLE;
-    MN_CUDA_CHECK(c, cudaMemcpyAsync(&bad, s->flag, sizeof(int), cudaMemcpyDeviceToHost, s->stream));
-    MN_CUDA_CHECK(c, cudaStreamSynchronize(s->stream));
+    MN_CUDA_CHECK(c, cudaMemsetAsync(s->flag, 0, sizeof(int), s->nc.stream));
+    if (mn_gpu_halves_nonfinite(h, total, s->flag, s->nc.stream)) return MN_ERR_UNAVAILABLE;
+    MN_CUDA_CHECK(c, cudaMemcpyAsync(&bad, s->flag, sizeof(int), cudaMemcpyDeviceToHost, s->nc.stream));
+    MN_CUDA_CHECK(c, cudaStreamSynchronize(s->nc.stream));
     if (bad) return mean_float32(c, s, dev, lens, n);   /* every rank holds the same halves */
     off = 0;
     for (int i = 0; i < n; off += lens[i], ++i)
-        if (mn_gpu_halves_to_floats(dev[i], h + off, lens[i], s->stream)) return MN_ERR_UNAVAILABLE;
+        if (mn_gpu_halves_to_floats(dev[i], h + off, lens[i], s->nc.stream)) return MN_ERR_UNAVAILABLE;
     return MN_OK;
 }
 
@@ -192,18 +150,14 @@ static mn_status pure_nccl_mean_grad_device(mn_comm *c, float **dev, const size_
     pure_nccl *s = c->state;
     int prev = 0;
     cudaGetDevice(&prev);
-    if (prev != s->device) cudaSetDevice(s->device);
-    mn_status st = MN_OK;
-    if (cudaEventRecord(s->ready, 0) != cudaSuccess || cudaStreamWaitEvent(s->stream, s->ready, 0) != cudaSuccess) {
-        mn_error(c, "could not order the allreduce after Darknet's backward pass: %s", cudaGetErrorString(cudaGetLastError()));
-        st = MN_ERR_UNAVAILABLE;
-    }
+    if (prev != s->nc.device) cudaSetDevice(s->nc.device);
+    mn_status st = mn_nccl_after_darknet(c, &s->nc);
     if (st == MN_OK) st = c->half ? mean_float16(c, s, dev, lens, n) : mean_float32(c, s, dev, lens, n);
-    if (st == MN_OK && cudaStreamSynchronize(s->stream) != cudaSuccess) {
+    if (st == MN_OK && cudaStreamSynchronize(s->nc.stream) != cudaSuccess) {
         mn_error(c, "the device allreduce failed: %s", cudaGetErrorString(cudaGetLastError()));
         st = MN_ERR_UNAVAILABLE;
     }
-    if (prev != s->device) cudaSetDevice(prev);
+    if (prev != s->nc.device) cudaSetDevice(prev);
     return st;
 }
 

@@ -140,6 +140,27 @@ mn_status mn_sum_job(mn_comm *c, void *buf, int count, const mn_wire *w);
 #define MN_NCCL_CHECK(c, call) do { ncclResult_t mn_e_ = (call); if (mn_e_ != ncclSuccess) { \
     mn_error((c), "%s failed: %s", #call, ncclGetErrorString(mn_e_)); return MN_ERR_UNAVAILABLE; } } while (0)
 
+#if defined(MN_NCCL) && defined(GPU)
+#include <cuda_runtime.h>
+#include <nccl.h>
+/* One NCCL communicator (mn_nccl_node.c): this rank's GPU (intra_rank), its
+ * own stream, and an event that orders the stream after Darknet's kernels
+ * on the legacy default stream. Shared by pure_nccl and the node legs. */
+typedef struct {
+    ncclComm_t comm;
+    cudaStream_t stream;
+    cudaEvent_t ready;
+    int device, has_comm, has_stream, has_event;
+} mn_nccl;
+/* Over `over` (rank `rank` of `size`): the unique id from its rank 0 by
+ * MPI_Bcast. Collective over c->world, every step agreed; the caller's
+ * current device is kept. */
+mn_status mn_nccl_open(mn_comm *c, MPI_Comm over, int size, int rank, mn_nccl *n);
+void mn_nccl_close(mn_nccl *n);
+/* The stream waits for everything queued so far on the default stream. */
+mn_status mn_nccl_after_darknet(mn_comm *c, mn_nccl *n);
+#endif
+
 /* The node's NCCL legs of hierarchical and two_dimensional in GPU runs
  * (mn_nccl_node.c; float32). open is collective and gives NULL unless every
  * rank has a GPU of its own on a node of several ranks, and always in builds

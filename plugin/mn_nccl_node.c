@@ -1,5 +1,7 @@
-/* The node's NCCL legs for hierarchical and two_dimensional in GPU runs
- * (GPU=1 NCCL=1 builds): Darknet's device update arrays are packed into one
+/* NCCL in GPU runs (GPU=1 NCCL=1 builds): mn_nccl, one NCCL communicator
+ * with this rank's device, stream and ordering event (pure_nccl's and the
+ * node legs'), and the node's NCCL legs for hierarchical and two_dimensional.
+ * Darknet's device update arrays are packed into one
  * device buffer and reduced inside the node with NCCL (one GPU per
  * intra-rank, device = intra_rank, a communicator over c->intra, its own
  * stream), and the inter-node leg goes through MPI from page-locked host
@@ -20,39 +22,79 @@
 
 #if defined(MN_NCCL) && defined(GPU)
 #include <stdlib.h>
-#include <cuda_runtime.h>
-#include <nccl.h>
 
 struct mn_nccl_node {
-    ncclComm_t comm;
-    cudaStream_t stream;
-    cudaEvent_t ready;
+    mn_nccl nc;             /* over c->intra */
     float *dev, *host;      /* the packed gradient on the device, and its page-locked staging */
     size_t cap;             /* floats in each */
-    int device, has_comm, has_stream, has_event;
 };
 
+void mn_nccl_close(mn_nccl *n)
+{
+    if (n->has_comm) ncclCommDestroy(n->comm);
+    if (n->has_event) cudaEventDestroy(n->ready);
+    if (n->has_stream) cudaStreamDestroy(n->stream);
+    n->has_comm = n->has_event = n->has_stream = 0;
+}
+
+static mn_status open_on_device(mn_comm *c, mn_nccl *n)
+{
+    int count = 0;
+    MN_CUDA_CHECK(c, cudaGetDeviceCount(&count));
+    if (c->intra_rank >= count) {
+        mn_error(c, "'%s' needs one GPU per rank: intra-node rank %d has no device (this node has %d)",
+                 c->ops->name, c->intra_rank, count);
+        return MN_ERR_UNAVAILABLE;
+    }
+    n->device = c->intra_rank;
+    MN_CUDA_CHECK(c, cudaSetDevice(n->device));
+    MN_CUDA_CHECK(c, cudaStreamCreateWithFlags(&n->stream, cudaStreamNonBlocking));
+    n->has_stream = 1;
+    MN_CUDA_CHECK(c, cudaEventCreateWithFlags(&n->ready, cudaEventDisableTiming));
+    n->has_event = 1;
+    return MN_OK;
+}
+
+/* Every step is agreed before the next collective one, so a rank that fails
+ * cannot leave the others waiting in MPI_Bcast. */
+mn_status mn_nccl_open(mn_comm *c, MPI_Comm over, int size, int rank, mn_nccl *n)
+{
+    int prev = 0;
+    cudaGetDevice(&prev);
+    mn_status st = open_on_device(c, n);
+    ncclUniqueId id;
+    if (st == MN_OK && rank == 0) {
+        ncclResult_t r = ncclGetUniqueId(&id);
+        if (r != ncclSuccess) { mn_error(c, "ncclGetUniqueId failed: %s", ncclGetErrorString(r)); st = MN_ERR_UNAVAILABLE; }
+    }
+    if ((st = mn_agree(c, st)) == MN_OK) {
+        if (MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, over) != MPI_SUCCESS) st = MN_ERR_MPI;
+        else {
+            ncclResult_t r = ncclCommInitRank(&n->comm, size, id, rank);
+            if (r == ncclSuccess) n->has_comm = 1;
+            else { mn_error(c, "ncclCommInitRank failed: %s", ncclGetErrorString(r)); st = MN_ERR_UNAVAILABLE; }
+        }
+        st = mn_agree(c, st);
+    }
+    cudaSetDevice(prev);   /* Darknet keeps choosing its own device */
+    if (st != MN_OK) mn_nccl_close(n);
+    return st;
+}
+
+mn_status mn_nccl_after_darknet(mn_comm *c, mn_nccl *n)
+{
+    MN_CUDA_CHECK(c, cudaEventRecord(n->ready, 0));
+    MN_CUDA_CHECK(c, cudaStreamWaitEvent(n->stream, n->ready, 0));
+    return MN_OK;
+}
 
 void mn_nccl_node_close(mn_nccl_node *nn)
 {
     if (!nn) return;
-    if (nn->has_comm) ncclCommDestroy(nn->comm);
+    mn_nccl_close(&nn->nc);
     if (nn->dev) cudaFree(nn->dev);
     if (nn->host) cudaFreeHost(nn->host);
-    if (nn->has_event) cudaEventDestroy(nn->ready);
-    if (nn->has_stream) cudaStreamDestroy(nn->stream);
     free(nn);
-}
-
-static mn_status open_on_device(mn_comm *c, mn_nccl_node *nn)
-{
-    nn->device = c->intra_rank;
-    MN_CUDA_CHECK(c, cudaSetDevice(nn->device));
-    MN_CUDA_CHECK(c, cudaStreamCreateWithFlags(&nn->stream, cudaStreamNonBlocking));
-    nn->has_stream = 1;
-    MN_CUDA_CHECK(c, cudaEventCreateWithFlags(&nn->ready, cudaEventDisableTiming));
-    nn->has_event = 1;
-    return MN_OK;
 }
 
 /* Collective. NULL (with MN_OK) unless every rank has a GPU of its own on a
@@ -64,18 +106,8 @@ mn_status mn_nccl_node_open(mn_comm *c, mn_nccl_node **out)
     MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &usable, 1, MPI_INT, MPI_MIN, c->world));
     if (!usable) return MN_OK;
     mn_nccl_node *nn = calloc(1, sizeof *nn);
-    int prev = 0;
-    cudaGetDevice(&prev);
-    mn_status st = nn ? open_on_device(c, nn) : MN_ERR_NOMEM;
-    ncclUniqueId id;
-    if (st == MN_OK && c->intra_rank == 0 && ncclGetUniqueId(&id) != ncclSuccess) st = MN_ERR_UNAVAILABLE;
-    if ((st = mn_agree(c, st)) == MN_OK) {
-        if (MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, c->intra) != MPI_SUCCESS) st = MN_ERR_MPI;
-        else if (ncclCommInitRank(&nn->comm, c->intra_size, id, c->intra_rank) != ncclSuccess) st = MN_ERR_UNAVAILABLE;
-        else nn->has_comm = 1;
-        st = mn_agree(c, st);
-    }
-    cudaSetDevice(prev);
+    mn_status st = mn_agree(c, nn ? MN_OK : MN_ERR_NOMEM);
+    if (st == MN_OK) st = mn_nccl_open(c, c->intra, c->intra_size, c->intra_rank, &nn->nc);
     if (st != MN_OK) {
         if (c->rank == 0) mn_error(c, "could not set up NCCL inside the nodes for '%s'", c->ops->name);
         mn_nccl_node_close(nn);
@@ -101,11 +133,11 @@ static mn_status room(mn_comm *c, mn_nccl_node *nn, size_t n)
 /* count floats at dev through host: the sum over c->inter, divided by N. */
 static mn_status inter_leg(mn_comm *c, mn_nccl_node *nn, float *dev, size_t count)
 {
-    MN_CUDA_CHECK(c, cudaMemcpyAsync(nn->host, dev, count * sizeof(float), cudaMemcpyDeviceToHost, nn->stream));
-    MN_CUDA_CHECK(c, cudaStreamSynchronize(nn->stream));
+    MN_CUDA_CHECK(c, cudaMemcpyAsync(nn->host, dev, count * sizeof(float), cudaMemcpyDeviceToHost, nn->nc.stream));
+    MN_CUDA_CHECK(c, cudaStreamSynchronize(nn->nc.stream));
     MN_CHECK(mn_sum_floats(c, c->inter, nn->host, count));
     mn_div_floats(nn->host, count, (float)c->size);
-    MN_CUDA_CHECK(c, cudaMemcpyAsync(dev, nn->host, count * sizeof(float), cudaMemcpyHostToDevice, nn->stream));
+    MN_CUDA_CHECK(c, cudaMemcpyAsync(dev, nn->host, count * sizeof(float), cudaMemcpyHostToDevice, nn->nc.stream));
     return MN_OK;
 }
 
@@ -116,25 +148,24 @@ static mn_status legs(mn_comm *c, mn_nccl_node *nn, float **dev, const size_t *l
     if (!total) return MN_OK;
     size_t m = (size_t)c->intra_size, shard = (total + m - 1) / m, padded = shard * m;
     MN_CHECK(room(c, nn, padded));
-    MN_CUDA_CHECK(c, cudaEventRecord(nn->ready, 0));   /* Darknet's backward pass is on the default stream */
-    MN_CUDA_CHECK(c, cudaStreamWaitEvent(nn->stream, nn->ready, 0));
+    MN_CHECK(mn_nccl_after_darknet(c, &nn->nc));
     for (int i = 0; i < n; off += lens[i], ++i)
-        MN_CUDA_CHECK(c, cudaMemcpyAsync(nn->dev + off, dev[i], lens[i] * sizeof(float), cudaMemcpyDeviceToDevice, nn->stream));
+        MN_CUDA_CHECK(c, cudaMemcpyAsync(nn->dev + off, dev[i], lens[i] * sizeof(float), cudaMemcpyDeviceToDevice, nn->nc.stream));
     if (two_dimensional) {
         float *mine = nn->dev + (size_t)c->intra_rank * shard;
-        MN_CUDA_CHECK(c, cudaMemsetAsync(nn->dev + total, 0, (padded - total) * sizeof(float), nn->stream));
-        MN_NCCL_CHECK(c, ncclReduceScatter(nn->dev, mine, shard, ncclFloat32, ncclSum, nn->comm, nn->stream));
+        MN_CUDA_CHECK(c, cudaMemsetAsync(nn->dev + total, 0, (padded - total) * sizeof(float), nn->nc.stream));
+        MN_NCCL_CHECK(c, ncclReduceScatter(nn->dev, mine, shard, ncclFloat32, ncclSum, nn->nc.comm, nn->nc.stream));
         MN_CHECK(inter_leg(c, nn, mine, shard));
-        MN_NCCL_CHECK(c, ncclAllGather(mine, nn->dev, shard, ncclFloat32, nn->comm, nn->stream));
+        MN_NCCL_CHECK(c, ncclAllGather(mine, nn->dev, shard, ncclFloat32, nn->nc.comm, nn->nc.stream));
     } else {
-        MN_NCCL_CHECK(c, ncclReduce(nn->dev, nn->dev, total, ncclFloat32, ncclSum, 0, nn->comm, nn->stream));
+        MN_NCCL_CHECK(c, ncclReduce(nn->dev, nn->dev, total, ncclFloat32, ncclSum, 0, nn->nc.comm, nn->nc.stream));
         if (c->intra_rank == 0) MN_CHECK(inter_leg(c, nn, nn->dev, total));
-        MN_NCCL_CHECK(c, ncclBroadcast(nn->dev, nn->dev, total, ncclFloat32, 0, nn->comm, nn->stream));
+        MN_NCCL_CHECK(c, ncclBroadcast(nn->dev, nn->dev, total, ncclFloat32, 0, nn->nc.comm, nn->nc.stream));
     }
     off = 0;
     for (int i = 0; i < n; off += lens[i], ++i)
-        MN_CUDA_CHECK(c, cudaMemcpyAsync(dev[i], nn->dev + off, lens[i] * sizeof(float), cudaMemcpyDeviceToDevice, nn->stream));
-    MN_CUDA_CHECK(c, cudaStreamSynchronize(nn->stream));
+        MN_CUDA_CHECK(c, cudaMemcpyAsync(dev[i], nn->dev + off, lens[i] * sizeof(float), cudaMemcpyDeviceToDevice, nn->nc.stream));
+    MN_CUDA_CHECK(c, cudaStreamSynchronize(nn->nc.stream));
     return MN_OK;
 }
 
@@ -142,9 +173,9 @@ mn_status mn_nccl_node_mean(mn_comm *c, mn_nccl_node *nn, float **dev, const siz
 {
     int prev = 0;
     cudaGetDevice(&prev);
-    if (prev != nn->device) cudaSetDevice(nn->device);
+    if (prev != nn->nc.device) cudaSetDevice(nn->nc.device);
     mn_status st = legs(c, nn, dev, lens, n, two_dimensional);
-    if (prev != nn->device) cudaSetDevice(prev);
+    if (prev != nn->nc.device) cudaSetDevice(prev);
     return st;
 }
 
