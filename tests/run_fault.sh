@@ -134,36 +134,28 @@ if took=$(ends_within badimg 30) && grep -q "rank 1 (.*): fatal: SIGABRT" "$F/ba
     ok "unreadable image on rank 1 (random loader): all gone in $took; names rank 1 and the file"
 else bad "unreadable image (random loader): $(tail -4 "$F/badimg.err")"; fi
 
-# 5. Checkpoints: 20 iterations straight == killed at about 12 and resumed.
-cfg straight 20 deterministic=1 shuffle=0 checkpoint_interval=5
-cfg resumed 20 deterministic=1 shuffle=0 checkpoint_interval=5 checkpoint_keep=2
-timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/straight.data" "$F/straight.cfg" > "$F/straight.out" 2> "$F/straight.err"
-launch resumed 2
-if wait_iter resumed 12; then kill -9 "$(cat "$F/resumed.pid.1")"; fi
-ends_within resumed 15 > /dev/null
-[ -f "$F/resumed/resumed_final.weights" ] && bad "checkpoint: the killed run finished before the kill (too fast to test)"
-gens=$(ls "$F/resumed" | grep -c 'ckpt-.*\.r0$')
-timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/resumed.data" "$F/resumed.cfg" > "$F/resumed2.out" 2> "$F/resumed2.err"
-if grep -q "resumed from checkpoint .*ckpt-10" "$F/resumed2.out" &&
-   cmp "$F/straight/straight_final.weights" "$F/resumed/resumed_final.weights"; then
-    ok "killed at iteration 12 and resumed from checkpoint 10: final weights identical to 20 straight ($gens generations kept of 2)"
-else bad "checkpoint resume: $(grep resumed "$F/resumed2.out") $(tail -2 "$F/resumed2.err")"; fi
-
-# 5b. The same with double_buffering=1: a checkpoint also holds the mean in
-#     flight, which the resumed run's first update applies.
-cfg dbstraight 20 deterministic=1 shuffle=0 checkpoint_interval=5 double_buffering=1
-cfg dbresumed 20 deterministic=1 shuffle=0 checkpoint_interval=5 double_buffering=1
-timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/dbstraight.data" "$F/dbstraight.cfg" > "$F/dbstraight.out" 2> "$F/dbstraight.err"
-launch dbresumed 2
-if wait_iter dbresumed 12; then kill -9 "$(cat "$F/dbresumed.pid.1")"; fi
-ends_within dbresumed 15 > /dev/null
-[ -f "$F/dbresumed/dbresumed_final.weights" ] && bad "double-buffered checkpoint: the killed run finished before the kill"
-timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/dbresumed.data" "$F/dbresumed.cfg" > "$F/dbresumed2.out" 2> "$F/dbresumed2.err"
-if grep -q "resumed from checkpoint .*ckpt-10" "$F/dbresumed2.out" &&
-   cmp "$F/dbstraight/dbstraight_final.weights" "$F/dbresumed/dbresumed_final.weights"; then
-    ok "double_buffering=1: killed at iteration 12 and resumed from checkpoint 10 (with the mean in flight): identical to 20 straight"
-else bad "double-buffered checkpoint resume: $(grep resumed "$F/dbresumed2.out") $(tail -2 "$F/dbresumed2.err")"; fi
-[ "$gens" -le 2 ] || bad "checkpoint_keep=2 kept $gens generations"
+# 5. Checkpoints: 20 iterations straight == killed at about 12 and resumed;
+#    also with double_buffering=1, where a checkpoint holds the mean in
+#    flight that the resumed run's first update applies.
+resume_check() {   # resume_check PREFIX WHAT [distributed lines...]
+    local p=$1 what=$2 gens; shift 2
+    cfg "${p}straight" 20 deterministic=1 shuffle=0 checkpoint_interval=5 "$@"
+    cfg "${p}resumed" 20 deterministic=1 shuffle=0 checkpoint_interval=5 checkpoint_keep=2 "$@"
+    timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/${p}straight.data" "$F/${p}straight.cfg" > "$F/${p}straight.out" 2> "$F/${p}straight.err"
+    launch "${p}resumed" 2
+    if wait_iter "${p}resumed" 12; then kill -9 "$(cat "$F/${p}resumed.pid.1")"; fi
+    ends_within "${p}resumed" 15 > /dev/null
+    [ -f "$F/${p}resumed/${p}resumed_final.weights" ] && bad "$what: the killed run finished before the kill (too fast to test)"
+    gens=$(ls "$F/${p}resumed" | grep -c 'ckpt-.*\.r0$')
+    timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/${p}resumed.data" "$F/${p}resumed.cfg" > "$F/${p}resumed2.out" 2> "$F/${p}resumed2.err"
+    if grep -q "resumed from checkpoint .*ckpt-10" "$F/${p}resumed2.out" &&
+       cmp "$F/${p}straight/${p}straight_final.weights" "$F/${p}resumed/${p}resumed_final.weights"; then
+        ok "$what: killed at iteration 12 and resumed from checkpoint 10: final weights identical to 20 straight ($gens generations kept of 2)"
+    else bad "$what resume: $(grep resumed "$F/${p}resumed2.out") $(tail -2 "$F/${p}resumed2.err")"; fi
+    [ "$gens" -le 2 ] || bad "$what: checkpoint_keep=2 kept $gens generations"
+}
+resume_check "" "checkpoints"
+resume_check db "double_buffering=1 checkpoints (with the mean in flight)" double_buffering=1
 
 # A corrupt newest checkpoint on one rank: everyone falls back to an older common one.
 rm -rf "$F/fallback" && mkdir -p "$F/fallback"
