@@ -75,7 +75,7 @@ $(LIBDK): $(DK)/.patched
 	$(MAKE) -C $(DK) -s GPU=$(GPU) CUDNN=$(CUDNN) OPENCV=0 OPENMP=0 obj libdarknet.a darknet
 darknet: $(LIBDK)
 
-$(OBJ)/plugin/%.o: plugin/%.c plugin/darknet_mn.h plugin/mn_internal.h $(DK)/.patched
+$(OBJ)/plugin/%.o: plugin/%.c $(wildcard plugin/*.h) $(DK)/.patched
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
