@@ -18,7 +18,8 @@ typedef enum {
     MN_ERR_USER,     /* bad input a user can fix: cfg, list, weights, image */
     MN_ERR_MPI,      /* an MPI call failed */
     MN_ERR_NOMEM,
-    MN_ERR_UNAVAILABLE /* feature not built in (e.g. NCCL) or not implemented */
+    MN_ERR_UNAVAILABLE, /* feature not built in (e.g. NCCL) or not implemented */
+    MN_ERR_DIVERGED  /* the ranks no longer hold the same model (mn_replica.h) */
 } mn_status;
 
 typedef struct mn_comm mn_comm;
@@ -129,6 +130,11 @@ void mn_free_list(mn_list *l);
 void mn_shard_bounds(size_t n, int size, int r, size_t *start, size_t *count);
 /* Deterministic Fisher-Yates permutation of n items from seed. */
 void mn_shuffle_paths(char **paths, size_t n, int seed);
+/* The seed of a random stream (rank r's data: stream r; the job's input
+ * sizes: stream -1) for the batch of one iteration: a resumed run draws
+ * what an uninterrupted one would have drawn there, not its first batches
+ * again. */
+unsigned mn_stream_seed(int seed, int stream, size_t iteration);
 
 /* Training and evaluation entry points used by ./darknet_mn. */
 typedef enum { MN_TASK_CLASSIFIER, MN_TASK_DETECTOR } mn_task;

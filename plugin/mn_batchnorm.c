@@ -100,7 +100,9 @@ mn_status mn_average_bn_stats(mn_comm *c, network *net)
     mn_status st = collect_stats(c, net, &s);
     if (st == MN_OK && s.n > 0) {
         pull_stats(net, &s, 0);
+        mn_guard(c, "averaging batch-norm statistics");
         st = mean_arrays(c, s.host, s.lens, s.n, 0);
+        mn_unguard(c);
         pull_stats(net, &s, 1);
     }
     free_stats(&s);
@@ -114,6 +116,7 @@ mn_status mn_bcast_bn_stats(mn_comm *c, network *net)
     bn_stats s;
     mn_status st = collect_stats(c, net, &s);
     if (st == MN_OK) pull_stats(net, &s, 0);
+    mn_guard(c, "broadcasting batch-norm statistics");
     for (int i = 0; st == MN_OK && i < s.n; ++i) {
         for (size_t done = 0; done < s.lens[i];) {
             int m = s.lens[i] - done > (1u << 30) ? (1 << 30) : (int)(s.lens[i] - done);
@@ -125,6 +128,7 @@ mn_status mn_bcast_bn_stats(mn_comm *c, network *net)
             done += (size_t)m;
         }
     }
+    mn_unguard(c);
     if (st == MN_OK) pull_stats(net, &s, 1);
     free_stats(&s);
     return st;
@@ -143,8 +147,10 @@ static void bn_sync_hook(network *net, float *a, float *b, int n, int gpu)
 #ifndef GPU
     if (gpu) mn_abort(c, "batch-norm sync was given device memory in a CPU build");
 #endif
+    mn_guard(c, "sync_bn allreduce");
     if (mean_arrays(c, arrays, lens, b ? 2 : 1, gpu) != MN_OK)
         mn_abort(c, "allreduce of batch-norm statistics failed");
+    mn_unguard(c);
 }
 
 static int uses_bn(const layer *l)

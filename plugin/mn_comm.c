@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "mn_internal.h"
+#include "mn_fault.h"
 
 /* The registry: the only global state, and it is constant. */
 static const mn_comm_ops *const registry[] = {
@@ -45,15 +46,16 @@ void mn_abort(const mn_comm *c, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     mn_error(c, "fatal: %s", msg);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    abort();
+    mn_die(1);
 }
 
 mn_status mn_agree(mn_comm *c, mn_status mine)
 {
     int in = (int)mine, out = 0;
+    mn_guard(c, "waiting for every rank");
     if (MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, c->world) != MPI_SUCCESS)
         mn_abort(c, "MPI_Allreduce failed while agreeing on a status");
+    mn_unguard(c);
     return (mn_status)out;
 }
 

@@ -788,7 +788,7 @@ static mn_status open_state(mn_comm *c, const mn_data_cfg *dc, const mn_options 
 }
 
 mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
-                                  const mn_options *opt, size_t it, const char *base,
+                                  const mn_options *opt, size_t it, const char *base, int w, int h,
                                   mn_eval_state **state)
 {
     if (opt->eval_interval <= 0 || it % (size_t)opt->eval_interval != 0) return MN_OK;
@@ -797,8 +797,12 @@ mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const 
     double t0 = mn_now(), score = 0;
     /* Evaluate the model that is saved: averaged statistics, or rank 0's. */
     MN_CHECK(mn_agree(c, opt->bn_average ? mn_average_bn_stats(c, net) : mn_bcast_bn_stats(c, net)));
-    int batch = net->batch;
+    /* The best weights are chosen on a fixed yardstick: the cfg's own size.
+     * Batch 1 first, so the resize allocates for one image; the training
+     * batch is set back before the size, which then allocates for it. */
+    int batch = net->batch, train_w = net->w, train_h = net->h, resized = train_w != w || train_h != h;
     set_batch_network(net, 1);
+    if (resized) resize_network(net, w, h);
     mn_status s;
     if (task == MN_TASK_CLASSIFIER) {
         long hits[3] = {0, 0, 0};
@@ -812,6 +816,7 @@ mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const 
         if (score < 0) score = 0;
     }
     set_batch_network(net, batch);
+    if (resized) resize_network(net, train_w, train_h);
     MN_CHECK(s);
     int better = score > e->best;
     if (better) e->best = score;

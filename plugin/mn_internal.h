@@ -69,6 +69,7 @@ struct mn_comm {
     struct mn_arena *arena;       /* the gradient arena's node-shared window, or NULL (mn_shm.c) */
     int arena_borrowed;           /* arena is another communicator's (mn_comm_arena_borrow) */
     int device_f32, device_f16;   /* set up by the algorithm: mean_grad_device takes float32 / float16 jobs */
+    struct mn_watchdog *watch;    /* the training job's watchdog (mn_guard), or NULL */
 };
 
 extern const mn_comm_ops mn_comm_naive_ops;
@@ -252,11 +253,12 @@ void mn_free_data_cfg(mn_data_cfg *d);
 
 /* Evaluation during training (mn_evaluator.c). Called by every rank at the end
  * of every iteration; every eval_interval iterations it scores the eval list
- * (classifier top-1, detector mAP), rank 0 prints it and saves
+ * (classifier top-1, detector mAP) at the cfg's input size w x h (whatever
+ * size random=1 trains at now), rank 0 prints it and saves
  * <backup>/<base>_best.weights when it improves. *state starts NULL. */
 typedef struct mn_eval_state mn_eval_state;
 mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
-                                  const mn_options *opt, size_t it, const char *base,
+                                  const mn_options *opt, size_t it, const char *base, int w, int h,
                                   mn_eval_state **state);
 void mn_eval_free(mn_eval_state *state);
 /* The class of a path: the one label it contains (Darknet matches labels as
@@ -265,14 +267,7 @@ int mn_path_class(char **labels, int k, const char *path, int *matches);
 /* An image that cannot be opened is reported with its path and this rank. */
 mn_status mn_check_readable(const mn_comm *c, const char *path);
 
-/* The collective watchdog (mn_watchdog.c): enter before a collective (sends
- * the arrival token; rank 0 waits for all and names late ranks), leave after.
- * Past the timeout the job is aborted with a message. */
-typedef struct mn_watchdog mn_watchdog;
-mn_status mn_watchdog_start(mn_comm *c, double timeout, mn_watchdog **out);
-void mn_watchdog_enter(mn_watchdog *w, const char *what, size_t iteration);
-void mn_watchdog_leave(mn_watchdog *w);
-void mn_watchdog_stop(mn_watchdog *w);
+#include "mn_watchdog.h"
 
 /* Call before each train_network: with float16 it sets Darknet's momentum
  * part aside so that only the fresh gradient is rounded to half. */

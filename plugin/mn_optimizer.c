@@ -6,6 +6,7 @@
  * one process's step with the global batch. net->ranks makes seen count the
  * images of all ranks, so the iteration counter and learning-rate schedule
  * advance once per global update. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +39,13 @@ struct mn_optimizer {
     size_t *lens;
     int nonfinite;        /* the last averaged gradient held NaN or Inf */
     mn_watchdog *watch;   /* NULL when collective_timeout=0 */
-    float *aside;         /* float16: the momentum part, set aside during backward */
-    float *aside_gpu;     /* the same on the device, for a device-side allreduce */
+    float *aside;         /* float16, double buffering, nonfinite=skip: the momentum part, set aside during backward */
+    float *aside_gpu;     /* the same on the device */
+    int skip;             /* nonfinite=skip: a bad update leaves the model exactly as it was */
+    float **stats;        /* nonfinite=skip: the running statistics (device arrays in a GPU run) */
+    size_t *stats_lens;
+    int nstats;
+    float *stats_saved;   /* their values before this step's forward pass */
     int *flag_gpu;        /* device: a gradient held Inf or NaN */
     int is_aside;
     int on_device;        /* GPU run whose communicator averages device arrays */
@@ -78,6 +84,22 @@ static int layer_grads(layer *l, float ***slots, float ***slots_gpu, size_t *len
 }
 
 #ifdef GPU
+/* finish_mean for the device update arrays: the momentum part set aside on
+ * the device comes back, or stands alone when the mean is not finite. */
+static void finish_mean_gpu(mn_optimizer *o, int bad)
+{
+    size_t off = 0;
+    o->nonfinite = bad;
+    for (int i = 0; i < o->n; off += o->lens[i], ++i) {
+        int n = (int)o->lens[i];
+        if (bad && o->is_aside) copy_gpu(n, o->aside_gpu + off, 1, o->arrays_gpu[i], 1);
+        else if (bad) fill_gpu(n, 0, o->arrays_gpu[i], 1);
+        else if (o->is_aside && mn_gpu_add(o->arrays_gpu[i], o->aside_gpu + off, o->lens[i], NULL))
+            mn_abort(o->comm, "adding the momentum part back failed to launch");
+    }
+    o->is_aside = 0;
+}
+
 /* A GPU run whose communicator set up device legs (pure_nccl; hierarchical
  * and two_dimensional in float32): Darknet's device update arrays are
  * averaged where they are; the host arena is only filled for checkpoints. */
@@ -88,74 +110,112 @@ static void sync_on_device(network *net, mn_optimizer *o)
         mn_abort(o->comm, "gradient allreduce failed");
     mn_watchdog_leave(o->watch);
     int bad = 0;
-    size_t off = 0;
     cudaMemset(o->flag_gpu, 0, sizeof(int));
-    for (int i = 0; i < o->n; off += o->lens[i], ++i) {
-        if (o->is_aside && mn_gpu_add(o->arrays_gpu[i], o->aside_gpu + off, o->lens[i], NULL))
-            mn_abort(o->comm, "adding the momentum part back failed to launch");
+    for (int i = 0; i < o->n; ++i)
         if (mn_gpu_floats_nonfinite(o->arrays_gpu[i], o->lens[i], o->flag_gpu, NULL))
             mn_abort(o->comm, "the Inf/NaN check failed to launch");
-    }
-    o->is_aside = 0;
     if (cudaMemcpy(&bad, o->flag_gpu, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
         mn_abort(o->comm, "reading the Inf/NaN check failed: %s", cudaGetErrorString(cudaGetLastError()));
-    o->nonfinite = bad;
-    if (bad)
-        for (int i = 0; i < o->n; ++i) fill_gpu((int)o->lens[i], 0, o->arrays_gpu[i], 1);
+    finish_mean_gpu(o, bad);
 }
 #endif
 
-/* After the allreduce: the momentum part back, and a non-finite mean zeroed
- * (momentum too) so that Darknet's update cannot write NaN into the weights.
- * Every rank holds the same mean, so every rank decides alike. */
+/* The running statistics as they were before this step's forward pass (a
+ * non-finite batch has already folded NaN into them). */
+static void stats_copy(mn_optimizer *o, int restore)
+{
+    size_t off = 0;
+    for (int i = 0; i < o->nstats; off += o->stats_lens[i], ++i) {
+        float *live = o->stats[i], *saved = o->stats_saved + off;
+        size_t n = o->stats_lens[i];
+#ifdef GPU
+        if (gpu_index >= 0) {
+            if (restore) cuda_push_array(live, saved, n);
+            else cuda_pull_array(live, saved, n);
+            continue;
+        }
+#endif
+        if (restore) memcpy(live, saved, n * sizeof(float));
+        else memcpy(saved, live, n * sizeof(float));
+    }
+}
+
+/* After the allreduce, with the mean in the arena. A finite mean gets the
+ * momentum part back. A non-finite one is dropped: the arena becomes the
+ * momentum exactly as it was (or zeros where it was not set aside, which only
+ * nonfinite=stop allows), and the hook skips Darknet's update, so neither
+ * decay nor momentum touch the weights. Every rank holds the same mean, so
+ * every rank decides alike. */
 static void finish_mean(mn_optimizer *o)
 {
-    if (o->is_aside) {
-        for (size_t i = 0; i < o->total; ++i) o->arena[i] += o->aside[i];
-        o->is_aside = 0;
-    }
     o->nonfinite = !all_finite(o->arena, o->total);
-    if (o->nonfinite) memset(o->arena, 0, o->total * sizeof(float));
+    if (o->nonfinite && o->is_aside) memcpy(o->arena, o->aside, o->total * sizeof(float));
+    else if (o->nonfinite) memset(o->arena, 0, o->total * sizeof(float));
+    else if (o->is_aside)
+        for (size_t i = 0; i < o->total; ++i) o->arena[i] += o->aside[i];
+    o->is_aside = 0;
+}
+
+/* A rank whose own loss is NaN or Inf makes the mean NaN on every rank, so
+ * that all of them drop the update together (its gradient may still look
+ * finite). Returns the value for the hook: non-zero skips Darknet's update. */
+static int after_mean(mn_optimizer *o)
+{
+    if (!o->nonfinite) return 0;
+    if (o->skip) stats_copy(o, 1);
+    return 1;
 }
 
 /* Nonzero: Darknet skips this update (double buffering's first step). */
 static int sync_hook(network *net)
 {
     mn_optimizer *o = net->sync_arg;
+    int poison = !isfinite(*net->cost) && o->total > 0;
     if (o->dbuf) {
+        if (poison) o->arena[0] = NAN;
         mn_watchdog_enter(o->watch, "gradient allreduce", get_current_batch(net));
         int apply = mn_dbuf_exchange(o->dbuf, o->arena);
         mn_watchdog_leave(o->watch);
         finish_mean(o);
-        return !apply;
+        return after_mean(o) || !apply;
     }
 #ifdef GPU
     if (o->on_device) {
+        if (poison) fill_gpu(1, NAN, o->arrays_gpu[0], 1);
         sync_on_device(net, o);
-        return 0;
+        return after_mean(o);
     }
     /* Debian's Open MPI is not CUDA-aware: stage device gradients through host. */
     if (net->gpu_index >= 0)
         for (int i = 0; i < o->n; ++i) cuda_pull_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
 #endif
+    if (poison) o->arena[0] = NAN;
     mn_watchdog_enter(o->watch, "gradient allreduce", get_current_batch(net));
     if (mn_comm_mean_grad(o->comm, o->arrays, o->lens, o->n) != MN_OK)
         mn_abort(o->comm, "gradient allreduce failed");
     mn_watchdog_leave(o->watch);
-    finish_mean(o);
 #ifdef GPU
-    if (net->gpu_index >= 0)
+    if (net->gpu_index >= 0) {   /* the momentum part was set aside on the device */
+        o->nonfinite = !all_finite(o->arena, o->total);
         for (int i = 0; i < o->n; ++i) cuda_push_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
+        finish_mean_gpu(o, o->nonfinite);
+        return after_mean(o);
+    }
 #endif
-    return 0;
+    finish_mean(o);
+    return after_mean(o);
 }
 
 static void free_optimizer(mn_optimizer *o)
 {
     mn_dbuf_stop(o->dbuf);
+    if (o->comm->watch == o->watch) o->comm->watch = NULL;
     mn_watchdog_stop(o->watch);
     free(o->aside);
     free(o->state);
+    free(o->stats);
+    free(o->stats_lens);
+    free(o->stats_saved);
 #ifdef GPU
     if (o->pinned) cudaHostUnregister(o->arena);
     if (o->aside_gpu) cuda_free(o->aside_gpu);
@@ -166,6 +226,34 @@ static void free_optimizer(mn_optimizer *o)
     free(o->arrays_gpu);
     free(o->lens);
     free(o);
+}
+
+/* nonfinite=skip: where the running statistics live (device arrays in a GPU run). */
+static mn_status find_stats(network *net, mn_optimizer *o)
+{
+    int cap = 0;
+    size_t total = 0;
+    for (int i = 0; i < net->n; ++i) cap += 2 * (net->layers[i].rolling_mean != NULL);
+    o->stats = calloc((size_t)cap + 1, sizeof *o->stats);
+    o->stats_lens = calloc((size_t)cap + 1, sizeof *o->stats_lens);
+    if (!o->stats || !o->stats_lens) return MN_ERR_NOMEM;
+    for (int i = 0; i < net->n; ++i) {
+        layer *l = &net->layers[i];
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < k; ++j) {
+            if (p[j].data != l->rolling_mean && p[j].data != l->rolling_variance) continue;
+            float *live = p[j].data;
+#ifdef GPU
+            if (gpu_index >= 0) live = live == l->rolling_mean ? l->rolling_mean_gpu : l->rolling_variance_gpu;
+#endif
+            o->stats[o->nstats] = live;
+            o->stats_lens[o->nstats++] = p[j].n;
+            total += p[j].n;
+        }
+    }
+    o->stats_saved = calloc(total + 1, sizeof(float));
+    return o->stats_saved ? MN_OK : MN_ERR_NOMEM;
 }
 
 mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimizer **out)
@@ -192,8 +280,10 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     if (st == MN_OK && opt->grad_dtype_half) st = mn_comm_set_dtype(c, 1);
     /* float16 and double buffering send the fresh gradient alone: the
      * momentum part waits in aside (mn_optimizer_begin_step). */
-    if (st == MN_OK && (opt->grad_dtype_half || opt->double_buffering) &&
+    o->skip = opt->nonfinite_skip;
+    if (st == MN_OK && (opt->grad_dtype_half || opt->double_buffering || o->skip) &&
         !(o->aside = calloc(o->total + 1, sizeof(float)))) st = MN_ERR_NOMEM;
+    if (st == MN_OK && o->skip) st = find_stats(net, o);
     if (st == MN_OK && opt->double_buffering && !(o->state = calloc(2 * o->total + 1, sizeof(float)))) st = MN_ERR_NOMEM;
 #ifdef GPU
     if (st == MN_OK && opt->double_buffering && net->gpu_index >= 0) {
@@ -204,8 +294,10 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
                    (c->half ? c->device_f16 : c->device_f32);
     if (st == MN_OK && o->on_device) {
         if (cudaMalloc((void **)&o->flag_gpu, sizeof(int)) != cudaSuccess) st = MN_ERR_NOMEM;
-        if (st == MN_OK && opt->grad_dtype_half && !(o->aside_gpu = cuda_make_array(NULL, o->total + 1))) st = MN_ERR_NOMEM;
     }
+    /* The momentum part waits on the device in every GPU run that sets it aside. */
+    if (st == MN_OK && net->gpu_index >= 0 && o->aside && !(o->aside_gpu = cuda_make_array(NULL, o->total + 1)))
+        st = MN_ERR_NOMEM;
 #endif
     if (st == MN_ERR_NOMEM) mn_error(c, "out of memory attaching the optimizer");
     /* The watchdog and the arena's window are collective: every rank goes
@@ -213,6 +305,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     if ((st = mn_agree(c, st)) == MN_OK) {
         mn_status sw = MN_OK;
         if (opt->collective_timeout > 0 && c->size > 1) sw = mn_watchdog_start(c, opt->collective_timeout, &o->watch);
+        c->watch = o->watch;   /* every collective of the training loop is guarded from here on */
         mn_status sa = mn_comm_arena_alloc(c, o->total, &o->arena);
         st = mn_agree(c, sw != MN_OK ? sw : sa);
         if (st == MN_OK && opt->double_buffering) st = mn_dbuf_start(c, o->lens, o->n, o->total, &o->dbuf);
@@ -258,8 +351,9 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
  * after the allreduce) keeps it in float32, exactly as every rank holds it. */
 void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
 {
+    if (o->skip) stats_copy(o, 0);
 #ifdef GPU
-    if (o->on_device && o->aside_gpu) {   /* the same on the device */
+    if (o->aside_gpu && net->gpu_index >= 0) {   /* the same on the device */
         size_t off = 0;
         for (int i = 0; i < o->n; off += o->lens[i], ++i) {
             copy_gpu((int)o->lens[i], o->arrays_gpu[i], 1, o->aside_gpu + off, 1);
@@ -270,11 +364,7 @@ void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
     }
 #endif
     if (!o->aside) return;
-#ifdef GPU
-    if (net->gpu_index >= 0) return;   /* host-staged device arrays: their momentum still travels in half */
-#else
     (void)net;   /* CPU builds: Darknet's gpu_index field is meaningless (often 0) */
-#endif
     memcpy(o->aside, o->arena, o->total * sizeof(float));
     memset(o->arena, 0, o->total * sizeof(float));
     o->is_aside = 1;

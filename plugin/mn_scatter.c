@@ -34,6 +34,16 @@ void mn_shuffle_paths(char **paths, size_t n, int seed)
     }
 }
 
+/* Three splitmix64 steps fold seed, stream and iteration into one value;
+ * no product of ints that can overflow (seed*7919 did for large seeds). */
+unsigned mn_stream_seed(int seed, int stream, size_t iteration)
+{
+    uint64_t s = (uint64_t)(unsigned)seed;
+    s = next_u64(&s) ^ (uint64_t)(unsigned)stream;
+    s = next_u64(&s) ^ (uint64_t)iteration;
+    return (unsigned)(next_u64(&s) >> 32);
+}
+
 static void free_paths(char **v, size_t n);
 
 /* Reads non-empty lines; trailing CR/LF and spaces are dropped. A NUL byte

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include "mn_internal.h"
+#include "mn_replica.h"
 #include "data.h"
 #include "option_list.h"
 #include "utils.h"
@@ -125,10 +126,16 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
     data train = {0}, buffer = {0};
     load_args args = random_args(net, task, dc, shard, &buffer);
     pthread_t loader = 0;
-    int dim = net->w, base_w = net->w, count = 0;
+    int dim = net->w, base_w = net->w, base_h = net->h, count = 0;
     layer last = net->layers[net->n - 1];
     int resizes = task == MN_TASK_DETECTOR && last.random && !opt->deterministic;
-    if (!opt->deterministic && !resizes) loader = load_data(args);
+    /* Each batch's random draws (which images, their augmentation) start
+     * from a seed of (seed, rank, iteration), so a resumed run goes on with
+     * new data rather than replaying the first batches of its shard. */
+    if (!opt->deterministic && !resizes) {
+        srand(mn_stream_seed(opt->seed, c->rank, get_current_batch(net)));
+        loader = load_data(args);
+    }
 
     double start = mn_now(), avg_loss = -1;
     mn_eval_state *ev = NULL;
@@ -137,19 +144,21 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
     while (get_current_batch(net) < (size_t)net->max_batches && s == MN_OK) {
         double t0 = mn_now();
         if (resizes && count++ % 10 == 0) {
-            /* Rank 0 draws the size for everyone, so no rank waits on a larger
-             * one. Stock's 320..608 range (and 608 for the last 200
-             * iterations) for a 416 cfg, scaled to the cfg's own width. */
-            int d = (rand() % 10 + 10) * 32;
-            if (get_current_batch(net) + 200 > (size_t)net->max_batches) d = 608;
+            /* Every rank draws the same size from the job's own stream, so no
+             * rank waits on a larger one. Stock's 320..608 range (and 608 for
+             * the last 200 iterations) for a 416 cfg, scaled to the cfg's
+             * own width. */
+            size_t now = get_current_batch(net);
+            int d = (int)(mn_stream_seed(opt->seed, -1, now) % 10 + 10) * 32;
+            if (now + 200 > (size_t)net->max_batches) d = 608;
             d = d * base_w / 416 / 32 * 32;
             if (d < 32) d = 32;
-            MPI_Bcast(&d, 1, MPI_INT, 0, c->world);
             if (c->rank == 0) printf("resizing to %dx%d on every rank\n", d, d);
             if (loader) { pthread_join(loader, 0); free_data(buffer); }
             dim = d;
             args.w = args.h = dim;
             resize_network(net, dim, dim);
+            srand(mn_stream_seed(opt->seed, c->rank, now));
             loader = load_data(args);
         }
         if (opt->deterministic) {
@@ -158,16 +167,19 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         } else {
             pthread_join(loader, 0);
             train = buffer;
+            srand(mn_stream_seed(opt->seed, c->rank, get_current_batch(net) + 1));
             loader = load_data(args);
         }
         mn_optimizer_begin_step(mo, net);
         float loss = train_network(net, train);
         free_data(train);
         float sum = loss;
+        mn_guard(c, "loss allreduce");
         MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_FLOAT, MPI_SUM, c->world);
+        mn_unguard(c);
         loss = sum / c->size;
         if (mn_optimizer_nonfinite(mo) || !isfinite(loss)) {
-            /* The hook zeroed the bad update, so the weights are still finite. */
+            /* The hook dropped the update: the model is as before this step. */
             size_t at = get_current_batch(net);
             if (!opt->nonfinite_skip) {
                 if (c->rank == 0)
@@ -176,9 +188,12 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
                 s = MN_ERR_USER;
                 break;
             }
-            if (c->rank == 0) mn_error(c, "iteration %zu: NaN or Inf in the loss or gradient; update skipped", at);
+            if (c->rank == 0)
+                mn_error(c, "iteration %zu: NaN or Inf in the loss or gradient; update skipped "
+                         "(weights, momentum and running statistics as before)", at);
+        } else {
+            avg_loss = avg_loss < 0 ? loss : avg_loss * .9 + loss * .1;
         }
-        avg_loss = avg_loss < 0 ? loss : avg_loss * .9 + loss * .1;
         size_t it = get_current_batch(net);
         double now = mn_now();
         if (c->rank == 0) {
@@ -190,7 +205,12 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
                    get_current_rate(net), global_imgs / (now - t0), el, eta, *net->seen);
             fflush(stdout);
         }
-        if (s == MN_OK) s = mn_eval_during_training(c, net, task, dc, opt, it, base, &ev);
+        /* Before anything is saved, every rank must still hold rank 0's model. */
+        int ckpt = opt->checkpoint_interval > 0 && it % (size_t)opt->checkpoint_interval == 0;
+        int saves = ckpt || it % (size_t)opt->backup_interval == 0 || it % (size_t)opt->save_interval == 0 ||
+                    (opt->eval_interval > 0 && it % (size_t)opt->eval_interval == 0);
+        if (s == MN_OK && saves) s = mn_replica_check(c, net, mo, opt->sync_bn, it, NULL);
+        if (s == MN_OK) s = mn_eval_during_training(c, net, task, dc, opt, it, base, base_w, base_h, &ev);
         char path[4096];
         if (s == MN_OK && it % (size_t)opt->backup_interval == 0) {
             snprintf(path, sizeof path, "%s/%s.backup", dc->backup, base);
@@ -200,7 +220,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
             snprintf(path, sizeof path, "%s/%s_%zu.weights", dc->backup, base, it);
             s = mn_save_weights_all(c, net, opt, path);
         }
-        if (s == MN_OK && opt->checkpoint_interval > 0 && it % (size_t)opt->checkpoint_interval == 0) {
+        if (s == MN_OK && ckpt) {
             double t = mn_now();
             s = mn_checkpoint_save(c, net, mo, dc->backup, base, opt->checkpoint_keep);
             if (s == MN_OK && c->rank == 0)
@@ -209,6 +229,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         }
     }
     if (loader) { pthread_join(loader, 0); free_data(buffer); }
+    if (s == MN_OK) s = mn_replica_check(c, net, mo, opt->sync_bn, get_current_batch(net), NULL);
     if (s == MN_OK) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s_final.weights", dc->backup, base);
@@ -247,7 +268,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         s = mn_agree(c, MN_ERR_USER);
         goto out;
     }
-    srand((unsigned)(opt.seed * 7919 + c->rank));
+    srand(mn_stream_seed(opt.seed, c->rank, get_current_batch(net)));
     s = opt.deterministic ? mn_bcast_list(c, dc.train, opt.shuffle, opt.seed, &shard)
                           : mn_scatter_list(c, dc.train, opt.shuffle, opt.seed, &shard);
     if (s != MN_OK || (s = ensure_dir(c, dc.backup)) != MN_OK) goto out;

@@ -35,6 +35,7 @@ for n in 1 2 3 4; do
     run_unit "scatter-np$n" $n -- "$TEST_BIN/test_scatter" "$T"
 done
 run_unit comm-forced-2x2 4 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
+for n in 1 2 3; do run_unit "replica-np$n" $n -- "$TEST_BIN/test_replica" "$T"; done
 run_unit comm-forced-2+1 3 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
 for comm in naive flat; do
     for n in 1 2 3 4; do

@@ -1,6 +1,7 @@
 /* Scatter: shards are disjoint, complete and balanced (sizes differ by at most
  * one), repeatable for a seed and different for another; broadcast gives
- * everyone the whole (same) list. usage: test_scatter <tmpdir> */
+ * everyone the whole (same) list; random-sampling streams differ by seed, rank
+ * and iteration. usage: test_scatter <tmpdir> */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,23 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         EXPECT(mn_scatter_list(c, file, 0, 0, &l) == MN_ERR_USER, "list shorter than the rank count accepted");
     }
+    /* Random-sampling streams: one per (seed, rank, iteration), so a resumed
+     * run does not replay its first batches; large seeds are fine (seed*7919
+     * overflowed int). Exact values pin the derivation across machines. */
+    EXPECT(mn_stream_seed(1, 0, 0) != mn_stream_seed(1, 0, 100), "iteration 100 replays iteration 0's stream");
+    EXPECT(mn_stream_seed(1, 0, 5) != mn_stream_seed(1, 1, 5), "ranks 0 and 1 share a stream");
+    EXPECT(mn_stream_seed(1, 0, 5) != mn_stream_seed(2, 0, 5), "seeds 1 and 2 share a stream");
+    EXPECT(mn_stream_seed(1, -1, 5) != mn_stream_seed(1, 0, 5), "the job's stream is rank 0's");
+    EXPECT(mn_stream_seed(2147483647, 3, 7) == mn_stream_seed(2147483647, 3, 7), "not repeatable");
+    unsigned seen[64];
+    int distinct = 0;
+    for (int it = 0; it < 64; ++it) {
+        seen[it] = mn_stream_seed(2147483647, 3, (size_t)it);
+        int dup = 0;
+        for (int j = 0; j < it; ++j) dup |= seen[j] == seen[it];
+        distinct += !dup;
+    }
+    EXPECT(distinct == 64, "64 iterations gave %d distinct seeds", distinct);
     mn_comm_free(c);
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

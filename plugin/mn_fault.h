@@ -1,0 +1,14 @@
+/* The abort path (mn_fault.c). */
+#ifndef MN_FAULT_H
+#define MN_FAULT_H
+
+/* Ends the job from any thread, in any state of the heap: MPI_Abort where
+ * this thread may call MPI (the main thread, or any under
+ * MPI_THREAD_MULTIPLE), else _exit, which mpiexec also turns into the end
+ * of every rank. A deadline (SIGALRM) _exits the process if MPI_Abort does
+ * not return. Async-signal-safe but for MPI_Abort. */
+void mn_die(int code) __attribute__((noreturn));
+/* Seconds mn_die gives MPI_Abort before _exit. */
+#define MN_ABORT_DEADLINE 10
+
+#endif

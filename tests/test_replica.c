@@ -1,0 +1,158 @@
+/* The replica check and nonfinite=skip through the C API.
+ *
+ * Replica check: after real updates every rank holds the same model and the
+ * check passes; one rank's weight, momentum or (with sync_bn) running
+ * statistic nudged by one ulp is caught, naming its layer; running
+ * statistics that differ by design (no sync_bn) are not; NaN in the weights
+ * on every rank is refused.
+ *
+ * nonfinite=skip: a step in which one rank's labels hold NaN leaves every
+ * rank's weights, momentum and running statistics bit for bit as they were,
+ * and the next finite step trains again.
+ * usage: test_replica <tmpdir> */
+#include <stdlib.h>
+#include "mn_test.h"
+#include "mn_replica.h"
+
+enum { B = 4, W = 6, H = 6, C = 3, CLASSES = 3 };
+
+static void write_cfg(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    fprintf(f, "[net]\nbatch=%d\nsubdivisions=1\nwidth=%d\nheight=%d\nchannels=%d\n"
+               "learning_rate=0.05\nmomentum=0.9\ndecay=0.001\nmax_batches=100\n\n"
+               "[convolutional]\nbatch_normalize=1\nfilters=4\nsize=3\nstride=1\npad=1\nactivation=leaky\n\n"
+               "[maxpool]\nsize=2\nstride=2\n\n"
+               "[connected]\noutput=8\nactivation=leaky\n\n"
+               "[connected]\noutput=%d\nactivation=linear\n\n[softmax]\n\n"
+               "[distributed]\nnonfinite=skip\ncollective_timeout=0\n",
+            B, W, H, C, CLASSES);
+    fclose(f);
+}
+
+static int poison_rank = -1;   /* this rank's labels hold NaN (-1: none) */
+
+static void image_of(size_t g, float *x, float *y)
+{
+    unsigned s = (unsigned)(g * 2654435761u + 7u);
+    for (int i = 0; i < W * H * C; ++i) { s = s * 1103515245u + 12345u; x[i] = (float)((s >> 16) & 1023) / 1023.0f; }
+    memset(y, 0, CLASSES * sizeof(float));
+    y[g % CLASSES] = 1;
+    if (poison_rank == rank) y[0] = NAN;   /* NaN loss and gradient; the forward pass (and maxpool) stays finite */
+}
+
+/* Weights, momentum and running statistics, in that order, into out. */
+static size_t snapshot(network *net, float *out)
+{
+    size_t k = mn_test_params(net, out);
+    for (int i = 0; i < net->n; ++i) {
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int m = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < m; ++j) {
+            if (!p[j].grad) continue;
+            if (out) memcpy(out + k, p[j].grad, p[j].n * sizeof(float));
+            k += p[j].n;
+        }
+    }
+    return k;
+}
+
+static void nudge(float *x) { *x = nextafterf(*x, INFINITY); }
+
+static void expect_check(mn_comm *c, network *net, mn_optimizer *o, int shared, mn_status want, int want_layer,
+                         const char *what)
+{
+    int first = -2;
+    mn_status s = mn_replica_check(c, net, o, shared, 7, &first);
+    EXPECT(s == want, "%s: status %d, want %d", what, s, want);
+    EXPECT(first == want_layer, "%s: first differing layer %d, want %d", what, first, want_layer);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int N;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &N);
+    if (argc < 2) { fprintf(stderr, "usage: test_replica <tmpdir>\n"); MPI_Abort(MPI_COMM_WORLD, 2); }
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "%s/replica.cfg", argv[1]);
+    if (rank == 0) write_cfg(cfg);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    mn_status st;
+    mn_comm *c = mn_comm_create(MPI_COMM_WORLD, &st);
+    network *net;
+    EXPECT(mn_load_network(c, cfg, NULL, 0, &net) == MN_OK, "load");
+    mn_options opt;
+    EXPECT(mn_parse_options(net, cfg, rank == 0, &opt) == MN_OK, "options");
+    EXPECT(opt.nonfinite_skip == 1, "nonfinite=skip not parsed");
+    mn_optimizer *o;
+    EXPECT(mn_attach(c, net, &opt, &o) == MN_OK, "attach");
+    for (int u = 0; u < 3; ++u) {
+        mn_optimizer_begin_step(o, net);
+        mn_test_update(net, (size_t)u * N * B, N, rank, image_of);
+    }
+    layer *conv = &net->layers[0], *fc = &net->layers[2];
+    int last = N - 1;
+
+    /* The replica check. */
+    expect_check(c, net, o, 0, MN_OK, -1, "after 3 updates");
+    if (N > 1) {
+        float keep = fc->weights[3];
+        if (rank == last) nudge(&fc->weights[3]);
+        expect_check(c, net, o, 0, MN_ERR_DIVERGED, 2, "one weight of layer 2 on the last rank");
+        fc->weights[3] = keep;
+        keep = conv->weight_updates[1];
+        if (rank == 1) nudge(&conv->weight_updates[1]);
+        expect_check(c, net, o, 0, MN_ERR_DIVERGED, 0, "the momentum of layer 0 on rank 1");
+        conv->weight_updates[1] = keep;
+        expect_check(c, net, o, 0, MN_OK, -1, "restored");
+        keep = conv->rolling_mean[0];
+        if (rank == 1) nudge(&conv->rolling_mean[0]);
+        expect_check(c, net, o, 0, MN_OK, -1, "a running mean on rank 1 without sync_bn");
+        expect_check(c, net, o, 1, MN_ERR_DIVERGED, 0, "a running mean on rank 1 with sync_bn");
+        conv->rolling_mean[0] = keep;
+    }
+    float keep = fc->biases[0];
+    fc->biases[0] = NAN;
+    expect_check(c, net, o, 0, MN_ERR_DIVERGED, -1, "NaN in layer 2 on every rank");
+    fc->biases[0] = keep;
+    expect_check(c, net, o, 0, MN_OK, -1, "restored");
+
+    /* nonfinite=skip: NaN in one rank's batch changes nothing anywhere. */
+    size_t n = snapshot(net, NULL);
+    float *before = malloc(n * sizeof(float)), *after = malloc(n * sizeof(float));
+    snapshot(net, before);
+    size_t it = get_current_batch(net);
+    poison_rank = last;
+    mn_optimizer_begin_step(o, net);
+    mn_test_update(net, 3 * (size_t)N * B, N, rank, image_of);
+    poison_rank = -1;
+    EXPECT(mn_optimizer_nonfinite(o), "the NaN batch was not noticed");
+    snapshot(net, after);
+    size_t diff = 0;
+    for (size_t i = 0; i < n; ++i) diff += memcmp(&before[i], &after[i], sizeof(float)) != 0;
+    EXPECT(diff == 0, "a skipped step changed %zu of %zu weights, momentum and statistics values", diff, n);
+    EXPECT(get_current_batch(net) == it + 1, "the skipped step still counts: iteration %zu, want %zu",
+           get_current_batch(net), it + 1);
+    mn_optimizer_begin_step(o, net);
+    mn_test_update(net, 4 * (size_t)N * B, N, rank, image_of);
+    EXPECT(!mn_optimizer_nonfinite(o), "a finite step after the skipped one was flagged");
+    snapshot(net, after);
+    diff = 0;
+    for (size_t i = 0; i < n; ++i) diff += before[i] != after[i];
+    EXPECT(diff > n / 2, "the next finite step trained only %zu of %zu values", diff, n);
+    expect_check(c, net, o, 0, MN_OK, -1, "after the skipped step and one more");
+    free(before);
+    free(after);
+
+    mn_detach(net, o);
+    free_network(net);
+    mn_comm_free(c);
+    int all = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("test_replica: %d ranks: %s\n", N, all ? "FAIL" : "ok");
+    MPI_Finalize();
+    return all ? 1 : 0;
+}
