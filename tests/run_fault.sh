@@ -122,6 +122,31 @@ if wait_iter stall 3; then
     kill -CONT "$(cat "$F/stall.pid.2")" 2> /dev/null; kill -9 "$(cat "$F/stall.pid.2")" 2> /dev/null
 else bad "stall: training never reached iteration 3"; fi
 
+# 3b. With sync_bn a stalled rank leaves the others in a batch-norm allreduce
+#     (not the gradient allreduce's tokens): the watchdog's timer ends it too.
+cfg stallbn 400 collective_timeout=4 sync_bn=1
+sed -i 's/^\[convolutional\]/[convolutional]\nbatch_normalize=1/' "$F/stallbn.cfg"
+launch stallbn 3
+if wait_iter stallbn 3; then
+    kill -STOP "$(cat "$F/stallbn.pid.2")"
+    if took=$(ends_within stallbn 20) && grep -q "did not complete in time (collective_timeout=4 s)\|did not arrive within 4 s" "$F/stallbn.err"; then
+        ok "stalled rank 2 with sync_bn=1: all gone in $took; $(grep -m1 'collective_timeout' "$F/stallbn.err" | cut -c1-150)"
+    else bad "stall with sync_bn: $took $(tail -3 "$F/stallbn.err")"; fi
+    kill -CONT "$(cat "$F/stallbn.pid.2")" 2> /dev/null; kill -9 "$(cat "$F/stallbn.pid.2")" 2> /dev/null
+else bad "stall with sync_bn: training never reached iteration 3"; fi
+
+# 3c. An MPI_Abort that never returns (LD_PRELOAD): the fault handler's
+#     deadline still ends the rank, and mpiexec the job.
+cfg hang 400
+MPI="$MPI -x LD_PRELOAD=$(pwd)/$TEST_BIN/mn_hang_abort.so" launch hang 2
+if wait_iter hang 3; then
+    kill -SEGV "$(cat "$F/hang.pid.1")"
+    if took=$(ends_within hang 30) && grep -q "rank 1 (.*): fatal: SIGSEGV" "$F/hang.err"; then
+        ok "SIGSEGV on rank 1 with an MPI_Abort that hangs: all gone in $took"
+    else bad "hanging MPI_Abort: $took $(tail -3 "$F/hang.err")"; fi
+    kill -9 "$(cat "$F/hang.pid.1")" 2> /dev/null
+else bad "hanging MPI_Abort: training never reached iteration 3"; fi
+
 # 4. An unreadable image in random-sampling mode (Darknet's own loader thread).
 cfg badimg 400
 cp "$D/train.list" "$F/badimg.list"

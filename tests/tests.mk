@@ -1,7 +1,11 @@
 # Unit tests (C programs under mpiexec) and end-to-end runs of ./darknet_mn.
 TEST_BIN := $(OBJ)/tests
 TESTS := test_comm test_equiv test_scatter test_syncbn test_bnavg test_map mn_shapes test_big test_replica
-TEST_PROGS := $(addprefix $(TEST_BIN)/,$(TESTS)) $(TEST_BIN)/mn_wcmp
+TEST_PROGS := $(addprefix $(TEST_BIN)/,$(TESTS)) $(TEST_BIN)/mn_wcmp $(TEST_BIN)/mn_hang_abort.so
+
+$(TEST_BIN)/mn_hang_abort.so: tests/mn_hang_abort.c
+	@mkdir -p $(dir $@)
+	$(MPICC) -shared -fPIC -O2 -Wall $< -o $@
 
 $(TEST_BIN)/mn_wcmp: tests/mn_wcmp.c
 	@mkdir -p $(dir $@)
