@@ -16,6 +16,7 @@ static void usage(void)
             "  detector recall <data> <cfg> <weights>\n"
             "  detector map <data> <cfg> <weights>\n"
             "  bench allreduce <cfg> [-iters K]\n"
+            "  bench replica <cfg> [-iters K]\n"
             "  version\n");
 }
 
@@ -67,7 +68,7 @@ int main(int argc, char **argv)
                                (!strcmp(cmd, "classifier") && !strcmp(sub, "valid") && a && b && w) ||
                                (!strcmp(cmd, "detector") && (!strcmp(sub, "valid") || !strcmp(sub, "recall") ||
                                                              !strcmp(sub, "map")) && a && b && w) ||
-                               (!strcmp(cmd, "bench") && !strcmp(sub, "allreduce")));
+                               (!strcmp(cmd, "bench") && (!strcmp(sub, "allreduce") || !strcmp(sub, "replica"))));
     if (!known) {
         if (rank == 0) usage();
         MPI_Finalize();
@@ -84,7 +85,8 @@ int main(int argc, char **argv)
         gpu_index = -1;
 #endif
         int clear = has_flag(argc, argv, "-clear");
-        if (!strcmp(cmd, "bench")) s = mn_bench_allreduce(c, argc, argv);
+        if (!strcmp(cmd, "bench") && !strcmp(sub, "replica")) s = mn_bench_replica(c, argc, argv);
+        else if (!strcmp(cmd, "bench")) s = mn_bench_allreduce(c, argc, argv);
         else if (!strcmp(cmd, "detector") && !strcmp(sub, "valid")) s = mn_detector_valid(c, a, b, w, flag_value(argc, argv, "-out"));
         else if (!strcmp(sub, "recall")) s = mn_detector_recall(c, a, b, w);
         else if (!strcmp(sub, "map")) s = mn_detector_map(c, a, b, w);

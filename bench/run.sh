@@ -6,10 +6,11 @@
 #  2. a size sweep (4 B .. 256 MiB) at 2 and 4 ranks;
 #  3. one-rank ./darknet_mn against stock Darknet (same source, unpatched,
 #     same flags) training the same cfg and data on the same core;
-#  4. the failure handling's cost in training.
-# BENCH_PARTS picks some: "allreduce stock failure" (the default: all).
+#  4. the failure handling's cost in training;
+#  5. the replica check's cost against the gradient allreduce, at 1, 2 and 4 ranks.
+# BENCH_PARTS picks some: "allreduce stock failure replica" (the default: all).
 set -eu
-parts=" ${BENCH_PARTS:-allreduce stock failure} "
+parts=" ${BENCH_PARTS:-allreduce stock failure replica} "
 want() { [[ $parts == *" $1 "* ]]; }
 cd "$(dirname "$0")/.."
 R=bench/results
@@ -20,7 +21,7 @@ host="$(uname -n), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinf
 record() {   # record FILE CMD...: run CMD, keep its stdout with a header
     local f=$1; shift
     echo "== $f"
-    { echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"; echo "# command: $*"; "$@" 2>/dev/null; } | tee "$R/$f"
+    { echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host, load average $(cut -d' ' -f1-3 /proc/loadavg)"; echo "# command: $*"; "$@" 2>/dev/null; } | tee "$R/$f"
 }
 tiny=third_party/darknet-cpu/cfg/yolov3-tiny.cfg
 if want allreduce; then
@@ -29,6 +30,11 @@ if want allreduce; then
     done
     for n in 2 4; do
         record "allreduce-sweep-np$n.txt" $MPI -n $n ./darknet_mn bench allreduce -iters 20
+    done
+fi
+if want replica; then
+    for n in 1 2 4; do
+        record "replica-check-yolov3-tiny-np$n.txt" $MPI -n $n ./darknet_mn bench replica $tiny -iters 20
     done
 fi
 

@@ -183,5 +183,7 @@ mn_status mn_save_weights_all(mn_comm *c, network *net, const mn_options *opt, c
 
 /* ./darknet_mn bench allreduce */
 mn_status mn_bench_allreduce(mn_comm *c, int argc, char **argv);
+/* ./darknet_mn bench replica <cfg>: the replica check's cost */
+mn_status mn_bench_replica(mn_comm *c, int argc, char **argv);
 
 #endif

@@ -16,26 +16,44 @@
 #include "mn_replica.h"
 #include "network.h"
 
+/* Four FNV-1a lanes over 64-bit words, folded at the end: the lanes'
+ * multiplications do not wait on each other, so the hash runs at memory
+ * speed rather than at one multiply latency per word. The same pass ORs the
+ * exponent test of every float: all ones is Inf or NaN. */
+static uint64_t hash_scan(uint64_t h, const void *p, size_t bytes, int *nonfinite)
+{
+    const uint64_t prime = 1099511628211ULL, exp2 = 0x7f8000007f800000ULL;
+    const unsigned char *b = p;
+    uint64_t lane[4] = {h, h ^ 1, h ^ 2, h ^ 3}, bad = 0;
+    size_t blocks = bytes / 32;
+    for (size_t i = 0; i < blocks; ++i) {
+        for (int k = 0; k < 4; ++k) {
+            uint64_t w;
+            memcpy(&w, b + 32 * i + 8 * k, 8);
+            lane[k] = (lane[k] ^ w) * prime;
+            uint64_t e = w & exp2;
+            bad |= ((e & 0xffffffffULL) == 0x7f800000ULL) | ((e >> 32) == 0x7f800000ULL);
+        }
+    }
+    for (size_t i = 32 * blocks; i + 4 <= bytes; i += 4) {   /* the floats after the last block */
+        uint32_t w;
+        memcpy(&w, b + i, 4);
+        lane[0] = (lane[0] ^ w) * prime;
+        bad |= (w & 0x7f800000u) == 0x7f800000u;
+    }
+    if (nonfinite) *nonfinite |= bad != 0;
+    h = lane[0];
+    for (int k = 1; k < 4; ++k) h = (h ^ lane[k]) * prime;
+    return mn_fnv1a(h, b + bytes / 4 * 4, bytes % 4);
+}
+
 uint64_t mn_hash_words(uint64_t h, const void *p, size_t bytes)
 {
-    const unsigned char *b = p;
-    size_t words = bytes / 8;
-    for (size_t i = 0; i < words; ++i) {
-        uint64_t w;
-        memcpy(&w, b + 8 * i, 8);
-        h = (h ^ w) * 1099511628211ULL;
-    }
-    return mn_fnv1a(h, b + 8 * words, bytes % 8);
+    return hash_scan(h, p, bytes, NULL);
 }
 
-static int finite_floats(const float *p, size_t n)
-{
-    float acc = 0;
-    for (size_t i = 0; i < n; ++i) acc += p[i] * 0.0f;   /* NaN unless every p[i] is finite */
-    return acc == 0;
-}
-
-/* h[i]: layer i's digest; returns the first layer holding NaN or Inf, or INT_MAX. */
+/* h[i]: layer i's digest; returns the first layer holding NaN or Inf, or
+ * INT_MAX. params: the packed copy of a GPU run, or NULL (the host arrays). */
 static int hash_layers(network *net, const float *params, int with_momentum, int stats_shared, uint64_t *h)
 {
     int nonfinite = INT_MAX;
@@ -43,17 +61,17 @@ static int hash_layers(network *net, const float *params, int with_momentum, int
     for (int i = 0; i < net->n; ++i) {
         const layer *l = &net->layers[i];
         mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
+        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS), bad = 0;
         uint64_t x = MN_FNV_SEED;
         for (int j = 0; j < k; ++j) {
-            const float *d = params + off;
+            const float *d = params ? params + off : p[j].data;
             off += p[j].n;
-            if (nonfinite == INT_MAX && !finite_floats(d, p[j].n)) nonfinite = i;
             int stat = p[j].data == l->rolling_mean || p[j].data == l->rolling_variance;
-            if (stat && !stats_shared) continue;
-            x = mn_hash_words(x, d, p[j].n * sizeof(float));
-            if (with_momentum && p[j].grad) x = mn_hash_words(x, p[j].grad, p[j].n * sizeof(float));
+            uint64_t y = hash_scan(x, d, p[j].n * sizeof(float), &bad);
+            if (!stat || stats_shared) x = y;   /* statistics that differ by design are only checked for NaN */
+            if (with_momentum && p[j].grad) x = hash_scan(x, p[j].grad, p[j].n * sizeof(float), NULL);
         }
+        if (bad && nonfinite == INT_MAX) nonfinite = i;
         h[i] = x;
     }
     return nonfinite;
@@ -78,17 +96,24 @@ mn_status mn_replica_check(mn_comm *c, network *net, mn_optimizer *o, int stats_
                            int *first_layer)
 {
     if (first_layer) *first_layer = -1;
-    size_t np = mn_params_count(net), nm = 0;
-    float *params = malloc((np + 1) * sizeof(float));
+    size_t nm = 0;
+    float *params = NULL;
+#ifdef GPU
+    /* The device copies are the live ones: one packed pull of them all. */
+    if (gpu_index >= 0) params = malloc((mn_params_count(net) + 1) * sizeof(float));
+    int need = gpu_index >= 0;
+#else
+    int need = 0;
+#endif
     uint64_t *h = malloc(((size_t)net->n + 1) * sizeof *h);
     uint64_t *ref = malloc(((size_t)net->n + 1) * sizeof *ref);
     uint64_t *all = malloc((size_t)c->size * sizeof *all);
     int *first = malloc((size_t)c->size * sizeof *first);
-    mn_status s = params && h && ref && all && first ? MN_OK : MN_ERR_NOMEM;
+    mn_status s = (params || !need) && h && ref && all && first ? MN_OK : MN_ERR_NOMEM;
     if (s != MN_OK) mn_error(c, "out of memory for the replica check");
     if ((s = mn_agree(c, s)) != MN_OK) goto out;
-    mn_params_pack(net, params);                            /* pulls from the GPU in a GPU run */
-    if (o) mn_optimizer_host_state(o, net, 0, &nm);         /* likewise the momentum */
+    if (params) mn_params_pack(net, params);
+    if (o) mn_optimizer_host_state(o, net, 0, &nm);   /* pulls the momentum from the GPU in a GPU run */
     int nonfinite = hash_layers(net, params, o != NULL, stats_shared, h);
     h[net->n] = mn_hash_words(MN_FNV_SEED, h, (size_t)net->n * sizeof *h);
     MPI_Allgather(&h[net->n], 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, c->world);
