@@ -17,6 +17,7 @@ static void usage(void)
             "  detector map <data> <cfg> <weights>\n"
             "  bench allreduce <cfg> [-iters K]\n"
             "  bench replica <cfg> [-iters K]\n"
+            "  info [cfg]\n"
             "  version\n");
 }
 
@@ -63,12 +64,12 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 0;
     }
-    int known = cmd && sub && ((!strcmp(cmd, "detector") && !strcmp(sub, "train") && a && b) ||
+    int known = (cmd && !strcmp(cmd, "info")) || (cmd && sub && ((!strcmp(cmd, "detector") && !strcmp(sub, "train") && a && b) ||
                                (!strcmp(cmd, "classifier") && !strcmp(sub, "train") && a && b) ||
                                (!strcmp(cmd, "classifier") && !strcmp(sub, "valid") && a && b && w) ||
                                (!strcmp(cmd, "detector") && (!strcmp(sub, "valid") || !strcmp(sub, "recall") ||
                                                              !strcmp(sub, "map")) && a && b && w) ||
-                               (!strcmp(cmd, "bench") && (!strcmp(sub, "allreduce") || !strcmp(sub, "replica"))));
+                               (!strcmp(cmd, "bench") && (!strcmp(sub, "allreduce") || !strcmp(sub, "replica")))));
     if (!known) {
         if (rank == 0) usage();
         MPI_Finalize();
@@ -85,7 +86,8 @@ int main(int argc, char **argv)
         gpu_index = -1;
 #endif
         int clear = has_flag(argc, argv, "-clear");
-        if (!strcmp(cmd, "bench") && !strcmp(sub, "replica")) s = mn_bench_replica(c, argc, argv);
+        if (!strcmp(cmd, "info")) s = mn_info(c, sub);
+        else if (!strcmp(cmd, "bench") && !strcmp(sub, "replica")) s = mn_bench_replica(c, argc, argv);
         else if (!strcmp(cmd, "bench")) s = mn_bench_allreduce(c, argc, argv);
         else if (!strcmp(cmd, "detector") && !strcmp(sub, "valid")) s = mn_detector_valid(c, a, b, w, flag_value(argc, argv, "-out"));
         else if (!strcmp(sub, "recall")) s = mn_detector_recall(c, a, b, w);

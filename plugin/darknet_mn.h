@@ -52,6 +52,10 @@ void mn_default_options(mn_options *opt);
 /* Whether cfgfile asks for double_buffering=1 (read before MPI_Init, to
  * choose the thread level). */
 int mn_cfg_wants_threads(const char *cfgfile);
+/* The value of key in cfgfile's [distributed] section, spaces and comments
+ * dropped, into out (read before MPI_Init or without parsing the network);
+ * 0 when the file or key is missing. */
+int mn_cfg_peek(const char *cfgfile, const char *key, char *out, size_t cap);
 
 /* Communicators. mn_comm_create learns the topology (rank, node, ...) and
  * starts with the build's default algorithm; mn_comm_select switches to the
@@ -181,6 +185,12 @@ mn_status mn_attach_sync_bn(mn_comm *c, network *net, const mn_options *opt);
  * opt->bn_average; rank 0 writes path atomically. */
 mn_status mn_save_weights_all(mn_comm *c, network *net, const mn_options *opt, const char *path);
 
+/* ./darknet_mn info [cfg]: the setup, every rank, the communicator a cfg
+ * would get, and a proof that every rank can talk; MN_OK when all is well. */
+mn_status mn_info(mn_comm *c, const char *cfgfile);
+/* Whether this MPI takes device pointers (asked at run time where Open MPI
+ * can say; 0 elsewhere). */
+int mn_mpi_cuda_aware(void);
 /* ./darknet_mn bench allreduce */
 mn_status mn_bench_allreduce(mn_comm *c, int argc, char **argv);
 /* ./darknet_mn bench replica <cfg>: the replica check's cost */

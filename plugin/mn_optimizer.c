@@ -13,20 +13,6 @@
 #include "mn_internal.h"
 #ifdef GPU
 #include "cuda.h"
-#if defined(OPEN_MPI) && OPEN_MPI
-#include <mpi-ext.h>
-#endif
-/* Whether this MPI takes device pointers (asked at run time where Open MPI
- * can say; 0 elsewhere). Gradients are staged through host memory either
- * way; the answer is reported, not assumed. */
-static int mpi_cuda_aware(void)
-{
-#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
-    return MPIX_Query_cuda_support();
-#else
-    return 0;
-#endif
-}
 #endif
 
 struct mn_optimizer {
@@ -335,7 +321,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
         o->pinned = cudaHostRegister(o->arena, (o->total + 1) * sizeof(float), cudaHostRegisterPortable) == cudaSuccess;
         if (c->rank == 0)
             printf("darknet-mn: GPU run, communicator %s: gradients staged through %s host memory (MPI %s CUDA-aware)\n",
-                   c->ops->name, o->pinned ? "page-locked" : "pageable", mpi_cuda_aware() ? "is" : "is not");
+                   c->ops->name, o->pinned ? "page-locked" : "pageable", mn_mpi_cuda_aware() ? "is" : "is not");
     }
 #endif
     net->ranks = c->size;

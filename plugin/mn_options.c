@@ -106,20 +106,30 @@ mn_status mn_parse_options(const network *net, const char *cfgfile, int report, 
  * double_buffering to 1 (spaces and # or ; comments allowed), so that only
  * such a run asks MPI for MPI_THREAD_MULTIPLE (locking in every MPI call).
  * An unreadable file says 0; the full parse reports it later. */
-int mn_cfg_wants_threads(const char *cfgfile)
+int mn_cfg_peek(const char *cfgfile, const char *key, char *out, size_t cap)
 {
     FILE *f = cfgfile ? fopen(cfgfile, "r") : NULL;
     if (!f) return 0;
     char line[512];
-    int in_section = 0, yes = 0;
+    size_t klen = strlen(key);
+    int in_section = 0, found = 0;
     while (fgets(line, sizeof line, f)) {
         char *p = line, *q = line;
         for (; *p && *p != '#' && *p != ';' && *p != '\n' && *p != '\r'; ++p)
             if (*p != ' ' && *p != '\t') *q++ = *p;
         *q = 0;
         if (line[0] == '[') in_section = !strcmp(line, "[distributed]");
-        else if (in_section && !strncmp(line, "double_buffering=", 17)) yes = !strcmp(line + 17, "1");
+        else if (in_section && !strncmp(line, key, klen) && line[klen] == '=') {
+            snprintf(out, cap, "%s", line + klen + 1);
+            found = 1;
+        }
     }
     fclose(f);
-    return yes;
+    return found;
+}
+
+int mn_cfg_wants_threads(const char *cfgfile)
+{
+    char v[32];
+    return mn_cfg_peek(cfgfile, "double_buffering", v, sizeof v) && !strcmp(v, "1");
 }

@@ -47,6 +47,31 @@ for comm in naive flat; do
 done
 
 echo "== end-to-end"
+# ./darknet_mn info: every field, on 1-4 ranks and forced node layouts; a
+# communicator the layout refuses makes it say so and exit non-zero.
+info_check() {   # info_check NAME NP RANKS_PER_NODE LAYOUT NODES [cfg]
+    local name=$1 np=$2 k=$3 layout=$4 nodes=$5 cfg=${6:-} f=$T/info-$1.out
+    MN_RANKS_PER_NODE=$k timeout 60 $MPI -x MN_RANKS_PER_NODE -n "$np" ./darknet_mn info $cfg > "$f" 2> "$T/info-$name.err"
+    local rc=$?
+    if [ $rc = 0 ] && grep -q "^ranks: $layout\$" "$f" && [ "$(grep -c '^node [0-9]* (.*): ranks' "$f")" = "$nodes" ] &&
+       [ "$(grep -c '^rank [0-9]*: host .*, node [0-9]*, local rank [0-9]* of [0-9]*, no GPU$' "$f")" = "$np" ] &&
+       grep -q '^mpi: Open MPI v4.*; thread level MPI_THREAD_FUNNELED; CUDA-aware: no$' "$f" &&
+       grep -q '^build: CPU (GPU=0 CUDNN=0 NCCL=0)$' "$f" && grep -q "^allreduce: 1 MiB through flat on $np rank.*: OK" "$f" &&
+       grep -q '^ping: every rank answered rank 0' "$f" && [ "$(tail -1 "$f")" = "all well" ]; then
+        ok "info on $np ranks (${k:-real} node split): $layout, all well"
+    else bad "info $name: exit $rc (see $f)"; fi
+}
+info_check np1 1 "" "1 rank on 1 node (1)" 1
+info_check np2 2 "" "2 ranks on 1 node (2)" 1
+info_check np3 3 1 "3 ranks on 3 nodes (1+1+1)" 3
+info_check np4-2x2 4 2 "4 ranks on 2 nodes (2+2)" 2
+printf '[net]\nbatch=1\n\n[distributed]\ncommunicator=two_dimensional\n' > "$T/info-2d.cfg"
+MN_RANKS_PER_NODE=2 timeout 60 $MPI -x MN_RANKS_PER_NODE -n 3 ./darknet_mn info "$T/info-2d.cfg" > "$T/info-2d.out" 2> "$T/info-2d.err"
+rc=$?
+if [ $rc != 0 ] && grep -q '^communicator: two_dimensional: REFUSED' "$T/info-2d.out" && [ "$(tail -1 "$T/info-2d.out")" = "NOT all well" ] &&
+   grep -q "needs the same number of ranks on every node, but this job has 3 ranks on 2 nodes (2+1)" "$T/info-2d.err"; then
+    ok "info with a cfg naming two_dimensional on 2+1 ranks: refused with the reason, exit $rc"
+else bad "info with an uneven two_dimensional: exit $rc (see $T/info-2d.out)"; fi
 # A small real data set: 512 training and 200 test images of Fashion-MNIST.
 D=$T/fashion
 "$BUILD/tools/mn_fashion" /usr/share/datasets/fashion-mnist "$D" --limit-train 512 --limit-test 200 > "$T/fashion.log" 2>&1 \
