@@ -295,7 +295,10 @@ mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const 
     }
     s = mn_agree(c, s);
     uint64_t info[4] = {(uint64_t)r->found, h.iteration, h.ranks, (uint64_t)h.ranks * h.images};
-    if (s == MN_OK && MPI_Bcast(info, 4, MPI_UINT64_T, 0, c->world) != MPI_SUCCESS) s = MN_ERR_MPI;
+    if (s == MN_OK && MPI_Bcast(info, 4, MPI_UINT64_T, 0, c->world) != MPI_SUCCESS) {
+        mn_error(c, "broadcasting the checkpoint's header failed");
+        s = MN_ERR_MPI;
+    }
     if (s == MN_OK && info[0]) s = mn_bcast_floats(c, buf, np + nmom);
     if (s == MN_OK && info[0]) {
         mn_params_unpack(net, buf);
