@@ -239,7 +239,7 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
                      "raise max_batches to go on, or add -clear to start %s at iteration 0",
                      r.found ? "checkpoint" : "weights file", r.found ? r.path : weightfile, it, net->max_batches,
                      given ? "from the weights file" : "from scratch");
-        else if (r.found && r.ranks == c->size)
+        else if (r.found && r.ranks == c->size && r.batch == (uint64_t)net->batch * net->subdivisions * c->size)
             printf("darknet-mn: resuming from checkpoint %s: iteration %zu of max_batches %d, seen %zu "
                    "(written by %d ranks, as now)\n", r.path, it, net->max_batches, *net->seen, r.ranks);
         else if (r.found)
