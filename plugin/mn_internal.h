@@ -280,17 +280,7 @@ float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_devic
 /* The optimizer's update arrays (gradients, then Darknet's momentum part). */
 float *mn_optimizer_arena(mn_optimizer *o, size_t *n);
 
-/* Multi-node checkpoints (mn_checkpoint.c). save: every rank writes its file
- * and the generations beyond the newest `keep` are removed. resume: loads the
- * newest generation every rank holds intact; *resumed = 0 when there is none. */
-mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const char *dir,
-                             const char *base, int keep);
-mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const char *dir,
-                               const char *base, int *resumed);
-/* Size of one rank's checkpoint file. */
-size_t mn_checkpoint_bytes(const network *net, mn_optimizer *o);
-/* Iterations of this rank's checkpoint files in dir (unverified). */
-int mn_checkpoint_list(const mn_comm *c, const char *dir, const char *base, uint64_t *gens, int max);
+#include "mn_checkpoint.h"
 
 /* Timing helper. */
 double mn_now(void);

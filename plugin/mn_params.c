@@ -170,7 +170,7 @@ mn_status mn_check_weights_file(const mn_comm *c, const network *net, const char
 mn_status mn_save_weights(const mn_comm *c, network *net, const char *path)
 {
     char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+    if (!mn_tmp_path(c, tmp, sizeof tmp, path)) {
         mn_error(c, "weights path too long: %s", path);
         return MN_ERR_USER;
     }
@@ -186,12 +186,7 @@ mn_status mn_save_weights(const mn_comm *c, network *net, const char *path)
         remove(tmp);
         return MN_ERR_USER;
     }
-    if (rename(tmp, path) != 0) {
-        mn_error(c, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-        remove(tmp);
-        return MN_ERR_USER;
-    }
-    return MN_OK;
+    return mn_commit_file(c, tmp, path);
 }
 
 /* Collective: every rank calls it at the same point; with bn_average the
@@ -347,16 +342,35 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
     float *buf = malloc((total + 1) * sizeof(float));
     if (!buf) { mn_error(c, "out of memory broadcasting %zu parameters", total); return MN_ERR_NOMEM; }
     if (c->rank == 0) mn_params_pack(net, buf);
-    for (size_t done = 0; done < total;) {
-        int m = total - done > (1u << 30) ? (1 << 30) : (int)(total - done);
-        MN_MPI(c, MPI_Bcast(buf + done, m, MPI_FLOAT, 0, c->world));
-        done += (size_t)m;
-    }
+    s = mn_bcast_floats(c, buf, total);
     uint64_t seen = *net->seen;
-    MN_MPI(c, MPI_Bcast(&seen, 1, MPI_UINT64_T, 0, c->world));
-    if (c->rank != 0) mn_params_unpack(net, buf);
+    if (s == MN_OK) MN_MPI(c, MPI_Bcast(&seen, 1, MPI_UINT64_T, 0, c->world));
+    if (s == MN_OK && c->rank != 0) mn_params_unpack(net, buf);
     free(buf);
+    MN_CHECK(s);
+    /* Darknet updates when seen reaches a multiple of the global batch: a file
+     * from stock Darknet, another rank count or a mid-way backup would update
+     * in the middle of a step, each rank with its own unaveraged remainder. */
+    uint64_t global = (uint64_t)net->batch * net->subdivisions * c->size;
+    if (seen % global) {
+        if (c->rank == 0)
+            printf("darknet-mn: %s: seen %llu is not a multiple of the global batch %llu (%d images x %d ranks): "
+                   "rounded down to %llu (iteration %llu)\n", weightfile, (unsigned long long)seen,
+                   (unsigned long long)global, net->batch * net->subdivisions, c->size,
+                   (unsigned long long)(seen - seen % global), (unsigned long long)(seen / global));
+        seen -= seen % global;
+    }
     *net->seen = (size_t)seen;
     *out = net;
+    return MN_OK;
+}
+
+mn_status mn_bcast_floats(mn_comm *c, float *p, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        int m = n - done > (1u << 30) ? (1 << 30) : (int)(n - done);
+        MN_MPI(c, MPI_Bcast(p + done, m, MPI_FLOAT, 0, c->world));
+        done += (size_t)m;
+    }
     return MN_OK;
 }

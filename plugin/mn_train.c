@@ -224,7 +224,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
             double t = mn_now();
             s = mn_checkpoint_save(c, net, mo, dc->backup, base, opt->checkpoint_keep);
             if (s == MN_OK && c->rank == 0)
-                printf("checkpoint %zu: %.1f MiB per rank in %.3f s\n", it,
+                printf("checkpoint %zu: %.1f MiB written by rank 0 in %.3f s\n", it,
                        mn_checkpoint_bytes(net, mo) / 1048576.0, mn_now() - t);
         }
     }
@@ -241,6 +241,44 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
 }
 
 
+/* Where training starts: the newest checkpoint unless -clear, else the
+ * weights file as loaded, else the initial weights. Rank 0 says which; a start
+ * at or past max_batches is refused before anything is written. */
+static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, const char *dir,
+                        const char *base, const char *cfgfile, const char *weightfile, int clear, int lock)
+{
+    mn_resumed r = {0};
+    int given = weightfile && *weightfile;
+    if (opt->checkpoint_interval > 0 && !clear) MN_CHECK(mn_checkpoint_resume(c, net, mo, dir, base, lock, &r));
+    size_t it = get_current_batch(net);
+    if (c->rank == 0) {
+        if (net->max_batches <= 0)
+            mn_error(c, "%s: max_batches is %d: nothing to train; set it to the number of updates to run",
+                     cfgfile, net->max_batches);
+        else if (it >= (size_t)net->max_batches)
+            mn_error(c, "%s %s is at iteration %zu and the cfg's max_batches is %d: nothing to train; "
+                     "raise max_batches to go on, or add -clear to start %s at iteration 0",
+                     r.found ? "checkpoint" : "weights file", r.found ? r.path : weightfile, it, net->max_batches,
+                     given ? "from the weights file" : "from scratch");
+        else if (r.found && r.ranks == c->size && r.batch == (uint64_t)net->batch * net->subdivisions * c->size)
+            printf("darknet-mn: resuming from checkpoint %s: iteration %zu of max_batches %d, seen %zu "
+                   "(written by %d ranks, as now)\n", r.path, it, net->max_batches, *net->seen, r.ranks);
+        else if (r.found)
+            printf("darknet-mn: resuming from checkpoint %s: iteration %zu of max_batches %d, written by %d ranks "
+                   "(global batch %llu); now %d ranks (global batch %d), seen = %zu x %d = %zu\n",
+                   r.path, it, net->max_batches, r.ranks, (unsigned long long)r.batch, c->size,
+                   net->batch * net->subdivisions * c->size, it, net->batch * net->subdivisions * c->size, *net->seen);
+        else if (given)
+            printf("darknet-mn: starting from %s at iteration %zu%s\n", weightfile, it,
+                   clear ? " (-clear: seen set to 0, checkpoints not used)" : "");
+        if (r.found && given && it < (size_t)net->max_batches)
+            printf("darknet-mn: %s is not loaded: the checkpoint continues the run (-clear starts from it instead)\n",
+                   weightfile);
+        fflush(stdout);
+    }
+    return mn_agree(c, net->max_batches <= 0 || it >= (size_t)net->max_batches ? MN_ERR_USER : MN_OK);
+}
+
 mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cfgfile,
                    const char *weightfile, int clear)
 {
@@ -252,6 +290,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     mn_list shard = {0};
     char *base = NULL;
     mn_options opt;
+    int lock = -1;
     mn_status s = mn_agree(c, mn_read_data_cfg(c, datacfg, task, &dc));
     if (s != MN_OK) return s;
     if (!dc.train) {
@@ -272,17 +311,14 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     s = opt.deterministic ? mn_bcast_list(c, dc.train, opt.shuffle, opt.seed, &shard)
                           : mn_scatter_list(c, dc.train, opt.shuffle, opt.seed, &shard);
     if (s != MN_OK || (s = ensure_dir(c, dc.backup)) != MN_OK) goto out;
+    if ((s = mn_backup_lock(c, dc.backup, &lock)) != MN_OK) goto out;
     if ((s = mn_agree(c, mn_attach(c, net, &opt, &mo))) != MN_OK) goto out;
     if ((s = mn_agree(c, mn_attach_sync_bn(c, net, &opt))) != MN_OK) goto out;
     base = basecfg((char *)cfgfile);
-    if (opt.checkpoint_interval > 0) {
-        int resumed;
-        if ((s = mn_checkpoint_resume(c, net, mo, dc.backup, base, &resumed)) != MN_OK) goto out;
-        if (resumed && weightfile && *weightfile && c->rank == 0)
-            printf("darknet-mn: the checkpoint takes precedence over %s\n", weightfile);
-    }
+    if ((s = resume(c, net, mo, &opt, dc.backup, base, cfgfile, weightfile, clear, lock)) != MN_OK) goto out;
     s = train_loop(c, task, &dc, &opt, net, mo, &shard, base);
 out:
+    mn_backup_unlock(lock);
     if (mo) mn_detach(net, mo);
     if (net) free_network(net);
     mn_free_list(&shard);
