@@ -155,7 +155,7 @@ fi
 #       holder's host and pid; the first (stopped meanwhile, so that it is
 #       surely still running) finishes fine.
 if want lock; then
-    cfg "$F/l.cfg" 2 1 40
+    cfg "$F/l.cfg" 2 1 3000   # long enough (a second or more) to be stopped while it runs
     data l
     timeout 120 $MPI -n 2 sh -c "echo \$\$ > $F/l1.pid.\$OMPI_COMM_WORLD_RANK; exec ./darknet_mn classifier train $F/l.data $F/l.cfg" > "$F/l1.out" 2> "$F/l1.err" &
     first=$!
