@@ -17,7 +17,7 @@
 void mn_gpu_select(const mn_gpu_in *in, const char *requested, mn_gpu_out *out)
 {
     out->device = in->nogpu || in->visible <= 0 || in->local_size <= 0 ? -1 : in->local_rank % in->visible;
-    out->own = out->device >= 0 && in->local_size <= in->visible;
+    out->own = out->device >= 0 && in->local_size <= in->visible && in->sharers <= 1;
     out->fallback = in->nccl && out->own ? "pure_nccl" : "flat";
     out->error[0] = 0;
     /* A build without NCCL refuses pure_nccl by its own message (mn_comm_pure_nccl.c). */
@@ -25,11 +25,16 @@ void mn_gpu_select(const mn_gpu_in *in, const char *requested, mn_gpu_out *out)
     if (out->device < 0)
         snprintf(out->error, sizeof out->error, "communicator 'pure_nccl' needs a GPU per rank; this rank runs on the CPU (%s)",
                  in->nogpu ? "-nogpu" : "no CUDA device visible");
-    else if (!out->own)
+    else if (in->local_size > in->visible)
         snprintf(out->error, sizeof out->error,
                  "communicator 'pure_nccl' needs a GPU of its own per rank: %d ranks of this host share %d visible GPU%s; "
                  "start at most %d rank%s per host, or use flat, hierarchical or two_dimensional",
                  in->local_size, in->visible, in->visible > 1 ? "s" : "", in->visible, in->visible > 1 ? "s" : "");
+    else if (!out->own)
+        snprintf(out->error, sizeof out->error,
+                 "communicator 'pure_nccl' needs a GPU of its own per rank: %d ranks of this host are on this rank's GPU "
+                 "(their CUDA_VISIBLE_DEVICES overlap); give each rank other devices, or use flat, hierarchical or "
+                 "two_dimensional", in->sharers);
 }
 
 /* Collective: whether this rank is the lowest one where cond holds. */
@@ -68,6 +73,15 @@ int mn_nccl_usable(const mn_comm *c)
 }
 
 #ifdef GPU
+/* A device's UUID, hashed, into *h (a query that creates no context). */
+static cudaError_t device_key(int d, uint64_t *h)
+{
+    struct cudaDeviceProp p;
+    cudaError_t e = cudaGetDeviceProperties(&p, d);
+    if (e == cudaSuccess) *h = mn_fnv1a(*h, p.uuid.bytes, sizeof p.uuid.bytes);
+    return e;
+}
+
 /* The number of visible devices and a hash of their UUIDs, from queries that
  * create no context. A GPU build needs a device even with -nogpu: Darknet's
  * layers (maxpool, connected, ...) keep device buffers whatever gpu_index
@@ -78,10 +92,7 @@ static mn_status visible_devices(int *count, uint64_t *key, const char **why)
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e == cudaSuccess && n == 0) e = cudaErrorNoDevice;
     uint64_t h = MN_FNV_SEED;
-    for (int d = 0; e == cudaSuccess && d < n; ++d) {
-        struct cudaDeviceProp p;
-        if ((e = cudaGetDeviceProperties(&p, d)) == cudaSuccess) h = mn_fnv1a(h, p.uuid.bytes, sizeof p.uuid.bytes);
-    }
+    for (int d = 0; e == cudaSuccess && d < n; ++d) e = device_key(d, &h);
     if (e != cudaSuccess) {
         *why = cudaGetErrorString(e);
         (void)cudaGetLastError();
@@ -150,16 +161,24 @@ mn_status mn_gpu_place(mn_comm *c, int nogpu)
      * allocate on the current device: the rank's own, never GPU 0 for all. */
     mn_gpu_out home, o;
     mn_gpu_select(g, NULL, &home);
-    g->nogpu = nogpu != 0;
-    mn_gpu_select(g, NULL, &o);
 #ifdef GPU
+    uint64_t on = MN_FNV_SEED;   /* the physical device, which overlapping visible sets may share */
+    int unused;
+    if (device_key(home.device, &on) != cudaSuccess) {   /* then counted alone */
+        (void)cudaGetLastError();
+        on = mn_fnv1a(on, &c->rank, sizeof c->rank);
+    }
+    MN_CHECK(mn_agree(c, group(c, on, &unused, &g->sharers)));
     st = use_device(c, home.device, g->visible);
 #endif
+    g->nogpu = nogpu != 0;
+    mn_gpu_select(g, NULL, &o);
     gpu_index = o.device;   /* Darknet's: networks parsed from now on compute there (-1: the CPU) */
     MN_CHECK(mn_agree(c, st));
     if (first_with(c, o.device >= 0 && !o.own))
-        printf("darknet-mn: rank %d (%s): %d ranks share %d visible GPU%s on this host (rank k takes GPU k mod %d)\n",
-               c->rank, c->host, g->local_size, g->visible, g->visible > 1 ? "s" : "", g->visible);
+        printf("darknet-mn: rank %d (%s): %d ranks of this host use its GPU (device %d of the %d it sees; "
+               "rank k of the ranks that see the same devices takes device k mod %d)\n",
+               c->rank, c->host, g->sharers, o.device, g->visible, g->visible);
     fflush(stdout);
     return MN_OK;
 }

@@ -13,6 +13,8 @@ typedef struct {
     int local_size;   /* ranks in the group */
     int nogpu;        /* -nogpu */
     int nccl;         /* the build has GPU=1 NCCL=1 */
+    int sharers;      /* ranks of the host on this rank's physical device, counted once it
+                         is chosen (0: not counted); more than 1 where visible sets overlap */
 } mn_gpu_in;
 
 typedef struct {

@@ -14,28 +14,33 @@ typedef struct {
 } gpu_case;
 
 static const gpu_case cases[] = {
-    /* visible, local rank, local size, nogpu, nccl */
-    {{4, 0, 4, 0, 1}, "", 0, 1, "pure_nccl", ""},                    /* one GPU per rank */
-    {{4, 3, 4, 0, 1}, "pure_nccl", 3, 1, "pure_nccl", ""},
-    {{4, 3, 4, 0, 0}, "", 3, 1, "flat", ""},                         /* GPU build without NCCL */
-    {{4, 2, 3, 0, 1}, NULL, 2, 1, "pure_nccl", ""},                  /* fewer ranks than GPUs */
-    {{1, 0, 1, 0, 1}, "", 0, 1, "pure_nccl", ""},                    /* --gpus-per-task=1: a group of one */
-    {{2, 3, 4, 0, 1}, "", 1, 0, "flat", ""},                         /* 4 ranks on 2 GPUs: 3 -> 1 */
-    {{2, 2, 4, 0, 1}, "flat", 0, 0, "flat", ""},                     /* shared GPUs: MPI communicators may */
-    {{2, 2, 4, 0, 1}, "hierarchical", 0, 0, "flat", ""},
-    {{2, 1, 4, 0, 1}, "pure_nccl", 1, 0, "flat",
+    /* visible, local rank, local size, nogpu, nccl, ranks on this rank's physical GPU */
+    {{4, 0, 4, 0, 1, 0}, "", 0, 1, "pure_nccl", ""},                    /* one GPU per rank */
+    {{4, 3, 4, 0, 1, 0}, "pure_nccl", 3, 1, "pure_nccl", ""},
+    {{4, 3, 4, 0, 0, 0}, "", 3, 1, "flat", ""},                         /* GPU build without NCCL */
+    {{4, 2, 3, 0, 1, 0}, NULL, 2, 1, "pure_nccl", ""},                  /* fewer ranks than GPUs */
+    {{1, 0, 1, 0, 1, 0}, "", 0, 1, "pure_nccl", ""},                    /* --gpus-per-task=1: a group of one */
+    {{2, 3, 4, 0, 1, 0}, "", 1, 0, "flat", ""},                         /* 4 ranks on 2 GPUs: 3 -> 1 */
+    {{2, 2, 4, 0, 1, 0}, "flat", 0, 0, "flat", ""},                     /* shared GPUs: MPI communicators may */
+    {{2, 2, 4, 0, 1, 0}, "hierarchical", 0, 0, "flat", ""},
+    {{2, 1, 4, 0, 1, 0}, "pure_nccl", 1, 0, "flat",
      "communicator 'pure_nccl' needs a GPU of its own per rank: 4 ranks of this host share 2 visible GPUs; "
      "start at most 2 ranks per host, or use flat, hierarchical or two_dimensional"},
-    {{1, 1, 2, 0, 1}, "pure_nccl", 0, 0, "flat", "2 ranks of this host share 1 visible GPU; start at most 1 rank per host"},
-    {{4, 1, 4, 1, 1}, "", -1, 0, "flat", ""},                        /* -nogpu */
-    {{4, 1, 4, 1, 1}, "pure_nccl", -1, 0, "flat",
+    {{1, 1, 2, 0, 1, 0}, "pure_nccl", 0, 0, "flat", "2 ranks of this host share 1 visible GPU; start at most 1 rank per host"},
+    {{4, 1, 4, 1, 1, 0}, "", -1, 0, "flat", ""},                        /* -nogpu */
+    {{4, 1, 4, 1, 1, 0}, "pure_nccl", -1, 0, "flat",
      "communicator 'pure_nccl' needs a GPU per rank; this rank runs on the CPU (-nogpu)"},
-    {{0, 1, 4, 0, 1}, "pure_nccl", -1, 0, "flat", "this rank runs on the CPU (no CUDA device visible)"},
-    {{0, 0, 2, 0, 0}, "", -1, 0, "flat", ""},                        /* a CPU build */
-    {{0, 0, 2, 0, 0}, "pure_nccl", -1, 0, "flat", ""},               /* refused by the NCCL stub instead */
-    {{0, 0, 2, 1, 0}, "naive", -1, 0, "flat", ""},
-    {{0, 0, 0, 0, 0}, "", -1, 0, "flat", ""},                        /* never placed (mn_comm_create) */
-    {{8, 5, 8, 0, 1}, "two_dimensional", 5, 1, "pure_nccl", ""},
+    {{0, 1, 4, 0, 1, 0}, "pure_nccl", -1, 0, "flat", "this rank runs on the CPU (no CUDA device visible)"},
+    {{0, 0, 2, 0, 0, 0}, "", -1, 0, "flat", ""},                        /* a CPU build */
+    {{0, 0, 2, 0, 0, 0}, "pure_nccl", -1, 0, "flat", ""},               /* refused by the NCCL stub instead */
+    {{0, 0, 2, 1, 0, 0}, "naive", -1, 0, "flat", ""},
+    {{0, 0, 0, 0, 0, 0}, "", -1, 0, "flat", ""},                        /* never placed (mn_comm_create) */
+    {{8, 5, 8, 0, 1, 0}, "two_dimensional", 5, 1, "pure_nccl", ""},
+    {{2, 1, 2, 0, 1, 1}, "pure_nccl", 1, 1, "pure_nccl", ""},           /* counted: alone on its GPU */
+    {{2, 1, 2, 0, 1, 2}, "", 1, 0, "flat", ""},                         /* visible sets overlap: {0,1} and {1} */
+    {{2, 1, 2, 0, 1, 2}, "pure_nccl", 1, 0, "flat",
+     "2 ranks of this host are on this rank's GPU (their CUDA_VISIBLE_DEVICES overlap)"},
+    {{1, 0, 1, 0, 1, 3}, "flat", 0, 0, "flat", ""},
 };
 
 int main(void)
@@ -50,9 +55,9 @@ int main(void)
                    (k->error[0] ? strstr(o.error, k->error) != NULL : o.error[0] == 0);
         if (!good) {
             ++failures;
-            fprintf(stderr, "FAIL case %d (visible %d, local %d/%d, nogpu %d, nccl %d, '%s'): device %d own %d "
+            fprintf(stderr, "FAIL case %d (visible %d, local %d/%d, nogpu %d, nccl %d, sharers %d, '%s'): device %d own %d "
                             "default %s error '%s'; want %d %d %s '%s'\n", i, k->in.visible, k->in.local_rank,
-                    k->in.local_size, k->in.nogpu, k->in.nccl, k->requested ? k->requested : "(null)", o.device,
+                    k->in.local_size, k->in.nogpu, k->in.nccl, k->in.sharers, k->requested ? k->requested : "(null)", o.device,
                     o.own, o.fallback, o.error, k->device, k->own, k->fallback, k->error);
         }
     }
