@@ -9,91 +9,171 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: mpiexec -n N ./darknet_mn <command>\n"
-            "  detector train <data> <cfg> [weights] [-clear]\n"
-            "  classifier train <data> <cfg> [weights] [-clear]\n"
-            "  classifier valid <data> <cfg> <weights>\n"
-            "  detector valid <data> <cfg> <weights> [-out <prefix>]\n"
-            "  detector recall <data> <cfg> <weights>\n"
-            "  detector map <data> <cfg> <weights>\n"
-            "  bench allreduce <cfg> [-iters K]\n"
-            "  bench replica <cfg> [-iters K]\n"
-            "  info [cfg]\n"
+            "  detector train <data> <cfg> [weights] [-clear] [-nogpu]\n"
+            "  classifier train <data> <cfg> [weights] [-clear] [-nogpu]\n"
+            "  classifier valid <data> <cfg> <weights> [-nogpu]\n"
+            "  detector valid <data> <cfg> <weights> [-out <prefix>] [-nogpu]\n"
+            "  detector recall <data> <cfg> <weights> [-nogpu]\n"
+            "  detector map <data> <cfg> <weights> [-nogpu]\n"
+            "  bench allreduce [cfg] [-iters K] [-max BYTES] [-nogpu]\n"
+            "  bench replica <cfg> [-iters K] [-nogpu]\n"
+            "  info [cfg] [-nogpu]\n"
             "  version\n");
 }
 
-static int has_flag(int argc, char **argv, const char *flag)
+/* Each command: its positional arguments after its one or two words (need,
+ * up to need + extra) and the flags it takes. */
+typedef struct {
+    const char *cmd, *sub;      /* sub NULL: a one-word command */
+    int need, extra;
+    const char *flags;
+} command;
+static const command commands[] = {
+    {"detector", "train", 2, 1, "-clear -nogpu"},
+    {"classifier", "train", 2, 1, "-clear -nogpu"},
+    {"classifier", "valid", 3, 0, "-nogpu"},
+    {"detector", "valid", 3, 0, "-out -nogpu"},
+    {"detector", "recall", 3, 0, "-nogpu"},
+    {"detector", "map", 3, 0, "-nogpu"},
+    {"bench", "allreduce", 0, 1, "-iters -max -nogpu"},
+    {"bench", "replica", 1, 0, "-iters -nogpu"},
+    {"info", NULL, 0, 1, "-nogpu"},
+};
+/* Flags followed by a value; Darknet's -gpus and -i (its GPU index) are
+ * known so that their value is not taken for a file. */
+static const char *const valued[] = {"-out", "-iters", "-max", "-gpus", "-i"};
+#define MAX_POS 8
+
+typedef struct {
+    const command *cmd;
+    const char *pos[MAX_POS];   /* positional arguments, the two words first */
+    int npos;
+    int clear, nogpu;
+    const char *out, *gpus;     /* -out's value; -gpus's (or -i's) value */
+    char why[512];              /* non-empty: the command line is refused, and why */
+} cmdline;
+
+static int takes_value(const char *f)
 {
-    for (int i = 0; i < argc; ++i)
-        if (!strcmp(argv[i], flag)) return 1;
+    for (size_t i = 0; i < sizeof valued / sizeof *valued; ++i)
+        if (!strcmp(valued[i], f)) return 1;
     return 0;
 }
 
-/* The value after a flag, or NULL. */
-static const char *flag_value(int argc, char **argv, const char *flag)
+/* Whether the space-separated list holds word. */
+static int listed(const char *list, const char *word)
 {
-    for (int i = 0; i + 1 < argc; ++i)
-        if (!strcmp(argv[i], flag)) return argv[i + 1];
-    return NULL;
+    size_t n = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)); p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0)) return 1;
+    return 0;
 }
 
-/* Positional argument k (flags and their values skipped), or NULL. */
-static const char *positional(int argc, char **argv, int k)
+/* mpiexec -n <entries of -gpus> ./darknet_mn <the command without -gpus>. */
+static void gpus_advice(cmdline *l, int argc, char **argv)
 {
-    for (int i = 1; i < argc; ++i) {
-        if (argv[i][0] == '-') { if (!strcmp(argv[i], "-iters") || !strcmp(argv[i], "-out")) ++i; continue; }
-        if (k-- == 0) return argv[i];
+    int n = 1;
+    for (const char *p = l->gpus; *p; ++p) n += *p == ',';
+    size_t len = (size_t)snprintf(l->why, sizeof l->why,
+                                  "-gpus is not used: darknet-mn runs one MPI rank per GPU; launch mpiexec -n %d ./darknet_mn", n);
+    for (int i = 1; i < argc && len < sizeof l->why; ++i) {
+        if (!strcmp(argv[i], "-gpus") || !strcmp(argv[i], "-i")) { ++i; continue; }
+        len += (size_t)snprintf(l->why + len, sizeof l->why - len, " %s", argv[i]);
     }
-    return NULL;
+    if (len < sizeof l->why)
+        snprintf(l->why + len, sizeof l->why - len,
+                 " (rank r of a node takes its r-th visible GPU; ranks beyond the GPUs share them)");
 }
+
+/* Reads argv without MPI (before MPI_Init); l->cmd stays NULL for usage. */
+static void parse(int argc, char **argv, cmdline *l)
+{
+    memset(l, 0, sizeof *l);
+    const char *unknown = NULL, *novalue = NULL;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        if (a[0] != '-' || !a[1]) {
+            if (l->npos < MAX_POS) l->pos[l->npos] = a;
+            ++l->npos;
+        } else if (takes_value(a)) {
+            if (i + 1 == argc) { novalue = a; break; }
+            const char *v = argv[++i];
+            if (!strcmp(a, "-out")) l->out = v;
+            else if (!strcmp(a, "-gpus") || !strcmp(a, "-i")) l->gpus = v;
+        } else if (!strcmp(a, "-clear")) l->clear = 1;
+        else if (!strcmp(a, "-nogpu")) l->nogpu = 1;
+    }
+    for (size_t k = 0; k < sizeof commands / sizeof *commands; ++k)
+        if (l->npos >= 1 && !strcmp(commands[k].cmd, l->pos[0]) &&
+            (!commands[k].sub || (l->npos >= 2 && !strcmp(commands[k].sub, l->pos[1]))))
+            l->cmd = &commands[k];
+    if (!l->cmd) return;
+    const command *c = l->cmd;
+    int words = c->sub ? 2 : 1;
+    if (novalue) snprintf(l->why, sizeof l->why, "flag %s needs a value", novalue);
+    else if (l->gpus) gpus_advice(l, argc, argv);
+    else
+        for (int i = 1; i < argc && !unknown; ++i) {
+            if (argv[i][0] != '-' || !argv[i][1]) continue;
+            if (!listed(c->flags, argv[i])) unknown = argv[i];
+            if (takes_value(argv[i])) ++i;
+        }
+    if (l->why[0]) return;
+    if (unknown)
+        snprintf(l->why, sizeof l->why, "unknown flag '%s' for '%s%s%s'; valid flags: %s", unknown, c->cmd,
+                 c->sub ? " " : "", c->sub ? c->sub : "", c->flags);
+    else if (l->npos - words > c->need + c->extra)
+        snprintf(l->why, sizeof l->why, "too many arguments for '%s%s%s' (%d given, at most %d)", c->cmd,
+                 c->sub ? " " : "", c->sub ? c->sub : "", l->npos - words, c->need + c->extra);
+    else if (l->npos - words < c->need) l->cmd = NULL;   /* too few: the usage says what is needed */
+}
+
+static const char *arg(const cmdline *l, int k) { return k < l->npos && k < MAX_POS ? l->pos[k] : NULL; }
 
 int main(int argc, char **argv)
 {
+    cmdline l;
+    parse(argc, argv, &l);
+    const char *sub = arg(&l, 1), *a = arg(&l, 2), *b = arg(&l, 3), *w = arg(&l, 4);
+    int version = arg(&l, 0) && !strcmp(arg(&l, 0), "version") && l.npos == 1;
     /* double_buffering=1 averages gradients on a thread of its own (and
      * checks the level it got); otherwise only the main thread calls MPI
      * (the watchdog thread aborts only), and the cheaper level serves. */
-    const char *cmd = positional(argc, argv, 0), *sub = positional(argc, argv, 1);
-    const char *a = positional(argc, argv, 2), *b = positional(argc, argv, 3), *w = positional(argc, argv, 4);
-    int threads = sub && !strcmp(sub, "train") && mn_cfg_wants_threads(b);
+    int threads = l.cmd && !l.why[0] && l.cmd->sub && !strcmp(l.cmd->sub, "train") && mn_cfg_wants_threads(b);
     int provided;
     MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    mn_status s = MN_ERR_USER;
-    if (cmd && !strcmp(cmd, "version")) {
+    if (version) {
         if (rank == 0) printf("darknet-mn %s\n", MN_VERSION);
         MPI_Finalize();
         return 0;
     }
-    int known = (cmd && !strcmp(cmd, "info")) || (cmd && sub && ((!strcmp(cmd, "detector") && !strcmp(sub, "train") && a && b) ||
-                               (!strcmp(cmd, "classifier") && !strcmp(sub, "train") && a && b) ||
-                               (!strcmp(cmd, "classifier") && !strcmp(sub, "valid") && a && b && w) ||
-                               (!strcmp(cmd, "detector") && (!strcmp(sub, "valid") || !strcmp(sub, "recall") ||
-                                                             !strcmp(sub, "map")) && a && b && w) ||
-                               (!strcmp(cmd, "bench") && (!strcmp(sub, "allreduce") || !strcmp(sub, "replica")))));
-    if (!known) {
-        if (rank == 0) usage();
+    /* Every rank parsed the same argv, so every rank leaves here alike. */
+    if (!l.cmd || l.why[0]) {
+        if (rank == 0) {
+            if (l.why[0]) fprintf(stderr, "darknet-mn: %s\n", l.why);
+            else usage();
+        }
         MPI_Finalize();
         return 2;
     }
+    const char *cmd = l.cmd->cmd;
+    mn_status s = MN_ERR_USER;
     mn_comm *c = mn_comm_create(MPI_COMM_WORLD, &s);
     if (c) {
         mn_install_fault_handlers(c);
-#ifdef GPU
-        /* One GPU per rank on each node, as pure_nccl assumes; -nogpu runs on CPU. */
-        gpu_index = has_flag(argc, argv, "-nogpu") ? -1 : mn_comm_intra_rank(c);
-        if (gpu_index >= 0) cuda_set_device(gpu_index);
-#else
-        gpu_index = -1;
-#endif
-        int clear = has_flag(argc, argv, "-clear");
-        if (!strcmp(cmd, "info")) s = mn_info(c, sub);
+        /* Before anything loads a network: Darknet allocates on the current device. */
+        s = mn_gpu_place(c, l.nogpu);
+        if (s != MN_OK) ;
+        else if (!strcmp(cmd, "info")) s = mn_info(c, sub);
         else if (!strcmp(cmd, "bench") && !strcmp(sub, "replica")) s = mn_bench_replica(c, argc, argv);
         else if (!strcmp(cmd, "bench")) s = mn_bench_allreduce(c, argc, argv);
-        else if (!strcmp(cmd, "detector") && !strcmp(sub, "valid")) s = mn_detector_valid(c, a, b, w, flag_value(argc, argv, "-out"));
+        else if (!strcmp(cmd, "detector") && !strcmp(sub, "valid")) s = mn_detector_valid(c, a, b, w, l.out);
         else if (!strcmp(sub, "recall")) s = mn_detector_recall(c, a, b, w);
         else if (!strcmp(sub, "map")) s = mn_detector_map(c, a, b, w);
         else if (!strcmp(sub, "valid")) s = mn_classifier_valid(c, a, b, w);
-        else s = mn_train(c, !strcmp(cmd, "detector") ? MN_TASK_DETECTOR : MN_TASK_CLASSIFIER, a, b, w, clear);
+        else s = mn_train(c, !strcmp(cmd, "detector") ? MN_TASK_DETECTOR : MN_TASK_CLASSIFIER, a, b, w, l.clear);
         mn_comm_free(c);
     }
     MPI_Finalize();

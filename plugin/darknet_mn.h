@@ -58,10 +58,16 @@ int mn_cfg_wants_threads(const char *cfgfile);
 int mn_cfg_peek(const char *cfgfile, const char *key, char *out, size_t cap);
 
 /* Communicators. mn_comm_create learns the topology (rank, node, ...) and
- * starts with the build's default algorithm; mn_comm_select switches to the
- * algorithm a cfg names ("" = default). Both are collective over world; on
- * error they print why and every rank gets the same non-OK status. */
+ * takes MN_PIECE_BYTES, MN_RANKS_PER_NODE and MN_SHM from rank 0's
+ * environment (rank 0 prints those set); it starts with flat, on the CPU.
+ * mn_gpu_place chooses this rank's GPU (none with nogpu or in a CPU build),
+ * makes it current and sets Darknet's gpu_index: call it before loading a
+ * network. mn_comm_select switches to the algorithm a cfg names ("" = the
+ * default: pure_nccl where every rank has a GPU of its own in a GPU=1 NCCL=1
+ * build, else flat). All are collective over world; on error they print why
+ * and every rank gets the same non-OK status. */
 mn_comm *mn_comm_create(MPI_Comm world, mn_status *status);
+mn_status mn_gpu_place(mn_comm *c, int nogpu);
 mn_status mn_comm_select(mn_comm *c, const char *name);
 void mn_comm_free(mn_comm *c);
 int mn_comm_rank(const mn_comm *c);

@@ -35,7 +35,7 @@ static mn_status make_variants(mn_comm *c, variant *v, int *nv)
     for (size_t a = 0; a < sizeof algos / sizeof *algos; ++a) {
         for (int half = 0; half < 2 && *nv < MAX_VARIANTS; ++half) {
             mn_status s;
-            mn_comm *x = mn_comm_create(c->world, &s);
+            mn_comm *x = mn_comm_create_like(c, &s);
             if (!x) return s;
             if (mn_comm_select(x, algos[a]) != MN_OK) { mn_comm_free(x); break; }
             mn_comm_arena_borrow(x, c);
@@ -46,7 +46,7 @@ static mn_status make_variants(mn_comm *c, variant *v, int *nv)
     }
     if (c->size > 1 && *nv < MAX_VARIANTS) {
         mn_status s;
-        mn_comm *x = mn_comm_create(c->world, &s);
+        mn_comm *x = mn_comm_create_like(c, &s);
         if (!x) return s;
         v[*nv].comm = x;
         snprintf(v[*nv].name, sizeof v[*nv].name, "flat+watchdog");
@@ -186,7 +186,7 @@ mn_status mn_bench_allreduce(mn_comm *c, int argc, char **argv)
     for (int i = 3; i < argc; ++i) {
         if (!strcmp(argv[i], "-iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-max") && i + 1 < argc) max_bytes = (size_t)atol(argv[++i]);
-        else cfg = argv[i];
+        else if (argv[i][0] != '-') cfg = argv[i];   /* -nogpu is main's */
     }
     if (iters < 1) iters = 1;
     return mn_agree(c, cfg ? bench_model(c, cfg, iters) : bench_sweep(c, iters, max_bytes));

@@ -76,7 +76,7 @@ mn_status mn_bench_replica(mn_comm *c, int argc, char **argv)
     const char *cfg = NULL;
     for (int i = 3; i < argc; ++i) {
         if (!strcmp(argv[i], "-iters") && i + 1 < argc) iters = atoi(argv[++i]);
-        else cfg = argv[i];
+        else if (strcmp(argv[i], "-nogpu")) cfg = argv[i];
     }
     if (!cfg || iters < 1) {
         if (c->rank == 0) mn_error(c, "usage: bench replica <cfg> [-iters K] (K >= 1)");

@@ -1,4 +1,5 @@
 /* Communicator registry, topology and the collectives every algorithm shares. */
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -63,15 +64,8 @@ mn_status mn_agree(mn_comm *c, mn_status mine)
  * r/k form a node), so that one machine can test multi-node algorithms. */
 static mn_status split_nodes(mn_comm *c)
 {
-    const char *forced = getenv("MN_RANKS_PER_NODE");
-    if (forced && *forced) {
-        char *end;
-        long k = strtol(forced, &end, 10);
-        if (*end || k < 1) {
-            if (c->rank == 0) mn_error(c, "MN_RANKS_PER_NODE='%s' is not a positive integer", forced);
-            return MN_ERR_USER;
-        }
-        MN_MPI(c, MPI_Comm_split(c->world, (int)(c->rank / k), c->rank, &c->intra));
+    if (c->ranks_per_node > 0) {
+        MN_MPI(c, MPI_Comm_split(c->world, (int)(c->rank / c->ranks_per_node), c->rank, &c->intra));
     } else {
         MN_MPI(c, MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &c->intra));
     }
@@ -85,7 +79,52 @@ static mn_status split_nodes(mn_comm *c)
     return MN_OK;
 }
 
-mn_comm *mn_comm_create(MPI_Comm world, mn_status *status)
+/* Rank 0's MN_PIECE_BYTES, MN_RANKS_PER_NODE and MN_SHM into v (0 where
+ * unset); it prints those set when report. */
+static mn_status read_env(const mn_comm *c, long *v, int report)
+{
+    static const char *const names[] = {"MN_PIECE_BYTES", "MN_RANKS_PER_NODE", "MN_SHM"};
+    static const char *const want[] = {"an integer of at least 4", "a positive integer", "0 or 1"};
+    static const long lo[] = {4, 1, 0}, hi[] = {LONG_MAX, INT_MAX, 1};
+    char said[256] = "";
+    size_t len = 0;
+    for (int i = 0; i < 3; ++i) {
+        const char *e = getenv(names[i]);
+        if (!e || !*e) continue;
+        char *end;
+        errno = 0;
+        long x = strtol(e, &end, 10);
+        if (*end || errno || x < lo[i] || x > hi[i]) {
+            mn_error(c, "%s='%s' is not %s", names[i], e, want[i]);
+            return MN_ERR_USER;
+        }
+        v[i] = i == 2 ? !x : x;
+        if (len < sizeof said) len += (size_t)snprintf(said + len, sizeof said - len, " %s=%s", names[i], e);
+    }
+    if (report && len) {
+        printf("darknet-mn: rank 0's environment holds on every rank:%s\n", said);
+        fflush(stdout);
+    }
+    return MN_OK;
+}
+
+/* mpiexec forwards the environment to other hosts only with -x, so ranks
+ * may read different values, and ranks with different pieces or node
+ * splits truncate or hang a collective: rank 0's values hold everywhere. */
+static mn_status env_settings(mn_comm *c, int report)
+{
+    long v[4] = {0, 0, 0, MN_OK};   /* piece bytes, ranks per node, shm off, rank 0's status */
+    if (c->rank == 0) v[3] = read_env(c, v, report);
+    MN_MPI(c, MPI_Bcast(v, 4, MPI_LONG, 0, c->world));
+    /* 1 MiB pieces measured best-or-near on 2-rank shared memory (bench/results);
+       MN_PIECE_BYTES overrides it for tuning on other fabrics. */
+    c->piece_floats = (size_t)(v[0] ? v[0] : 1 << 20) / sizeof(float);
+    c->ranks_per_node = v[1];
+    c->shm_off = (int)v[2];
+    return (mn_status)v[3];
+}
+
+static mn_comm *create(MPI_Comm world, const mn_comm *like, mn_status *status)
 {
     mn_comm *c = calloc(1, sizeof *c);
     if (!c) { *status = MN_ERR_NOMEM; return NULL; }
@@ -93,17 +132,24 @@ mn_comm *mn_comm_create(MPI_Comm world, mn_status *status)
     MPI_Comm_rank(c->world, &c->rank);
     MPI_Comm_size(c->world, &c->size);
     if (gethostname(c->host, sizeof c->host - 1) != 0) strcpy(c->host, "?");
-    /* 1 MiB pieces measured best-or-near on 2-rank shared memory (bench/results);
-       MN_PIECE_BYTES overrides it for tuning on other fabrics. */
-    const char *pb = getenv("MN_PIECE_BYTES");
-    long bytes = pb ? atol(pb) : 0;
-    c->piece_floats = (size_t)(bytes >= 4 ? bytes : 1 << 20) / sizeof(float);
     c->half_sum = MPI_OP_NULL;
-    mn_status s = mn_agree(c, split_nodes(c));
-    if (s == MN_OK) s = mn_comm_select(c, "");
+    if (like) c->gpu = like->gpu;
+    mn_status s = env_settings(c, !like);
+    if (s == MN_OK) s = mn_agree(c, split_nodes(c));
+    if (s == MN_OK) s = mn_comm_select(c, "flat");
     *status = s;
     if (s != MN_OK) { mn_comm_free(c); return NULL; }
     return c;
+}
+
+mn_comm *mn_comm_create(MPI_Comm world, mn_status *status)
+{
+    return create(world, NULL, status);
+}
+
+mn_comm *mn_comm_create_like(const mn_comm *c, mn_status *status)
+{
+    return create(c->world, c, status);
 }
 
 static const mn_comm_ops *lookup(const char *name)
@@ -119,20 +165,13 @@ const char *mn_comm_check_name(const char *name)
     return "is unknown";
 }
 
-/* The default: pure_nccl where every rank can run it, else flat. */
-static const char *default_name(mn_comm *c)
-{
-    int usable = mn_nccl_usable(c);
-    if (MPI_Allreduce(MPI_IN_PLACE, &usable, 1, MPI_INT, MPI_MIN, c->world) != MPI_SUCCESS)
-        mn_abort(c, "MPI_Allreduce failed while choosing the default communicator");
-    return usable ? "pure_nccl" : "flat";
-}
-
 /* The new algorithm is set up next to the old one; if any rank refuses it,
  * every rank tears down what it built and keeps the old one. */
 mn_status mn_comm_select(mn_comm *c, const char *name)
 {
-    if (!name || !*name) name = default_name(c);
+    const char *fallback;
+    MN_CHECK(mn_gpu_check(c, name, &fallback));
+    if (!name || !*name) name = fallback;
     const mn_comm_ops *ops = lookup(name);
     if (!ops) {
         if (c->rank == 0)

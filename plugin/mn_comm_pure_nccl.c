@@ -1,5 +1,5 @@
-/* pure_nccl: one ncclAllReduce over all ranks, each rank on its own GPU
- * (device intra_rank) and its own CUDA stream. Rank 0 makes the NCCL unique
+/* pure_nccl: one ncclAllReduce over all ranks, each rank on a GPU of its own
+ * (mn_gpu_place; refused where ranks share one) and its own CUDA stream. Rank 0 makes the NCCL unique
  * id and broadcasts it over MPI; NCCL then builds its rings and trees over
  * NVLink, PCIe and the network by itself, which is why ChainerMN recommends
  * it wherever NCCL 2 is available.
@@ -32,12 +32,6 @@ typedef struct {
     int *flag;              /* device: a reduced half was Inf or NaN */
 } pure_nccl;
 
-int mn_nccl_usable(const mn_comm *c)
-{
-    int n = 0;
-    return cudaGetDeviceCount(&n) == cudaSuccess && c->intra_rank < n;
-}
-
 static void pure_nccl_teardown(mn_comm *c)
 {
     pure_nccl *s = c->state;
@@ -55,13 +49,9 @@ static mn_status pure_nccl_setup(mn_comm *c)
     c->state = s;
     MN_CHECK(mn_agree(c, s ? MN_OK : MN_ERR_NOMEM));
     MN_CHECK(mn_nccl_open(c, c->world, c->size, c->rank, &s->nc));
-    int prev = 0;
-    cudaGetDevice(&prev);
-    cudaSetDevice(s->nc.device);
-    mn_status st = cudaMalloc((void **)&s->flag, sizeof(int)) == cudaSuccess ? MN_OK : MN_ERR_NOMEM;
-    cudaSetDevice(prev);
-    c->device_f32 = c->device_f16 = st == MN_OK;
-    return st;
+    MN_CUDA_CHECK(c, cudaMalloc((void **)&s->flag, sizeof(int)));
+    c->device_f32 = c->device_f16 = 1;
+    return MN_OK;
 }
 
 static mn_status device_buffer(mn_comm *c, pure_nccl *s, size_t bytes)
@@ -92,12 +82,8 @@ static mn_status reduce_on_device(mn_comm *c, pure_nccl *s, void *buf, int count
 static mn_status pure_nccl_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
 {
     pure_nccl *s = c->state;
-    int prev = 0;
-    cudaGetDevice(&prev);
-    if (prev != s->nc.device) cudaSetDevice(s->nc.device);
-    mn_status st = reduce_on_device(c, s, buf, count, w);
-    if (prev != s->nc.device) cudaSetDevice(prev);
-    return st;
+    MN_CHECK(mn_nccl_enter(c, &s->nc));
+    return reduce_on_device(c, s, buf, count, w);
 }
 
 /* The whole gradient as one piece: one ncclAllReduce per update. */
@@ -148,16 +134,13 @@ static mn_status mean_float16(mn_comm *c, pure_nccl *s, float **dev, const size_
 static mn_status pure_nccl_mean_grad_device(mn_comm *c, float **dev, const size_t *lens, int n)
 {
     pure_nccl *s = c->state;
-    int prev = 0;
-    cudaGetDevice(&prev);
-    if (prev != s->nc.device) cudaSetDevice(s->nc.device);
+    MN_CHECK(mn_nccl_enter(c, &s->nc));
     mn_status st = mn_nccl_after_darknet(c, &s->nc);
     if (st == MN_OK) st = c->half ? mean_float16(c, s, dev, lens, n) : mean_float32(c, s, dev, lens, n);
     if (st == MN_OK && cudaStreamSynchronize(s->nc.stream) != cudaSuccess) {
         mn_error(c, "the device allreduce failed: %s", cudaGetErrorString(cudaGetLastError()));
         st = MN_ERR_UNAVAILABLE;
     }
-    if (prev != s->nc.device) cudaSetDevice(prev);
     return st;
 }
 
@@ -170,12 +153,6 @@ const mn_comm_ops mn_comm_pure_nccl_ops = {
 };
 
 #else /* no NCCL: the algorithm is named, and refused when selected */
-
-int mn_nccl_usable(const mn_comm *c)
-{
-    (void)c;
-    return 0;
-}
 
 static mn_status pure_nccl_setup(mn_comm *c)
 {

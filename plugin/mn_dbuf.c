@@ -72,7 +72,7 @@ mn_status mn_dbuf_start(mn_comm *c, const size_t *lens, int n, size_t total, mn_
     if (d) d->arrays = calloc((size_t)n + 1, sizeof *d->arrays);
     /* Agreed before each collective step, so that no rank waits in one alone. */
     st = mn_agree(c, d && d->arrays ? MN_OK : MN_ERR_NOMEM);
-    if (st == MN_OK) d->comm = mn_comm_create(c->world, &st);
+    if (st == MN_OK) d->comm = mn_comm_create_like(c, &st);
     if (st == MN_OK) st = mn_comm_select(d->comm, c->ops->name);
     if (st == MN_OK) st = mn_comm_arena_alloc(d->comm, total, &d->send);
     if (st == MN_OK) st = mn_comm_set_dtype(d->comm, c->half);

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include "darknet_mn.h"
+#include "mn_gpu.h"
 
 /* Propagate a non-OK status to the caller. */
 #define MN_CHECK(expr) do { mn_status mn_s_ = (expr); if (mn_s_ != MN_OK) return mn_s_; } while (0)
@@ -61,7 +62,10 @@ struct mn_comm {
     char host[64];
     const mn_comm_ops *ops;
     void *state;                  /* the algorithm's own */
-    size_t piece_floats;          /* largest single MPI message of a fused reduction */
+    size_t piece_floats;          /* largest single MPI message of a fused reduction (MN_PIECE_BYTES) */
+    long ranks_per_node;          /* MN_RANKS_PER_NODE, 0 when unset (nodes are hosts) */
+    int shm_off;                  /* MN_SHM=0 (these three: rank 0's environment, on every rank) */
+    mn_gpu_in gpu;                /* this rank's GPU placement (mn_gpu_place; zero: the CPU) */
     float *fused;                 /* scratch shared by algorithms that pack */
     size_t fused_cap;
     int half;                     /* gradients travel as IEEE half (mn_comm_set_dtype) */
@@ -78,9 +82,9 @@ extern const mn_comm_ops mn_comm_hierarchical_ops;
 extern const mn_comm_ops mn_comm_two_dimensional_ops;
 extern const mn_comm_ops mn_comm_single_node_ops;
 extern const mn_comm_ops mn_comm_pure_nccl_ops;
-/* 1 when this build has NCCL and this rank has a CUDA device of its own
- * (device intra_rank): pure_nccl is then the default (mn_comm_pure_nccl.c). */
-int mn_nccl_usable(const mn_comm *c);
+/* A communicator over c's world with c's GPU placement (the bench's
+ * variants, double buffering's thread). Collective. */
+mn_comm *mn_comm_create_like(const mn_comm *c, mn_status *status);
 
 /* The mean over all ranks of the arrays, through sum, in pieces of at most
  * `piece` elements: packs (unless the arrays lie back to back and travel as
@@ -144,7 +148,7 @@ mn_status mn_sum_job(mn_comm *c, void *buf, int count, const mn_wire *w);
 #if defined(MN_NCCL) && defined(GPU)
 #include <cuda_runtime.h>
 #include <nccl.h>
-/* One NCCL communicator (mn_nccl_node.c): this rank's GPU (intra_rank), its
+/* One NCCL communicator (mn_nccl_node.c): this rank's GPU (mn_gpu_device), its
  * own stream, and an event that orders the stream after Darknet's kernels
  * on the legacy default stream. Shared by pure_nccl and the node legs. */
 typedef struct {
@@ -154,10 +158,12 @@ typedef struct {
     int device, has_comm, has_stream, has_event;
 } mn_nccl;
 /* Over `over` (rank `rank` of `size`): the unique id from its rank 0 by
- * MPI_Bcast. Collective over c->world, every step agreed; the caller's
- * current device is kept. */
+ * MPI_Bcast. Collective over c->world, every step agreed. Only after
+ * mn_gpu_place, on the rank's own device (mn_nccl_usable). */
 mn_status mn_nccl_open(mn_comm *c, MPI_Comm over, int size, int rank, mn_nccl *n);
 void mn_nccl_close(mn_nccl *n);
+/* Makes n's device (the rank's own) current on the calling thread. */
+mn_status mn_nccl_enter(mn_comm *c, const mn_nccl *n);
 /* The stream waits for everything queued so far on the default stream. */
 mn_status mn_nccl_after_darknet(mn_comm *c, mn_nccl *n);
 #endif

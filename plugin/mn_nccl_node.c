@@ -2,9 +2,8 @@
  * with this rank's device, stream and ordering event (pure_nccl's and the
  * node legs'), and the node's NCCL legs for hierarchical and two_dimensional.
  * Darknet's device update arrays are packed into one
- * device buffer and reduced inside the node with NCCL (one GPU per
- * intra-rank, device = intra_rank, a communicator over c->intra, its own
- * stream), and the inter-node leg goes through MPI from page-locked host
+ * device buffer and reduced inside the node with NCCL (each rank on a GPU
+ * of its own, mn_gpu_place; a communicator over c->intra, its own stream), and the inter-node leg goes through MPI from page-locked host
  * memory, since Debian's Open MPI is not CUDA-aware:
  *
  *   hierarchical: ncclReduce to intra-rank 0; it copies the sum to host,
@@ -37,17 +36,23 @@ void mn_nccl_close(mn_nccl *n)
     n->has_comm = n->has_event = n->has_stream = 0;
 }
 
+/* The rank's own device, current since mn_gpu_place; set again because the
+ * current device is per thread. No call here selects another device, so no
+ * context is made anywhere else. */
+mn_status mn_nccl_enter(mn_comm *c, const mn_nccl *n)
+{
+    MN_CUDA_CHECK(c, cudaSetDevice(n->device));
+    return MN_OK;
+}
+
 static mn_status open_on_device(mn_comm *c, mn_nccl *n)
 {
-    int count = 0;
-    MN_CUDA_CHECK(c, cudaGetDeviceCount(&count));
-    if (c->intra_rank >= count) {
-        mn_error(c, "'%s' needs one GPU per rank: intra-node rank %d has no device (this node has %d)",
-                 c->ops->name, c->intra_rank, count);
+    if (!mn_nccl_usable(c)) {   /* mn_gpu_check refuses this first; kept so no device 0 is ever touched */
+        mn_error(c, "'%s' needs a GPU of its own per rank, and this rank has none", c->ops->name);
         return MN_ERR_UNAVAILABLE;
     }
-    n->device = c->intra_rank;
-    MN_CUDA_CHECK(c, cudaSetDevice(n->device));
+    n->device = mn_gpu_device(c);
+    MN_CHECK(mn_nccl_enter(c, n));
     MN_CUDA_CHECK(c, cudaStreamCreateWithFlags(&n->stream, cudaStreamNonBlocking));
     n->has_stream = 1;
     MN_CUDA_CHECK(c, cudaEventCreateWithFlags(&n->ready, cudaEventDisableTiming));
@@ -59,8 +64,6 @@ static mn_status open_on_device(mn_comm *c, mn_nccl *n)
  * cannot leave the others waiting in MPI_Bcast. */
 mn_status mn_nccl_open(mn_comm *c, MPI_Comm over, int size, int rank, mn_nccl *n)
 {
-    int prev = 0;
-    cudaGetDevice(&prev);
     mn_status st = open_on_device(c, n);
     ncclUniqueId id;
     if (st == MN_OK && rank == 0) {
@@ -76,7 +79,6 @@ mn_status mn_nccl_open(mn_comm *c, MPI_Comm over, int size, int rank, mn_nccl *n
         }
         st = mn_agree(c, st);
     }
-    cudaSetDevice(prev);   /* Darknet keeps choosing its own device */
     if (st != MN_OK) mn_nccl_close(n);
     return st;
 }
@@ -171,12 +173,8 @@ static mn_status legs(mn_comm *c, mn_nccl_node *nn, float **dev, const size_t *l
 
 mn_status mn_nccl_node_mean(mn_comm *c, mn_nccl_node *nn, float **dev, const size_t *lens, int n, int two_dimensional)
 {
-    int prev = 0;
-    cudaGetDevice(&prev);
-    if (prev != nn->nc.device) cudaSetDevice(nn->nc.device);
-    mn_status st = legs(c, nn, dev, lens, n, two_dimensional);
-    if (prev != nn->nc.device) cudaSetDevice(prev);
-    return st;
+    MN_CHECK(mn_nccl_enter(c, &nn->nc));
+    return legs(c, nn, dev, lens, n, two_dimensional);
 }
 
 #else /* no NCCL or no GPU: never opened */

@@ -96,7 +96,8 @@ static void sync_on_device(network *net, mn_optimizer *o)
         mn_abort(o->comm, "gradient allreduce failed");
     mn_watchdog_leave(o->watch);
     int bad = 0;
-    cudaMemset(o->flag_gpu, 0, sizeof(int));
+    if (cudaMemset(o->flag_gpu, 0, sizeof(int)) != cudaSuccess)
+        mn_abort(o->comm, "clearing the Inf/NaN flag failed: %s", cudaGetErrorString(cudaGetLastError()));
     for (int i = 0; i < o->n; ++i)
         if (mn_gpu_floats_nonfinite(o->arrays_gpu[i], o->lens[i], o->flag_gpu, NULL))
             mn_abort(o->comm, "the Inf/NaN check failed to launch");
@@ -316,9 +317,12 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     free(slots_gpu);
 #ifdef GPU
     /* Host-staged GPU runs copy the gradient down and up every step: from
-     * page-locked memory those copies are DMA, not bounced. Best effort. */
+     * page-locked memory those copies are DMA, not bounced. Best effort: a
+     * refusal (e.g. the locked-memory limit) is cleared, or Darknet's next
+     * check_error would abort on it. */
     if (net->gpu_index >= 0 && !o->on_device && c->size > 1) {
         o->pinned = cudaHostRegister(o->arena, (o->total + 1) * sizeof(float), cudaHostRegisterPortable) == cudaSuccess;
+        if (!o->pinned) (void)cudaGetLastError();
         if (c->rank == 0)
             printf("darknet-mn: GPU run, communicator %s: gradients staged through %s host memory (MPI %s CUDA-aware)\n",
                    c->ops->name, o->pinned ? "page-locked" : "pageable", mn_mpi_cuda_aware() ? "is" : "is not");

@@ -48,19 +48,17 @@ static unsigned char *result_area(const mn_shm *s, int rank) { return s->in[rank
 
 /* Whether the node's ranks may share a window: more than one of them, all
  * on one machine (a forced node, MN_RANKS_PER_NODE, may span machines), and
- * MN_SHM not 0. The node agrees, so that one rank's MN_SHM=0 cannot split
- * it. Collective over c->intra. */
+ * MN_SHM not 0 (rank 0's, on every rank). Collective over c->intra. */
 static mn_status node_shares_memory(mn_comm *c, int *all)
 {
     *all = 0;
     if (c->intra_size < 2) return MN_OK;
-    const char *env = getenv("MN_SHM");
     MPI_Comm shared;
     int ssize = 0;
     MN_MPI(c, MPI_Comm_split_type(c->intra, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared));
     MPI_Comm_size(shared, &ssize);
     MPI_Comm_free(&shared);
-    *all = ssize == c->intra_size && !(env && !strcmp(env, "0"));
+    *all = ssize == c->intra_size && !c->shm_off;
     MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, all, 1, MPI_INT, MPI_MIN, c->intra));
     return MN_OK;
 }

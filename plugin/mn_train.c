@@ -300,6 +300,13 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     }
     if ((s = mn_load_network(c, cfgfile, weightfile, clear, &net)) != MN_OK) goto out;
     if ((s = mn_agree(c, mn_parse_options(net, cfgfile, c->rank == 0, &opt))) != MN_OK) goto out;
+    if (net->adam) {   /* what holds instead: README, "Limits of this version" */
+        if (c->rank == 0)
+            mn_error(c, "%s: adam=1 is not supported: Darknet's CPU update ignores it, and on a GPU the mean over "
+                        "N ranks would turn Adam's eps into N*eps; remove it to train with momentum SGD", cfgfile);
+        s = mn_agree(c, MN_ERR_USER);
+        goto out;
+    }
     if ((s = mn_comm_select(c, opt.communicator)) != MN_OK) goto out;
     if (task == MN_TASK_DETECTOR && net->layers[net->n - 1].type != YOLO &&
         net->layers[net->n - 1].type != REGION && net->layers[net->n - 1].type != DETECTION) {

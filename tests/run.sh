@@ -34,6 +34,7 @@ for n in 1 2 3 4; do
     run_unit "comm-np$n" $n -- "$TEST_BIN/test_comm"
     run_unit "scatter-np$n" $n -- "$TEST_BIN/test_scatter" "$T"
 done
+run_unit gpu-select 1 -- "$TEST_BIN/test_gpu_select"
 run_unit comm-forced-2x2 4 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
 for n in 1 2 3; do run_unit "replica-np$n" $n -- "$TEST_BIN/test_replica" "$T"; done
 run_unit comm-forced-2+1 3 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
@@ -292,6 +293,14 @@ echo "== GPU build (compile and link only; no GPU here)"
 if command -v nvcc > /dev/null; then
     if make -s GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build.log" 2>&1; then ok "make GPU=1 CUDNN=1 NCCL=1 builds $BUILD/gpu/darknet_mn"
     else bad "GPU build (see $T/gpu-build.log)"; tail -5 "$T/gpu-build.log"; fi
+    # Without a usable GPU the GPU build stops at start, with the reason, on every rank
+    # (Darknet's layers would abort on their first device buffer, -nogpu or not).
+    if [ -x "$BUILD/gpu/darknet_mn" ] && ! nvidia-smi -L > /dev/null 2>&1; then
+        timeout 60 $MPI -n 2 sh -c "$BUILD/gpu/darknet_mn classifier train $(data gpu-none) $T/good.cfg -nogpu 2> $T/gpu-none.err.\$OMPI_COMM_WORLD_RANK; echo \$? > $T/gpu-none.rc.\$OMPI_COMM_WORLD_RANK"
+        if all_rc gpu-none 2 nonzero && grep -q "this GPU build needs a CUDA device, also with -nogpu" "$T/gpu-none.err.0" && [ ! -s "$T/gpu-none.err.1" ]; then
+            ok "GPU build without a GPU: $(head -1 "$T/gpu-none.err.0")"
+        else bad "GPU build without a GPU: $(cat "$T"/gpu-none.rc.* 2>/dev/null | tr '\n' ' '); $(cat "$T"/gpu-none.err.* | head -3)"; fi
+    fi
 else
     bad "nvcc not found: the GPU build was not checked"
 fi

@@ -68,6 +68,7 @@ done
 mkdir -p "$T/sb0"
 run no-syncbn-np2 2 -- "$TEST_BIN/test_syncbn" 0 1 "$T/sb0"
 run map 1 -- "$TEST_BIN/test_map"
+run gpu-select 0 -- "$TEST_BIN/test_gpu_select"
 run shapes 0 -- "$TEST_BIN/mn_shapes" "$T/shapes" train 8 1 jpg
 
 # ./darknet_mn itself (the sanitized build) on 2 ranks: short classifier and
