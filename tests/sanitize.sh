@@ -69,6 +69,7 @@ mkdir -p "$T/sb0"
 run no-syncbn-np2 2 -- "$TEST_BIN/test_syncbn" 0 1 "$T/sb0"
 run map 1 -- "$TEST_BIN/test_map"
 run gpu-select 0 -- "$TEST_BIN/test_gpu_select"
+for n in 1 2 3; do run "replica-np$n" $n -- "$TEST_BIN/test_replica" "$T"; done
 run shapes 0 -- "$TEST_BIN/mn_shapes" "$T/shapes" train 8 1 jpg
 
 # ./darknet_mn itself (the sanitized build) on 2 ranks: short classifier and
