@@ -1,4 +1,7 @@
-/* Internal declarations shared by the plugin's files. */
+/* The plugin's internals: the communicator core (struct mn_comm, the
+ * algorithm interface, the shared collectives) here, each other subsystem in
+ * a header of its own, all included at the end so that a file needs only
+ * this one. */
 #ifndef MN_INTERNAL_H
 #define MN_INTERNAL_H
 
@@ -100,103 +103,6 @@ mn_status mn_comm_layout(mn_comm *c, char *out, size_t cap, int *even);
  * at most one, the larger first): its offset and length. */
 void mn_split(int count, int parts, int k, int *off, int *n);
 
-/* The node's MPI-3 shared-memory window (mn_shm.c), for intra-node legs
- * without MPI messages. mn_shm_open (collective over c->intra) gives NULL,
- * with MN_OK, where the node has one rank, its ranks share no memory, or
- * MN_SHM=0. A piece is cut in near-equal chunks, chunk k owned by intra-rank k. */
-typedef struct mn_shm mn_shm;
-mn_status mn_shm_open(mn_comm *c, mn_shm **out);
-void mn_shm_close(mn_shm *s);
-/* Whether count wire elements fit the window's areas (one piece). */
-int mn_shm_fits(const mn_shm *s, int count, const mn_wire *w);
-/* Chunk intra_rank of buf becomes the node's sum of that chunk, divided by w->div. */
-mn_status mn_shm_reduce_scatter(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w);
-/* Every rank's chunk into buf: on every rank (root < 0) or on root alone. */
-mn_status mn_shm_allgather(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w, int root);
-/* root's buf to every rank of the node. */
-mn_status mn_shm_bcast(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w, int root);
-/* reduce-scatter, then allgather: the node's sum on every rank of it. */
-mn_status mn_shm_allreduce(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w);
-/* The gradient arena (n floats and one spare, zeroed) in a node-shared
- * window where the node has one, so that the shm allreduce of flat,
- * single_node and one-node hierarchical reads the peers' arenas in place
- * (else calloc). One per communicator; collective over the node, every rank
- * with the same n. Free it with mn_comm_arena_free (collective for a window). */
-mn_status mn_comm_arena_alloc(mn_comm *c, size_t n, float **out);
-void mn_comm_arena_free(mn_comm *c, float *p);
-/* c uses owner's arena window too (the bench's variants); owner must
- * outlive c's use of it. */
-void mn_comm_arena_borrow(mn_comm *c, const mn_comm *owner);
-/* Frees c's own arena window or drops a borrowed one (mn_comm_free). */
-void mn_comm_arena_release(mn_comm *c);
-/* Ends a mean over the arena: the last barrier before any arena may change. */
-mn_status mn_shm_arena_fence(mn_comm *c);
-/* flat's and single_node's setup, teardown and sum: c->state is the window
- * (or NULL) when the job is one node; the sum goes through it, else through
- * one MPI_Allreduce over c->world. */
-mn_status mn_shm_setup_job(mn_comm *c);
-void mn_shm_teardown_job(mn_comm *c);
-mn_status mn_sum_job(mn_comm *c, void *buf, int count, const mn_wire *w);
-
-/* GPU=1 NCCL=1 code (with cuda_runtime.h and nccl.h included): a failed
- * CUDA or NCCL call is reported with the rank and ends the function. */
-#define MN_CUDA_CHECK(c, call) do { cudaError_t mn_e_ = (call); if (mn_e_ != cudaSuccess) { \
-    mn_error((c), "%s failed: %s", #call, cudaGetErrorString(mn_e_)); return MN_ERR_UNAVAILABLE; } } while (0)
-#define MN_NCCL_CHECK(c, call) do { ncclResult_t mn_e_ = (call); if (mn_e_ != ncclSuccess) { \
-    mn_error((c), "%s failed: %s", #call, ncclGetErrorString(mn_e_)); return MN_ERR_UNAVAILABLE; } } while (0)
-
-#if defined(MN_NCCL) && defined(GPU)
-#include <cuda_runtime.h>
-#include <nccl.h>
-/* One NCCL communicator (mn_nccl_node.c): this rank's GPU (mn_gpu_device), its
- * own stream, and an event that orders the stream after Darknet's kernels
- * on the legacy default stream. Shared by pure_nccl and the node legs. */
-typedef struct {
-    ncclComm_t comm;
-    cudaStream_t stream;
-    cudaEvent_t ready;
-    int device, has_comm, has_stream, has_event;
-} mn_nccl;
-/* Over `over` (rank `rank` of `size`): the unique id from its rank 0 by
- * MPI_Bcast. Collective over c->world, every step agreed. Only after
- * mn_gpu_place, on the rank's own device (mn_nccl_usable). */
-mn_status mn_nccl_open(mn_comm *c, MPI_Comm over, int size, int rank, mn_nccl *n);
-void mn_nccl_close(mn_nccl *n);
-/* Makes n's device (the rank's own) current on the calling thread. */
-mn_status mn_nccl_enter(mn_comm *c, const mn_nccl *n);
-/* The stream waits for everything queued so far on the default stream. */
-mn_status mn_nccl_after_darknet(mn_comm *c, mn_nccl *n);
-#endif
-
-/* The node's NCCL legs of hierarchical and two_dimensional in GPU runs
- * (mn_nccl_node.c; float32). open is collective and gives NULL unless every
- * rank has a GPU of its own on a node of several ranks, and always in builds
- * without GPU=1 NCCL=1. mean: device arrays in place, the mean over all ranks. */
-typedef struct mn_nccl_node mn_nccl_node;
-mn_status mn_nccl_node_open(mn_comm *c, mn_nccl_node **out);
-void mn_nccl_node_close(mn_nccl_node *nn);
-mn_status mn_nccl_node_mean(mn_comm *c, mn_nccl_node *nn, float **dev, const size_t *lens, int n, int two_dimensional);
-
-/* Device kernels (mn_kernels.cu, GPU=1 builds): on `stream` (a cudaStream_t);
- * non-zero when the launch failed. The *_nonfinite ones set *dev_flag (device
- * memory) to 1 when any element is Inf or NaN. */
-int mn_gpu_floats_to_halves(uint16_t *out, const float *in, size_t n, float scale, void *stream);
-int mn_gpu_halves_to_floats(float *out, const uint16_t *in, size_t n, void *stream);
-int mn_gpu_add(float *y, const float *x, size_t n, void *stream);
-int mn_gpu_halves_nonfinite(const uint16_t *h, size_t n, int *dev_flag, void *stream);
-int mn_gpu_floats_nonfinite(const float *x, size_t n, int *dev_flag, void *stream);
-
-/* IEEE half (mn_half.c): round to nearest even, overflow to Inf, subnormals kept. */
-uint16_t mn_float_to_half(float f);
-float mn_half_to_float(uint16_t h);
-/* out[i] = half(in[i] / div) */
-void mn_floats_to_halves(uint16_t *out, const float *in, size_t n, float div);
-void mn_halves_to_floats(float *out, const uint16_t *in, size_t n);
-/* 0 when any of the n halves is Inf or NaN. */
-int mn_halves_finite(const uint16_t *h, size_t n);
-/* A commutative MPI op summing halves through float (free with MPI_Op_free). */
-mn_status mn_half_op_create(mn_comm *c, MPI_Op *op);
-
 /* In-place MPI_SUM of n floats over comm, in INT_MAX pieces (MPI counts are int). */
 mn_status mn_sum_floats(mn_comm *c, MPI_Comm comm, float *p, size_t n);
 /* p[i] / d, correctly rounded: a multiplication by 1/d where d is a power of
@@ -209,86 +115,18 @@ void mn_wire_div(const mn_wire *w, void *buf, int count);
 /* Grow c->fused to hold n floats. */
 mn_status mn_comm_fused(mn_comm *c, size_t n);
 
-/* double_buffering=1 (mn_dbuf.c): a thread with its own communicator averages
- * the previous step's gradient while the next one is computed. start and
- * stop are collective (stop waits for the mean in flight). exchange: waits
- * for the previous mean, leaves it in arena (zeros at the first step) and
- * sends arena's fresh gradient; returns 0 when there was no mean to apply. */
-typedef struct mn_dbuf mn_dbuf;
-mn_status mn_dbuf_start(mn_comm *c, const size_t *lens, int n, size_t total, mn_dbuf **out);
-int mn_dbuf_exchange(mn_dbuf *d, float *arena);
-/* The mean in flight, once finished (for checkpoints), and whether there is one. */
-float *mn_dbuf_pending(mn_dbuf *d, int *has_mean);
-/* After a checkpoint restored the pending mean into mn_dbuf_pending's buffer. */
-void mn_dbuf_set_pending(mn_dbuf *d, int has_mean);
-void mn_dbuf_stop(mn_dbuf *d);
-
-/* The parameter arrays of a layer in weights-file order. grad is the matching
- * update array when the layer is trained, else NULL. */
-typedef struct {
-    float *data;
-    float *grad;
-    size_t n;
-} mn_param;
-/* All parameters and running statistics of net, in weights-file order:
- * their count, and copies to / from one flat buffer (pulling from or pushing
- * to the GPU in a GPU run). */
-size_t mn_params_count(const network *net);
-void mn_params_pack(network *net, float *buf);
-void mn_params_unpack(network *net, const float *buf);
-/* 64-bit FNV-1a, for signatures and checksums. */
-#define MN_FNV_SEED 1469598103934665603ULL
-uint64_t mn_fnv1a(uint64_t h, const void *p, size_t n);
-
-/* Fills up to max entries for layer l (recurrent layers included); returns the
- * count, or -1 for a layer type darknet-mn cannot train yet. */
-int mn_layer_params(const layer *l, mn_param *out, int max);
-#define MN_MAX_LAYER_PARAMS 48
-
-/* What a data cfg says (mn_data.c). Read on every rank: it is small. */
-typedef struct {
-    char *train, *valid, *backup, *labels_file;
-    char **labels;
-    int classes;
-    int nlabels;      /* lines in the labels file (>= classes) */
-    list *options;    /* the parsed data cfg; the strings above point into it */
-} mn_data_cfg;
-/* On error nothing is left to free; on success mn_free_data_cfg releases it. */
-mn_status mn_read_data_cfg(mn_comm *c, const char *datacfg, mn_task task, mn_data_cfg *d);
-void mn_free_data_cfg(mn_data_cfg *d);
-
-/* Evaluation during training (mn_evaluator.c). Called by every rank at the end
- * of every iteration; every eval_interval iterations it scores the eval list
- * (classifier top-1, detector mAP) at the cfg's input size w x h (whatever
- * size random=1 trains at now), rank 0 prints it and saves
- * <backup>/<base>_best.weights when it improves. *state starts NULL. */
-typedef struct mn_eval_state mn_eval_state;
-mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
-                                  const mn_options *opt, size_t it, const char *base, int w, int h,
-                                  mn_eval_state **state);
-void mn_eval_free(mn_eval_state *state);
-/* The class of a path: the one label it contains (Darknet matches labels as
- * substrings); -1 when none or several match, with their count in *matches. */
-int mn_path_class(char **labels, int k, const char *path, int *matches);
-/* An image that cannot be opened is reported with its path and this rank. */
-mn_status mn_check_readable(const mn_comm *c, const char *path);
-
-#include "mn_watchdog.h"
-
-/* Call before each train_network: with float16 it sets Darknet's momentum
- * part aside so that only the fresh gradient is rounded to half. */
-void mn_optimizer_begin_step(mn_optimizer *o, const network *net);
-/* Whether the last update's averaged gradient held NaN or Inf (it was zeroed). */
-int mn_optimizer_nonfinite(const mn_optimizer *o);
-/* The arena as the live momentum: pulled from the GPU first (to_device=0),
- * or pushed to it after the caller filled it (to_device=1). */
-float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_device, size_t *n);
-/* The optimizer's update arrays (gradients, then Darknet's momentum part). */
-float *mn_optimizer_arena(mn_optimizer *o, size_t *n);
-
-#include "mn_checkpoint.h"
-
 /* Timing helper. */
 double mn_now(void);
+
+#include "mn_shm.h"
+#include "mn_nccl.h"
+#include "mn_half.h"
+#include "mn_dbuf.h"
+#include "mn_params.h"
+#include "mn_data.h"
+#include "mn_eval.h"
+#include "mn_optimizer.h"
+#include "mn_watchdog.h"
+#include "mn_checkpoint.h"
 
 #endif

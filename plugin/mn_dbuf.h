@@ -1,0 +1,21 @@
+/* double_buffering=1 (mn_dbuf.c). */
+#ifndef MN_MN_DBUF_H
+#define MN_MN_DBUF_H
+
+#include "mn_internal.h"
+
+/* double_buffering=1 (mn_dbuf.c): a thread with its own communicator averages
+ * the previous step's gradient while the next one is computed. start and
+ * stop are collective (stop waits for the mean in flight). exchange: waits
+ * for the previous mean, leaves it in arena (zeros at the first step) and
+ * sends arena's fresh gradient; returns 0 when there was no mean to apply. */
+typedef struct mn_dbuf mn_dbuf;
+mn_status mn_dbuf_start(mn_comm *c, const size_t *lens, int n, size_t total, mn_dbuf **out);
+int mn_dbuf_exchange(mn_dbuf *d, float *arena);
+/* The mean in flight, once finished (for checkpoints), and whether there is one. */
+float *mn_dbuf_pending(mn_dbuf *d, int *has_mean);
+/* After a checkpoint restored the pending mean into mn_dbuf_pending's buffer. */
+void mn_dbuf_set_pending(mn_dbuf *d, int has_mean);
+void mn_dbuf_stop(mn_dbuf *d);
+
+#endif

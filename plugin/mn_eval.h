@@ -1,0 +1,23 @@
+/* Evaluation during training and the helpers it shares (mn_evaluator.c). */
+#ifndef MN_MN_EVAL_H
+#define MN_MN_EVAL_H
+
+#include "mn_internal.h"
+
+/* Evaluation during training (mn_evaluator.c). Called by every rank at the end
+ * of every iteration; every eval_interval iterations it scores the eval list
+ * (classifier top-1, detector mAP) at the cfg's input size w x h (whatever
+ * size random=1 trains at now), rank 0 prints it and saves
+ * <backup>/<base>_best.weights when it improves. *state starts NULL. */
+typedef struct mn_eval_state mn_eval_state;
+mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
+                                  const mn_options *opt, size_t it, const char *base, int w, int h,
+                                  mn_eval_state **state);
+void mn_eval_free(mn_eval_state *state);
+/* The class of a path: the one label it contains (Darknet matches labels as
+ * substrings); -1 when none or several match, with their count in *matches. */
+int mn_path_class(char **labels, int k, const char *path, int *matches);
+/* An image that cannot be opened is reported with its path and this rank. */
+mn_status mn_check_readable(const mn_comm *c, const char *path);
+
+#endif

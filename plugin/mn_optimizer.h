@@ -1,0 +1,18 @@
+/* The multi-node optimizer's internal interface (mn_optimizer.c). */
+#ifndef MN_MN_OPTIMIZER_H
+#define MN_MN_OPTIMIZER_H
+
+#include "mn_internal.h"
+
+/* Call before each train_network: with float16 it sets Darknet's momentum
+ * part aside so that only the fresh gradient is rounded to half. */
+void mn_optimizer_begin_step(mn_optimizer *o, const network *net);
+/* Whether the last update's averaged gradient held NaN or Inf (it was zeroed). */
+int mn_optimizer_nonfinite(const mn_optimizer *o);
+/* The arena as the live momentum: pulled from the GPU first (to_device=0),
+ * or pushed to it after the caller filled it (to_device=1). */
+float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_device, size_t *n);
+/* The optimizer's update arrays (gradients, then Darknet's momentum part). */
+float *mn_optimizer_arena(mn_optimizer *o, size_t *n);
+
+#endif
