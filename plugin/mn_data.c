@@ -177,7 +177,8 @@ mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *d
         FILE *fp = list ? fopen(list, "r") : NULL;
         if (!list) mn_error(c, "eval_interval=%d, but neither eval_list nor the data cfg's valid names a list",
                             opt->eval_interval);
-        else if (!fp) mn_error(c, "cannot open the eval list %s: %s", list, strerror(errno));
+        else if (!fp) mn_error(c, "cannot open list %s (evaluated every %d iterations): %s", list, opt->eval_interval,
+                               strerror(errno));
         if (fp) fclose(fp);
         else s = MN_ERR_USER;
     }
