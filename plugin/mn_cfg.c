@@ -209,6 +209,11 @@ static int check_numbers(cfg *g, const entry *e)
     return 1;
 }
 
+static double physical_memory(void)
+{
+    return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+}
+
 static int check_net(cfg *g, int ranks)
 {
     long batch, sub, w, h, ch;
@@ -228,7 +233,7 @@ static int check_net(cfg *g, int ranks)
     /* One update's input images alone, as floats: a batch beyond memory
      * would only swap until the machine gives up. */
     double need = (double)batch * (double)(w ? w : 1) * (double)(h ? h : 1) * (double)(ch ? ch : 1) * 4.0;
-    double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    double mem = physical_memory();
     if (mem > 0 && need > mem)
         return fail(g, bl, "[net] batch=%ld needs %.1f GiB for one update's input images, more than this "
                     "machine's %.1f GiB", batch, need / 1073741824.0, mem / 1073741824.0);
@@ -364,4 +369,32 @@ mn_status mn_cfg_check(mn_comm *c, const char *cfgfile)
     if (s == MN_OK) s = compare_with_rank0(c, &g);
     cfg_free(&g);
     return s;
+}
+
+mn_status mn_check_net_size(const mn_comm *c, const network *net, const char *cfgfile)
+{
+    /* Darknet sizes a layer's arrays as int batch*outputs: past INT_MAX the
+     * product wraps and calloc gets a wrong size. */
+    double bytes = 4.0 * net->batch * net->inputs;
+    for (int i = 0; i < net->n; ++i) {
+        const layer *l = &net->layers[i];
+        int64_t n = (int64_t)l->batch * (l->outputs > l->inputs ? l->outputs : l->inputs);
+        if (n > INT_MAX) {
+            if (c->rank == 0)
+                mn_error(c, "%s: [net] batch/subdivisions=%d makes layer %d hold %lld values per array, more than "
+                         "Darknet's int sizes (%d); lower batch or raise subdivisions", cfgfile, net->batch, i,
+                         (long long)n, INT_MAX);
+            return MN_ERR_USER;
+        }
+        bytes += 8.0 * l->batch * l->outputs;   /* output and delta */
+    }
+    double mem = physical_memory();
+    if (mem > 0 && bytes > mem) {
+        if (c->rank == 0)
+            mn_error(c, "%s: [net] batch/subdivisions=%d needs %.1f GiB for the layers' outputs and deltas, more "
+                     "than this machine's %.1f GiB; lower batch or raise subdivisions", cfgfile, net->batch,
+                     bytes / 1073741824.0, mem / 1073741824.0);
+        return MN_ERR_USER;
+    }
+    return MN_OK;
 }

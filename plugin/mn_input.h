@@ -15,6 +15,11 @@
  * Collective; the lowest failing rank prints. */
 mn_status mn_cfg_check(mn_comm *c, const char *cfgfile);
 
+/* After parsing (arrays are allocated but not yet touched): each layer's
+ * batch*outputs fits Darknet's int sizes, and outputs and deltas fit the
+ * machine's physical memory. Every rank gets the same answer; rank 0 prints. */
+mn_status mn_check_net_size(const mn_comm *c, const network *net, const char *cfgfile);
+
 /* rank 0, after load_weights: every parameter and running statistic is
  * finite, or the error names the weights file and the first bad layer. */
 mn_status mn_check_finite_params(const mn_comm *c, network *net, const char *path);

@@ -342,6 +342,7 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
     }
     network *net = parse_network_cfg((char *)cfgfile);
     if (saved >= 0) { fflush(stderr); dup2(saved, 2); close(saved); }
+    s = mn_check_net_size(c, net, cfgfile);
     for (int i = 0; i < net->n && s == MN_OK; ++i) {
         mn_param p[1];
         if (mn_layer_params(&net->layers[i], p, 0) < 0) {

@@ -217,6 +217,16 @@ row batch-empty 1 "batch-empty.cfg:2: \[net\] batch='' must be an integer" - cla
 row batch-overflow 1 "batch-overflow.cfg:2: \[net\] batch=2000000000 on 2 ranks is 4000000000 images per update" - classifier train "$(data batch-overflow)" "$(cfg batch-overflow batch=2000000000)"
 row batch-too-big 1 "batch-too-big.cfg:2: \[net\] batch=1000000000 needs 8761.9 GiB for one update's input images, more than this machine's" - classifier train "$(data batch-too-big)" "$(cfg batch-too-big batch=1000000000 subdivisions=1000)"
 row batch-int-overflow 1 "batch-int-overflow.cfg:2: \[net\] batch='99999999999' must be an integer from 1 to 2147483647" - classifier train "$(data batch-int-overflow)" "$(cfg batch-int-overflow batch=99999999999)"
+# One batch's inputs fit, but a layer's batch*outputs passes Darknet's int sizes.
+row batch-layer-overflow 1 "batch-layer-overflow.cfg: \[net\] batch/subdivisions=1000000 makes layer 0 hold 3136000000 values per array, more than Darknet's int sizes" - \
+    classifier train "$(data batch-layer-overflow)" "$(cfg batch-layer-overflow batch=1000000)"
+# Within int sizes, but four such conv layers' outputs and deltas (63 GiB) beyond memory.
+if [ "$(awk '/^MemTotal:/ { print int($2 / 1048576) }' /proc/meminfo)" -lt 60 ]; then
+    f=$(cfg batch-layers-memory batch=600000)
+    for k in 1 2 3; do sed -i "s/^\[maxpool\]\$/[convolutional]\nfilters=4\nsize=3\npad=1\nactivation=leaky\n\n[maxpool]/" "$f"; done
+    row batch-layers-memory 1 "batch-layers-memory.cfg: \[net\] batch/subdivisions=600000 needs [0-9.]+ GiB for the layers' outputs and deltas, more than this machine's" - \
+        classifier train "$(data batch-layers-memory)" "$f"
+fi
 row subdivisions-0 1 "subdivisions-0.cfg:3: \[net\] subdivisions='0' must be an integer from 1" - classifier train "$(data subdivisions-0)" "$(cfg subdivisions-0 subdivisions=0)"
 row subdivisions-over 1 "subdivisions-over.cfg:3: \[net\] subdivisions=8 is larger than batch=4" - classifier train "$(data subdivisions-over)" "$(cfg subdivisions-over subdivisions=8)"
 row width-0 1 "width-0.cfg:4: \[net\] width='0' must be an integer from 1 to 65536" - classifier train "$(data width-0)" "$(cfg width-0 width=0)"
