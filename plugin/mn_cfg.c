@@ -119,6 +119,12 @@ static int add_line(cfg *g, char *s, size_t len, int line, int *section)
             free(s);
             return r;
         }
+        for (int i = 0; i < g->n; ++i)
+            if (!g->e[i].val && !strcmp(s, "[distributed]") && !strcmp(g->e[i].key, s)) {
+                int r = fail(g, line, "a second [distributed] section (the first is on line %d)", g->e[i].line);
+                free(s);
+                return r;
+            }
         *section = g->n;
         return push(g, line, g->n, s, NULL) || (free(s), 0);
     }
