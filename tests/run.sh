@@ -34,6 +34,7 @@ for n in 1 2 3 4; do
     run_unit "comm-np$n" $n -- "$TEST_BIN/test_comm"
     run_unit "scatter-np$n" $n -- "$TEST_BIN/test_scatter" "$T"
 done
+run_unit stock-cfgs-accepted 2 -- "$TEST_BIN/test_cfg" third_party/darknet-cpu/cfg/*.cfg cfg/*.cfg
 run_unit comm-forced-2x2 4 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
 run_unit comm-forced-2+1 3 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
 for comm in naive flat; do
