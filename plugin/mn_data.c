@@ -175,8 +175,8 @@ mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *d
     if (c->rank == 0 && s == MN_OK && opt->eval_interval > 0) {
         const char *list = opt->eval_list ? opt->eval_list : dc->valid;
         FILE *fp = list ? fopen(list, "r") : NULL;
-        if (!list) mn_error(c, "eval_interval=%d, but neither eval_list nor the data cfg's valid names a list",
-                            opt->eval_interval);
+        if (!list) mn_error(c, "eval_interval=%d but there is nothing to evaluate: give eval_list in [distributed] "
+                            "or 'valid' in the data cfg", opt->eval_interval);
         else if (!fp) mn_error(c, "cannot open list %s (evaluated every %d iterations): %s", list, opt->eval_interval,
                                strerror(errno));
         if (fp) fclose(fp);
