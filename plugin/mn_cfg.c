@@ -85,15 +85,19 @@ static void cfg_free(cfg *g)
     free(g->e);
 }
 
-/* One line, normalised as Darknet's read_cfg does (patch 0007: whitespace
- * and CR dropped, '#' starts a comment). Takes ownership of s. */
+/* One line, normalised as Darknet's read_cfg does (patch 0007: a CR before
+ * the line end dropped, '#' starts a comment; strip(): spaces and tabs
+ * dropped). Takes ownership of s. */
 static int add_line(cfg *g, char *s, size_t len, int line, int *section)
 {
     if (strlen(s) != len) { free(s); return fail(g, line, "holds a NUL byte; a cfg is text"); }
+    /* As fgetl: the line end, then one CR before it; a CR elsewhere is a control byte. */
+    if (len > 0 && s[len - 1] == '\n') s[--len] = 0;
+    if (len > 0 && s[len - 1] == '\r') s[--len] = 0;
     size_t k = 0;
     for (size_t i = 0; i < len && s[i] != '#'; ++i) {
         unsigned char ch = (unsigned char)s[i];
-        if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') continue;
+        if (ch == ' ' || ch == '\t') continue;
         if (ch < 0x20 || ch == 0x7f) { free(s); return fail(g, line, "holds the control byte 0x%02x; a cfg is text", ch); }
         s[k++] = s[i];
     }

@@ -296,6 +296,8 @@ row cfg-first-not-net 1 "cfg-first-not-net.cfg:1: the first section is \[convolu
 row cfg-two-nets 1 "cfg-two-nets.cfg:31: a second \[net\] section" - classifier train "$(data cfg-two-nets)" "$I/cfg-two-nets.cfg"
 { cat "$(cfg cfg-two-distributed -- seed=1)"; printf '[distributed]\nseed=2\n'; } > "$I/t.t" && mv "$I/t.t" "$I/cfg-two-distributed.cfg"
 row cfg-two-distributed 1 "cfg-two-distributed.cfg:34: a second \[distributed\] section \(the first is on line 32\)" - classifier train "$(data cfg-two-distributed)" "$I/cfg-two-distributed.cfg"
+sed 's/^\[maxpool\]$/[maxpool\r]/' "$(cfg cfg-inner-cr)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-inner-cr.cfg"
+row cfg-inner-cr 1 "cfg-inner-cr.cfg:22: holds the control byte 0x0d; a cfg is text" - classifier train "$(data cfg-inner-cr)" "$I/cfg-inner-cr.cfg"
 printf 'width=28\0\n' > "$I/nul.t" && { cfg cfg-nul > /dev/null; sed -n 1,3p "$I/cfg-nul.cfg"; cat "$I/nul.t"; sed -n '4,$p' "$I/cfg-nul.cfg"; } > "$I/t.t" && mv "$I/t.t" "$I/cfg-nul.cfg"
 row cfg-nul 1 "cfg-nul.cfg:4: holds a NUL byte; a cfg is text" - classifier train "$(data cfg-nul)" "$I/cfg-nul.cfg"
 
