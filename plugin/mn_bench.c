@@ -180,14 +180,26 @@ static mn_status bench_sweep(mn_comm *c, int iters, size_t max_bytes)
 
 mn_status mn_bench_allreduce(mn_comm *c, int argc, char **argv)
 {
-    int iters = 20;
-    const char *cfg = NULL;
-    size_t max_bytes = 256u << 20;
-    for (int i = 3; i < argc; ++i) {
-        if (!strcmp(argv[i], "-iters") && i + 1 < argc) iters = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "-max") && i + 1 < argc) max_bytes = (size_t)atol(argv[++i]);
-        else if (argv[i][0] != '-') cfg = argv[i];   /* -nogpu is main's */
+    long iters = 20, max_bytes = 256L << 20;
+    const char *cfg = NULL, *bad = NULL;
+    for (int i = 3; i < argc && !bad; ++i) {
+        long *num = !strcmp(argv[i], "-iters") ? &iters : !strcmp(argv[i], "-max") ? &max_bytes : NULL;
+        /* -iters 1..1000000; -max 4 B (the sweep's first size) .. 4 GiB */
+        long lo = num == &iters ? 1 : 4, hi = num == &iters ? 1000000 : 4L << 30;
+        char *end;
+        if (num && i + 1 < argc) {
+            *num = strtol(argv[++i], &end, 10);
+            if (end == argv[i] || *end || *num < lo || *num > hi) bad = argv[i - 1];
+        } else if (!strcmp(argv[i], "-nogpu")) {
+            continue;   /* main's */
+        } else if (num || argv[i][0] == '-' || cfg) bad = argv[i];
+        else cfg = argv[i];
     }
-    if (iters < 1) iters = 1;
-    return mn_agree(c, cfg ? bench_model(c, cfg, iters) : bench_sweep(c, iters, max_bytes));
+    if (bad) {
+        if (c->rank == 0)
+            mn_error(c, "bench allreduce: bad argument at '%s'; usage: bench allreduce [cfg] [-iters 1..1000000] "
+                     "[-max BYTES, 4..%ld]", bad, 4L << 30);
+        return mn_agree(c, MN_ERR_USER);
+    }
+    return mn_agree(c, cfg ? bench_model(c, cfg, (int)iters) : bench_sweep(c, (int)iters, (size_t)max_bytes));
 }

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 #include "mn_internal.h"
+#include "mn_input.h"
 #include "option_list.h"
 #include "utils.h"
 
@@ -112,3 +114,73 @@ mn_status mn_check_readable(const mn_comm *c, const char *path)
     return MN_OK;
 }
 
+
+void mn_train_label_path(const char *path, char *out, size_t cap)
+{
+    static const char *const from[] = {"images", "JPEGImages", "raw", ".jpg", ".png", ".JPG", ".JPEG"};
+    static const char *const to[] = {"labels", "labels", "labels", ".txt", ".txt", ".txt", ".txt"};
+    char tmp[4096];
+    snprintf(out, cap, "%s", path);
+    /* find_replace replaces the first match only, as Darknet's loader does. */
+    for (int i = 0; i < 7; ++i) {
+        char *at = strstr(out, from[i]);
+        if (!at) continue;
+        snprintf(tmp, sizeof tmp, "%.*s%s%s", (int)(at - out), out, to[i], at + strlen(from[i]));
+        snprintf(out, cap, "%s", tmp);
+    }
+}
+
+/* A detector image's label file: "id x y w h" lines (Darknet's fscanf stops
+ * at the first line that is not), each id in 0..classes-1. */
+static mn_status check_label_file(const mn_comm *c, const char *image, int classes)
+{
+    char lp[4096];
+    mn_train_label_path(image, lp, sizeof lp);
+    FILE *fp = fopen(lp, "r");
+    if (!fp) { mn_error(c, "cannot read the labels of %s: %s: %s", image, lp, strerror(errno)); return MN_ERR_USER; }
+    char line[1024];
+    mn_status s = MN_OK;
+    for (int no = 1; s == MN_OK && fgets(line, sizeof line, fp); ++no) {
+        int id;
+        float x, y, w, h;
+        if (sscanf(line, "%d %f %f %f %f", &id, &x, &y, &w, &h) != 5) break;
+        if (id < 0 || id >= classes) {
+            mn_error(c, "%s:%d: class id %d is outside 0..%d (the cfg's last layer has classes=%d)", lp, no, id,
+                     classes - 1, classes);
+            s = MN_ERR_USER;
+        }
+    }
+    fclose(fp);
+    return s;
+}
+
+mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *dc, const mn_options *opt,
+                                  const network *net, const mn_list *shard)
+{
+    mn_status s = MN_OK;
+    /* A deterministic run holds the whole list on every rank: each checks its part. */
+    size_t from = 0, count = shard->n;
+    if (opt->deterministic) mn_shard_bounds(shard->n, c->size, c->rank, &from, &count);
+    for (size_t i = from; s == MN_OK && i < from + count; ++i) {
+        const char *p = shard->paths[i];
+        if (access(p, R_OK) != 0) s = mn_check_readable(c, p);
+        else if (task == MN_TASK_CLASSIFIER) {
+            int m;
+            if (mn_path_class(dc->labels, dc->classes, p, &m) < 0) {
+                mn_error(c, "image %s matches %d labels of %s; it must contain exactly one", p, m, dc->labels_file);
+                s = MN_ERR_USER;
+            }
+        } else s = check_label_file(c, p, net->layers[net->n - 1].classes);
+    }
+    if (c->rank == 0 && s == MN_OK && opt->eval_interval > 0) {
+        const char *list = opt->eval_list ? opt->eval_list : dc->valid;
+        FILE *fp = list ? fopen(list, "r") : NULL;
+        if (!list) mn_error(c, "eval_interval=%d but there is nothing to evaluate: give eval_list in [distributed] "
+                            "or 'valid' in the data cfg", opt->eval_interval);
+        else if (!fp) mn_error(c, "cannot open list %s (evaluated every %d iterations): %s", list, opt->eval_interval,
+                               strerror(errno));
+        if (fp) fclose(fp);
+        else s = MN_ERR_USER;
+    }
+    return mn_agree(c, s);
+}

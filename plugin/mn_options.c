@@ -63,13 +63,7 @@ mn_status mn_parse_options(const network *net, const char *cfgfile, int report, 
         else if (!strcmp(k, "bn_average")) flag = &opt->bn_average;
         else if (!strcmp(k, "sync_bn")) flag = &opt->sync_bn;
         else if (!strcmp(k, "eval_interval")) num = &opt->eval_interval;
-        else if (!strcmp(k, "eval_list")) {
-            if (!*v) {
-                if (report) fprintf(stderr, "darknet-mn: %s: [distributed] eval_list is empty; give a list file\n", cfgfile);
-                return MN_ERR_USER;
-            }
-            opt->eval_list = v;
-        }
+        else if (!strcmp(k, "eval_list")) opt->eval_list = *v ? v : NULL;   /* empty: the data cfg's valid list */
         else if (!strcmp(k, "deterministic")) flag = &opt->deterministic;
         else if (!strcmp(k, "shuffle")) flag = &opt->shuffle;
         else if (!strcmp(k, "seed")) num = &opt->seed;

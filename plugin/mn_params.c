@@ -1,6 +1,7 @@
 /* Parameters of a network: enumeration in weights-file order, the weights-file
  * size check, atomic saves, and the start-up broadcast from rank 0. */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "mn_internal.h"
+#include "mn_input.h"
 #include "option_list.h"
 #include "parser.h"
 #ifdef GPU
@@ -134,12 +136,15 @@ mn_status mn_check_weights_file(const mn_comm *c, const network *net, const char
     int ok = fstat(fileno(fp), &st) == 0;
     fclose(fp);
     if (!ok || got != 3) { mn_error(c, "weights file %s is too short for a header", path); return MN_ERR_USER; }
-    size_t header = (hdr[0] * 10 + hdr[1]) >= 2 && hdr[0] < 1000 && hdr[1] < 1000
-                        ? HEADER_BYTES : 4 * sizeof(int);
-    if (hdr[0] > 1000 || hdr[1] > 1000) {
-        mn_error(c, "weights file %s uses the transposed pre-2016 format, which darknet-mn does not read", path);
+    /* Darknet has written versions 0.1.0 (int seen) and 0.2.0 (size_t seen);
+     * its loader takes major or minor > 1000 for a transposed format that
+     * no Darknet writes, so anything else is no weights file of ours. */
+    if (hdr[0] < 0 || hdr[1] < 0 || hdr[2] < 0 || hdr[0] > 1000 || hdr[1] > 1000) {
+        mn_error(c, "weights file %s has header version %d.%d.%d; Darknet writes 0.1.0 or 0.2.0 (is it a weights file?)",
+                 path, hdr[0], hdr[1], hdr[2]);
         return MN_ERR_USER;
     }
+    size_t header = (hdr[0] * 10 + hdr[1]) >= 2 ? HEADER_BYTES : 4 * sizeof(int);
     size_t size = (size_t)st.st_size, at = header;
     if (size < header) { mn_error(c, "weights file %s is too short for a header", path); return MN_ERR_USER; }
     int i;
@@ -242,6 +247,23 @@ static void copy_params(network *net, float *buf, int into_net)
 }
 
 void mn_params_pack(network *net, float *buf) { copy_params(net, buf, 0); }
+
+mn_status mn_check_finite_params(const mn_comm *c, network *net, const char *path)
+{
+    for (int i = 0; i < net->n; ++i) {
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        move_layer(&net->layers[i], 0);
+        for (int j = 0; j < k; ++j)
+            for (size_t m = 0; m < p[j].n; ++m)
+                if (!isfinite(p[j].data[m])) {
+                    mn_error(c, "weights file %s: layer %d holds %g (value %zu of its array %d); every weight must be finite",
+                             path, i, p[j].data[m], m, j);
+                    return MN_ERR_USER;
+                }
+    }
+    return MN_OK;
+}
 void mn_params_unpack(network *net, const float *buf) { copy_params(net, (float *)buf, 1); }
 
 uint64_t mn_fnv1a(uint64_t h, const void *p, size_t n)
@@ -301,12 +323,9 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
                           int clear, network **out)
 {
     *out = NULL;
-    /* parse_network_cfg exits on an unreadable file: check first, on every rank. */
-    FILE *fp = fopen(cfgfile, "r");
+    /* Darknet's parser exits, warns or crashes on a bad cfg: check first, on every rank. */
     mn_status s = MN_OK;
-    if (!fp) { mn_error(c, "cannot open cfg %s: %s", cfgfile, strerror(errno)); s = MN_ERR_USER; }
-    else fclose(fp);
-    MN_CHECK(mn_agree(c, s));
+    MN_CHECK(mn_cfg_check(c, cfgfile));
 
     /* Darknet prints the layer table while parsing: only rank 0 shows it. */
     int saved = -1;
@@ -318,6 +337,7 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
     }
     network *net = parse_network_cfg((char *)cfgfile);
     if (saved >= 0) { fflush(stderr); dup2(saved, 2); close(saved); }
+    s = mn_check_net_size(c, net, cfgfile);
     for (int i = 0; i < net->n && s == MN_OK; ++i) {
         mn_param p[1];
         if (mn_layer_params(&net->layers[i], p, 0) < 0) {
@@ -333,6 +353,7 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
     if (c->rank == 0 && weightfile && *weightfile) {
         s = mn_check_weights_file(c, net, weightfile);
         if (s == MN_OK) load_weights(net, (char *)weightfile);
+        if (s == MN_OK) s = mn_check_finite_params(c, net, weightfile);
     }
     if (clear) *net->seen = 0;
     MN_CHECK(mn_agree(c, s));

@@ -15,6 +15,7 @@
 #include <sys/time.h>
 #include "mn_internal.h"
 #include "mn_replica.h"
+#include "mn_input.h"
 #include "data.h"
 #include "option_list.h"
 #include "utils.h"
@@ -317,7 +318,8 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     srand(mn_stream_seed(opt.seed, c->rank, get_current_batch(net)));
     s = opt.deterministic ? mn_bcast_list(c, dc.train, opt.shuffle, opt.seed, &shard)
                           : mn_scatter_list(c, dc.train, opt.shuffle, opt.seed, &shard);
-    if (s != MN_OK || (s = ensure_dir(c, dc.backup)) != MN_OK) goto out;
+    if (s != MN_OK || (s = mn_check_training_input(c, task, &dc, &opt, net, &shard)) != MN_OK) goto out;
+    if ((s = ensure_dir(c, dc.backup)) != MN_OK) goto out;
     if ((s = mn_backup_lock(c, dc.backup, &lock)) != MN_OK) goto out;
     if ((s = mn_agree(c, mn_attach(c, net, &opt, &mo))) != MN_OK) goto out;
     if ((s = mn_agree(c, mn_attach_sync_bn(c, net, &opt))) != MN_OK) goto out;

@@ -165,10 +165,11 @@ if wait_iter hang 3; then
     rank_signal 9 hang 1
 else bad "hanging MPI_Abort: training never reached iteration 3"; fi
 
-# 4. An unreadable image in random-sampling mode (Darknet's own loader thread).
+# 4. An image that does not decode in random-sampling mode (Darknet's own
+# loader thread; a missing one is refused at start, tests/run_input.sh).
 cfg badimg 400
 cp "$D/train.list" "$F/badimg.list"
-for i in $(seq 1 200); do echo "$F/gone_$(sed -n 1p "$D/labels.txt")_$i.png"; done >> "$F/badimg.list"
+for i in $(seq 1 200); do p=$F/gone_$(sed -n 1p "$D/labels.txt")_$i.png; printf 'not an image\n' > "$p"; echo "$p"; done >> "$F/badimg.list"
 sed -i "s|^train=.*|train=$F/badimg.list|" "$F/badimg.data"
 sed -i 's/^\[distributed\]/[distributed]\nshuffle=0/' "$F/badimg.cfg"   # the bad paths land in the last rank's shard
 launch badimg 2

@@ -1,0 +1,410 @@
+/* The network cfg, read and checked before Darknet parses it: Darknet's
+ * parser names neither file nor line, replaces an unknown activation or
+ * policy with a default, reads "nan" as a number, and crashes on a line
+ * before the first section or on subdivisions=0. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "mn_internal.h"
+#include "mn_input.h"
+
+/* One option line after Darknet's normalisation (whitespace dropped). */
+typedef struct {
+    int line, section;   /* section: index of its section's header entry */
+    char *key, *val;     /* val NULL: a section header ("[net]" in key) */
+} entry;
+
+typedef struct {
+    const char *file;
+    entry *e;
+    int n, cap;
+    char err[768];       /* the first problem, "file:line: ..." */
+} cfg;
+
+static const char *const sections[] = {
+    "[net]", "[network]", "[distributed]", "[shortcut]", "[crop]", "[cost]", "[detection]", "[region]",
+    "[yolo]", "[iseg]", "[local]", "[conv]", "[convolutional]", "[deconv]", "[deconvolutional]",
+    "[activation]", "[logistic]", "[l2norm]", "[crnn]", "[gru]", "[lstm]", "[rnn]", "[conn]",
+    "[connected]", "[max]", "[maxpool]", "[reorg]", "[avg]", "[avgpool]", "[dropout]", "[lrn]",
+    "[normalization]", "[batchnorm]", "[soft]", "[softmax]", "[route]", "[upsample]", NULL};
+static const char *const activations[] = {"logistic", "loggy", "relu", "elu", "selu", "relie", "plse", "hardtan",
+                                          "lhtan", "linear", "ramp", "leaky", "tanh", "stair", NULL};
+static const char *const policies[] = {"random", "poly", "constant", "step", "exp", "sigmoid", "steps", NULL};
+
+static int in(const char *const *names, const char *s)
+{
+    for (int i = 0; names[i]; ++i)
+        if (!strcmp(names[i], s)) return 1;
+    return 0;
+}
+
+static void join(const char *const *names, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = 0;
+    for (int i = 0; names[i] && n < cap; ++i)
+        n += (size_t)snprintf(out + n, cap - n, "%s%s", i ? ", " : "", names[i]);
+}
+
+static int fail(cfg *g, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(cfg *g, int line, const char *fmt, ...)
+{
+    if (g->err[0]) return 0;
+    int n = line > 0 ? snprintf(g->err, sizeof g->err, "%s:%d: ", g->file, line)
+                     : snprintf(g->err, sizeof g->err, "%s: ", g->file);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->err + n, sizeof g->err - (size_t)n, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+static int push(cfg *g, int line, int section, char *key, char *val)
+{
+    if (g->n == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 64;
+        entry *e = realloc(g->e, sizeof *e * (size_t)cap);
+        if (!e) return fail(g, 0, "out of memory reading the cfg");
+        g->e = e;
+        g->cap = cap;
+    }
+    g->e[g->n++] = (entry){line, section, key, val};
+    return 1;
+}
+
+static void cfg_free(cfg *g)
+{
+    for (int i = 0; i < g->n; ++i) free(g->e[i].key);   /* val points into key's line */
+    free(g->e);
+}
+
+/* One line, normalised as Darknet's read_cfg does (patch 0007: a CR before
+ * the line end dropped, '#' starts a comment; strip(): spaces and tabs
+ * dropped). Takes ownership of s. */
+static int add_line(cfg *g, char *s, size_t len, int line, int *section)
+{
+    if (strlen(s) != len) { free(s); return fail(g, line, "holds a NUL byte; a cfg is text"); }
+    /* As fgetl: the line end, then one CR before it; a CR elsewhere is a control byte. */
+    if (len > 0 && s[len - 1] == '\n') s[--len] = 0;
+    if (len > 0 && s[len - 1] == '\r') s[--len] = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < len && s[i] != '#'; ++i) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == ' ' || ch == '\t') continue;
+        if (ch < 0x20 || ch == 0x7f) { free(s); return fail(g, line, "holds the control byte 0x%02x; a cfg is text", ch); }
+        s[k++] = s[i];
+    }
+    s[k] = 0;
+    if (k == 0 || s[0] == ';') { free(s); return 1; }
+    if (s[0] == '[') {
+        if (s[k - 1] != ']') { int r = fail(g, line, "section header '%s' has no closing ']'", s); free(s); return r; }
+        if (!in(sections, s)) {
+            char known[1024];
+            join(sections, known, sizeof known);
+            int r = fail(g, line, "unknown section %s; known sections: %s", s, known);
+            free(s);
+            return r;
+        }
+        int first = *section < 0;
+        if (first && strcmp(s, "[net]") && strcmp(s, "[network]")) {
+            int r = fail(g, line, "the first section is %s; a cfg starts with [net]", s);
+            free(s);
+            return r;
+        }
+        if (!first && (!strcmp(s, "[net]") || !strcmp(s, "[network]"))) {
+            int r = fail(g, line, "a second %s section; only the first section is [net]", s);
+            free(s);
+            return r;
+        }
+        for (int i = 0; i < g->n; ++i)
+            if (!g->e[i].val && !strcmp(s, "[distributed]") && !strcmp(g->e[i].key, s)) {
+                int r = fail(g, line, "a second [distributed] section (the first is on line %d)", g->e[i].line);
+                free(s);
+                return r;
+            }
+        *section = g->n;
+        return push(g, line, g->n, s, NULL) || (free(s), 0);
+    }
+    char *eq = strchr(s, '=');
+    int r;
+    if (*section < 0) r = fail(g, line, "'%s' comes before the first section ([net])", s);
+    else if (!eq) r = fail(g, line, "'%s' is not key=value", s);
+    else if (eq == s) r = fail(g, line, "'%s' has no key before '='", s);
+    else { *eq = 0; return push(g, line, *section, s, eq + 1) || (free(s), 0); }
+    free(s);
+    return r;
+}
+
+static int read_cfg_file(cfg *g)
+{
+    FILE *fp = fopen(g->file, "r");
+    if (!fp) return fail(g, 0, "cannot open cfg: %s", strerror(errno));
+    struct stat st;
+    int isdir = fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode);
+    if (isdir || (fstat(fileno(fp), &st) == 0 && !S_ISREG(st.st_mode))) {
+        fclose(fp);
+        return fail(g, 0, "the cfg is %s, not a file", isdir ? "a directory" : "not a regular file");
+    }
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t len;
+    int no = 0, section = -1, ok = 1;
+    while (ok && (len = getline(&line, &lcap, fp)) >= 0) {
+        ok = add_line(g, line, (size_t)len, ++no, &section);
+        line = NULL;
+        lcap = 0;
+    }
+    free(line);
+    fclose(fp);
+    if (ok && section < 0) return fail(g, 0, "holds no sections (an empty cfg?); a cfg starts with [net]");
+    return ok;
+}
+
+static int parse_long(const char *v, long *out)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || errno) return 0;
+    *out = x;
+    return 1;
+}
+
+static int parse_double(const char *v, double *out)
+{
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end) return 0;
+    *out = x;
+    return 1;
+}
+
+static const entry *find(const cfg *g, int section, const char *key)
+{
+    const entry *hit = NULL;   /* Darknet's option_find takes the last one */
+    for (int i = section + 1; i < g->n && g->e[i].section == section; ++i)
+        if (!strcmp(g->e[i].key, key)) hit = &g->e[i];
+    return hit;
+}
+
+/* An integer [net] key: lo..hi, or its default when absent. */
+static int net_int(cfg *g, const char *key, long def, long lo, long hi, long *out)
+{
+    const entry *e = find(g, 0, key);
+    *out = def;
+    if (!e) return 1;
+    if (!parse_long(e->val, out) || *out < lo || *out > hi)
+        return fail(g, e->line, "[net] %s='%s' must be an integer from %ld to %ld", key, e->val, lo, hi);
+    return 1;
+}
+
+/* Values Darknet reads with atof: numbers (lists of them for steps, scales)
+ * that must be finite, since NaN breaks the layers' comparisons. */
+static int check_numbers(cfg *g, const entry *e)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", e->val);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        double x;
+        if (parse_double(tok, &x) && !isfinite(x))
+            return fail(g, e->line, "%s %s='%s' is not a finite number", g->e[e->section].key, e->key, e->val);
+    }
+    return 1;
+}
+
+static double physical_memory(void)
+{
+    return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+}
+
+static int check_net(cfg *g, int ranks)
+{
+    long batch, sub, w, h, ch;
+    if (!net_int(g, "batch", 1, 1, INT_MAX, &batch) || !net_int(g, "subdivisions", 1, 1, INT_MAX, &sub) ||
+        !net_int(g, "width", 0, 1, 1 << 16, &w) || !net_int(g, "height", 0, 1, 1 << 16, &h) ||
+        !net_int(g, "channels", 0, 1, 1 << 16, &ch))
+        return 0;
+    if (sub > batch) {
+        const entry *e = find(g, 0, "subdivisions");
+        return fail(g, e->line, "[net] subdivisions=%ld is larger than batch=%ld (batch is the images per "
+                    "update on one rank, split in subdivisions parts)", sub, batch);
+    }
+    int bl = find(g, 0, "batch") ? find(g, 0, "batch")->line : 0;
+    if ((int64_t)batch * ranks > INT_MAX)
+        return fail(g, bl, "[net] batch=%ld on %d ranks is %lld images per update, more than %d",
+                    batch, ranks, (long long)batch * ranks, INT_MAX);
+    /* One update's input images alone, as floats: a batch beyond memory
+     * would only swap until the machine gives up. */
+    double need = (double)batch * (double)(w ? w : 1) * (double)(h ? h : 1) * (double)(ch ? ch : 1) * 4.0;
+    double mem = physical_memory();
+    if (mem > 0 && need > mem)
+        return fail(g, bl, "[net] batch=%ld needs %.1f GiB for one update's input images, more than this "
+                    "machine's %.1f GiB", batch, need / 1073741824.0, mem / 1073741824.0);
+    static const char *const floats[] = {"learning_rate", "momentum", "decay", NULL};
+    for (int i = 0; floats[i]; ++i) {
+        const entry *e = find(g, 0, floats[i]);
+        double x;
+        if (e && !parse_double(e->val, &x))
+            return fail(g, e->line, "[net] %s='%s' is not a number", e->key, e->val);
+    }
+    const entry *p = find(g, 0, "policy");
+    if (p && !in(policies, p->val)) {
+        char known[256];
+        join(policies, known, sizeof known);
+        return fail(g, p->line, "[net] policy='%s' is unknown; valid policies: %s", p->val, known);
+    }
+    if (p && !strcmp(p->val, "steps")) {
+        const entry *st = find(g, 0, "steps"), *sc = find(g, 0, "scales");
+        if (!st || !sc) return fail(g, p->line, "[net] policy=steps needs both steps= and scales=");
+        int a = 1, b = 1;
+        for (const char *q = st->val; *q; ++q) a += *q == ',';
+        for (const char *q = sc->val; *q; ++q) b += *q == ',';
+        if (a != b) return fail(g, sc->line, "[net] steps= has %d values but scales= has %d", a, b);
+    }
+    return 1;
+}
+
+static int check_entries(cfg *g, int ranks)
+{
+    for (int i = 0; i < g->n; ++i) {
+        const entry *e = &g->e[i];
+        if (!e->val) continue;
+        if (!check_numbers(g, e)) return 0;
+        if (!strcmp(e->key, "activation") && !in(activations, e->val)) {
+            char known[256];
+            join(activations, known, sizeof known);
+            return fail(g, e->line, "%s activation='%s' is unknown; valid activations: %s",
+                        g->e[e->section].key, e->val, known);
+        }
+    }
+    return check_net(g, ranks);
+}
+
+/* "[section]\n" and "key=value\n" lines in order: what every rank must share. */
+static char *normalised(const cfg *g, size_t *len)
+{
+    size_t n = 1;
+    for (int i = 0; i < g->n; ++i) n += strlen(g->e[i].key) + (g->e[i].val ? strlen(g->e[i].val) + 1 : 0) + 1;
+    char *t = malloc(n), *p = t;
+    if (!t) return NULL;
+    for (int i = 0; i < g->n; ++i)
+        p += g->e[i].val ? sprintf(p, "%s=%s\n", g->e[i].key, g->e[i].val) : sprintf(p, "%s\n", g->e[i].key);
+    *len = (size_t)(p - t);
+    return t;
+}
+
+/* On a rank whose cfg differs from rank 0's (text0: rank 0's file name, a
+ * newline, its normalised cfg): the first entry that differs. */
+static void describe_difference(const cfg *g, const char *text0, char *out, size_t cap)
+{
+    const char *p = strchr(text0, '\n') + 1;
+    int name0 = (int)(p - 1 - text0);
+    for (int i = 0; i < g->n; ++i) {
+        const entry *e = &g->e[i];
+        char mine[1024];
+        if (e->val) snprintf(mine, sizeof mine, "%s=%s", e->key, e->val);
+        else snprintf(mine, sizeof mine, "%s", e->key);
+        const char *end = strchr(p, '\n');
+        int l0 = end ? (int)(end - p) : 0;
+        const char *sec = e->val ? g->e[e->section].key : "section";
+        if (!end) {
+            snprintf(out, cap, "%s:%d: %s '%s' is past the end of rank 0's %.*s", g->file, e->line, sec, mine,
+                     name0, text0);
+            return;
+        }
+        if ((int)strlen(mine) != l0 || strncmp(mine, p, (size_t)l0)) {
+            snprintf(out, cap, "%s:%d: %s '%s' here, but '%.*s' in rank 0's %.*s", g->file, e->line, sec, mine,
+                     l0, p, name0, text0);
+            return;
+        }
+        p = end + 1;
+    }
+    const char *end = strchr(p, '\n');
+    snprintf(out, cap, "%s ends where rank 0's %.*s goes on with '%.*s'", g->file, name0, text0,
+             end ? (int)(end - p) : 0, p);
+}
+
+/* The lowest rank with *failed set prints msg; every rank learns whether any failed. */
+static mn_status report_lowest(mn_comm *c, int failed, const char *msg)
+{
+    int mine = failed ? c->rank : c->size, low = c->size;
+    MN_MPI(c, MPI_Allreduce(&mine, &low, 1, MPI_INT, MPI_MIN, c->world));
+    if (low < c->size && c->rank == low) mn_error(c, "%s", msg);
+    return low < c->size ? MN_ERR_USER : MN_OK;
+}
+
+static mn_status compare_with_rank0(mn_comm *c, const cfg *g)
+{
+    size_t len = 0;
+    char *text = normalised(g, &len);
+    uint64_t mine = text ? mn_fnv1a(MN_FNV_SEED, text, len) : 0, *all = malloc(sizeof(uint64_t) * (size_t)c->size);
+    mn_status s = mn_agree(c, text && all ? MN_OK : MN_ERR_NOMEM);
+    if (s != MN_OK) { free(text); free(all); return s; }
+    MN_MPI(c, MPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, c->world));
+    int differs = 0;
+    for (int r = 1; r < c->size; ++r) differs |= all[r] != all[0];
+    int me = all[c->rank] != all[0];
+    free(all);
+    if (!differs) { free(text); return MN_OK; }
+    /* Rank 0's file name and text, for the ranks that differ to name the key. */
+    uint64_t n0 = strlen(g->file) + 1 + len;
+    MN_MPI(c, MPI_Bcast(&n0, 1, MPI_UINT64_T, 0, c->world));
+    char *t0 = malloc(n0 + 1);
+    if (c->rank == 0 && t0) { sprintf(t0, "%s\n", g->file); memcpy(t0 + strlen(g->file) + 1, text, len); }
+    free(text);
+    s = mn_agree(c, t0 ? MN_OK : MN_ERR_NOMEM);
+    if (s != MN_OK) { free(t0); return s; }
+    MN_MPI(c, MPI_Bcast(t0, (int)n0, MPI_CHAR, 0, c->world));
+    t0[n0] = 0;
+    char what[1536] = "", msg[2048];
+    if (me) describe_difference(g, t0, what, sizeof what);
+    free(t0);
+    snprintf(msg, sizeof msg, "this rank's cfg differs from rank 0's: %s; every rank must run the same cfg", what);
+    return report_lowest(c, me, msg);
+}
+
+mn_status mn_cfg_check(mn_comm *c, const char *cfgfile)
+{
+    cfg g = {0};
+    g.file = cfgfile;
+    int ok = read_cfg_file(&g) && check_entries(&g, c->size);
+    mn_status s = report_lowest(c, !ok, g.err);
+    if (s == MN_OK) s = compare_with_rank0(c, &g);
+    cfg_free(&g);
+    return s;
+}
+
+mn_status mn_check_net_size(const mn_comm *c, const network *net, const char *cfgfile)
+{
+    /* Darknet sizes a layer's arrays as int batch*outputs: past INT_MAX the
+     * product wraps and calloc gets a wrong size. */
+    double bytes = 4.0 * net->batch * net->inputs;
+    for (int i = 0; i < net->n; ++i) {
+        const layer *l = &net->layers[i];
+        int64_t n = (int64_t)l->batch * (l->outputs > l->inputs ? l->outputs : l->inputs);
+        if (n > INT_MAX) {
+            if (c->rank == 0)
+                mn_error(c, "%s: [net] batch/subdivisions=%d makes layer %d hold %lld values per array, more than "
+                         "Darknet's int sizes (%d); lower batch or raise subdivisions", cfgfile, net->batch, i,
+                         (long long)n, INT_MAX);
+            return MN_ERR_USER;
+        }
+        bytes += 8.0 * l->batch * l->outputs;   /* output and delta */
+    }
+    double mem = physical_memory();
+    if (mem > 0 && bytes > mem) {
+        if (c->rank == 0)
+            mn_error(c, "%s: [net] batch/subdivisions=%d needs %.1f GiB for the layers' outputs and deltas, more "
+                     "than this machine's %.1f GiB; lower batch or raise subdivisions", cfgfile, net->batch,
+                     bytes / 1073741824.0, mem / 1073741824.0);
+        return MN_ERR_USER;
+    }
+    return MN_OK;
+}

@@ -1,0 +1,38 @@
+/* Input checks (mn_cfg.c, mn_data.c, mn_params.c): every bad input a user can
+ * give ends in one message naming the file, line, key or rank, before
+ * Darknet reads it (Darknet's own parser warns and goes on, or crashes). */
+#ifndef MN_INPUT_H
+#define MN_INPUT_H
+
+#include "darknet_mn.h"
+
+/* Reads the network cfg as Darknet will (whitespace dropped, CRLF and
+ * inline '#' comments accepted) and checks it: text, section headers,
+ * key=value lines, known section types, activations and policy, finite
+ * numbers, and the [net] batch geometry for this many ranks. Then every
+ * rank's whole cfg (sections and options in order) must equal rank 0's:
+ * the first differing rank names itself and the first differing key.
+ * Collective; the lowest failing rank prints. */
+mn_status mn_cfg_check(mn_comm *c, const char *cfgfile);
+
+/* After parsing (arrays are allocated but not yet touched): each layer's
+ * batch*outputs fits Darknet's int sizes, and outputs and deltas fit the
+ * machine's physical memory. Every rank gets the same answer; rank 0 prints. */
+mn_status mn_check_net_size(const mn_comm *c, const network *net, const char *cfgfile);
+
+/* rank 0, after load_weights: every parameter and running statistic is
+ * finite, or the error names the weights file and the first bad layer. */
+mn_status mn_check_finite_params(const mn_comm *c, network *net, const char *path);
+
+/* Training's start, on every rank over its own shard (deterministic runs,
+ * which hold the whole list, over the part mn_shard_bounds gives): each image
+ * is readable, a classifier image matches exactly one label, a detector
+ * image has a label file whose class ids are in 0..classes-1; the eval list
+ * (eval_interval > 0) opens. Collective. */
+mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *dc, const mn_options *opt,
+                                  const network *net, const mn_list *shard);
+
+/* Where Darknet's fill_truth_detection looks for an image's labels. */
+void mn_train_label_path(const char *path, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,323 @@
+#!/usr/bin/env bash
+# Every input a user can get wrong ends in one clear error (issue 14), and
+# the inputs next to them that are right still train. A table: each row runs
+# ./darknet_mn under mpiexec (2 ranks, or one rank per ':'-separated group:
+# an MPMD launch) with a time limit and checks every rank's exit status, the
+# one "darknet-mn: " message line, that nothing crashed, and what the row's
+# backup folder holds afterwards.
+# Run by tests/run.sh (T, D, TEST_BIN, BUILD, MPI set there), or alone:
+# tests/run_input.sh [NAME-PATTERN] (builds its own small data set).
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+TEST_BIN=${TEST_BIN:-$BUILD/cpu/tests}
+MPI=${MPI:-mpiexec --oversubscribe}
+PROG=${PROG:-./darknet_mn}
+ONLY=${1:-}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+if [ -z "${T:-}" ]; then T=$(pwd)/$BUILD/test-input; mkdir -p "$T"; fi
+I=$T/input
+rm -rf "$I" && mkdir -p "$I"
+if [ -z "${D:-}" ]; then
+    D=$I/fashion
+    "$BUILD/tools/mn_fashion" /usr/share/datasets/fashion-mnist "$D" --limit-train 64 --limit-test 20 > /dev/null
+fi
+fail=0
+ok() { echo "ok   $*"; }
+bad() { fail=1; echo "FAIL $*"; }
+
+# row NAME RC PATTERN FILES ARGS...: ./darknet_mn ARGS on 2 ranks; a ':' in
+# ARGS starts the next rank's arguments (MPMD, one rank per group).
+#   RC       0: every rank exits 0; 1: every rank exits 1; abort: the job is
+#            taken down (no rank exits 0), a crash report is expected
+#   PATTERN  ERE; RC 0: a line of rank 0's stdout matches it; else the
+#            message matches it: MSGS (1 unless set) lines of all ranks'
+#            stderr start with "darknet-mn: ", one of them matches
+#   FILES    what the backup folder $I/NAME holds afterwards: "-" nothing,
+#            else the names it must hold (and nothing else)
+row() {
+    local name=$1 want=$2 pat=$3 files=$4; shift 4
+    [ -n "$ONLY" ] && [[ $name != $ONLY ]] && return
+    local ctx=() group=() n=0 a
+    local tail="> $I/$name.out.\$OMPI_COMM_WORLD_RANK 2> $I/$name.err.\$OMPI_COMM_WORLD_RANK; echo \$? > $I/$name.rc.\$OMPI_COMM_WORLD_RANK"
+    for a in "$@" :; do
+        if [ "$a" = : ]; then
+            [ ${#ctx[@]} -gt 0 ] && ctx+=(:)
+            ctx+=(-n 1 bash -c "$(printf '%q ' "$PROG" "${group[@]}") $tail")
+            n=$((n + 1)); group=()
+        else group+=("$a"); fi
+    done
+    [ $n = 1 ] && { n=2; ctx[1]=2; }
+    local t0=$SECONDS
+    timeout 60 $MPI "${ctx[@]}" > "$I/$name.mpiexec" 2>&1
+    local mrc=$? took=$((SECONDS - t0)) why="" r rc
+    local err; err=$(cat "$I/$name".err.* 2>/dev/null)
+    [ $mrc = 124 ] && why="hung (killed after 60 s)"
+    for ((r = 0; r < n; ++r)); do
+        [ -n "$why" ] && break
+        rc=$(cat "$I/$name.rc.$r" 2>/dev/null)
+        case $want in
+        0|1) [ "$rc" = "$want" ] || why="rank $r exited '${rc:-killed}', not $want" ;;
+        abort) [ "$rc" != 0 ] || why="rank $r exited 0" ;;
+        esac
+    done
+    if [ -z "$why" ] && [ "$want" != abort ] && grep -Eq 'fatal:|Segmentation|core dumped|Assertion|double free|corrupted' <<< "$err"; then
+        why="crashed: $(grep -Em1 'fatal:|Segmentation|core dumped|Assertion|double free|corrupted' <<< "$err")"
+    fi
+    if [ -z "$why" ] && [ "$want" = 0 ]; then
+        grep -Eq -- "$pat" "$I/$name.out.0" || why="rank 0's output has no line matching '$pat': $(tail -2 "$I/$name.err.0")"
+    elif [ -z "$why" ]; then
+        local msgs; msgs=$(grep -c '^darknet-mn: ' <<< "$err")
+        if ! grep -Eq -- "$pat" <<< "$err"; then why="no message matches '$pat': $(grep -m2 . <<< "$err")"
+        elif [ "$want" = 1 ] && [ "$msgs" != "${MSGS:-1}" ]; then why="$msgs 'darknet-mn: ' lines, not ${MSGS:-1}: $(grep '^darknet-mn: ' <<< "$err" | head -3)"; fi
+    fi
+    if [ -z "$why" ]; then
+        local held; held=$(ls -A "$I/$name" 2>/dev/null | tr '\n' ' ' | sed 's/ $//')
+        [ "$files" = - ] && files=""
+        [ "$held" = "$files" ] || why="the backup folder holds '$held', not '$files'"
+    fi
+    if [ -z "$why" ]; then
+        if [ "$want" = 0 ]; then ok "$name (${took}s): $(grep -Em1 -- "$pat" "$I/$name.out.0")"
+        else ok "$name (${took}s): $(grep -Em1 -- "$pat" <<< "$err")"; fi
+    else bad "$name: $why (see $I/$name.*)"; fi
+}
+
+# A small classifier (conv, maxpool, connected, softmax) on 28x28 images:
+# cfg NAME [KEY=VALUE...] sets each key's first line (adds it to [net] when
+# absent); [distributed] lines follow a '--'.
+cfg() {
+    local f=$I/$1.cfg kv; shift
+    cat > "$f" <<'CFG'
+[net]
+batch=4
+subdivisions=1
+width=28
+height=28
+channels=3
+learning_rate=0.05
+momentum=0.9
+decay=0.0005
+policy=steps
+steps=100
+scales=0.5
+max_batches=2
+
+[convolutional]
+filters=4
+size=3
+stride=1
+pad=1
+activation=leaky
+
+[maxpool]
+size=2
+stride=2
+
+[connected]
+output=10
+activation=linear
+
+[softmax]
+CFG
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        kv=$1; shift
+        if grep -q "^${kv%%=*}=" "$f"; then
+            awk -v k="${kv%%=*}" -v l="$kv" '!done && index($0, k "=") == 1 { print l; done = 1; next } 1' "$f" > "$f.t" && mv "$f.t" "$f"
+        else sed -i "s|^\[net\]\$|[net]\n$kv|" "$f"; fi
+    done
+    if [ "${1:-}" = -- ]; then shift; printf '\n[distributed]\n' >> "$f"; printf '%s\n' "$@" >> "$f"; fi
+    echo "$f"
+}
+# data NAME [TRAIN-LIST [LABELS]]: a classifier data cfg, backup folder $I/NAME.
+data() {
+    printf 'classes=10\ntrain=%s\nvalid=%s/test.list\nlabels=%s\nbackup=%s/%s\n' \
+        "${2:-$D/train.list}" "$D" "${3:-$D/labels.txt}" "$I" "$1" > "$I/$1.data"
+    echo "$I/$1.data"
+}
+crlf() { sed 's/$/\r/' "$1" > "$2"; echo "$2"; }
+# weights NAME PYTHON-EXPR: good's final weights with the header ints h and the floats f changed.
+weights() {
+    python3 - "$I/good/good_final.weights" "$I/$1.weights" "$2" <<'PY'
+import array, sys
+b = open(sys.argv[1], 'rb').read()
+h = array.array('i', b[:12]); f = array.array('f', b[20:])
+exec(sys.argv[3])
+open(sys.argv[2], 'wb').write(h.tobytes() + b[12:20] + f.tobytes())
+PY
+    echo "$I/$1.weights"
+}
+
+echo "-- inputs that are right"
+row good 0 '^2: loss' good_final.weights classifier train "$(data good)" "$(cfg good)"
+head -64 "$D/train.list" > "$I/64.list"
+row good-crlf 0 '^2: loss' good-crlf_final.weights classifier train \
+    "$(crlf "$(data good-crlf "$(crlf "$I/64.list" "$I/crlf.list")" "$(crlf "$D/labels.txt" "$I/crlf-labels.txt")")" "$I/crlf.data")" \
+    "$(crlf "$(cfg good-crlf-lf)" "$I/good-crlf.cfg")"
+sed -e 's/^batch=4$/batch = 4   # images per update on one rank/' -e 's/^\[maxpool\]$/[maxpool]  # halves the size/' \
+    -e 's/^filters=4$/filters=4#no space/' "$(cfg good-comments)" > "$I/c.t" && mv "$I/c.t" "$I/good-comments.cfg"
+row good-comments 0 'batch 4 x 2 ranks' good-comments_final.weights classifier train "$(data good-comments)" "$I/good-comments.cfg"
+# The README's own [distributed] block, pasted as it stands.
+{ cat "$(cfg good-readme-net)"; echo; awk '/^\[distributed\]$/ { f = 1 } f && /^```$/ { exit } f' README.md; } > "$I/good-readme.cfg"
+if grep -q '^eval_list=' "$I/good-readme.cfg"; then
+    row good-readme 0 'communicator flat' good-readme_final.weights classifier train "$(data good-readme)" "$I/good-readme.cfg"
+else bad "good-readme: no [distributed] block found in README.md"; fi
+# Comments, blank lines and spaces differ between the ranks' cfgs: the same cfg.
+cfg good-mpmd > /dev/null; sed -e 's/^momentum=0.9$/momentum = 0.9  # as rank 0/' -e 's/^\[softmax\]$/\n\n[softmax]/' "$I/good-mpmd.cfg" > "$I/good-mpmd-b.cfg"
+row good-mpmd 0 '^2: loss' good-mpmd_final.weights classifier train "$(data good-mpmd)" "$I/good-mpmd.cfg" : classifier train "$I/good-mpmd.data" "$I/good-mpmd-b.cfg"
+row good-bench 0 '^mpi ' - bench allreduce -iters 2 -max 256
+if [ -s "$I/good/good_final.weights" ]; then
+    row good-weights 0 '^3: loss' good-weights_final.weights classifier train "$(data good-weights)" "$(cfg good-weights max_batches=3)" "$I/good/good_final.weights"
+fi
+
+echo "-- 1: non-finite numbers"
+row lr-nan 1 'lr-nan.cfg:7: \[net\] learning_rate=.nan. is not a finite number' - classifier train "$(data lr-nan)" "$(cfg lr-nan learning_rate=nan)"
+row momentum-inf 1 'momentum-inf.cfg:8: \[net\] momentum=.inf. is not a finite number' - classifier train "$(data momentum-inf)" "$(cfg momentum-inf momentum=inf)"
+row decay-neg-inf 1 'decay-neg-inf.cfg:9: \[net\] decay=.-Infinity. is not a finite number' - classifier train "$(data decay-neg-inf)" "$(cfg decay-neg-inf decay=-Infinity)"
+row scales-nan 1 'scales-nan.cfg:12: \[net\] scales=.0.5,NaN. is not a finite number' - classifier train "$(data scales-nan)" "$(cfg scales-nan steps=10,20 scales=0.5,NaN)"
+row lr-huge 1 'lr-huge.cfg:7: \[net\] learning_rate=.1e999. is not a finite number' - classifier train "$(data lr-huge)" "$(cfg lr-huge learning_rate=1e999)"
+row lr-word 1 "lr-word.cfg:7: \[net\] learning_rate='fast' is not a number" - classifier train "$(data lr-word)" "$(cfg lr-word learning_rate=fast)"
+if [ -s "$I/good/good_final.weights" ]; then
+    row weights-nan 1 "weights-nan.weights: layer 0 holds nan" - classifier train "$(data weights-nan)" "$(cfg weights-nan)" \
+        "$(weights weights-nan 'f = array.array("f", [float("nan")] * len(f))')"
+    row weights-inf-last 1 "weights-inf-last.weights: layer 2 holds -inf" - classifier train "$(data weights-inf-last)" \
+        "$(cfg weights-inf-last)" "$(weights weights-inf-last 'f[-1] = float("-inf")')"
+    row weights-version-big 1 "weights-version-big.weights has header version 999999.2.0; Darknet writes" - classifier train \
+        "$(data weights-version-big)" "$(cfg weights-version-big)" "$(weights weights-version-big 'h[0] = 999999')"
+    row weights-version-neg 1 "weights-version-neg.weights has header version -1.2.0; Darknet writes" - classifier train \
+        "$(data weights-version-neg)" "$(cfg weights-version-neg)" "$(weights weights-version-neg 'h[0] = -1')"
+elif [ -z "$ONLY" ]; then bad "good training left no weights: the weights rows did not run"; fi
+# A rate that diverges: NaN reaches maxpool and the loss; the job stops cleanly.
+row diverge 1 'iteration [0-9]+: the loss or the averaged gradient is NaN or Inf' - classifier train "$(data diverge)" \
+    "$(cfg diverge learning_rate=3e38 max_batches=20)"
+
+echo "-- 2: every rank runs the same cfg"
+mpmd() {   # mpmd NAME PATTERN KEY=VALUE...: rank 1 (or the last of 3 with NP3=1) gets the changed cfg
+    local name=$1 pat=$2; shift 2
+    local a; a=$(cfg "$name"); local b; b=$(cfg "$name-b" "$@"); local d; d=$(data "$name")
+    if [ -n "${NP3:-}" ]; then row "$name" 1 "$pat" - classifier train "$d" "$a" : classifier train "$d" "$a" : classifier train "$d" "$b"
+    else row "$name" 1 "$pat" - classifier train "$d" "$a" : classifier train "$d" "$b"; fi
+}
+mpmd mpmd-max-batches "rank 1 .*mpmd-max-batches-b.cfg:13: \[net\] 'max_batches=5' here, but 'max_batches=2' in rank 0's .*mpmd-max-batches.cfg" max_batches=5
+mpmd mpmd-lr "rank 1 .*mpmd-lr-b.cfg:7: \[net\] 'learning_rate=0.1' here, but 'learning_rate=0.05' in rank 0's" learning_rate=0.1
+mpmd mpmd-policy "rank 1 .*mpmd-policy-b.cfg:10: \[net\] 'policy=constant' here, but 'policy=steps' in rank 0's" policy=constant
+mpmd mpmd-momentum "rank 1 .*mpmd-momentum-b.cfg:8: \[net\] 'momentum=0.8' here, but 'momentum=0.9'" momentum=0.8
+mpmd mpmd-filters "rank 1 .*mpmd-filters-b.cfg:16: \[convolutional\] 'filters=8' here, but 'filters=4'" filters=8
+mpmd mpmd-extra-key "rank 1 .*mpmd-extra-key-b.cfg:2: \[net\] 'burn_in=10' here, but 'batch=4'" burn_in=10
+mpmd mpmd-new-section "rank 1 .*mpmd-new-section-b.cfg:32: section '\[distributed\]' is past the end of rank 0's" -- seed=2
+cfg mpmd-distributed -- seed=1 > /dev/null; cfg mpmd-distributed-b -- seed=2 > /dev/null
+row mpmd-distributed 1 "rank 1 .*mpmd-distributed-b.cfg:33: \[distributed\] 'seed=2' here, but 'seed=1' in rank 0's" - \
+    classifier train "$(data mpmd-distributed)" "$I/mpmd-distributed.cfg" : classifier train "$I/mpmd-distributed.data" "$I/mpmd-distributed-b.cfg"
+NP3=1 mpmd mpmd-rank2 "rank 2 .*mpmd-rank2-b.cfg:11: \[net\] 'steps=50' here, but 'steps=100'" steps=50
+
+echo "-- 3: [net] numbers"
+row batch-0 1 "batch-0.cfg:2: \[net\] batch='0' must be an integer from 1 to 2147483647" - classifier train "$(data batch-0)" "$(cfg batch-0 batch=0)"
+row batch-neg 1 "batch-neg.cfg:2: \[net\] batch='-4' must be an integer from 1" - classifier train "$(data batch-neg)" "$(cfg batch-neg batch=-4)"
+row batch-word 1 "batch-word.cfg:2: \[net\] batch='four' must be an integer" - classifier train "$(data batch-word)" "$(cfg batch-word batch=four)"
+row batch-empty 1 "batch-empty.cfg:2: \[net\] batch='' must be an integer" - classifier train "$(data batch-empty)" "$(cfg batch-empty batch=)"
+row batch-overflow 1 "batch-overflow.cfg:2: \[net\] batch=2000000000 on 2 ranks is 4000000000 images per update" - classifier train "$(data batch-overflow)" "$(cfg batch-overflow batch=2000000000)"
+row batch-too-big 1 "batch-too-big.cfg:2: \[net\] batch=1000000000 needs 8761.9 GiB for one update's input images, more than this machine's" - classifier train "$(data batch-too-big)" "$(cfg batch-too-big batch=1000000000 subdivisions=1000)"
+row batch-int-overflow 1 "batch-int-overflow.cfg:2: \[net\] batch='99999999999' must be an integer from 1 to 2147483647" - classifier train "$(data batch-int-overflow)" "$(cfg batch-int-overflow batch=99999999999)"
+# One batch's inputs fit, but a layer's batch*outputs passes Darknet's int sizes.
+row batch-layer-overflow 1 "batch-layer-overflow.cfg: \[net\] batch/subdivisions=1000000 makes layer 0 hold 3136000000 values per array, more than Darknet's int sizes" - \
+    classifier train "$(data batch-layer-overflow)" "$(cfg batch-layer-overflow batch=1000000)"
+# Within int sizes, but four such conv layers' outputs and deltas (63 GiB) beyond memory.
+if [ "$(awk '/^MemTotal:/ { print int($2 / 1048576) }' /proc/meminfo)" -lt 60 ]; then
+    f=$(cfg batch-layers-memory batch=600000)
+    for k in 1 2 3; do sed -i "s/^\[maxpool\]\$/[convolutional]\nfilters=4\nsize=3\npad=1\nactivation=leaky\n\n[maxpool]/" "$f"; done
+    row batch-layers-memory 1 "batch-layers-memory.cfg: \[net\] batch/subdivisions=600000 needs [0-9.]+ GiB for the layers' outputs and deltas, more than this machine's" - \
+        classifier train "$(data batch-layers-memory)" "$f"
+fi
+row subdivisions-0 1 "subdivisions-0.cfg:3: \[net\] subdivisions='0' must be an integer from 1" - classifier train "$(data subdivisions-0)" "$(cfg subdivisions-0 subdivisions=0)"
+row subdivisions-over 1 "subdivisions-over.cfg:3: \[net\] subdivisions=8 is larger than batch=4" - classifier train "$(data subdivisions-over)" "$(cfg subdivisions-over subdivisions=8)"
+row width-0 1 "width-0.cfg:4: \[net\] width='0' must be an integer from 1 to 65536" - classifier train "$(data width-0)" "$(cfg width-0 width=0)"
+row channels-neg 1 "channels-neg.cfg:6: \[net\] channels='-3' must be an integer from 1" - classifier train "$(data channels-neg)" "$(cfg channels-neg channels=-3)"
+
+echo "-- 4: labels"
+mkdir -p "$I/nolabel" "$I/c1_trouser_dir"
+cp "$(sed -n 2p "$D/train.list")" "$I/nolabel/image.png"
+cp "$(sed -n 2p "$D/train.list")" "$I/c1_trouser_dir/$(basename "$(sed -n 2p "$D/train.list")")"
+{ head -31 "$D/train.list"; echo "$I/nolabel/image.png"; } > "$I/nolabel.list"
+{ head -31 "$D/train.list"; echo "$I/c1_trouser_dir/$(basename "$(sed -n 2p "$D/train.list")")"; } > "$I/twolabels.list"
+{ head -31 "$D/train.list"; echo "$I/missing_c0_tshirt.png"; } > "$I/noimage.list"
+row label-none 1 "image $I/nolabel/image.png matches 0 labels of $D/labels.txt; it must contain exactly one" - \
+    classifier train "$(data label-none "$I/nolabel.list")" "$(cfg label-none)"
+row label-two 1 "image $I/c1_trouser_dir/.*c0_tshirt.png matches 2 labels" - classifier train "$(data label-two "$I/twolabels.list")" "$(cfg label-two)"
+row label-none-deterministic 1 "image $I/nolabel/image.png matches 0 labels" - classifier train "$(data label-none-deterministic "$I/nolabel.list")" \
+    "$(cfg label-none-deterministic -- deterministic=1)"
+row image-missing 1 "cannot read image $I/missing_c0_tshirt.png: No such file" - classifier train "$(data image-missing "$I/noimage.list")" "$(cfg image-missing)"
+# Detector: a tiny yolo on the synthetic shapes (3 classes).
+S=$I/shapes
+if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
+    detcfg() {
+        local f=$I/$1.cfg; shift
+        printf '[net]\nbatch=2\nsubdivisions=1\nwidth=32\nheight=32\nchannels=3\nlearning_rate=0.001\nmomentum=0.9\ndecay=0.0005\nmax_batches=1\n' > "$f"
+        printf '\n[convolutional]\nfilters=8\nsize=3\nstride=2\npad=1\nactivation=leaky\n' >> "$f"
+        printf '\n[convolutional]\nsize=1\nstride=1\npad=1\nfilters=24\nactivation=linear\n\n[yolo]\nmask=0,1,2\nanchors=4,4, 8,8, 16,16\nclasses=3\nnum=3\nrandom=0\n' >> "$f"
+        echo "$f"
+    }
+    detdata() { printf 'classes=3\ntrain=%s\nnames=%s/names.txt\nbackup=%s/%s\n' "$2" "$S" "$I" "$1" > "$I/$1.data"; echo "$I/$1.data"; }
+    row det-good 0 '^1: loss' det-good_final.weights detector train "$(detdata det-good "$S/train.list")" "$(detcfg det-good)"
+    mkdir -p "$I/det/images" "$I/det/labels"
+    cp "$S"/images/train000[0-3].jpg "$I/det/images/" && cp "$S"/labels/train000[0-2].txt "$I/det/labels/"
+    printf '1 0.5 0.5 0.2 0.2\n7 0.5 0.5 0.2 0.2\n' > "$I/det/labels/train0003.txt"
+    ls "$I"/det/images/*.jpg > "$I/det.list"
+    row det-class-id 1 "$I/det/labels/train0003.txt:2: class id 7 is outside 0..2 \(the cfg's last layer has classes=3\)" - \
+        detector train "$(detdata det-class-id "$I/det.list")" "$(detcfg det-class-id)"
+    rm "$I/det/labels/train0003.txt"
+    row det-no-labels 1 "cannot read the labels of $I/det/images/train0003.jpg: $I/det/labels/train0003.txt" - \
+        detector train "$(detdata det-no-labels "$I/det.list")" "$(detcfg det-no-labels)"
+else bad "mn_shapes could not write the detector data: the detector rows did not run"; fi
+
+echo "-- 5: cfgs Darknet's parser cannot read"
+row cfg-missing 1 "$I/nope.cfg: cannot open cfg: No such file" - classifier train "$(data cfg-missing)" "$I/nope.cfg"
+mkdir -p "$I/dir.cfg"
+row cfg-directory 1 "$I/dir.cfg: the cfg is a directory" - classifier train "$(data cfg-directory)" "$I/dir.cfg"
+: > "$I/empty.cfg"
+row cfg-empty 1 "$I/empty.cfg: holds no sections" - classifier train "$(data cfg-empty)" "$I/empty.cfg"
+printf '# only comments\n\n;\n' > "$I/comments.cfg"
+row cfg-only-comments 1 "$I/comments.cfg: holds no sections" - classifier train "$(data cfg-only-comments)" "$I/comments.cfg"
+sed 's/^\[maxpool\]$/[maxpool/' "$(cfg cfg-truncated-header)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-truncated-header.cfg"
+row cfg-truncated-header 1 "cfg-truncated-header.cfg:22: section header '\[maxpool' has no closing '\]'" - classifier train "$(data cfg-truncated-header)" "$I/cfg-truncated-header.cfg"
+python3 -c "import random,sys; random.seed(14); sys.stdout.buffer.write(bytes(random.getrandbits(8) for _ in range(4096)))" > "$I/random.cfg"
+row cfg-random-bytes 1 "$I/random.cfg:1: holds (a NUL byte|the control byte 0x[0-9a-f]{2}); a cfg is text" - classifier train "$(data cfg-random-bytes)" "$I/random.cfg"
+{ echo "batch=4"; cat "$(cfg cfg-before-section)"; } > "$I/t.t" && mv "$I/t.t" "$I/cfg-before-section.cfg"
+row cfg-before-section 1 "cfg-before-section.cfg:1: 'batch=4' comes before the first section" - classifier train "$(data cfg-before-section)" "$I/cfg-before-section.cfg"
+sed 's/^size=3$/size 3/' "$(cfg cfg-no-equals)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-no-equals.cfg"
+row cfg-no-equals 1 "cfg-no-equals.cfg:17: 'size3' is not key=value" - classifier train "$(data cfg-no-equals)" "$I/cfg-no-equals.cfg"
+sed 's/^stride=1$/=1/' "$(cfg cfg-no-key)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-no-key.cfg"
+row cfg-no-key 1 "cfg-no-key.cfg:18: '=1' has no key before '='" - classifier train "$(data cfg-no-key)" "$I/cfg-no-key.cfg"
+sed 's/^\[maxpool\]$/[maxpooling]/' "$(cfg cfg-unknown-section)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-unknown-section.cfg"
+row cfg-unknown-section 1 "cfg-unknown-section.cfg:22: unknown section \[maxpooling\]; known sections: \[net\]" - classifier train "$(data cfg-unknown-section)" "$I/cfg-unknown-section.cfg"
+sed '1d' "$(cfg cfg-no-net)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-no-net.cfg"
+row cfg-no-net 1 "cfg-no-net.cfg:1: 'batch=4' comes before the first section" - classifier train "$(data cfg-no-net)" "$I/cfg-no-net.cfg"
+{ sed -n '15,$p' "$(cfg cfg-first-not-net)"; } > "$I/t.t" && mv "$I/t.t" "$I/cfg-first-not-net.cfg"
+row cfg-first-not-net 1 "cfg-first-not-net.cfg:1: the first section is \[convolutional\]; a cfg starts with \[net\]" - classifier train "$(data cfg-first-not-net)" "$I/cfg-first-not-net.cfg"
+{ cat "$(cfg cfg-two-nets)"; printf '[net]\nbatch=2\n'; } > "$I/t.t" && mv "$I/t.t" "$I/cfg-two-nets.cfg"
+row cfg-two-nets 1 "cfg-two-nets.cfg:31: a second \[net\] section" - classifier train "$(data cfg-two-nets)" "$I/cfg-two-nets.cfg"
+{ cat "$(cfg cfg-two-distributed -- seed=1)"; printf '[distributed]\nseed=2\n'; } > "$I/t.t" && mv "$I/t.t" "$I/cfg-two-distributed.cfg"
+row cfg-two-distributed 1 "cfg-two-distributed.cfg:34: a second \[distributed\] section \(the first is on line 32\)" - classifier train "$(data cfg-two-distributed)" "$I/cfg-two-distributed.cfg"
+sed 's/^\[maxpool\]$/[maxpool\r]/' "$(cfg cfg-inner-cr)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-inner-cr.cfg"
+row cfg-inner-cr 1 "cfg-inner-cr.cfg:22: holds the control byte 0x0d; a cfg is text" - classifier train "$(data cfg-inner-cr)" "$I/cfg-inner-cr.cfg"
+printf 'width=28\0\n' > "$I/nul.t" && { cfg cfg-nul > /dev/null; sed -n 1,3p "$I/cfg-nul.cfg"; cat "$I/nul.t"; sed -n '4,$p' "$I/cfg-nul.cfg"; } > "$I/t.t" && mv "$I/t.t" "$I/cfg-nul.cfg"
+row cfg-nul 1 "cfg-nul.cfg:4: holds a NUL byte; a cfg is text" - classifier train "$(data cfg-nul)" "$I/cfg-nul.cfg"
+
+echo "-- 7: unknown names"
+row activation-unknown 1 "activation-unknown.cfg:20: \[convolutional\] activation='leakyy' is unknown; valid activations: logistic, " - classifier train "$(data activation-unknown)" "$(cfg activation-unknown activation=leakyy)"
+row policy-unknown 1 "policy-unknown.cfg:10: \[net\] policy='bogus' is unknown; valid policies: random, poly, constant, step, exp, sigmoid, steps" - classifier train "$(data policy-unknown)" "$(cfg policy-unknown policy=bogus)"
+row steps-scales 1 "steps-scales.cfg:12: \[net\] steps= has 2 values but scales= has 1" - classifier train "$(data steps-scales)" "$(cfg steps-scales steps=10,20)"
+
+echo "-- 9: smaller ones"
+row bench-max-negative 1 "bench allreduce: bad argument at '-max'" - bench allreduce -max -1
+row bench-max-0 1 "bench allreduce: bad argument at '-max'" - bench allreduce -max 0
+row bench-iters-word 1 "bench allreduce: bad argument at '-iters'" - bench allreduce -iters abc
+row bench-iters-0 1 "bench allreduce: bad argument at '-iters'" - bench allreduce -iters 0
+row bench-unknown-flag 1 "bench allreduce: bad argument at '-maxx'" - bench allreduce -maxx 8
+row eval-list-missing 1 "cannot open list $I/nope.list \(evaluated every 1 iterations\): No such file" - classifier train "$(data eval-list-missing)" \
+    "$(cfg eval-list-missing -- eval_interval=1 "eval_list=$I/nope.list")"
+printf 'not a png\n' > "$I/c0_tshirt_corrupt.png"
+{ head -31 "$D/train.list"; echo "$I/c0_tshirt_corrupt.png"; } > "$I/corrupt.list"
+# An image that opens but does not decode ends in the abort path (mn_fault.c).
+row image-corrupt abort "Cannot load image \"$I/c0_tshirt_corrupt.png\"" - classifier train "$(data image-corrupt "$I/corrupt.list")" \
+    "$(cfg image-corrupt max_batches=30)"
+
+[ "$fail" = 0 ]
