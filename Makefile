@@ -30,7 +30,9 @@ ifeq ($(SANITIZE),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -g -O1
 endif
 CPPFLAGS += -Iplugin -I$(DK)/include -I$(DK)/src
-LDLIBS := -lm -pthread
+# cairo draws the training chart and detector test's predictions.png.
+CPPFLAGS += $(shell pkg-config --cflags cairo)
+LDLIBS := -lm -pthread $(shell pkg-config --libs cairo)
 ifeq ($(GPU),1)
 CPPFLAGS += -DGPU -I$(CUDA)/include
 LDLIBS += -L$(CUDA)/lib64 -lcudart -lcublas -lcurand -lstdc++
@@ -98,6 +100,7 @@ gpu-build:
 	$(MAKE) GPU=1 CUDNN=1 NCCL=1
 
 include tools/fashion.mk
+include tools/fashion_det.mk
 $(BUILD)/tools/mn_fashion: $(DEPS_STAMP)
 include tests/tests.mk
 include tests/sanitize.mk

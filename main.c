@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "darknet_mn.h"
+#include "mn_predict.h"
 
 static void usage(void)
 {
@@ -15,6 +16,9 @@ static void usage(void)
             "  detector valid <data> <cfg> <weights> [-out <prefix>]\n"
             "  detector recall <data> <cfg> <weights>\n"
             "  detector map <data> <cfg> <weights>\n"
+            "  detector test <data> <cfg> <weights> <image> [-out <prefix>]\n"
+            "  classifier predict <data> <cfg> <weights> <image>\n"
+            "  partial <cfg> <weights> <out> <layers>\n"
             "  bench allreduce <cfg> [-iters K]\n"
             "  bench replica <cfg> [-iters K]\n"
             "  version\n");
@@ -68,6 +72,9 @@ int main(int argc, char **argv)
                                (!strcmp(cmd, "classifier") && !strcmp(sub, "valid") && a && b && w) ||
                                (!strcmp(cmd, "detector") && (!strcmp(sub, "valid") || !strcmp(sub, "recall") ||
                                                              !strcmp(sub, "map")) && a && b && w) ||
+                               (!strcmp(cmd, "partial") && a && b && w) ||
+                               (((!strcmp(cmd, "detector") && !strcmp(sub, "test")) ||
+                                 (!strcmp(cmd, "classifier") && !strcmp(sub, "predict"))) && w && positional(argc, argv, 5)) ||
                                (!strcmp(cmd, "bench") && (!strcmp(sub, "allreduce") || !strcmp(sub, "replica"))));
     if (!known) {
         if (rank == 0) usage();
@@ -85,7 +92,10 @@ int main(int argc, char **argv)
         gpu_index = -1;
 #endif
         int clear = has_flag(argc, argv, "-clear");
-        if (!strcmp(cmd, "bench") && !strcmp(sub, "replica")) s = mn_bench_replica(c, argc, argv);
+        if (!strcmp(cmd, "partial")) s = mn_partial(c, sub, a, b, w);
+        else if (!strcmp(sub, "test")) s = mn_detector_test(c, a, b, w, positional(argc, argv, 5), flag_value(argc, argv, "-out"));
+        else if (!strcmp(sub, "predict")) s = mn_classifier_predict(c, a, b, w, positional(argc, argv, 5));
+        else if (!strcmp(cmd, "bench") && !strcmp(sub, "replica")) s = mn_bench_replica(c, argc, argv);
         else if (!strcmp(cmd, "bench")) s = mn_bench_allreduce(c, argc, argv);
         else if (!strcmp(cmd, "detector") && !strcmp(sub, "valid")) s = mn_detector_valid(c, a, b, w, flag_value(argc, argv, "-out"));
         else if (!strcmp(sub, "recall")) s = mn_detector_recall(c, a, b, w);
