@@ -118,5 +118,5 @@ third_party/darknet-stock/darknet: $(DEPS_STAMP)
 bench: $(PROG) third_party/darknet-stock/darknet $(BUILD)/fashion/.stamp
 	./bench/run.sh
 
-demo: $(PROG) $(BUILD)/fashion/.stamp
+demo: $(PROG) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
 	./scripts/demo.sh

@@ -213,7 +213,8 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
                     (opt->eval_interval > 0 && it % (size_t)opt->eval_interval == 0);
         if (s == MN_OK && saves) s = mn_replica_check(c, net, mo, opt->sync_bn, it, NULL);
         if (s == MN_OK) s = mn_eval_during_training(c, net, task, dc, opt, it, base, base_w, base_h, &ev);
-        if (s == MN_OK) mn_report_iteration(&rep, c, net, opt, dc->backup, base, loss, avg_loss, global_imgs / (now - t0), mn_eval_score(ev, it));
+        if (s == MN_OK) mn_report_iteration(&rep, c, net, opt, dc->backup, base, loss, avg_loss,
+                                            global_imgs / (now - t0), mn_eval_score(ev, it));
         char path[4096];
         if (s == MN_OK && it % (size_t)opt->backup_interval == 0) {
             snprintf(path, sizeof path, "%s/%s.backup", dc->backup, base);
