@@ -21,6 +21,7 @@ struct mn_report {
     double last_draw;
     double img_s;         /* smoothed images/s */
     int ranks;
+    const char *metric;   /* what the evaluation scores */
 };
 
 static mn_report *open_report(const mn_comm *c, network *net, const mn_options *opt, const char *backup,
@@ -36,6 +37,8 @@ static mn_report *open_report(const mn_comm *c, network *net, const mn_options *
     else if (ftell(r->csv) == 0) fprintf(r->csv, "iteration,loss,avg_loss,rate,images_per_s,eval\n");
     if (opt->chart) snprintf(r->chart, sizeof r->chart, "%s/%s_chart.png", backup, base);
     r->ranks = c->size;
+    LAYER_TYPE t = net->layers[net->n - 1].type;
+    r->metric = t == YOLO || t == REGION || t == DETECTION ? "mAP@0.5" : "top-1";
     r->last_draw = -1e9;
     return r;
 }
@@ -79,8 +82,9 @@ static int draw(mn_report *r, const char *base, double xmax)
 {
     const double L = 80, R = 80, T = 56, B = 48, W = MN_CHART_W - L - R, H = MN_CHART_H - T - B;
     double lmax = 0, rmax = 0, emax = 0;
+    /* The first tenth's loss (before burn-in ends) would squash the rest: it is clipped. */
     for (size_t i = 0; i < r->n; ++i) {
-        if (isfinite(r->pts[i].avg)) lmax = fmax(lmax, r->pts[i].avg);
+        if (isfinite(r->pts[i].avg) && (r->n < 20 || i >= r->n / 10)) lmax = fmax(lmax, r->pts[i].avg);
         rmax = fmax(rmax, r->pts[i].rate);
         if (isfinite(r->pts[i].eval)) emax = 1;
     }
@@ -109,7 +113,7 @@ static int draw(mn_report *r, const char *base, double xmax)
         snprintf(s, sizeof s, "%.3g", rtop * v / ltop);
         text_at(cr, L + W + 6, y, 0, s);
     }
-    for (double v = 0; v <= xmax + xstep / 2; v += xstep) {
+    for (double v = 0; v <= xmax * (1 + 1e-9); v += xstep) {
         double x = L + W * v / xmax;
         cairo_set_source_rgb(cr, .88, .88, .88);
         cairo_move_to(cr, x, T);
@@ -145,13 +149,14 @@ static int draw(mn_report *r, const char *base, double xmax)
                 snprintf(s, sizeof s, "%.1f%%", 100 * r->pts[i].eval);
                 text_at(cr, L + W * r->pts[i].it / xmax, T + H - H * fmin(r->pts[i].eval, 1) - 12, .5, s);
             }
-        text_at(cr, L + W / 2, T - 14, .5, "eval (green, 0-100% of the height)");
+        snprintf(s, sizeof s, "eval %s (points, 0-100%% of the height)", r->metric);
+        text_at(cr, L + W / 2, T - 14, .5, s);
     }
     cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_set_font_size(cr, 15);
     const point *p = &r->pts[r->n - 1];
-    snprintf(s, sizeof s, "%s: %d ranks, iteration %.0f of %.0f, avg loss %.4g, %.1f images/s", base, r->ranks,
-             p->it, xmax, p->avg, r->img_s);
+    snprintf(s, sizeof s, "%s: %d rank%s, iteration %.0f of %.0f, avg loss %.4g, %.1f images/s", base, r->ranks,
+             r->ranks > 1 ? "s" : "", p->it, xmax, p->avg, r->img_s);
     text_at(cr, L + W / 2, 16, .5, s);
     cairo_destroy(cr);
     char tmp[4200];
