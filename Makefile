@@ -30,7 +30,9 @@ ifeq ($(SANITIZE),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -g -O1
 endif
 CPPFLAGS += -Iplugin -I$(DK)/include -I$(DK)/src
-LDLIBS := -lm -pthread
+# cairo draws the training chart and detector test's predictions.png.
+CPPFLAGS += $(shell pkg-config --cflags cairo)
+LDLIBS := -lm -pthread $(shell pkg-config --libs cairo)
 ifeq ($(GPU),1)
 CPPFLAGS += -DGPU -I$(CUDA)/include
 LDLIBS += -L$(CUDA)/lib64 -lcudart -lcublas -lcurand -lstdc++
@@ -98,6 +100,7 @@ gpu-build:
 	$(MAKE) GPU=1 CUDNN=1 NCCL=1
 
 include tools/fashion.mk
+include tools/fashion_det.mk
 $(BUILD)/tools/mn_fashion: $(DEPS_STAMP)
 include tests/tests.mk
 include tests/sanitize.mk
@@ -115,5 +118,5 @@ third_party/darknet-stock/darknet: $(DEPS_STAMP)
 bench: $(PROG) third_party/darknet-stock/darknet $(BUILD)/fashion/.stamp
 	./bench/run.sh
 
-demo: $(PROG) $(BUILD)/fashion/.stamp
+demo: $(PROG) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
 	./scripts/demo.sh

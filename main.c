@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "darknet_mn.h"
+#include "mn_predict.h"
 
 static void usage(void)
 {
@@ -15,6 +16,9 @@ static void usage(void)
             "  detector valid <data> <cfg> <weights> [-out <prefix>] [-nogpu]\n"
             "  detector recall <data> <cfg> <weights> [-nogpu]\n"
             "  detector map <data> <cfg> <weights> [-nogpu]\n"
+            "  detector test <data> <cfg> <weights> <image> [-out <prefix>] [-nogpu]\n"
+            "  classifier predict <data> <cfg> <weights> <image> [-nogpu]\n"
+            "  partial <cfg> <weights> <out> <layers>\n"
             "  bench allreduce [cfg] [-iters K] [-max BYTES] [-nogpu]\n"
             "  bench replica <cfg> [-iters K] [-nogpu]\n"
             "  info [cfg] [-nogpu]\n"
@@ -35,6 +39,9 @@ static const command commands[] = {
     {"detector", "valid", 3, 0, "-out -nogpu"},
     {"detector", "recall", 3, 0, "-nogpu"},
     {"detector", "map", 3, 0, "-nogpu"},
+    {"detector", "test", 4, 0, "-out -nogpu"},
+    {"classifier", "predict", 4, 0, "-nogpu"},
+    {"partial", NULL, 4, 0, "-nogpu"},
     {"bench", "allreduce", 0, 1, "-iters -max -nogpu"},
     {"bench", "replica", 1, 0, "-iters -nogpu"},
     {"info", NULL, 0, 1, "-nogpu"},
@@ -167,6 +174,9 @@ int main(int argc, char **argv)
         s = mn_gpu_place(c, l.nogpu);
         if (s != MN_OK) ;
         else if (!strcmp(cmd, "info")) s = mn_info(c, sub);
+        else if (!strcmp(cmd, "partial")) s = mn_partial(c, sub, a, b, w);
+        else if (!strcmp(sub, "test")) s = mn_detector_test(c, a, b, w, arg(&l, 5), l.out);
+        else if (!strcmp(sub, "predict")) s = mn_classifier_predict(c, a, b, w, arg(&l, 5));
         else if (!strcmp(cmd, "bench") && !strcmp(sub, "replica")) s = mn_bench_replica(c, argc, argv);
         else if (!strcmp(cmd, "bench")) s = mn_bench_allreduce(c, argc, argv);
         else if (!strcmp(cmd, "detector") && !strcmp(sub, "valid")) s = mn_detector_valid(c, a, b, w, l.out);

@@ -43,6 +43,7 @@ typedef struct {
     int checkpoint_keep;     /* generations kept */
     int nonfinite_skip;      /* nonfinite=skip: drop an update with NaN/Inf instead of stopping */
     int collective_timeout;  /* seconds a gradient allreduce may wait for all ranks; 0 = forever */
+    int chart;               /* rank 0 keeps <backup>/<base>_chart.png up to date */
 } mn_options;
 
 /* Parses net->distributed (a kvp list from the cfg) into opt. Unknown keys and

@@ -14,6 +14,8 @@ mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const 
                                   const mn_options *opt, size_t it, const char *base, int w, int h,
                                   mn_eval_state **state);
 void mn_eval_free(mn_eval_state *state);
+/* The score evaluated at iteration it, or NAN when none was. */
+double mn_eval_score(const mn_eval_state *state, size_t it);
 /* The class of a path: the one label it contains (Darknet matches labels as
  * substrings); -1 when none or several match, with their count in *matches. */
 int mn_path_class(char **labels, int k, const char *path, int *matches);

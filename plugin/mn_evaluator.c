@@ -7,6 +7,7 @@
  * rank 0 writes the same files a one-rank run writes. */
 #include <errno.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -768,6 +769,8 @@ mn_status mn_detector_map(mn_comm *c, const char *datacfg, const char *cfgfile, 
 struct mn_eval_state {
     mn_list shard;
     double best;     /* best score so far; -1 before the first */
+    double last;     /* the score at iteration last_it (for the chart) */
+    size_t last_it;
 };
 
 static mn_status open_state(mn_comm *c, const mn_data_cfg *dc, const mn_options *opt, mn_eval_state **out)
@@ -820,6 +823,8 @@ mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const 
     MN_CHECK(s);
     int better = score > e->best;
     if (better) e->best = score;
+    e->last = score;
+    e->last_it = it;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s_best.weights", dc->backup, base);
     if (c->rank == 0) {
@@ -832,6 +837,11 @@ mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const 
     mn_options o = *opt;
     o.bn_average = 0;   /* already averaged above */
     return mn_save_weights_all(c, net, &o, path);
+}
+
+double mn_eval_score(const mn_eval_state *state, size_t it)
+{
+    return state && state->last_it == it ? state->last : NAN;
 }
 
 void mn_eval_free(mn_eval_state *state)

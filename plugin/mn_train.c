@@ -16,6 +16,7 @@
 #include "mn_internal.h"
 #include "mn_replica.h"
 #include "mn_input.h"
+#include "mn_report.h"
 #include "data.h"
 #include "option_list.h"
 #include "utils.h"
@@ -140,6 +141,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
 
     double start = mn_now(), avg_loss = -1;
     mn_eval_state *ev = NULL;
+    mn_report *rep = NULL;
     size_t first_batch = get_current_batch(net);
     mn_status s = MN_OK;
     while (get_current_batch(net) < (size_t)net->max_batches && s == MN_OK) {
@@ -212,6 +214,8 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
                     (opt->eval_interval > 0 && it % (size_t)opt->eval_interval == 0);
         if (s == MN_OK && saves) s = mn_replica_check(c, net, mo, opt->sync_bn, it, NULL);
         if (s == MN_OK) s = mn_eval_during_training(c, net, task, dc, opt, it, base, base_w, base_h, &ev);
+        if (s == MN_OK) mn_report_iteration(&rep, c, net, opt, dc->backup, base, loss, avg_loss,
+                                            global_imgs / (now - t0), mn_eval_score(ev, it));
         char path[4096];
         if (s == MN_OK && it % (size_t)opt->backup_interval == 0) {
             snprintf(path, sizeof path, "%s/%s.backup", dc->backup, base);
@@ -238,6 +242,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         if (s == MN_OK && c->rank == 0) printf("darknet-mn: wrote %s\n", path);
     }
     mn_eval_free(ev);
+    mn_report_free(rep);
     return s;
 }
 

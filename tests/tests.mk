@@ -15,5 +15,5 @@ $(TEST_BIN)/%: tests/%.c tests/mn_test.h $(LIBMN) $(LIBDK)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) $< $(LIBMN) $(LIBDK) -o $@ $(LDLIBS)
 
-test: $(PROG) $(TEST_PROGS) $(BUILD)/tools/mn_fashion
+test: $(PROG) $(TEST_PROGS) $(BUILD)/tools/mn_fashion $(BUILD)/tools/mn_fashion_det
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ./tests/run.sh

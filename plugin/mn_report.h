@@ -1,0 +1,23 @@
+/* Watching training (mn_report.c): rank 0 appends every iteration to
+ * <backup>/<base>_log.csv and, unless chart=0, keeps <backup>/<base>_chart.png
+ * up to date (redrawn at most every MN_CHART_SECONDS, and at evaluations and
+ * the last iteration), both written so a reader never sees half a file. */
+#ifndef MN_REPORT_H
+#define MN_REPORT_H
+
+#include "darknet_mn.h"
+
+#define MN_CHART_SECONDS 5.0
+#define MN_CHART_W 800
+#define MN_CHART_H 480
+
+typedef struct mn_report mn_report;
+/* Every rank calls it once per iteration (only rank 0 acts); *r starts NULL.
+ * eval is the evaluation metric of this iteration or NAN. A file that cannot
+ * be written is reported once and training goes on without it. */
+void mn_report_iteration(mn_report **r, const mn_comm *c, network *net, const mn_options *opt,
+                         const char *backup, const char *base, float loss, double avg_loss, double img_s,
+                         double eval);
+void mn_report_free(mn_report *r);
+
+#endif
