@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The README's commands run, so its instructions cannot drift from the code.
+# Every line of a ```sh block in README.md is a command; they run in README
+# order, word for word, in a scratch tree (build/ links to the test data, the
+# cfgs are copies that train a few iterations). A command marked
+# "# needs: hosts" or "# needs: gpu" cannot run on this machine and is
+# listed, not run; a `make` line must name a target of the Makefiles (the
+# targets themselves run in .ci/run). Outside sh blocks a line that runs
+# ./darknet_mn must be a synopsis (holding <...>, [...] or "-n N"), so that
+# no concrete command escapes the test. Run by tests/run.sh (T, D, BUILD,
+# MPI set there).
+set -u
+R=$T/readme
+W=$R/tree
+rm -rf "$R" && mkdir -p "$W/build"
+fail=0
+ok() { echo "ok   $*"; }
+bad() { fail=1; echo "FAIL $*"; }
+
+# Synopses only outside sh blocks.
+awk '/^```/ { if (inb) { inb = 0 } else { inb = 1; sh = ($0 == "```sh") } ; next }
+     inb && !sh && /\.\/darknet_mn/ && !/<|\[|-n N/ { print FILENAME ":" NR ": " $0 }' README.md > "$R/loose"
+if [ -s "$R/loose" ]; then bad "concrete commands outside \`\`\`sh blocks (make them sh, or synopses): $(head -3 "$R/loose")"
+else ok "every README line outside sh blocks that runs ./darknet_mn is a synopsis"; fi
+
+# The scratch tree: the binary, cfg/ and data/ copies with short trainings,
+# the classifier subset of the tests and a small detection set.
+ln -s "$(pwd)/darknet_mn" "$W/darknet_mn"
+cp -r cfg data "$W/"
+sed -i -e 's/^max_batches=.*/max_batches=4/' -e 's/^eval_interval=.*/eval_interval=2/' -e 's/^burn_in=.*/burn_in=1/' "$W"/cfg/*.cfg
+ln -s "$D" "$W/build/fashion"
+"$BUILD/tools/mn_fashion_det" /usr/share/datasets/fashion-mnist "$W/build/fashion-det" --train 48 --valid 8 --seed 1 --net 128 \
+    > "$R/det-data.log" 2>&1 || bad "mn_fashion_det (see $R/det-data.log)"
+
+awk '/^```/ { if (inb) { inb = 0 } else { inb = 1; sh = ($0 == "```sh") } ; next } inb && sh' README.md > "$R/commands"
+ran=0 skipped=0 k=0
+while IFS= read -r line; do
+    case "$line" in ""|"#"*) continue ;; esac
+    k=$((k + 1))
+    case "$line" in
+        *"# needs: hosts"*|*"# needs: gpu"*) skipped=$((skipped + 1)); echo "     (not run here: ${line%%#*})"; continue ;;
+        make\ *)
+            target=$(echo "$line" | awk '{print $2}')
+            if grep -qE "^([^:#]* )?$target( [^:#]*)?:" Makefile tests/*.mk tests/fuzz/*.mk tools/*.mk; then ran=$((ran + 1))
+            else bad "README: 'make $target' is no target of the Makefiles"; fi
+            continue ;;
+    esac
+    cmd=${line%%  #*}
+    if (cd "$W" && timeout 300 bash -c "$cmd") < /dev/null > "$R/cmd$k.log" 2>&1; then ran=$((ran + 1))
+    else bad "README command exited non-zero: $cmd (see $R/cmd$k.log)"; tail -3 "$R/cmd$k.log"; fi
+done < "$R/commands"
+[ $fail = 0 ] && ok "README: $ran commands ran (or name make targets), $skipped need several hosts or a GPU"
+exit $fail
