@@ -34,6 +34,7 @@ bad() { fail=1; echo "FAIL $*"; }
 #            message matches it: MSGS (1 unless set) lines of all ranks'
 #            stderr start with "darknet-mn: ", one of them matches
 #   FILES    what the backup folder $I/NAME holds afterwards: "-" nothing,
+#            (a run that trains keeps its chart and log, even one that stops)
 #            else the names it must hold (and nothing else; the hidden
 #            .darknet_mn.lock that rank 0 holds during training stays)
 row() {
@@ -149,25 +150,25 @@ PY
 }
 
 echo "-- inputs that are right"
-row good 0 '^2: loss' good_final.weights classifier train "$(data good)" "$(cfg good)"
+row good 0 '^2: loss' "good_chart.png good_final.weights good_log.csv" classifier train "$(data good)" "$(cfg good)"
 head -64 "$D/train.list" > "$I/64.list"
-row good-crlf 0 '^2: loss' good-crlf_final.weights classifier train \
+row good-crlf 0 '^2: loss' "good-crlf_chart.png good-crlf_final.weights good-crlf_log.csv" classifier train \
     "$(crlf "$(data good-crlf "$(crlf "$I/64.list" "$I/crlf.list")" "$(crlf "$D/labels.txt" "$I/crlf-labels.txt")")" "$I/crlf.data")" \
     "$(crlf "$(cfg good-crlf-lf)" "$I/good-crlf.cfg")"
 sed -e 's/^batch=4$/batch = 4   # images per update on one rank/' -e 's/^\[maxpool\]$/[maxpool]  # halves the size/' \
     -e 's/^filters=4$/filters=4#no space/' "$(cfg good-comments)" > "$I/c.t" && mv "$I/c.t" "$I/good-comments.cfg"
-row good-comments 0 'batch 4 x 2 ranks' good-comments_final.weights classifier train "$(data good-comments)" "$I/good-comments.cfg"
+row good-comments 0 'batch 4 x 2 ranks' "good-comments_chart.png good-comments_final.weights good-comments_log.csv" classifier train "$(data good-comments)" "$I/good-comments.cfg"
 # The README's own [distributed] block, pasted as it stands.
 { cat "$(cfg good-readme-net)"; echo; awk '/^\[distributed\]$/ { f = 1 } f && /^```$/ { exit } f' README.md; } > "$I/good-readme.cfg"
 if grep -q '^eval_list=' "$I/good-readme.cfg"; then
-    row good-readme 0 'communicator flat' good-readme_final.weights classifier train "$(data good-readme)" "$I/good-readme.cfg"
+    row good-readme 0 'communicator flat' "good-readme_chart.png good-readme_final.weights good-readme_log.csv" classifier train "$(data good-readme)" "$I/good-readme.cfg"
 else bad "good-readme: no [distributed] block found in README.md"; fi
 # Comments, blank lines and spaces differ between the ranks' cfgs: the same cfg.
 cfg good-mpmd > /dev/null; sed -e 's/^momentum=0.9$/momentum = 0.9  # as rank 0/' -e 's/^\[softmax\]$/\n\n[softmax]/' "$I/good-mpmd.cfg" > "$I/good-mpmd-b.cfg"
-row good-mpmd 0 '^2: loss' good-mpmd_final.weights classifier train "$(data good-mpmd)" "$I/good-mpmd.cfg" : classifier train "$I/good-mpmd.data" "$I/good-mpmd-b.cfg"
+row good-mpmd 0 '^2: loss' "good-mpmd_chart.png good-mpmd_final.weights good-mpmd_log.csv" classifier train "$(data good-mpmd)" "$I/good-mpmd.cfg" : classifier train "$I/good-mpmd.data" "$I/good-mpmd-b.cfg"
 row good-bench 0 '^mpi ' - bench allreduce -iters 2 -max 256
 if [ -s "$I/good/good_final.weights" ]; then
-    row good-weights 0 '^3: loss' good-weights_final.weights classifier train "$(data good-weights)" "$(cfg good-weights max_batches=3)" "$I/good/good_final.weights"
+    row good-weights 0 '^3: loss' "good-weights_chart.png good-weights_final.weights good-weights_log.csv" classifier train "$(data good-weights)" "$(cfg good-weights max_batches=3)" "$I/good/good_final.weights"
 fi
 
 echo "-- 1: non-finite numbers"
@@ -188,7 +189,7 @@ if [ -s "$I/good/good_final.weights" ]; then
         "$(data weights-version-neg)" "$(cfg weights-version-neg)" "$(weights weights-version-neg 'h[0] = -1')"
 elif [ -z "$ONLY" ]; then bad "good training left no weights: the weights rows did not run"; fi
 # A rate that diverges: NaN reaches maxpool and the loss; the job stops cleanly.
-row diverge 1 'iteration [0-9]+: the loss or the averaged gradient is NaN or Inf' - classifier train "$(data diverge)" \
+row diverge 1 'iteration [0-9]+: the loss or the averaged gradient is NaN or Inf' "diverge_chart.png diverge_log.csv" classifier train "$(data diverge)" \
     "$(cfg diverge learning_rate=3e38 max_batches=20)"
 
 echo "-- 2: every rank runs the same cfg"
@@ -257,7 +258,7 @@ if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
         echo "$f"
     }
     detdata() { printf 'classes=3\ntrain=%s\nnames=%s/names.txt\nbackup=%s/%s\n' "$2" "$S" "$I" "$1" > "$I/$1.data"; echo "$I/$1.data"; }
-    row det-good 0 '^1: loss' det-good_final.weights detector train "$(detdata det-good "$S/train.list")" "$(detcfg det-good)"
+    row det-good 0 '^1: loss' "det-good_chart.png det-good_final.weights det-good_log.csv" detector train "$(detdata det-good "$S/train.list")" "$(detcfg det-good)"
     mkdir -p "$I/det/images" "$I/det/labels"
     cp "$S"/images/train000[0-3].jpg "$I/det/images/" && cp "$S"/labels/train000[0-2].txt "$I/det/labels/"
     printf '1 0.5 0.5 0.2 0.2\n7 0.5 0.5 0.2 0.2\n' > "$I/det/labels/train0003.txt"
