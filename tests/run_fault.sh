@@ -127,31 +127,25 @@ if wait_iter segv 3; then
     else bad "SIGSEGV: $took; $(grep -c 'fatal: SIGSEGV' "$F/segv.err") handler lines; $(tail -3 "$F/segv.err")"; fi
 else bad "SIGSEGV: training never reached iteration 3"; fi
 
-# 3. A stalled rank (SIGSTOP) past collective_timeout: rank 0 names it, all abort.
-cfg stall 400 collective_timeout=4
-launch stall 3
-if wait_iter stall 3; then
-    rank_signal STOP stall 2
-    # Stopped before its arrival token, rank 2 is named; stopped just after
-    # it, the collective itself times out.
-    if took=$(ends_within stall 15) && grep -q "rank 2 did not arrive within 4 s\|did not complete in time (collective_timeout=4 s)" "$F/stall.err"; then
-        ok "stalled rank 2: all gone in $took; $(grep -m1 'did not arrive\|did not complete' "$F/stall.err" | cut -c1-150)"
-    else bad "stall: $(tail -3 "$F/stall.err")"; fi
-    rank_signal CONT stall 2; rank_signal 9 stall 2
-else bad "stall: training never reached iteration 3"; fi
-
-# 3b. With sync_bn a stalled rank leaves the others in a batch-norm allreduce
-#     (not the gradient allreduce's tokens): the watchdog's timer ends it too.
-cfg stallbn 400 collective_timeout=4 sync_bn=1
-sed -i 's/^\[convolutional\]/[convolutional]\nbatch_normalize=1/' "$F/stallbn.cfg"
-launch stallbn 3
-if wait_iter stallbn 3; then
-    rank_signal STOP stallbn 2
-    if took=$(ends_within stallbn 20) && grep -q "did not complete in time (collective_timeout=4 s)\|did not arrive within 4 s" "$F/stallbn.err"; then
-        ok "stalled rank 2 with sync_bn=1: all gone in $took; $(grep -m1 'collective_timeout' "$F/stallbn.err" | cut -c1-150)"
-    else bad "stall with sync_bn: $took $(tail -3 "$F/stallbn.err")"; fi
-    rank_signal CONT stallbn 2; rank_signal 9 stallbn 2
-else bad "stall with sync_bn: training never reached iteration 3"; fi
+# 3. A stalled rank (SIGSTOP) past collective_timeout ends the job. Stopped
+#    before its arrival token, rank 2 is named by rank 0; stopped just after
+#    it, the collective's own timer fires. 3b: with sync_bn the others wait in
+#    a batch-norm allreduce (no tokens there): the timer ends that too.
+stall_check() {   # stall_check NAME WHAT [distributed lines...]
+    local name=$1 what=$2; shift 2
+    cfg "$name" 400 collective_timeout=4 "$@"
+    [ "$name" = stallbn ] && sed -i 's/^\[convolutional\]/[convolutional]\nbatch_normalize=1/' "$F/$name.cfg"
+    launch "$name" 3
+    if wait_iter "$name" 3; then
+        rank_signal STOP "$name" 2
+        if took=$(ends_within "$name" 20) && grep -q "rank 2 did not arrive within 4 s\|did not complete in time (collective_timeout=4 s)" "$F/$name.err"; then
+            ok "$what: all gone in $took; $(grep -m1 'did not arrive\|did not complete' "$F/$name.err" | cut -c1-150)"
+        else bad "$what: $took $(tail -3 "$F/$name.err")"; fi
+        rank_signal CONT "$name" 2; rank_signal 9 "$name" 2
+    else bad "$what: training never reached iteration 3"; fi
+}
+stall_check stall "stalled rank 2"
+stall_check stallbn "stalled rank 2 with sync_bn=1" sync_bn=1
 
 # 3c. An MPI_Abort that never returns (LD_PRELOAD): the fault handler's
 #     deadline still ends the rank, and mpiexec the job.
