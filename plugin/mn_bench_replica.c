@@ -57,10 +57,11 @@ static mn_status run(mn_comm *c, const char *cfg, int iters)
                    cfg, nparams, total, c->size, mn_comm_name(c), iters);
             printf("%-18s %10s %10s %12s\n", "what", "time_ms", "MiB", "GB/s");
             printf("%-18s %10.3f %10.2f %12.2f\n", "replica check", check * 1e3, bytes / 1048576, bytes / check / 1e9);
-            printf("%-18s %10.3f %10.2f %12.2f\n", "gradient mean", mean * 1e3, total * 4.0 / 1048576, total * 4.0 / mean / 1e9);
-            if (c->size > 1)
+            if (c->size > 1) {   /* one rank has nothing to average */
+                printf("%-18s %10.3f %10.2f %12.2f\n", "gradient mean", mean * 1e3, total * 4.0 / 1048576, total * 4.0 / mean / 1e9);
                 printf("# the check costs %.2f gradient allreduces; once per save (backup_interval=100): "
                        "%.4f of one per iteration\n", check / mean, check / mean / 100);
+            }
         }
     }
     free(tc);
