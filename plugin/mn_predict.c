@@ -30,21 +30,13 @@ static mn_status on_rank0(mn_comm *c, solo_fn fn, const char **args)
     return mn_agree(c, s);
 }
 
-/* Writes to path.tmp must be possible before Darknet (which exits) tries. */
+/* The temporary file must be writable before Darknet (which exits) tries. */
 static mn_status check_writable(mn_comm *c, const char *path)
 {
     FILE *f = fopen(path, "wb");
     if (!f) { mn_error(c, "cannot write %s: %s", path, strerror(errno)); return MN_ERR_USER; }
     fclose(f);
     return MN_OK;
-}
-
-static mn_status commit(mn_comm *c, const char *tmp, const char *path)
-{
-    if (rename(tmp, path) == 0) return MN_OK;
-    mn_error(c, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    remove(tmp);
-    return MN_ERR_USER;
 }
 
 static mn_status partial_solo(mn_comm *c, const char **a)
@@ -62,11 +54,14 @@ static mn_status partial_solo(mn_comm *c, const char **a)
         mn_error(c, "partial: %s has %d layers; cannot cut the first %ld", a[0], net->n, max);
         s = MN_ERR_USER;
     }
-    snprintf(tmp, sizeof tmp, "%s.tmp", a[2]);
+    if (s == MN_OK && !mn_tmp_path(c, tmp, sizeof tmp, a[2])) {
+        mn_error(c, "partial: the output path %s is too long", a[2]);
+        s = MN_ERR_USER;
+    }
     if (s == MN_OK) s = check_writable(c, tmp);
     if (s == MN_OK) {
         save_weights_upto(net, tmp, (int)max);
-        s = commit(c, tmp, a[2]);
+        s = mn_commit_file(c, tmp, a[2]);
     }
     if (s == MN_OK) printf("darknet-mn: wrote the first %ld of %d layers of %s to %s\n", max, net->n, a[1], a[2]);
     free_network(net);
@@ -138,15 +133,14 @@ static mn_status draw_png(mn_comm *c, image im, detection *dets, int n, char **n
         }
     cairo_destroy(cr);
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    cairo_status_t st = cairo_surface_write_to_png(sf, tmp);
+    cairo_status_t st = mn_tmp_path(c, tmp, sizeof tmp, path) ? cairo_surface_write_to_png(sf, tmp) : CAIRO_STATUS_WRITE_ERROR;
     cairo_surface_destroy(sf);
     if (st != CAIRO_STATUS_SUCCESS) {
         mn_error(c, "cannot write %s: %s", tmp, cairo_status_to_string(st));
         remove(tmp);
         return MN_ERR_USER;
     }
-    return commit(c, tmp, path);
+    return mn_commit_file(c, tmp, path);
 }
 
 static mn_status detector_test_solo(mn_comm *c, const char **a)
