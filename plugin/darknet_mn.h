@@ -42,7 +42,7 @@ typedef struct {
     int checkpoint_interval; /* iterations between multi-node checkpoints; 0 = none */
     int checkpoint_keep;     /* generations kept */
     int nonfinite_skip;      /* nonfinite=skip: drop an update with NaN/Inf instead of stopping */
-    int collective_timeout;  /* seconds a gradient allreduce may wait for all ranks; 0 = forever */
+    int collective_timeout;  /* seconds any collective of training may wait for all ranks; 0 = forever */
     int chart;               /* rank 0 keeps <backup>/<base>_chart.png up to date */
 } mn_options;
 
