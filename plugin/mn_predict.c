@@ -2,6 +2,7 @@
  * commands. Rank 0 runs them over a communicator of its own (MPI_COMM_SELF),
  * so the plugin's checked loading serves; the others only learn the status. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,22 @@ static mn_status load_for_image(mn_comm *c, const char *cfgfile, const char *wei
     MN_CHECK(mn_load_network(c, cfgfile, weightfile, 0, net));
     set_batch_network(*net, 1);
     return MN_OK;
+}
+
+/* A barely trained yolo layer can overflow exp() into Inf sizes: such boxes
+ * are neither printed nor drawn. Returns how many were above the threshold. */
+static int drop_nonfinite(detection *dets, int n, int classes)
+{
+    int dropped = 0;
+    for (int i = 0; i < n; ++i) {
+        box b = dets[i].bbox;
+        if (isfinite(b.x) && isfinite(b.y) && isfinite(b.w) && isfinite(b.h)) continue;
+        for (int k = 0; k < classes; ++k) {
+            dropped += dets[i].prob[k] > TEST_THRESH;
+            dets[i].prob[k] = 0;
+        }
+    }
+    return dropped;
 }
 
 /* A class's colour: hues spread round the wheel. */
@@ -184,6 +201,9 @@ static mn_status detector_test_solo(mn_comm *c, const char **a)
         detection *dets = get_network_boxes(net, im.w, im.h, TEST_THRESH, .5f, 0, 1, &n);
         do_nms_sort(dets, n, classes, TEST_NMS);
         printf("%s: Predicted in %f seconds.\n", a[3], mn_now() - t);
+        int dropped = drop_nonfinite(dets, n, classes);
+        if (dropped) printf("%d box%s with NaN or Inf coordinates left out (an undertrained network)\n", dropped,
+                            dropped > 1 ? "es" : "");
         for (int i = 0; i < n; ++i)
             for (int k = 0; k < classes; ++k)
                 if (dets[i].prob[k] > TEST_THRESH) {
