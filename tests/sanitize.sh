@@ -70,6 +70,7 @@ run no-syncbn-np2 2 -- "$TEST_BIN/test_syncbn" 0 1 "$T/sb0"
 run map 1 -- "$TEST_BIN/test_map"
 run gpu-select 0 -- "$TEST_BIN/test_gpu_select"
 for n in 1 2 3; do run "replica-np$n" $n -- "$TEST_BIN/test_replica" "$T"; done
+run stock-cfgs-accepted 2 -- "$TEST_BIN/test_cfg" third_party/darknet-cpu/cfg/*.cfg cfg/*.cfg
 run shapes 0 -- "$TEST_BIN/mn_shapes" "$T/shapes" train 8 1 jpg
 
 # ./darknet_mn itself (the sanitized build) on 2 ranks: short classifier and
@@ -124,7 +125,7 @@ expect_error() {
     fi
 }
 clscfg "$T/novalue.cfg" shuffle
-expect_error error-no-value "line 'shuffle' has no '='" "$T/cls.data" "$T/novalue.cfg"
+expect_error error-no-value "novalue.cfg:[0-9]*: 'shuffle' is not key=value" "$T/cls.data" "$T/novalue.cfg"
 printf '%s\n\0x.png\n' "$(head -1 "$T/cls/all.list")" > "$T/nul.list"
 sed "s|^train=.*|train=$T/nul.list|" "$T/cls.data" > "$T/nul.data"
 expect_error error-nul-list "nul.list: line 2 holds a NUL byte" "$T/nul.data" "$T/cls.cfg"
