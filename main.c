@@ -16,7 +16,7 @@ static void usage(void)
             "  detector valid <data> <cfg> <weights> [-out <prefix>] [-nogpu]\n"
             "  detector recall <data> <cfg> <weights> [-nogpu]\n"
             "  detector map <data> <cfg> <weights> [-nogpu]\n"
-            "  detector test <data> <cfg> <weights> <image> [-out <prefix>] [-nogpu]\n"
+            "  detector test <data> <cfg> <weights> <image> [-out <prefix>] [-thresh T] [-nogpu]\n"
             "  classifier predict <data> <cfg> <weights> <image> [-nogpu]\n"
             "  partial <cfg> <weights> <out> <layers>\n"
             "  bench allreduce [cfg] [-iters K] [-max BYTES] [-nogpu]\n"
@@ -39,7 +39,7 @@ static const command commands[] = {
     {"detector", "valid", 3, 0, "-out -nogpu"},
     {"detector", "recall", 3, 0, "-nogpu"},
     {"detector", "map", 3, 0, "-nogpu"},
-    {"detector", "test", 4, 0, "-out -nogpu"},
+    {"detector", "test", 4, 0, "-out -thresh -nogpu"},
     {"classifier", "predict", 4, 0, "-nogpu"},
     {"partial", NULL, 4, 0, "-nogpu"},
     {"bench", "allreduce", 0, 1, "-iters -max -nogpu"},
@@ -48,7 +48,7 @@ static const command commands[] = {
 };
 /* Flags followed by a value; Darknet's -gpus and -i (its GPU index) are
  * known so that their value is not taken for a file. */
-static const char *const valued[] = {"-out", "-iters", "-max", "-gpus", "-i"};
+static const char *const valued[] = {"-out", "-thresh", "-iters", "-max", "-gpus", "-i"};
 #define MAX_POS 8
 
 typedef struct {
@@ -57,6 +57,7 @@ typedef struct {
     int npos;
     int clear, nogpu;
     const char *out, *gpus;     /* -out's value; -gpus's (or -i's) value */
+    const char *thresh;         /* -thresh's value */
     char why[512];              /* non-empty: the command line is refused, and why */
 } cmdline;
 
@@ -106,6 +107,7 @@ static void parse(int argc, char **argv, cmdline *l)
             if (i + 1 == argc) { novalue = a; break; }
             const char *v = argv[++i];
             if (!strcmp(a, "-out")) l->out = v;
+            else if (!strcmp(a, "-thresh")) l->thresh = v;
             else if (!strcmp(a, "-gpus") || !strcmp(a, "-i")) l->gpus = v;
         } else if (!strcmp(a, "-clear")) l->clear = 1;
         else if (!strcmp(a, "-nogpu")) l->nogpu = 1;
@@ -175,7 +177,7 @@ int main(int argc, char **argv)
         if (s != MN_OK) ;
         else if (!strcmp(cmd, "info")) s = mn_info(c, sub);
         else if (!strcmp(cmd, "partial")) s = mn_partial(c, sub, a, b, w);
-        else if (!strcmp(sub, "test")) s = mn_detector_test(c, a, b, w, arg(&l, 5), l.out);
+        else if (!strcmp(sub, "test")) s = mn_detector_test(c, a, b, w, arg(&l, 5), l.out, l.thresh);
         else if (!strcmp(sub, "predict")) s = mn_classifier_predict(c, a, b, w, arg(&l, 5));
         else if (!strcmp(cmd, "bench") && !strcmp(sub, "replica")) s = mn_bench_replica(c, argc, argv);
         else if (!strcmp(cmd, "bench")) s = mn_bench_allreduce(c, argc, argv);

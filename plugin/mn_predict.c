@@ -12,7 +12,7 @@
 #include "option_list.h"
 #include "utils.h"
 
-#define TEST_THRESH .25f
+#define TEST_THRESH .25f   /* stock detector test's default -thresh is .5; .25 shows more */
 #define TEST_NMS .45f
 
 typedef mn_status (*solo_fn)(mn_comm *self, const char **args);
@@ -87,14 +87,14 @@ static mn_status load_for_image(mn_comm *c, const char *cfgfile, const char *wei
 
 /* A barely trained yolo layer can overflow exp() into Inf sizes: such boxes
  * are neither printed nor drawn. Returns how many were above the threshold. */
-static int drop_nonfinite(detection *dets, int n, int classes)
+static int drop_nonfinite(detection *dets, int n, int classes, float thresh)
 {
     int dropped = 0;
     for (int i = 0; i < n; ++i) {
         box b = dets[i].bbox;
         if (isfinite(b.x) && isfinite(b.y) && isfinite(b.w) && isfinite(b.h)) continue;
         for (int k = 0; k < classes; ++k) {
-            dropped += dets[i].prob[k] > TEST_THRESH;
+            dropped += dets[i].prob[k] > thresh;
             dets[i].prob[k] = 0;
         }
     }
@@ -110,7 +110,8 @@ static void class_colour(int k, int n, double rgb[3])
 }
 
 /* Boxes with "name NN%" labels over the image, to path (atomically). */
-static mn_status draw_png(mn_comm *c, image im, detection *dets, int n, char **names, int classes, const char *path)
+static mn_status draw_png(mn_comm *c, image im, detection *dets, int n, char **names, int classes, float thresh,
+                          const char *path)
 {
     cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, im.w, im.h);
     unsigned char *px = cairo_image_surface_get_data(sf);
@@ -129,7 +130,7 @@ static mn_status draw_png(mn_comm *c, image im, detection *dets, int n, char **n
     cairo_set_font_size(cr, fs);
     for (int i = 0; i < n; ++i)
         for (int k = 0; k < classes; ++k) {
-            if (dets[i].prob[k] <= TEST_THRESH) continue;
+            if (dets[i].prob[k] <= thresh) continue;
             box b = dets[i].bbox;
             double rgb[3], x0 = (b.x - b.w / 2) * im.w, y0 = (b.y - b.h / 2) * im.h;
             class_colour(k, classes, rgb);
@@ -172,6 +173,15 @@ static mn_status detector_test_solo(mn_comm *c, const char **a)
         mn_error(c, "%s: %s", a[0], names_file ? "cannot read its 'names' file" : "no 'names' file given");
         s = MN_ERR_USER;
     } else fclose(f);
+    float thresh = TEST_THRESH;
+    if (s == MN_OK && a[5]) {
+        char *end;
+        thresh = strtof(a[5], &end);
+        if (end == a[5] || *end || !(thresh > 0 && thresh < 1)) {
+            mn_error(c, "detector test: -thresh '%s' must be a number between 0 and 1", a[5]);
+            s = MN_ERR_USER;
+        }
+    }
     if (s == MN_OK) s = load_for_image(c, a[1], a[2], a[3], &net);
     int classes = net ? net->layers[net->n - 1].classes : 0, nnames = 0;
     if (s == MN_OK && net->layers[net->n - 1].type != YOLO && net->layers[net->n - 1].type != REGION &&
@@ -198,20 +208,20 @@ static mn_status detector_test_solo(mn_comm *c, const char **a)
         double t = mn_now();
         network_predict(net, sized.data);
         int n = 0;
-        detection *dets = get_network_boxes(net, im.w, im.h, TEST_THRESH, .5f, 0, 1, &n);
+        detection *dets = get_network_boxes(net, im.w, im.h, thresh, .5f, 0, 1, &n);
         do_nms_sort(dets, n, classes, TEST_NMS);
         printf("%s: Predicted in %f seconds.\n", a[3], mn_now() - t);
-        int dropped = drop_nonfinite(dets, n, classes);
+        int dropped = drop_nonfinite(dets, n, classes, thresh);
         if (dropped) printf("%d box%s with NaN or Inf coordinates left out (an undertrained network)\n", dropped,
                             dropped > 1 ? "es" : "");
         for (int i = 0; i < n; ++i)
             for (int k = 0; k < classes; ++k)
-                if (dets[i].prob[k] > TEST_THRESH) {
+                if (dets[i].prob[k] > thresh) {
                     box b = dets[i].bbox;
                     printf("%s: %.0f%% (x %.0f, y %.0f, w %.0f, h %.0f)\n", names[k], dets[i].prob[k] * 100,
                            (b.x - b.w / 2) * im.w, (b.y - b.h / 2) * im.h, b.w * im.w, b.h * im.h);
                 }
-        s = draw_png(c, im, dets, n, names, classes, path);
+        s = draw_png(c, im, dets, n, names, classes, thresh, path);
         if (s == MN_OK) printf("darknet-mn: wrote %s (%dx%d)\n", path, im.w, im.h);
         free_detections(dets, n);
         free_image(sized);
@@ -225,9 +235,9 @@ static mn_status detector_test_solo(mn_comm *c, const char **a)
 }
 
 mn_status mn_detector_test(mn_comm *c, const char *datacfg, const char *cfgfile, const char *weightfile,
-                           const char *image, const char *prefix)
+                           const char *image, const char *prefix, const char *thresh)
 {
-    const char *a[] = {datacfg, cfgfile, weightfile, image, prefix};
+    const char *a[] = {datacfg, cfgfile, weightfile, image, prefix, thresh};
     return on_rank0(c, detector_test_solo, a);
 }
 
