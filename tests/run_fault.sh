@@ -68,7 +68,7 @@ launch() {
 # still one of our ranks (a pid reused by an unrelated process is left alone).
 rank_signal() {
     local pid; pid=$(cat "$F/$2.pid.$3" 2> /dev/null) || return 1
-    tr '\0' ' ' < "/proc/$pid/cmdline" 2> /dev/null | grep -q darknet_mn && kill "-$1" "$pid" 2> /dev/null
+    [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q darknet_mn && kill "-$1" "$pid" 2> /dev/null
 }
 # wait_iter NAME K: until rank 0 reported iteration K (or 60 s).
 wait_iter() {
