@@ -70,20 +70,12 @@ rank_signal() {
     local pid; pid=$(cat "$F/$2.pid.$3" 2> /dev/null) || return 1
     [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q darknet_mn && kill "-$1" "$pid" 2> /dev/null
 }
-# wait_iter NAME K: until rank 0 reported iteration K (or 60 s).
+# wait_iter NAME K: until rank 0 reported iteration K (or 60 s); K '[0-9]*':
+# any iteration (a resumed run starts past the first ones).
 wait_iter() {
     local i
     for ((i = 0; i < 3000; ++i)); do
         grep -q "^$2: loss" "$F/$1.out" 2> /dev/null && return 0
-        sleep 0.02
-    done
-    return 1
-}
-# wait_progress NAME: until rank 0 reported any iteration (or 60 s).
-wait_progress() {
-    local i
-    for ((i = 0; i < 3000; ++i)); do
-        grep -q "^[0-9]*: loss" "$F/$1.out" 2> /dev/null && return 0
         sleep 0.02
     done
     return 1
@@ -211,7 +203,7 @@ cfg saves 400 backup_interval=1 checkpoint_interval=1
 intact=1
 for k in 1 2 3; do
     launch saves 2
-    wait_progress saves || true   # a resumed run starts past iteration k: any progress line
+    wait_iter saves '[0-9]*' || true
     sleep 0.0$((k * 3))
     rank_signal 9 saves 0
     ends_within saves 15 > /dev/null
