@@ -145,7 +145,7 @@ int main(int argc, char **argv)
     parse(argc, argv, &l);
     const char *sub = arg(&l, 1), *a = arg(&l, 2), *b = arg(&l, 3), *w = arg(&l, 4);
     int version = arg(&l, 0) && !strcmp(arg(&l, 0), "version") && l.npos == 1;
-    /* double_buffering=1 averages gradients on a thread of its own (and
+    /* double_buffering=1 and overlap=1 average gradients on a thread of their own (and
      * checks the level it got); otherwise only the main thread calls MPI
      * (the watchdog thread aborts only), and the cheaper level serves. */
     int threads = l.cmd && !l.why[0] && l.cmd->sub && !strcmp(l.cmd->sub, "train") && mn_cfg_wants_threads(b);

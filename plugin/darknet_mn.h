@@ -29,6 +29,9 @@ typedef struct {
     char communicator[32];   /* naive | flat | ... ; "" = the build's default */
     int grad_dtype_half;     /* allreduce_grad_dtype=float16 */
     int double_buffering;
+    int overlap;             /* overlap=1: buckets are averaged during backward (mn_overlap.h) */
+    double bucket_mb;        /* overlap's bucket size in MiB (whole pieces of MN_PIECE_BYTES at least) */
+    const char *timeline;    /* Chrome-trace file of every rank's phases (mn_timeline.h), or NULL */
     int bn_average;
     int sync_bn;             /* batch norm in training uses the global batch's statistics */
     int eval_interval;       /* iterations between evaluations during training; 0 = never */
@@ -50,7 +53,8 @@ typedef struct {
  * bad values are reported (when report is set) with the cfg file name. */
 mn_status mn_parse_options(const network *net, const char *cfgfile, int report, mn_options *opt);
 void mn_default_options(mn_options *opt);
-/* Whether cfgfile asks for double_buffering=1 (read before MPI_Init, to
+/* Whether cfgfile asks for double_buffering=1 or overlap=1, which average on
+ * a thread of their own (read before MPI_Init, to
  * choose the thread level). */
 int mn_cfg_wants_threads(const char *cfgfile);
 /* The value of key in cfgfile's [distributed] section, spaces and comments

@@ -152,6 +152,29 @@ mn_comm *mn_comm_create_like(const mn_comm *c, mn_status *status)
     return create(c->world, c, status);
 }
 
+mn_comm *mn_comm_for_thread(mn_comm *c, const char *feature, mn_status *status)
+{
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    mn_status st = MN_OK;
+    if (level < MPI_THREAD_MULTIPLE) {
+        if (c->rank == 0)
+            mn_error(c, "%s averages on a thread of its own and needs MPI_THREAD_MULTIPLE, "
+                        "which this MPI did not grant (level %d)", feature, level);
+        st = MN_ERR_UNAVAILABLE;
+    }
+    mn_comm *t = NULL;
+    if ((st = mn_agree(c, st)) == MN_OK) t = mn_comm_create_like(c, &st);
+    if (st == MN_OK) st = mn_comm_select(t, c->ops->name);
+    if (st == MN_OK) st = mn_comm_set_dtype(t, c->half);
+    *status = mn_agree(c, st);
+    if (*status != MN_OK) {
+        mn_comm_free(t);
+        return NULL;
+    }
+    return t;
+}
+
 static const mn_comm_ops *lookup(const char *name)
 {
     for (int i = 0; i < NREG; ++i)

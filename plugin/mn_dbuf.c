@@ -58,24 +58,16 @@ static void wait_idle(mn_dbuf *d)
 mn_status mn_dbuf_start(mn_comm *c, const size_t *lens, int n, size_t total, mn_dbuf **out)
 {
     *out = NULL;
-    int level = MPI_THREAD_SINGLE;
-    MPI_Query_thread(&level);
-    mn_status st = MN_OK;
-    if (level < MPI_THREAD_MULTIPLE) {
-        if (c->rank == 0)
-            mn_error(c, "double_buffering=1 averages on a thread of its own and needs MPI_THREAD_MULTIPLE, "
-                        "which this MPI did not grant (level %d)", level);
-        st = MN_ERR_UNAVAILABLE;
-    }
-    MN_CHECK(mn_agree(c, st));
+    mn_status st;
+    mn_comm *tc = mn_comm_for_thread(c, "double_buffering=1", &st);
+    if (st != MN_OK) return st;
     mn_dbuf *d = calloc(1, sizeof *d);
     if (d) d->arrays = calloc((size_t)n + 1, sizeof *d->arrays);
     /* Agreed before each collective step, so that no rank waits in one alone. */
     st = mn_agree(c, d && d->arrays ? MN_OK : MN_ERR_NOMEM);
-    if (st == MN_OK) d->comm = mn_comm_create_like(c, &st);
-    if (st == MN_OK) st = mn_comm_select(d->comm, c->ops->name);
+    if (d) d->comm = tc;
+    else mn_comm_free(tc);
     if (st == MN_OK) st = mn_comm_arena_alloc(d->comm, total, &d->send);
-    if (st == MN_OK) st = mn_comm_set_dtype(d->comm, c->half);
     if (st == MN_OK) {
         d->lens = lens;
         d->n = n;

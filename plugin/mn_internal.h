@@ -88,6 +88,10 @@ extern const mn_comm_ops mn_comm_pure_nccl_ops;
 /* A communicator over c's world with c's GPU placement (the bench's
  * variants, double buffering's thread). Collective. */
 mn_comm *mn_comm_create_like(const mn_comm *c, mn_status *status);
+/* The communicator of a thread of its own (double buffering, overlap): c's
+ * algorithm and dtype, once MPI granted MPI_THREAD_MULTIPLE (feature names
+ * the key in the refusal). Collective; NULL with the agreed status. */
+mn_comm *mn_comm_for_thread(mn_comm *c, const char *feature, mn_status *status);
 
 /* The mean over all ranks of the arrays, through sum, in pieces of at most
  * `piece` elements: packs (unless the arrays lie back to back and travel as

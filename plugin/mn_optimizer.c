@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mn_internal.h"
+#include "mn_overlap.h"
+#include "mn_timeline.h"
 #ifdef GPU
 #include "cuda.h"
 #endif
@@ -38,6 +40,12 @@ struct mn_optimizer {
     int pinned;           /* the arena is page-locked for the device copies */
     mn_dbuf *dbuf;        /* double_buffering=1, else NULL */
     float *state;         /* double buffering: the arena, then the mean in flight (checkpoints) */
+    int *layer_of;        /* the layer owning each array */
+    mn_overlap *ov;       /* overlap=1, else NULL */
+    mn_timeline *tl;      /* the job's timeline, or NULL */
+    double mark;          /* the end of the last phase seen: step start, forward, a layer's backward, the sync */
+    double seg;           /* the start of the backward group being timed; < 0 none */
+    int seg_hi, low;      /* its highest layer, the lowest one done so far */
 };
 
 /* NaN or Inf anywhere: x*0 is 0 for every finite x, NaN otherwise. */
@@ -153,11 +161,75 @@ static int after_mean(mn_optimizer *o)
     return 1;
 }
 
+/* The backward group being timed ends with its last layer done. */
+static void end_backward(mn_optimizer *o)
+{
+    if (o->seg >= 0) mn_timeline_add(o->tl, 0, MN_TL_BACKWARD, o->seg, o->mark, 0, o->low, o->seg_hi);
+    o->seg = -1;
+}
+
+/* After each layer's backward (and with i = n before the first): times
+ * forward and backward for the timeline and, with overlap, hands over the
+ * buckets whose layers are done. With subdivisions > 1 the gradient
+ * accumulates over them, so only the last one, whose update follows, may
+ * hand any over. */
+static void backward_hook(network *net, int i)
+{
+    mn_optimizer *o = net->sync_arg;
+    double now = mn_now();
+    if (i == net->n) {
+        end_backward(o);
+        mn_timeline_add(o->tl, 0, MN_TL_FORWARD, o->mark, now, 0, 0, 0);
+        o->seg = o->mark = now;
+        o->seg_hi = o->low = net->n - 1;
+        return;
+    }
+    o->mark = now;
+    o->low = i;
+    int last = ((*net->seen) / ((size_t)net->batch * net->ranks)) % net->subdivisions == 0;
+    if (o->ov && last && mn_overlap_ready(o->ov, i, !isfinite(*net->cost) && o->total > 0) > 0) {
+        end_backward(o);
+        o->seg = now;
+        o->seg_hi = o->low = i - 1;
+    }
+}
+
+/* overlap=1: most buckets are on their way already; the rest go now, and
+ * the update waits for the last. */
+static int sync_overlap(network *net, mn_optimizer *o, int poison)
+{
+    mn_watchdog_enter(o->watch, "gradient allreduce", get_current_batch(net));
+    mn_overlap_finish(o->ov, poison);
+    mn_watchdog_leave(o->watch);
+    for (int k = 0, nb = mn_overlap_buckets(o->ov); o->tl && k < nb; ++k) {
+        size_t floats;
+        double t0, t1;
+        mn_overlap_bucket(o->ov, k, &floats, &t0, &t1);
+        mn_timeline_add(o->tl, 1, MN_TL_BUCKET, t0, t1, floats * (o->comm->half ? 2 : 4), 0, 0);
+    }
+    finish_mean(o);
+    return after_mean(o);
+}
+
+static int sync_all(network *net, mn_optimizer *o);
+
 /* Nonzero: Darknet skips this update (double buffering's first step). */
 static int sync_hook(network *net)
 {
     mn_optimizer *o = net->sync_arg;
+    end_backward(o);
+    double arrive = mn_now();
+    int skip = sync_all(net, o);
+    o->mark = mn_now();
+    mn_timeline_add(o->tl, 0, MN_TL_WAIT_COMM, arrive, o->mark, 0, 0, 0);
+    mn_timeline_sync(o->tl, arrive, o->mark - arrive);
+    return skip;
+}
+
+static int sync_all(network *net, mn_optimizer *o)
+{
     int poison = !isfinite(*net->cost) && o->total > 0;
+    if (o->ov) return sync_overlap(net, o, poison);
     if (o->dbuf) {
         if (poison) o->arena[0] = NAN;
         mn_watchdog_enter(o->watch, "gradient allreduce", get_current_batch(net));
@@ -196,6 +268,8 @@ static int sync_hook(network *net)
 static void free_optimizer(mn_optimizer *o)
 {
     mn_dbuf_stop(o->dbuf);
+    mn_overlap_stop(o->ov);
+    free(o->layer_of);
     if (o->comm->watch == o->watch) o->comm->watch = NULL;
     mn_watchdog_stop(o->watch);
     free(o->aside);
@@ -259,10 +333,15 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     o->arrays = calloc((size_t)cap + 1, sizeof *o->arrays);
     o->arrays_gpu = calloc((size_t)cap + 1, sizeof *o->arrays_gpu);
     o->lens = calloc((size_t)cap + 1, sizeof *o->lens);
+    o->layer_of = calloc((size_t)cap + 1, sizeof *o->layer_of);
+    o->seg = -1;
     mn_status st = MN_OK;
-    if (!slots || !slots_gpu || !o->arrays || !o->arrays_gpu || !o->lens) st = MN_ERR_NOMEM;
-    for (int i = 0; st == MN_OK && i < net->n; ++i)
-        o->n += layer_grads(&net->layers[i], slots + o->n, slots_gpu + o->n, o->lens + o->n);
+    if (!slots || !slots_gpu || !o->arrays || !o->arrays_gpu || !o->lens || !o->layer_of) st = MN_ERR_NOMEM;
+    for (int i = 0; st == MN_OK && i < net->n; ++i) {
+        int k = layer_grads(&net->layers[i], slots + o->n, slots_gpu + o->n, o->lens + o->n);
+        for (int j = 0; j < k; ++j) o->layer_of[o->n + j] = i;
+        o->n += k;
+    }
     for (int i = 0; i < o->n; ++i) o->total += o->lens[i];
     if (st == MN_OK && opt->grad_dtype_half) st = mn_comm_set_dtype(c, 1);
     /* float16 and double buffering send the fresh gradient alone: the
@@ -271,10 +350,16 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     if (st == MN_OK && (opt->grad_dtype_half || opt->double_buffering || o->skip) &&
         !(o->aside = calloc(o->total + 1, sizeof(float)))) st = MN_ERR_NOMEM;
     if (st == MN_OK && o->skip) st = find_stats(net, o);
+    if (st == MN_OK && opt->overlap && opt->double_buffering) {
+        if (c->rank == 0) mn_error(c, "overlap=1 and double_buffering=1 exclude each other: overlap averages this "
+                                      "step's gradient during backward, double buffering the previous one; choose one");
+        st = MN_ERR_USER;
+    }
     if (st == MN_OK && opt->double_buffering && !(o->state = calloc(2 * o->total + 1, sizeof(float)))) st = MN_ERR_NOMEM;
 #ifdef GPU
-    if (st == MN_OK && opt->double_buffering && net->gpu_index >= 0) {
-        if (c->rank == 0) mn_error(c, "double_buffering=1 is not available with a GPU in this version (CPU runs only)");
+    if (st == MN_OK && (opt->double_buffering || opt->overlap) && net->gpu_index >= 0) {
+        if (c->rank == 0) mn_error(c, "%s=1 is not available with a GPU in this version (CPU runs only)",
+                                   opt->overlap ? "overlap" : "double_buffering");
         st = MN_ERR_UNAVAILABLE;
     }
     o->on_device = net->gpu_index >= 0 && c->size > 1 && c->ops->mean_grad_device &&
@@ -296,6 +381,10 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
         mn_status sa = mn_comm_arena_alloc(c, o->total, &o->arena);
         st = mn_agree(c, sw != MN_OK ? sw : sa);
         if (st == MN_OK && opt->double_buffering) st = mn_dbuf_start(c, o->lens, o->n, o->total, &o->dbuf);
+        if (st == MN_OK && opt->overlap) {
+            for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++]) o->arrays[i] = o->arena + off;
+            st = mn_overlap_start(c, o->arrays, o->lens, o->layer_of, o->n, opt->bucket_mb, &o->ov);
+        }
     }
     if (st != MN_OK) {
         free(slots);
@@ -330,9 +419,24 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
 #endif
     net->ranks = c->size;
     net->sync = sync_hook;
+    net->backward_hook = o->ov ? backward_hook : NULL;
     net->sync_arg = o;
+    if (o->ov && c->rank == 0)
+        printf("darknet-mn: overlap=1: %d bucket%s of at most %g MiB are averaged during backward\n",
+               mn_overlap_buckets(o->ov), mn_overlap_buckets(o->ov) == 1 ? "" : "s", opt->bucket_mb);
     *out = o;
     return MN_OK;
+}
+
+void mn_optimizer_set_timeline(mn_optimizer *o, network *net, mn_timeline *tl)
+{
+    o->tl = tl;
+    if (mn_timeline_file(tl)) net->backward_hook = backward_hook;
+}
+
+double mn_optimizer_synced_at(const mn_optimizer *o)
+{
+    return o->mark;
 }
 
 /* Darknet leaves momentum*update in the update arrays and backward adds the
@@ -341,6 +445,8 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
  * after the allreduce) keeps it in float32, exactly as every rank holds it. */
 void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
 {
+    o->mark = mn_now();
+    o->seg = -1;
     if (o->skip) stats_copy(o, 0);
 #ifdef GPU
     if (o->aside_gpu && net->gpu_index >= 0) {   /* the same on the device */
@@ -419,6 +525,7 @@ void mn_detach(network *net, mn_optimizer *o)
         }
     }
     net->sync = NULL;
+    net->backward_hook = NULL;
     net->sync_arg = NULL;
     net->ranks = 1;
     free_optimizer(o);

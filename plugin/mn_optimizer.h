@@ -14,5 +14,11 @@ int mn_optimizer_nonfinite(const mn_optimizer *o);
 float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_device, size_t *n);
 /* The optimizer's update arrays (gradients, then Darknet's momentum part). */
 float *mn_optimizer_arena(mn_optimizer *o, size_t *n);
+/* Forward, backward groups, the sync's wait and overlap's buckets go to tl
+ * from now on (NULL: none). */
+struct mn_timeline;
+void mn_optimizer_set_timeline(mn_optimizer *o, network *net, struct mn_timeline *tl);
+/* When this step's gradient sync ended (mn_now): the update starts there. */
+double mn_optimizer_synced_at(const mn_optimizer *o);
 
 #endif

@@ -16,6 +16,7 @@ void mn_default_options(mn_options *opt)
     opt->checkpoint_keep = 3;
     opt->collective_timeout = 300;
     opt->chart = 1;
+    opt->bucket_mb = 4;
 }
 
 static int parse_int(const char *v, long lo, long hi, int *out)
@@ -28,7 +29,7 @@ static int parse_int(const char *v, long lo, long hi, int *out)
 }
 
 static const char *const keys =
-    "communicator, allreduce_grad_dtype, double_buffering, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
+    "communicator, allreduce_grad_dtype, double_buffering, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
     "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, collective_timeout, chart";
 
 mn_status mn_parse_options(const network *net, const char *cfgfile, int report, mn_options *opt)
@@ -61,6 +62,17 @@ mn_status mn_parse_options(const network *net, const char *cfgfile, int report, 
                 return MN_ERR_USER;
             }
         } else if (!strcmp(k, "double_buffering")) flag = &opt->double_buffering;
+        else if (!strcmp(k, "overlap")) flag = &opt->overlap;
+        else if (!strcmp(k, "bucket_mb")) {
+            char *end;
+            double x = strtod(v, &end);
+            if (end == v || *end || !(x > 0 && x <= 1048576)) {
+                if (report) fprintf(stderr, "darknet-mn: %s: [distributed] bucket_mb='%s' must be a number of MiB "
+                                    "above 0 and at most 1048576 (e.g. 4 or 0.5)\n", cfgfile, v);
+                return MN_ERR_USER;
+            }
+            opt->bucket_mb = x;
+        } else if (!strcmp(k, "timeline")) opt->timeline = *v ? v : NULL;   /* empty: none */
         else if (!strcmp(k, "bn_average")) flag = &opt->bn_average;
         else if (!strcmp(k, "sync_bn")) flag = &opt->sync_bn;
         else if (!strcmp(k, "eval_interval")) num = &opt->eval_interval;
@@ -126,6 +138,7 @@ int mn_cfg_peek(const char *cfgfile, const char *key, char *out, size_t cap)
 
 int mn_cfg_wants_threads(const char *cfgfile)
 {
-    char v[32];
-    return mn_cfg_peek(cfgfile, "double_buffering", v, sizeof v) && !strcmp(v, "1");
+    char v[32], w[32];
+    return (mn_cfg_peek(cfgfile, "double_buffering", v, sizeof v) && !strcmp(v, "1")) ||
+           (mn_cfg_peek(cfgfile, "overlap", w, sizeof w) && !strcmp(w, "1"));
 }

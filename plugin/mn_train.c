@@ -17,6 +17,7 @@
 #include "mn_replica.h"
 #include "mn_input.h"
 #include "mn_report.h"
+#include "mn_timeline.h"
 #include "data.h"
 #include "option_list.h"
 #include "utils.h"
@@ -114,7 +115,7 @@ static mn_status ensure_dir(mn_comm *c, const char *dir)
 
 /* The loop itself: load, train (the hook averages gradients), report, save. */
 static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, const mn_options *opt,
-                            network *net, mn_optimizer *mo, const mn_list *shard, const char *base)
+                            network *net, mn_optimizer *mo, const mn_list *shard, const char *base, mn_timeline *tl)
 {
     int imgs = net->batch * net->subdivisions;         /* per rank, per update */
     long global_imgs = (long)imgs * c->size;
@@ -164,6 +165,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
             srand(mn_stream_seed(opt->seed, c->rank, now));
             loader = load_data(args);
         }
+        double td = mn_now();
         if (opt->deterministic) {
             s = mn_agree(c, load_fixed(c, net, task, dc, shard, get_current_batch(net) * (size_t)global_imgs, &train));
             if (s != MN_OK) break;
@@ -173,14 +175,19 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
             srand(mn_stream_seed(opt->seed, c->rank, get_current_batch(net) + 1));
             loader = load_data(args);
         }
+        mn_timeline_add(tl, 0, MN_TL_DATA, td, mn_now(), 0, 0, 0);
         mn_optimizer_begin_step(mo, net);
         float loss = train_network(net, train);
+        double tu = mn_now();
+        mn_timeline_add(tl, 0, MN_TL_UPDATE, mn_optimizer_synced_at(mo), tu, 0, 0, 0);
         free_data(train);
         float sum = loss;
         mn_guard(c, "loss allreduce");
         MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_FLOAT, MPI_SUM, c->world);
         mn_unguard(c);
         loss = sum / c->size;
+        double tstep = mn_now();
+        mn_timeline_add(tl, 0, MN_TL_LOSS, tu, tstep, 0, 0, 0);
         if (mn_optimizer_nonfinite(mo) || !isfinite(loss)) {
             /* The hook dropped the update: the model is as before this step. */
             size_t at = get_current_batch(net);
@@ -212,8 +219,12 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         int ckpt = opt->checkpoint_interval > 0 && it % (size_t)opt->checkpoint_interval == 0;
         int saves = ckpt || it % (size_t)opt->backup_interval == 0 || it % (size_t)opt->save_interval == 0 ||
                     (opt->eval_interval > 0 && it % (size_t)opt->eval_interval == 0);
+        double ts = mn_now();
         if (s == MN_OK && saves) s = mn_replica_check(c, net, mo, opt->sync_bn, it, NULL);
+        double te = mn_now();
         if (s == MN_OK) s = mn_eval_during_training(c, net, task, dc, opt, it, base, base_w, base_h, &ev);
+        double tw = mn_now();
+        mn_timeline_add(tl, 0, MN_TL_EVAL, te, tw, 0, 0, 0);
         if (s == MN_OK) mn_report_iteration(&rep, c, net, opt, dc->backup, base, loss, avg_loss,
                                             global_imgs / (now - t0), mn_eval_score(ev, it));
         char path[4096];
@@ -232,6 +243,11 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
                 printf("checkpoint %zu: %.1f MiB written by rank 0 in %.3f s\n", it,
                        mn_checkpoint_bytes(net, mo) / 1048576.0, mn_now() - t);
         }
+        if (saves) {   /* the replica check, then the files */
+            mn_timeline_add(tl, 0, MN_TL_SAVE, ts, te, 0, 0, 0);
+            mn_timeline_add(tl, 0, MN_TL_SAVE, tw, mn_now(), 0, 0, 0);
+        }
+        if (s == MN_OK) s = mn_timeline_step(tl, it, t0, tstep);
     }
     if (loader) { pthread_join(loader, 0); free_data(buffer); }
     if (s == MN_OK) s = mn_replica_check(c, net, mo, opt->sync_bn, get_current_batch(net), NULL);
@@ -293,6 +309,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     mn_data_cfg dc;
     network *net = NULL;
     mn_optimizer *mo = NULL;
+    mn_timeline *tl = NULL;
     mn_list shard = {0};
     char *base = NULL;
     mn_options opt;
@@ -328,10 +345,15 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     if ((s = mn_backup_lock(c, dc.backup, &lock)) != MN_OK) goto out;
     if ((s = mn_agree(c, mn_attach(c, net, &opt, &mo))) != MN_OK) goto out;
     if ((s = mn_agree(c, mn_attach_sync_bn(c, net, &opt))) != MN_OK) goto out;
+    if ((s = mn_timeline_open(c, opt.timeline, &tl)) != MN_OK) goto out;
+    mn_optimizer_set_timeline(mo, net, tl);
     base = basecfg((char *)cfgfile);
     if ((s = resume(c, net, mo, &opt, dc.backup, base, cfgfile, weightfile, clear, lock)) != MN_OK) goto out;
-    s = train_loop(c, task, &dc, &opt, net, mo, &shard, base);
+    s = train_loop(c, task, &dc, &opt, net, mo, &shard, base, tl);
+    if (mn_timeline_close(tl, s == MN_OK) != MN_OK && s == MN_OK) s = MN_ERR_MPI;
+    tl = NULL;
 out:
+    mn_timeline_close(tl, 0);
     mn_backup_unlock(lock);
     if (mo) mn_detach(net, mo);
     if (net) free_network(net);

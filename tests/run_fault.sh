@@ -110,6 +110,16 @@ if wait_iter kill 3; then
     else bad "kill -9: job did not end within 15 s or rank 2 not named ($(tail -3 "$F/kill.err"))"; fi
 else bad "kill -9: training never reached iteration 3 ($(tail -3 "$F/kill.err"))"; fi
 
+# 1b. The same with overlap=1 and small buckets: the others are mid-bucket
+#     on their communication threads, or waiting for the last one.
+cfg killov 400 overlap=1 bucket_mb=0.01
+launch killov 4
+if wait_iter killov 3; then
+    rank_signal 9 killov 2
+    if took=$(ends_within killov 15) && grep -q "rank 2" "$F/killov.err"; then ok "kill -9 of rank 2 of 4 with overlap=1: all gone in $took"
+    else bad "kill -9 with overlap=1: job did not end within 15 s or rank 2 not named ($(tail -3 "$F/killov.err"))"; fi
+else bad "kill -9 with overlap=1: training never reached iteration 3 ($(tail -3 "$F/killov.err"))"; fi
+
 # 2. SIGSEGV on one rank: the fault handler names rank, host and cause.
 cfg segv 400
 launch segv 4
@@ -138,6 +148,7 @@ stall_check() {   # stall_check NAME WHAT [distributed lines...]
 }
 stall_check stall "stalled rank 2"
 stall_check stallbn "stalled rank 2 with sync_bn=1" sync_bn=1
+stall_check stallov "stalled rank 2 with overlap=1" overlap=1 bucket_mb=0.05
 
 # 3c. An MPI_Abort that never returns (LD_PRELOAD): the fault handler's
 #     deadline still ends the rank, and mpiexec the job.
@@ -186,6 +197,7 @@ resume_check() {   # resume_check PREFIX WHAT [distributed lines...]
 }
 resume_check "" "checkpoints"
 resume_check db "double_buffering=1 checkpoints (with the mean in flight)" double_buffering=1
+resume_check ov "overlap=1 checkpoints" overlap=1 bucket_mb=0.05
 
 # A corrupt newest checkpoint: the job falls back to the older one.
 rm -rf "$F/fallback" && mkdir -p "$F/fallback"

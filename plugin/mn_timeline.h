@@ -1,0 +1,50 @@
+/* Where every rank's time goes (mn_timeline.c): the split of a step printed
+ * every MN_TL_EVERY iterations, and with timeline=<file> (or MN_TIMELINE) a
+ * Chrome-trace JSON of every rank's phases, plus <file>.png of the last
+ * steps. */
+#ifndef MN_MN_TIMELINE_H
+#define MN_MN_TIMELINE_H
+
+#include <stddef.h>
+#include "darknet_mn.h"
+
+typedef struct mn_comm mn_comm;
+typedef struct mn_timeline mn_timeline;
+
+/* What a phase is; a row of the trace per rank and thread. */
+typedef enum {
+    MN_TL_DATA,       /* waiting for the loader's batch */
+    MN_TL_FORWARD,
+    MN_TL_BACKWARD,   /* a group of layers [layer, layer_hi] */
+    MN_TL_WAIT_COMM,  /* the update waits for the allreduce (all of it when blocking) */
+    MN_TL_UPDATE,
+    MN_TL_LOSS,       /* the loss allreduce and the step's bookkeeping */
+    MN_TL_EVAL,
+    MN_TL_SAVE,       /* replica check, weights, checkpoint */
+    MN_TL_BUCKET,     /* the communication thread averages one bucket */
+    MN_TL_SLOWEST,    /* derived: from this rank's arrival to the slowest rank's */
+    MN_TL_KINDS
+} mn_tl_kind;
+#define MN_TL_EVERY 20
+
+/* Collective. path: the cfg's timeline=, else rank 0's MN_TIMELINE, else
+ * the split only, with no file. Rank 0 measures every rank's clock offset
+ * to its own. */
+mn_status mn_timeline_open(mn_comm *c, const char *path, mn_timeline **out);
+/* Whether phases are recorded for a file (else only the split). */
+int mn_timeline_file(const mn_timeline *t);
+/* A phase on this rank, t0..t1 of mn_now(); row 0 the main thread, 1 the
+ * communication thread. Without a file only the split is kept. */
+void mn_timeline_add(mn_timeline *t, int row, mn_tl_kind kind, double t0, double t1, size_t bytes, int layer,
+                     int layer_hi);
+/* The gradient sync of this step: arrival at it, and how long the update
+ * waited there for the mean. */
+void mn_timeline_sync(mn_timeline *t, double arrive, double wait);
+/* End of iteration it, whose step took t0..t1. Collective every
+ * MN_TL_EVERY iterations: rank 0 prints the split and writes the events. */
+mn_status mn_timeline_step(mn_timeline *t, size_t it, double t0, double t1);
+/* ok: collective, the last events written, the file closed and its picture
+ * drawn. Else (training failed) the file is dropped, with no collective. */
+mn_status mn_timeline_close(mn_timeline *t, int ok);
+
+#endif
