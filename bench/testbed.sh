@@ -9,7 +9,7 @@ mkdir -p "$R"
 tb=scripts/testbed.sh
 trap '$tb down > /dev/null' EXIT
 host="$(uname -n), $(nproc) cores, $(mpirun --version | head -1)"
-parts=" ${TESTBED_PARTS:-sweep dbuf} "   # some of: sweep dbuf
+parts=" ${TESTBED_PARTS:-sweep dbuf overlap} "   # some of: sweep dbuf overlap
 want() { [[ $parts == *" $1 "* ]]; }
 want sweep && for rate in "" 1gbit; do
     name=testbed-2x2-${rate:-unlimited}.txt
@@ -27,7 +27,7 @@ done
 # allreduce costs about as much as the compute), rate 0.02, 30 iterations;
 # the median milliseconds per iteration from rank 0's progress lines
 # (iterations 3 on), alternating, 3 rounds.
-want dbuf || exit 0
+want dbuf && {
 W=build/bench-dbuf
 rm -rf "$W" && mkdir -p "$W/backup"
 for v in 0 1; do
@@ -57,3 +57,64 @@ ms_per_iter() {   # median over iterations 3.. of 1000 * global batch / img/s
         $tb down > /dev/null
     done
 } | tee "$R/testbed-double-buffering.txt"
+}
+
+# overlap=1 against blocking and double_buffering=1, float32 and float16: 2
+# hosts x 1 rank on links unlimited, 1 Gbit/s and 300 Mbit/s, and 2 x 2 at
+# 1 Gbit/s. The model is cfg/fashion.cfg with a 256-unit connected layer
+# before the last (a 3.2 MiB gradient, most of it the last layers', whose
+# buckets can travel while the convolutions back-propagate); rate 0.02, 20
+# iterations; 1 MiB buckets (the default). Per round, variants alternate, and
+# one rank alone on the same cfg gives the step without communication, so
+# that communication = blocking - alone, and overlap hides
+# (blocking - overlap) / communication of it. Median over 3 rounds of each
+# run's median ms per iteration (iterations 3 on).
+want overlap || exit 0
+W=build/bench-overlap
+rm -rf "$W" && mkdir -p "$W/backup"
+variants="blk32 ov32 db32 blk16 ov16 db16"
+for v in $variants; do
+    sed -e "s/^learning_rate=.*/learning_rate=0.02/" -e "s/^max_batches=.*/max_batches=20/" -e '/^\[distributed\]/,$d' \
+        -e 's/^output=10$/output=256\nactivation=leaky\n\n[connected]\noutput=10/' cfg/fashion.cfg > "$W/$v.cfg"
+    printf '[distributed]\ncommunicator=flat\nallreduce_grad_dtype=float%s\n' "${v: -2}" >> "$W/$v.cfg"
+    case $v in ov*) echo overlap=1 >> "$W/$v.cfg" ;; db*) echo double_buffering=1 >> "$W/$v.cfg" ;; esac
+done
+sed -e "s|^backup=.*|backup=$W/backup|" cfg/fashion.data > "$W/f.data"
+median() { sort -n | awk '{ a[NR] = $1 } END { print NR ? a[int((NR + 1) / 2)] : "nan" }'; }
+ms_it() {   # ms_it OUT IMAGES_PER_UPDATE
+    sed -n 's/^\([0-9]*\): .*, \([0-9.]*\) img\/s,.*/\1 \2/p' "$1" | awk -v n="$2" '$1 >= 3 { print 1000 * n / $2 }' | median
+}
+{
+    echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "# command: scripts/testbed.sh up RATE && scripts/testbed.sh run NP ./darknet_mn classifier train $W/f.data $W/V.cfg"
+    echo "#   V.cfg = cfg/fashion.cfg + [connected] output=256 (3.2 MiB gradient), learning_rate=0.02, max_batches=20,"
+    echo "#   communicator=flat; blk = blocking, ov = overlap=1, db = double_buffering=1; 32/16 = allreduce_grad_dtype"
+    echo "#   alone = mpiexec -n 1 ./darknet_mn classifier train $W/f.data $W/blk32.cfg (no communication)"
+    echo "# ms per iteration, median of 3 rounds (each: median of iterations 3-20); hidden = (blk - ov) / (blk - alone)"
+    printf '%-9s %-4s %8s' link np alone
+    for v in $variants; do printf ' %8s' "$v"; done
+    printf ' %9s %9s\n' hidden32 hidden16
+    for setup in unlimited:2 1gbit:2 300mbit:2 1gbit:4; do
+        rate=${setup%:*} np=${setup#*:}
+        $tb up ${rate#unlimited} > /dev/null || exit 1
+        declare -A t=()
+        for round in 1 2 3; do
+            timeout 300 mpiexec --allow-run-as-root -n 1 ./darknet_mn classifier train "$W/f.data" "$W/blk32.cfg" > "$W/out-alone" 2>&1
+            t[alone]+="$(ms_it "$W/out-alone" 64) "
+            for v in $variants; do
+                timeout 300 $tb run "$np" ./darknet_mn classifier train "$W/f.data" "$W/$v.cfg" > "$W/out-$v-$rate-$np" 2>&1
+                t[$v]+="$(ms_it "$W/out-$v-$rate-$np" $((64 * np))) "
+            done
+        done
+        declare -A m=()
+        for k in alone $variants; do m[$k]=$(tr ' ' '\n' <<< "${t[$k]}" | grep . | median); done
+        printf '%-9s %-4s %8.1f' "$rate" "$np" "${m[alone]}"
+        for v in $variants; do printf ' %8.1f' "${m[$v]}"; done
+        # 4 ranks share 2 cores: one rank alone is not their compute time.
+        awk -v a="${m[alone]}" -v b32="${m[blk32]}" -v o32="${m[ov32]}" -v b16="${m[blk16]}" -v o16="${m[ov16]}" -v np="$np" \
+            'BEGIN { if (np > 2) printf " %9s %9s\n", "n/a", "n/a"; else printf " %9.2f %9.2f\n", (b32 - o32) / (b32 - a), (b16 - o16) / (b16 - a) }'
+        $tb down > /dev/null
+        unset t m
+    done
+    echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$R/testbed-overlap.txt"

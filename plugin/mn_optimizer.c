@@ -164,7 +164,7 @@ static int after_mean(mn_optimizer *o)
 /* The backward group being timed ends with its last layer done. */
 static void end_backward(mn_optimizer *o)
 {
-    if (o->seg >= 0) mn_timeline_add(o->tl, 0, MN_TL_BACKWARD, o->seg, o->mark, 0, o->low, o->seg_hi);
+    if (o->seg >= 0 && o->low <= o->seg_hi) mn_timeline_add(o->tl, 0, MN_TL_BACKWARD, o->seg, o->mark, 0, o->low, o->seg_hi);
     o->seg = -1;
 }
 
@@ -422,7 +422,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     net->backward_hook = o->ov ? backward_hook : NULL;
     net->sync_arg = o;
     if (o->ov && c->rank == 0)
-        printf("darknet-mn: overlap=1: %d bucket%s of at most %g MiB are averaged during backward\n",
+        printf("darknet-mn: overlap=1: %d bucket%s of at most %g MiB, averaged during backward\n",
                mn_overlap_buckets(o->ov), mn_overlap_buckets(o->ov) == 1 ? "" : "s", opt->bucket_mb);
     *out = o;
     return MN_OK;

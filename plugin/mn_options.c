@@ -16,7 +16,7 @@ void mn_default_options(mn_options *opt)
     opt->checkpoint_keep = 3;
     opt->collective_timeout = 300;
     opt->chart = 1;
-    opt->bucket_mb = 4;
+    opt->bucket_mb = 1;
 }
 
 static int parse_int(const char *v, long lo, long hi, int *out)

@@ -99,6 +99,14 @@ if [ "$(rcs det-nochart)" = "0 0 " ] && [ ! -e "$X/backup/det_chart.png" ] && [ 
     ok "chart=0: no chart, the log still written"
 else bad "chart=0: exit codes $(rcs det-nochart), $(ls "$X/backup")"; fi
 
+# overlap=1 with random=1: every rank resizes to the same size, the buckets do not change.
+sed -e 's/^random=0/random=1/' -e 's/^chart=0/chart=0\noverlap=1/' "$X/det.cfg" > "$X/detov.cfg"
+mn detov 2 detector train "$X/det.data" "$X/detov.cfg" "$X/bb.weights"
+if [ "$(rcs detov)" = "0 0 " ] && grep -q "^resizing to [0-9]*x[0-9]* on every rank" "$X/detov.out.0" &&
+   grep -q "^darknet-mn: overlap=1: [0-9]* bucket" "$X/detov.out.0" && [ -s "$X/backup/detov_final.weights" ]; then
+    ok "detector with random=1 and overlap=1 on 2 ranks: $(grep -m1 '^resizing' "$X/detov.out.0"), $(grep -o '[0-9]* buckets\?' "$X/detov.out.0")"
+else bad "detector with random=1 and overlap=1: exit codes $(rcs detov) ($(grep -v '^ ' "$X/detov.err.0" | tail -2))"; fi
+
 echo "-- detector test, classifier predict"
 img=$(sed -n 2p "$X/s1/valid.list")
 mn dtest 2 detector test "$X/det.data" "$X/det.cfg" "$X/backup/det_final.weights" "$img" -out "$X/pred"
