@@ -16,9 +16,6 @@
 #include <pthread.h>
 #include <limits.h>
 #include <stdlib.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include "mn_internal.h"
 #include "mn_overlap.h"
 
@@ -58,8 +55,6 @@ static void average(mn_overlap *ov, bucket *k)
 static void *run(void *arg)
 {
     mn_overlap *ov = arg;
-    const char *nice = getenv("MN_OVERLAP_NICE");
-    if (nice) setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), atoi(nice));
     pthread_mutex_lock(&ov->mu);
     for (;;) {
         while (ov->done == ov->issued && !ov->quit) pthread_cond_wait(&ov->cv, &ov->mu);

@@ -33,4 +33,17 @@ for comm in hierarchical two_dimensional; do
         ok "$comm on 2 hosts x 2 ranks (detected) trains like 1 x 4x batch: $(cat "$B/$comm.cmp")"
     else bad "$comm across hosts: $(grep -m1 'on 4 ranks' "$B/$comm.out") $(cat "$B/$comm.cmp" 2> /dev/null) $(tail -2 "$B/$comm.err")"; fi
 done
+# overlap=1 across hosts, with the timeline: bit for bit the blocking run of
+# the same cfg, and the trace names both hosts (each rank's clock offset is
+# measured at the start, here next to 0: the namespaces share one clock).
+cfg blk 2 hierarchical
+cfg ov 2 hierarchical
+printf 'overlap=1\nbucket_mb=0.01\ntimeline=%s\n' "$B/ov.json" >> "$B/ov.cfg"
+for v in blk ov; do
+    timeout 120 $tb run 4 -x MN_PIECE_BYTES=4096 ./darknet_mn classifier train "$B/$v.data" "$B/$v.cfg" > "$B/$v.out" 2> "$B/$v.err"
+done
+if "$TEST_BIN/mn_wcmp" "$B/ov/ov_final.weights" "$B/blk/blk_final.weights" 0 > "$B/ov.cmp" &&
+   grep -q '"rank 0 (mnA)"' "$B/ov.json" && grep -q '"rank 3 (mnB)"' "$B/ov.json" && grep -q '"allreduce bucket"' "$B/ov.json"; then
+    ok "overlap=1 on 2 hosts x 2 ranks = blocking, bit for bit ($(cat "$B/ov.cmp")); the timeline names both hosts"
+else bad "overlap=1 across hosts: $(cat "$B/ov.cmp" 2> /dev/null) $(tail -2 "$B/ov.err")"; fi
 exit $fail

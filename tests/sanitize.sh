@@ -102,6 +102,10 @@ run classifier-valid 2 -- "$PROG" classifier valid "$T/cls.data" "$T/cls.cfg" "$
 clscfg "$T/clsdb.cfg" double_buffering=1 allreduce_grad_dtype=float16 checkpoint_interval=2
 sed -i 's/^max_batches=3/max_batches=5/' "$T/clsdb.cfg"
 run classifier-train-dbuf 2 "$NOLEAK" -- "$PROG" classifier train "$T/cls.data" "$T/clsdb.cfg"
+# overlap's thread and buckets (MN_PIECE_BYTES=1024: several), float16, sync_bn, the timeline
+clscfg "$T/clsov.cfg" overlap=1 bucket_mb=0.001 allreduce_grad_dtype=float16 sync_bn=1 checkpoint_interval=2 "timeline=$T/clsov.json"
+sed -i 's/^max_batches=3/max_batches=5/' "$T/clsov.cfg"
+run classifier-train-overlap 3 "$NOLEAK" MN_PIECE_BYTES=1024 -- "$PROG" classifier train "$T/cls.data" "$T/clsov.cfg"
 printf '[net]\nbatch=2\nsubdivisions=1\nwidth=64\nheight=64\nchannels=3\nlearning_rate=0.001\nmomentum=0.9\ndecay=0.0005\nmax_batches=2\n' > "$T/det.cfg"
 printf '\n[convolutional]\nbatch_normalize=1\nfilters=8\nsize=3\nstride=2\npad=1\nactivation=leaky\n' >> "$T/det.cfg"
 printf '\n[maxpool]\nsize=2\nstride=2\n\n[maxpool]\nsize=2\nstride=2\n' >> "$T/det.cfg"
