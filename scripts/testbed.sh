@@ -80,6 +80,7 @@ run() {
     local np=$1; shift
     local per=$((np / 2)) yield=0
     [ "$np" -gt "$(nproc)" ] && yield=1
+    yield=${TESTBED_YIELD:-$yield}   # a bench may force it either way
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         mpiexec -n "$np" --host "$NET.1:$per,$NET.2:$per" \
         --mca mpi_yield_when_idle $yield \
