@@ -145,10 +145,14 @@ int main(int argc, char **argv)
     parse(argc, argv, &l);
     const char *sub = arg(&l, 1), *a = arg(&l, 2), *b = arg(&l, 3), *w = arg(&l, 4);
     int version = arg(&l, 0) && !strcmp(arg(&l, 0), "version") && l.npos == 1;
-    /* double_buffering=1 and overlap=1 average gradients on a thread of their own (and
-     * checks the level it got); otherwise only the main thread calls MPI
-     * (the watchdog thread aborts only), and the cheaper level serves. */
+    /* double_buffering=1 and overlap=1 average gradients on a thread of their
+     * own (which checks the level it got); otherwise only the main thread
+     * calls MPI (the watchdog thread aborts only), and the cheaper level
+     * serves. That thread shares the rank's core with the compute, and Open
+     * MPI's waits spin: yielding when idle gave the compute its core back
+     * (bench/results/testbed-overlap.txt), unless the user chose otherwise. */
     int threads = l.cmd && !l.why[0] && l.cmd->sub && !strcmp(l.cmd->sub, "train") && mn_cfg_wants_threads(b);
+    if (threads) setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
     int provided;
     MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided);
     int rank = 0;

@@ -81,6 +81,9 @@ for v in $variants; do
 done
 sed -e "s|^backup=.*|backup=$W/backup|" cfg/fashion.data > "$W/f.data"
 median() { sort -n | awk '{ a[NR] = $1 } END { print NR ? a[int((NR + 1) / 2)] : "nan" }'; }
+nothidden() {   # the split's "communication not hidden" (ms per step) of iterations 1-20
+    sed -n 's/^darknet-mn: iterations 1-20, .* communication not hidden \([0-9.]*\) .*/\1/p' "$1"
+}
 ms_it() {   # ms_it OUT IMAGES_PER_UPDATE
     sed -n 's/^\([0-9]*\): .*, \([0-9.]*\) img\/s,.*/\1 \2/p' "$1" | awk -v n="$2" '$1 >= 3 { print 1000 * n / $2 }' | median
 }
@@ -90,31 +93,52 @@ ms_it() {   # ms_it OUT IMAGES_PER_UPDATE
     echo "#   V.cfg = cfg/fashion.cfg + [connected] output=256 (3.2 MiB gradient), learning_rate=0.02, max_batches=20,"
     echo "#   communicator=flat; blk = blocking, ov = overlap=1, db = double_buffering=1; 32/16 = allreduce_grad_dtype"
     echo "#   alone = mpiexec -n 1 ./darknet_mn classifier train $W/f.data $W/blk32.cfg (no communication)"
-    echo "# ms per iteration, median of 3 rounds (each: median of iterations 3-20); hidden = (blk - ov) / (blk - alone)"
+    echo "# ms per iteration, median of 3 rounds (each: median of iterations 3-20); step-hidden = (blk - ov) / (blk - alone)"
+    echo "# nh-V: the split's 'communication not hidden' (ms per step, iterations 1-20, median of rounds);"
+    echo "#   hidden = 1 - nh-ov / nh-blk: the share of the blocking run's communication that overlap=1 hid"
     printf '%-9s %-4s %8s' link np alone
     for v in $variants; do printf ' %8s' "$v"; done
-    printf ' %9s %9s\n' hidden32 hidden16
+    printf ' %9s %9s %6s %6s %6s %6s %6s %6s\n' steph32 steph16 nh-b32 nh-o32 nh-b16 nh-o16 hid32 hid16
     for setup in unlimited:2 1gbit:2 300mbit:2 1gbit:4; do
         rate=${setup%:*} np=${setup#*:}
         $tb up ${rate#unlimited} > /dev/null || exit 1
-        declare -A t=()
+        declare -A t=() nh=()
         for round in 1 2 3; do
             timeout 300 mpiexec --allow-run-as-root -n 1 ./darknet_mn classifier train "$W/f.data" "$W/blk32.cfg" > "$W/out-alone" 2>&1
             t[alone]+="$(ms_it "$W/out-alone" 64) "
             for v in $variants; do
                 timeout 300 $tb run "$np" ./darknet_mn classifier train "$W/f.data" "$W/$v.cfg" > "$W/out-$v-$rate-$np" 2>&1
                 t[$v]+="$(ms_it "$W/out-$v-$rate-$np" $((64 * np))) "
+                nh[$v]+="$(nothidden "$W/out-$v-$rate-$np") "
             done
         done
-        declare -A m=()
+        declare -A m=() n=()
         for k in alone $variants; do m[$k]=$(tr ' ' '\n' <<< "${t[$k]}" | grep . | median); done
+        for k in $variants; do n[$k]=$(tr ' ' '\n' <<< "${nh[$k]}" | grep . | median); done
         printf '%-9s %-4s %8.1f' "$rate" "$np" "${m[alone]}"
         for v in $variants; do printf ' %8.1f' "${m[$v]}"; done
         # 4 ranks share 2 cores: one rank alone is not their compute time.
         awk -v a="${m[alone]}" -v b32="${m[blk32]}" -v o32="${m[ov32]}" -v b16="${m[blk16]}" -v o16="${m[ov16]}" -v np="$np" \
-            'BEGIN { if (np > 2) printf " %9s %9s\n", "n/a", "n/a"; else printf " %9.2f %9.2f\n", (b32 - o32) / (b32 - a), (b16 - o16) / (b16 - a) }'
+            'BEGIN { if (np > 2) printf " %9s %9s", "n/a", "n/a"; else printf " %9.2f %9.2f", (b32 - o32) / (b32 - a), (b16 - o16) / (b16 - a) }'
+        awk -v b32="${n[blk32]}" -v o32="${n[ov32]}" -v b16="${n[blk16]}" -v o16="${n[ov16]}" \
+            'BEGIN { printf " %6.1f %6.1f %6.1f %6.1f %6.2f %6.2f\n", b32, o32, b16, o16, 1 - o32 / b32, 1 - o16 / b16 }'
         $tb down > /dev/null
-        unset t m
+        unset t m nh n
     done
+    # Open MPI's waits spin; with a thread sharing the rank's core, darknet_mn
+    # asks MPI to yield when idle (main.c). Against spinning (TESTBED_YIELD=0):
+    echo "# yield when idle: 2 x 1 ranks, 1gbit, split of iterations 1-20 (ms per step), 3 rounds alternating"
+    printf '%-6s %-10s %8s %8s %10s %8s\n' round variant step compute not-hidden slowest
+    $tb up 1gbit > /dev/null || exit 1
+    for round in 1 2 3; do
+        for v in blk32 ov32 ov32-spin blk32-spin; do
+            c=${v%-spin} y=
+            [ "$c" != "$v" ] && y=0
+            TESTBED_YIELD=$y timeout 300 $tb run 2 ./darknet_mn classifier train "$W/f.data" "$W/$c.cfg" > "$W/out-y-$v" 2>&1
+            sed -n 's/^darknet-mn: iterations 1-20, per step (mean of 2 ranks): \([0-9.]*\) ms = compute \([0-9.]*\) + data [0-9.]* + communication not hidden \([0-9.]*\) + waiting for the slowest rank \([0-9.]*\)$/\1 \2 \3 \4/p' \
+                "$W/out-y-$v" | awk -v r=$round -v v=$v '{ printf "%-6s %-10s %8.1f %8.1f %10.1f %8.1f\n", r, v, $1, $2, $3, $4 }'
+        done
+    done
+    $tb down > /dev/null
     echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$R/testbed-overlap.txt"

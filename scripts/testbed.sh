@@ -78,12 +78,12 @@ rsh() {
 # they yield when idle (50 us).
 run() {
     local np=$1; shift
-    local per=$((np / 2)) yield=0
-    [ "$np" -gt "$(nproc)" ] && yield=1
-    yield=${TESTBED_YIELD:-$yield}   # a bench may force it either way
+    local per=$((np / 2)) yield=()
+    [ "$np" -gt "$(nproc)" ] && yield=(--mca mpi_yield_when_idle 1)
+    # a bench may force it either way; else darknet_mn chooses (main.c)
+    [ -n "${TESTBED_YIELD:-}" ] && yield=(--mca mpi_yield_when_idle "$TESTBED_YIELD")
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-        mpiexec -n "$np" --host "$NET.1:$per,$NET.2:$per" \
-        --mca mpi_yield_when_idle $yield \
+        mpiexec -n "$np" --host "$NET.1:$per,$NET.2:$per" "${yield[@]}" \
         --mca plm_rsh_agent "$here/testbed.sh rsh" \
         --mca oob_tcp_if_include $NET.0/24 --mca btl_tcp_if_include $NET.0/24 \
         --mca btl self,vader,tcp --bind-to none --oversubscribe \
