@@ -22,14 +22,16 @@ import sys
 # name: (bandwidth achieved in bytes/s, latency per message in s, source class)
 LINKS = {
     "25GbE": (2.5e9, 25e-6,
-              "25 Gbit/s Ethernet line rate (3.125 GB/s); ~2.5 GB/s achieved by MPI over TCP "
-              "(~80%, typical of kernel TCP); ~25 us per message (TCP stack)"),
+              "25 Gbit/s Ethernet line rate (3.125 GB/s); ~2.5 GB/s achieved (80%, assumed for MPI "
+              "over kernel TCP); ~25 us per message (TCP stack class)"),
     "IB100": (11e9, 3e-6,
-              "100 Gbit/s InfiniBand EDR line rate (12.5 GB/s); ~11 GB/s achieved in a ring "
-              "(osu_bw class ~12 GB/s); ~3 us per message (osu_latency class 1-2 us, plus the step)"),
+              "100 Gbit/s InfiniBand EDR line rate (12.5 GB/s); ~11 GB/s achieved (88%, the share of line "
+              "rate nccl-tests reached across HDR nodes: 85-96 of 100 GB/s, NVIDIA/nccl-tests#119); "
+              "~3 us per message (osu_latency class ~1 us, plus the collective's step)"),
     "NVLink": (200e9, 3e-6,
-               "NVLink class (NVLink 3 on A100: 300 GB/s per direction per GPU); ~200 GB/s "
-               "achieved (nccl-tests all_reduce bus bandwidth class on 8-GPU boards); ~3 us per step"),
+               "NVLink class (NVLink 3 on A100 SXM: 300 GB/s per direction per GPU); ~200 GB/s achieved "
+               "(nccl-tests all_reduce busbw on 8x A100 SXM: ~200 GB/s in NVIDIA/nccl-tests#149, 208 "
+               "GB/s in #178); ~3 us per step"),
 }
 INTRA = "NVLink"   # the intra-node link of the hierarchical algorithm
 THRESHOLD = 0.9
