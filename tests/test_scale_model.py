@@ -45,8 +45,12 @@ for cfg, want in (("cfg/fashion.cfg", 55066), ("cfg/fashion-det.cfg", 451370),
     else:
         failures.append("missing %s (build first)" % cfg)
 # The committed inputs give two tables of one row per setup (25GbE: 8 GPU, 4 CPU).
-rows = [r for r in m.report("bench/results/scale-model.txt").splitlines() if r.startswith("| 25GbE")]
+out = m.report("bench/results/scale-model.txt")
+rows = [r for r in out.splitlines() if r.startswith("| 25GbE")]
 check("report rows", len(rows), 8 + 4)
+# The README shows the model's output for the committed inputs, word for word.
+with open("README.md") as f:
+    check("README holds bench/scale_model.py's output", out in f.read(), True)
 
 for f in failures:
     print("FAIL " + f)
