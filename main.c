@@ -21,6 +21,7 @@ static void usage(void)
             "  partial <cfg> <weights> <out> <layers>\n"
             "  bench allreduce [cfg] [-iters K] [-max BYTES] [-nogpu]\n"
             "  bench replica <cfg> [-iters K] [-nogpu]\n"
+            "  bench step <cfg> [-iters K] [-batch N] [-nogpu]\n"
             "  info [cfg] [-nogpu]\n"
             "  version\n");
 }
@@ -44,11 +45,12 @@ static const command commands[] = {
     {"partial", NULL, 4, 0, "-nogpu"},
     {"bench", "allreduce", 0, 1, "-iters -max -nogpu"},
     {"bench", "replica", 1, 0, "-iters -nogpu"},
+    {"bench", "step", 1, 0, "-iters -batch -nogpu"},
     {"info", NULL, 0, 1, "-nogpu"},
 };
 /* Flags followed by a value; Darknet's -gpus and -i (its GPU index) are
  * known so that their value is not taken for a file. */
-static const char *const valued[] = {"-out", "-thresh", "-iters", "-max", "-gpus", "-i"};
+static const char *const valued[] = {"-out", "-thresh", "-iters", "-max", "-batch", "-gpus", "-i"};
 #define MAX_POS 8
 
 typedef struct {
@@ -184,6 +186,7 @@ int main(int argc, char **argv)
         else if (!strcmp(sub, "test")) s = mn_detector_test(c, a, b, w, arg(&l, 5), l.out, l.thresh);
         else if (!strcmp(sub, "predict")) s = mn_classifier_predict(c, a, b, w, arg(&l, 5));
         else if (!strcmp(cmd, "bench") && !strcmp(sub, "replica")) s = mn_bench_replica(c, argc, argv);
+        else if (!strcmp(cmd, "bench") && !strcmp(sub, "step")) s = mn_bench_step(c, argc, argv);
         else if (!strcmp(cmd, "bench")) s = mn_bench_allreduce(c, argc, argv);
         else if (!strcmp(cmd, "detector") && !strcmp(sub, "valid")) s = mn_detector_valid(c, a, b, w, l.out);
         else if (!strcmp(sub, "recall")) s = mn_detector_recall(c, a, b, w);

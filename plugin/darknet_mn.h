@@ -206,5 +206,7 @@ int mn_mpi_cuda_aware(void);
 mn_status mn_bench_allreduce(mn_comm *c, int argc, char **argv);
 /* ./darknet_mn bench replica <cfg>: the replica check's cost */
 mn_status mn_bench_replica(mn_comm *c, int argc, char **argv);
+/* ./darknet_mn bench step <cfg>: one rank's forward, backward and update times */
+mn_status mn_bench_step(mn_comm *c, int argc, char **argv);
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "mn_internal.h"
 #include "mn_replica.h"
 
@@ -279,4 +280,109 @@ mn_status mn_bench_replica(mn_comm *c, int argc, char **argv)
         return MN_ERR_USER;
     }
     return mn_agree(c, run(c, cfg, iters));
+}
+
+/* ./darknet_mn bench step <cfg> [-iters K] [-batch N]: one rank's compute per
+ * forward/backward pass, the scale model's input (bench/scale_model.py).
+ * Forward, backward and update timed apart (the backward share bounds what
+ * an overlapped allreduce can hide), medians of K after one warm-up, on
+ * constant input with zero truth (detection layers see no objects). N
+ * images per pass, at most the cfg's batch/subdivisions (a slow CPU can
+ * time yolov3 one image at a time). No allreduce: the hook is not attached.
+ * Wall and CPU times both: on a shared machine the CPU time is the compute. */
+static void sync_device(void)
+{
+#ifdef GPU
+    if (gpu_index >= 0) cudaDeviceSynchronize();   /* the passes launch asynchronously */
+#endif
+}
+
+static double thread_cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
+{
+    network *net;
+    MN_CHECK(mn_load_network(c, cfg, NULL, 0, &net));
+    int cfg_batch = net->batch;
+    mn_status s = MN_OK;
+    if (batch > cfg_batch) {
+        if (c->rank == 0)
+            mn_error(c, "bench step: -batch %d is more than %s's batch/subdivisions (%d)", batch, cfg, cfg_batch);
+        s = MN_ERR_USER;
+    }
+    if (s == MN_OK && batch) set_batch_network(net, batch);
+    size_t floats = 0;
+    for (int i = 0; i < net->n; ++i) {
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < k; ++j) floats += p[j].grad ? p[j].n : 0;
+    }
+    for (int i = 0; i < net->inputs * net->batch; ++i) net->input[i] = (float)(i % 255) / 255.0f;
+    /* t: wall seconds of forward, backward, update; then the same in this
+     * thread's CPU time, which other jobs sharing the core do not inflate. */
+    double *t = calloc(6 * (size_t)iters, sizeof *t);
+    if (!t) s = MN_ERR_NOMEM;
+    for (int it = -1; s == MN_OK && it < iters; ++it) {
+        double w[4], u[4];
+        w[0] = mn_now(), u[0] = thread_cpu_now();
+        net->train = 1;
+        forward_network(net);
+        sync_device();
+        w[1] = mn_now(), u[1] = thread_cpu_now();
+        backward_network(net);
+        sync_device();
+        w[2] = mn_now(), u[2] = thread_cpu_now();
+        update_network(net);
+        sync_device();
+        w[3] = mn_now(), u[3] = thread_cpu_now();
+        for (int k = 0; k < 3 && it >= 0; ++k) {
+            t[k * iters + it] = w[k + 1] - w[k];
+            t[(3 + k) * iters + it] = u[k + 1] - u[k];
+        }
+    }
+    if (s == MN_OK && c->rank == 0) {
+        double med[6];
+        for (int k = 0; k < 6; ++k) {
+            qsort(t + k * iters, (size_t)iters, sizeof *t, cmp_double);
+            med[k] = t[k * iters + iters / 2];
+        }
+        printf("# model %s: %zu gradient floats (%.2f MiB); batch %d per pass (cfg: batch/subdivisions %d, "
+               "subdivisions %d), %d iterations, medians; wall and this thread's CPU seconds\n", cfg, floats,
+               floats * 4.0 / 1048576, net->batch, cfg_batch, net->subdivisions, iters);
+        printf("step cfg=%s grad_floats=%zu batch=%d cfg_batch=%d subdivisions=%d forward_s=%.6f backward_s=%.6f "
+               "update_s=%.6f forward_cpu_s=%.6f backward_cpu_s=%.6f update_cpu_s=%.6f\n", cfg, floats, net->batch,
+               cfg_batch, net->subdivisions, med[0], med[1], med[2], med[3], med[4], med[5]);
+    }
+    free(t);
+    free_network(net);
+    return s;
+}
+
+mn_status mn_bench_step(mn_comm *c, int argc, char **argv)
+{
+    long iters = 5, batch = 0;
+    const char *cfg = NULL, *bad = NULL;
+    for (int i = 3; i < argc && !bad; ++i) {
+        long *num = !strcmp(argv[i], "-iters") ? &iters : !strcmp(argv[i], "-batch") ? &batch : NULL;
+        char *end;
+        if (num && i + 1 < argc) {
+            *num = strtol(argv[++i], &end, 10);
+            if (end == argv[i] || *end || *num < 1 || *num > 100000) bad = argv[i - 1];
+        } else if (!strcmp(argv[i], "-nogpu")) {
+            continue;   /* main's */
+        } else if (num || argv[i][0] == '-' || cfg) bad = argv[i];
+        else cfg = argv[i];
+    }
+    if (bad || !cfg) {
+        if (c->rank == 0)
+            mn_error(c, "bench step: bad argument at '%s'; usage: bench step <cfg> [-iters 1..100000] [-batch 1..100000]",
+                     bad ? bad : "(no cfg)");
+        return mn_agree(c, MN_ERR_USER);
+    }
+    return mn_agree(c, step(c, cfg, (int)iters, (int)batch));
 }

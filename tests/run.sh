@@ -49,6 +49,21 @@ for comm in naive flat; do
 done
 
 echo "== end-to-end"
+# The scale model (bench/scale_model.py) against closed forms, and its cfg
+# counter against `bench step`'s gradient floats; bench step refuses a batch
+# larger than the cfg's.
+run_unit scale-model 1 -- python3 tests/test_scale_model.py
+for c in cfg/fashion.cfg cfg/fashion-det.cfg; do
+    got=$(timeout 60 ./darknet_mn bench step "$c" -iters 1 2>/dev/null | sed -n 's/^step .* grad_floats=\([0-9]*\) .*/\1/p')
+    want=$(python3 bench/scale_model.py --count "$c" | sed 's/.*grad_floats=//')
+    if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "bench-step-count $c ($got floats)"
+    else bad "bench-step-count $c: bench step '$got', scale_model '$want'"; fi
+done
+timeout 60 ./darknet_mn bench step cfg/fashion.cfg -batch 65 > "$T/step-batch.out" 2>&1
+rc=$?
+if [ $rc = 1 ] && grep -q "^darknet-mn: rank 0 (.*): bench step: -batch 65 is more than cfg/fashion.cfg's batch/subdivisions (64)$" "$T/step-batch.out"
+then ok "bench-step-batch-refused"; else bad "bench-step-batch-refused (rc $rc)"; cat "$T/step-batch.out"; fi
+
 # ./darknet_mn info: every field, on 1-4 ranks and forced node layouts; a
 # communicator the layout refuses makes it say so and exit non-zero.
 info_check() {   # info_check NAME NP RANKS_PER_NODE LAYOUT NODES [cfg]
