@@ -67,7 +67,7 @@ endif
 LIBMN := $(OBJ)/libdarknet_mn.a
 LIBDK := $(DK)/libdarknet.a
 
-.PHONY: all deps darknet test demo bench clean distclean gpu-build
+.PHONY: all deps darknet test demo bench bench-engine clean distclean gpu-build
 all: $(PROG)
 
 deps:
@@ -126,6 +126,14 @@ third_party/darknet-stock/darknet: $(DEPS_STAMP)
 
 bench: $(PROG) third_party/darknet-stock/darknet $(BUILD)/fashion/.stamp
 	./bench/run.sh
+
+# The gemm calls of a training image, timed through this build's gemm (bench/engine.sh).
+$(OBJ)/bench_gemm: bench/gemm_shapes.c $(LIBDK)
+	$(MPICC) $(CPPFLAGS) $(CFLAGS) $< $(LIBDK) -o $@ $(LDLIBS)
+# The engine's gains (BLAS, the image cache) against BLAS=0 and cache_mb=0: bench/results/engine-*.txt.
+bench-engine: $(PROG) $(OBJ)/bench_gemm $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
+	$(MAKE) BLAS=0 $(BUILD)/cpu-noblas/darknet_mn $(BUILD)/cpu-noblas/bench_gemm
+	./bench/engine.sh
 
 demo: $(PROG) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
 	./scripts/demo.sh

@@ -95,12 +95,19 @@ cores=$(nproc)
 want="1 loader thread (1 core, 1 rank on them)"
 if [ "$(line rand-on)" = "$want" ]; then ok "2 ranks bound to a core each: $want"; else bad "bound ranks: '$(line rand-on)', want '$want'"; fi
 setup thr-np2 4 2 cache_mb=0
+setup thr-env 4 2 cache_mb=0
 run thr-np2 2 --bind-to none
 per=$((cores / 2)); [ $per -lt 1 ] && per=1
 if [ "$(line thr-np2 | cut -d' ' -f1)" = "$per" ] && line thr-np2 | grep -q "($cores cores\?, 2 ranks on them)"; then
     ok "2 unbound ranks on $cores cores: $(line thr-np2)"
 else bad "unbound ranks: '$(line thr-np2)', want $per threads of $cores cores, 2 ranks"; fi
-grep -q "gemm OpenBLAS sgemm, 1 thread;\|gemm Darknet's own (BLAS=0);" "$G/thr-np2.out" &&
-    ok "startup line: $(grep -o 'gemm [^;]*' "$G/thr-np2.out")" || bad "startup line: no gemm ($(grep '^darknet-mn: rank 0' "$G/thr-np2.out"))"
+# One OpenBLAS thread a rank, unless OPENBLAS_NUM_THREADS says otherwise.
+gemm() { grep -o 'gemm [^;]*' "$G/$1.out"; }
+if [ "$(gemm thr-np2)" = "gemm OpenBLAS sgemm, 1 thread" ]; then
+    OPENBLAS_NUM_THREADS=2 run thr-env 2 --bind-to none -x OPENBLAS_NUM_THREADS
+    [ "$(gemm thr-env)" = "gemm OpenBLAS sgemm, 2 threads" ] && ok "OpenBLAS: $(gemm thr-np2) a rank; $(gemm thr-env) with OPENBLAS_NUM_THREADS=2" ||
+        bad "OPENBLAS_NUM_THREADS=2: '$(gemm thr-env)'"
+elif [ "$(gemm thr-np2)" = "gemm Darknet's own (BLAS=0)" ]; then ok "startup line: $(gemm thr-np2)"
+else bad "startup line: '$(gemm thr-np2)'"; fi
 
 exit $fail
