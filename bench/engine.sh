@@ -53,7 +53,7 @@ if [[ $parts == *" gemm "* ]]; then
             printf '%-6s %12s %12s %8s\n' "$r" "$s" "$b" "$(awk "BEGIN{printf \"%.2fx\", $s / $b}")" >> "$f"
         done
         echo "## $cfg, last round, per call (stock | blas)" >> "$f"
-        paste "$W/gemm-stock.txt" <(awk '{print "|", $NF}' "$W/gemm-blas.txt") | grep -v '^total' >> "$f"
+        paste "$W/gemm-stock.txt" <(awk '{print "|", $6}' "$W/gemm-blas.txt") | grep -v '^total' >> "$f"
     done
     footer "$f"
 fi

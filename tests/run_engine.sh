@@ -74,6 +74,11 @@ same_weights det-on det-off
 setup det-small 8 100 deterministic=1 shuffle=0 cache_mb=1
 run det-small 1
 expect_cache det-small 288 445 67
+# The same 1 MiB a rank on 2 ranks (batch 4 each): each rank reads 256 of
+# the images, so together they keep all 512.
+setup det-small2 4 100 deterministic=1 shuffle=0 cache_mb=1
+run det-small2 2
+expect_cache det-small2 288 512 0
 
 # Random sampling with augmentation (flips), 2 ranks bound to a core each
 # (one loader thread each, so rand() is drawn in one order): the cached
