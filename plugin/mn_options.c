@@ -75,7 +75,7 @@ mn_status mn_parse_options(const network *net, const char *cfgfile, int report, 
         else if (!strcmp(k, "checkpoint_keep")) { num = &opt->checkpoint_keep; lo = 1; }
         else if (!strcmp(k, "collective_timeout")) num = &opt->collective_timeout;
         else if (!strcmp(k, "chart")) flag = &opt->chart;
-        else if (!strcmp(k, "cache_mb")) num = &opt->cache_mb;
+        else if (!strcmp(k, "cache_mb")) num = *v ? &opt->cache_mb : NULL;   /* empty: the default */
         else if (!strcmp(k, "nonfinite")) {
             if (!strcmp(v, "stop") || !strcmp(v, "skip")) opt->nonfinite_skip = !strcmp(v, "skip");
             else {

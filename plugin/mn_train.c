@@ -137,7 +137,9 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
                cache_mb);
     }
     mn_cache *cache = mn_cache_create(shard->paths, shard->n, cache_mb << 20);
-    MN_CHECK(mn_agree(c, cache ? MN_OK : MN_ERR_NOMEM));
+    if (!cache) mn_error(c, "no memory for the image cache's table of %zu paths", shard->n);
+    mn_status cs = mn_agree(c, cache ? MN_OK : MN_ERR_NOMEM);
+    if (cs != MN_OK) { mn_cache_free(cache); return cs; }
     mn_cache_install(cache);
 
     data train = {0}, buffer = {0};
