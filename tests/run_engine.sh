@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The per-rank engine (issue 15): the decoded-image cache and the loader
 # threads, on cfg/fashion.cfg (batch norm, flips) with 512 training images.
+#  - the cache shared by 8 threads (test_cache): every image as stb decodes
+#    it, exact counts;
 #  - cache_mb: exact hit/miss/over-budget counts of deterministic runs (the
 #    list and the batches are known, so is every image a rank loads); the
 #    weights with the cache equal those without, bit for bit, in
@@ -55,6 +57,10 @@ same_weights() {   # same_weights A B: bit for bit
     if "$TEST_BIN/mn_wcmp" "$a" "$b" 0 > "$G/cmp-$1.log" 2>&1; then ok "weights of $1 = $2 bit for bit ($(cat "$G/cmp-$1.log"))"
     else bad "weights of $1 differ from $2: $(cat "$G/cmp-$1.log")"; fi
 }
+
+# The cache under 8 loader threads at once (tests/test_cache.c).
+if timeout 60 "$TEST_BIN/test_cache" "$D/train.list" > "$G/test_cache.log" 2>&1; then ok "$(head -1 "$G/test_cache.log")"
+else bad "test_cache: $(grep -m3 'FAIL\|usage\|test_cache:' "$G/test_cache.log")"; fi
 
 # Deterministic, 2 ranks x batch 4, 100 updates: 800 loads of list
 # positions 0..799 mod 512. Rank r reads positions 8k+4r..8k+4r+3: 256
