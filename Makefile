@@ -9,14 +9,19 @@ NCCL ?= 0
 BUILD ?= build
 NP ?= 2
 
+# BLAS=1: Darknet's CPU gemm is OpenBLAS's sgemm (patch 0009), the CPU build's
+# default; BLAS=0 keeps the stock loops (into build/cpu-noblas). A GPU build
+# trains with cuBLAS and takes BLAS=0 unless asked.
 ifeq ($(GPU),1)
-VARIANT := gpu
+BLAS ?= 0
+VARIANT := gpu$(if $(filter 1,$(BLAS)),-blas)
 else
-VARIANT := cpu
+BLAS ?= 1
+VARIANT := cpu$(if $(filter 0,$(BLAS)),-noblas)
 endif
 DK := third_party/darknet-$(VARIANT)
 OBJ := $(BUILD)/$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
-PROG ?= $(if $(filter 1,$(GPU) $(SANITIZE)),$(OBJ)/darknet_mn,darknet_mn)
+PROG ?= $(if $(filter $(BUILD)/cpu,$(OBJ)),darknet_mn,$(OBJ)/darknet_mn)
 # Written by scripts/deps.sh once Debian's packages and Darknet's source are here.
 DEPS_STAMP := third_party/dl/.fetched
 PATCHES := $(sort $(wildcard patches/*.patch))
@@ -33,6 +38,10 @@ CPPFLAGS += -Iplugin -I$(DK)/include -I$(DK)/src
 # cairo draws the training chart and detector test's predictions.png.
 CPPFLAGS += $(shell pkg-config --cflags cairo)
 LDLIBS := -lm -pthread $(shell pkg-config --libs cairo)
+ifeq ($(BLAS),1)
+CPPFLAGS += -DMN_BLAS
+LDLIBS += -lopenblas
+endif
 ifeq ($(GPU),1)
 CPPFLAGS += -DGPU -I$(CUDA)/include
 LDLIBS += -L$(CUDA)/lib64 -lcudart -lcublas -lcurand -lstdc++
@@ -58,7 +67,7 @@ endif
 LIBMN := $(OBJ)/libdarknet_mn.a
 LIBDK := $(DK)/libdarknet.a
 
-.PHONY: all deps darknet test demo bench clean distclean gpu-build
+.PHONY: all deps darknet test demo bench bench-engine clean distclean gpu-build
 all: $(PROG)
 
 deps:
@@ -74,7 +83,7 @@ $(DK)/.patched: $(PATCHES) $(DEPS_STAMP)
 	touch $@
 
 $(LIBDK): $(DK)/.patched
-	$(MAKE) -C $(DK) -s GPU=$(GPU) CUDNN=$(CUDNN) OPENCV=0 OPENMP=0 obj libdarknet.a darknet
+	$(MAKE) -C $(DK) -s GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS) OPENCV=0 OPENMP=0 obj libdarknet.a darknet
 darknet: $(LIBDK)
 
 $(OBJ)/plugin/%.o: plugin/%.c $(wildcard plugin/*.h) $(DK)/.patched
@@ -108,7 +117,7 @@ include tests/sanitize.mk
 clean:
 	rm -rf $(BUILD) darknet_mn
 distclean: clean
-	rm -rf third_party/darknet-cpu third_party/darknet-gpu
+	rm -rf third_party/darknet-cpu* third_party/darknet-gpu*
 
 # Stock Darknet from the same source package, unpatched, same flags: the baseline of make bench.
 third_party/darknet-stock/darknet: $(DEPS_STAMP)
@@ -117,6 +126,14 @@ third_party/darknet-stock/darknet: $(DEPS_STAMP)
 
 bench: $(PROG) third_party/darknet-stock/darknet $(BUILD)/fashion/.stamp
 	./bench/run.sh
+
+# The gemm calls of a training image, timed through this build's gemm (bench/engine.sh).
+$(OBJ)/bench_gemm: bench/gemm_shapes.c $(LIBDK)
+	$(MPICC) $(CPPFLAGS) $(CFLAGS) $< $(LIBDK) -o $@ $(LDLIBS)
+# The engine's gains (BLAS, the image cache) against BLAS=0 and cache_mb=0: bench/results/engine-*.txt.
+bench-engine: $(PROG) $(OBJ)/bench_gemm $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
+	$(MAKE) BLAS=0 $(BUILD)/cpu-noblas/darknet_mn $(BUILD)/cpu-noblas/bench_gemm
+	./bench/engine.sh
 
 demo: $(PROG) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
 	./scripts/demo.sh

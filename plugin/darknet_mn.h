@@ -47,6 +47,7 @@ typedef struct {
     int nonfinite_skip;      /* nonfinite=skip: drop an update with NaN/Inf instead of stopping */
     int collective_timeout;  /* seconds any collective of training may wait for all ranks; 0 = forever */
     int chart;               /* rank 0 keeps <backup>/<base>_chart.png up to date */
+    int cache_mb;            /* MiB of decoded images a rank keeps; -1 = the default (mn_engine.h) */
 } mn_options;
 
 /* Parses net->distributed (a kvp list from the cfg) into opt. Unknown keys and

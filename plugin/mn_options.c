@@ -17,6 +17,7 @@ void mn_default_options(mn_options *opt)
     opt->collective_timeout = 300;
     opt->chart = 1;
     opt->bucket_mb = 1;
+    opt->cache_mb = -1;
 }
 
 static int parse_int(const char *v, long lo, long hi, int *out)
@@ -30,7 +31,7 @@ static int parse_int(const char *v, long lo, long hi, int *out)
 
 static const char *const keys =
     "communicator, allreduce_grad_dtype, double_buffering, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
-    "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, collective_timeout, chart";
+    "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, collective_timeout, chart, cache_mb";
 
 mn_status mn_parse_options(const network *net, const char *cfgfile, int report, mn_options *opt)
 {
@@ -86,6 +87,7 @@ mn_status mn_parse_options(const network *net, const char *cfgfile, int report, 
         else if (!strcmp(k, "checkpoint_keep")) { num = &opt->checkpoint_keep; lo = 1; }
         else if (!strcmp(k, "collective_timeout")) num = &opt->collective_timeout;
         else if (!strcmp(k, "chart")) flag = &opt->chart;
+        else if (!strcmp(k, "cache_mb")) num = *v ? &opt->cache_mb : NULL;   /* empty: the default */
         else if (!strcmp(k, "nonfinite")) {
             if (!strcmp(v, "stop") || !strcmp(v, "skip")) opt->nonfinite_skip = !strcmp(v, "skip");
             else {

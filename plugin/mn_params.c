@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include "mn_internal.h"
 #include "mn_input.h"
+#include "mn_engine.h"
 #include "option_list.h"
 #include "parser.h"
 #ifdef GPU
@@ -323,6 +324,7 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
                           int clear, network **out)
 {
     *out = NULL;
+    mn_engine_blas_threads();   /* before the first gemm of any command */
     /* Darknet's parser exits, warns or crashes on a bad cfg: check first, on every rank. */
     mn_status s = MN_OK;
     MN_CHECK(mn_cfg_check(c, cfgfile));

@@ -18,6 +18,7 @@
 #include "mn_input.h"
 #include "mn_report.h"
 #include "mn_timeline.h"
+#include "mn_engine.h"
 #include "data.h"
 #include "option_list.h"
 #include "utils.h"
@@ -62,14 +63,15 @@ static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_dat
     return MN_OK;
 }
 
-static load_args random_args(network *net, mn_task task, const mn_data_cfg *dc, const mn_list *l, data *buffer)
+static load_args random_args(network *net, mn_task task, const mn_data_cfg *dc, const mn_list *l, data *buffer,
+                             int threads)
 {
     load_args a = get_base_args(net);
     a.paths = l->paths;
     a.m = (int)l->n;
     a.n = net->batch * net->subdivisions;
     a.d = buffer;
-    a.threads = 8;
+    a.threads = threads;
     if (task == MN_TASK_CLASSIFIER) {
         a.min = (int)(net->min_ratio * net->w);
         a.max = (int)(net->max_ratio * net->w);
@@ -119,15 +121,30 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
 {
     int imgs = net->batch * net->subdivisions;         /* per rank, per update */
     long global_imgs = (long)imgs * c->size;
-    if (c->rank == 0)
+    int threads, cores, sharing, blas = mn_engine_blas_threads();
+    size_t cache_mb = mn_engine_cache_mb(c, opt);
+    MN_CHECK(mn_agree(c, mn_engine_loader_threads(c, &threads, &cores, &sharing)));
+    if (c->rank == 0) {
         printf("darknet-mn: %s on %d ranks (%d node%s), communicator %s, batch %d x %d ranks = %ld images per update, "
                "lr %g, momentum %g, decay %g, %zu images%s\n",
                base, c->size, c->nodes, c->nodes > 1 ? "s" : "", mn_comm_name(c), imgs, c->size, global_imgs,
                net->learning_rate, net->momentum, net->decay, shard->global_n,
                opt->deterministic ? ", deterministic" : "");
+        char gemm[64];
+        if (blas) snprintf(gemm, sizeof gemm, "OpenBLAS sgemm, %d thread%s", blas, blas > 1 ? "s" : "");
+        else snprintf(gemm, sizeof gemm, "Darknet's own (BLAS=0)");
+        printf("darknet-mn: rank 0: gemm %s; %d loader thread%s (%d core%s, %d rank%s on them); image cache %zu MiB\n",
+               gemm, threads, threads > 1 ? "s" : "", cores, cores > 1 ? "s" : "", sharing, sharing > 1 ? "s" : "",
+               cache_mb);
+    }
+    mn_cache *cache = mn_cache_create(shard->paths, shard->n, cache_mb << 20);
+    if (!cache) mn_error(c, "no memory for the image cache's table of %zu paths", shard->n);
+    mn_status cs = mn_agree(c, cache ? MN_OK : MN_ERR_NOMEM);
+    if (cs != MN_OK) { mn_cache_free(cache); return cs; }
+    mn_cache_install(cache);
 
     data train = {0}, buffer = {0};
-    load_args args = random_args(net, task, dc, shard, &buffer);
+    load_args args = random_args(net, task, dc, shard, &buffer, threads);
     pthread_t loader = 0;
     int dim = net->w, base_w = net->w, base_h = net->h, count = 0;
     layer last = net->layers[net->n - 1];
@@ -250,6 +267,9 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         if (s == MN_OK) s = mn_timeline_step(tl, it, t0, tstep);
     }
     if (loader) { pthread_join(loader, 0); free_data(buffer); }
+    mn_cache_uninstall();
+    if (s == MN_OK) s = mn_engine_cache_report(c, cache, cache_mb);
+    mn_cache_free(cache);
     if (s == MN_OK) s = mn_replica_check(c, net, mo, opt->sync_bn, get_current_batch(net), NULL);
     if (s == MN_OK) {
         char path[4096];

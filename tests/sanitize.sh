@@ -86,6 +86,7 @@ for f in "$S"/images/*; do   # a classifier set from the same images: the label 
     echo "$T/cls/$(printf %04d $i)_class$((i % 2)).${f##*.}"
     i=$((i + 1))
 done > "$T/cls/all.list"
+run cache 0 -- "$TEST_BIN/test_cache" "$T/cls/all.list"   # 8 loader threads on the image cache
 printf 'classes=2\ntrain=%s/cls/all.list\nvalid=%s/cls/all.list\nlabels=%s/cls/labels.txt\nbackup=%s/cls/backup\ntop=1\n' "$T" "$T" "$T" "$T" > "$T/cls.data"
 clscfg() {   # clscfg FILE [distributed lines...]
     local f=$1; shift
