@@ -153,7 +153,7 @@ static mn_status bench_model(mn_comm *c, const char *cfg, int iters)
     for (int v = 0; v < nv; ++v) row(c, vs[v].name, total * 4, t[v], t[0]);
     free_variants(vs, nv);
     mn_detach(net, o);
-    free_network(net);
+    mn_base_free(net);
     return MN_OK;
 }
 
@@ -228,7 +228,7 @@ static mn_status run(mn_comm *c, const char *cfg, int iters)
     opt.collective_timeout = 0;
     mn_optimizer *o;
     mn_status s = mn_attach(c, net, &opt, &o);
-    if (s != MN_OK) { free_network(net); return s; }
+    if (s != MN_OK) { mn_base_free(net); return s; }
     size_t total = 0, nparams = mn_params_count(net);
     float *arena = mn_optimizer_arena(o, &total);
     double *tc = calloc((size_t)iters + 2, sizeof *tc), *ta = calloc((size_t)iters + 2, sizeof *ta);
@@ -262,7 +262,7 @@ static mn_status run(mn_comm *c, const char *cfg, int iters)
     free(tc);
     free(ta);
     mn_detach(net, o);
-    free_network(net);
+    mn_base_free(net);
     return s;
 }
 

@@ -215,7 +215,7 @@ static void prune(const mn_comm *c, const char *dir, const char *base, size_t np
 static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const char *dir, const char *base, int keep)
 {
     char path[4096], tmp[4224];
-    uint64_t it = get_current_batch(net);
+    uint64_t it = mn_base_iteration(net);
     ckpt_path(path, sizeof path, dir, base, it);
     if (!mn_tmp_path(c, tmp, sizeof tmp, path)) { mn_error(c, "checkpoint path too long: %s", path); return MN_ERR_USER; }
     size_t nmom = 0, np = mn_params_count(net);

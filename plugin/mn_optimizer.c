@@ -91,7 +91,7 @@ static void finish_mean_gpu(mn_optimizer *o, int bad)
  * averaged where they are; the host arena is only filled for checkpoints. */
 static void sync_on_device(network *net, mn_optimizer *o)
 {
-    mn_watchdog_enter(o->watch, "gradient allreduce", get_current_batch(net));
+    mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
     if (o->comm->ops->mean_grad_device(o->comm, o->arrays_gpu, o->lens, o->n) != MN_OK)
         mn_abort(o->comm, "gradient allreduce failed");
     mn_watchdog_leave(o->watch);
@@ -157,10 +157,10 @@ static int after_mean(mn_optimizer *o)
 static int sync_hook(network *net)
 {
     mn_optimizer *o = net->sync_arg;
-    int poison = !isfinite(*net->cost) && o->total > 0;
+    int poison = !isfinite(mn_base_cost(net)) && o->total > 0;
     if (o->dbuf) {
         if (poison) o->arena[0] = NAN;
-        mn_watchdog_enter(o->watch, "gradient allreduce", get_current_batch(net));
+        mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
         int apply = mn_dbuf_exchange(o->dbuf, o->arena);
         mn_watchdog_leave(o->watch);
         finish_mean(o);
@@ -177,7 +177,7 @@ static int sync_hook(network *net)
         for (int i = 0; i < o->n; ++i) cuda_pull_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
 #endif
     if (poison) o->arena[0] = NAN;
-    mn_watchdog_enter(o->watch, "gradient allreduce", get_current_batch(net));
+    mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
     if (mn_comm_mean_grad(o->comm, o->arrays, o->lens, o->n) != MN_OK)
         mn_abort(o->comm, "gradient allreduce failed");
     mn_watchdog_leave(o->watch);
