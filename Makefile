@@ -58,6 +58,10 @@ ifeq ($(DARKNET),alexeyab)
 # The fork has C++ sources (http_stream.cpp, image_opencv.cpp) and its own stb.
 CPPFLAGS += -DMN_BASE_ALEXEYAB -I$(DK)/3rdparty/stb/include
 LDLIBS += -lstdc++
+ifeq ($(GPU),1)
+# dark_cuda.c calls the driver API (cuCtxGetCurrent); the stub links where no driver is installed.
+LDLIBS += -L$(CUDA)/lib64/stubs -lcuda
+endif
 endif
 ifeq ($(CUDNN),1)
 CPPFLAGS += -DCUDNN
@@ -158,6 +162,11 @@ distclean: clean
 third_party/darknet-stock/darknet: $(DEPS_STAMP)
 	rm -rf third_party/darknet-stock && dpkg-source -q -x $$(ls third_party/dl/darknet_*.dsc | head -1) third_party/darknet-stock >/dev/null
 	$(MAKE) -C third_party/darknet-stock -s OPENCV=0 OPENMP=0 obj darknet
+
+# AlexeyAB's base alone (make test runs it too, through tests/run.sh).
+.PHONY: test-alexeyab
+test-alexeyab:
+	BUILD=$(BUILD) ./tests/run_alexeyab.sh
 
 bench: $(PROG) third_party/darknet-stock/darknet $(BUILD)/fashion/.stamp
 	./bench/run.sh

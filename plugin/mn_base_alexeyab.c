@@ -4,14 +4,30 @@
  * separate cur_iteration beside seen, writes seen from cur_iteration when it
  * saves, and has more parameter-carrying layer types. */
 #include <stdlib.h>
+#include <string.h>
 #include "mn_internal.h"
 #ifdef MN_BASE_ALEXEYAB
 #include "parser.h"
 #include "network.h"
 
+void replace_image_to_label(const char *input_path, char *output_path);
 /* Not in the fork's headers, but exported by data.c. */
 int fill_truth_detection(const char *path, int num_boxes, int truth_size, float *truth, int classes, int flip,
                          float dx, float dy, float sx, float sy, int net_w, int net_h);
+
+/* parser.c:55 string_to_layer_type, activations.c get_activation, parser.c get_policy. */
+const char *const mn_base_sections[] = {
+    "[net]", "[network]", "[distributed]", "[shortcut]", "[scale_channels]", "[sam]", "[crop]", "[cost]",
+    "[detection]", "[region]", "[yolo]", "[Gaussian_yolo]", "[local]", "[conv]", "[convolutional]",
+    "[activation]", "[crnn]", "[gru]", "[lstm]", "[conv_lstm]", "[history]", "[rnn]", "[conn]", "[connected]",
+    "[max]", "[maxpool]", "[local_avg]", "[local_avgpool]", "[reorg3d]", "[reorg]", "[avg]", "[avgpool]",
+    "[dropout]", "[lrn]", "[normalization]", "[batchnorm]", "[soft]", "[softmax]", "[contrastive]", "[route]",
+    "[upsample]", "[empty]", "[silence]", "[implicit]", NULL};
+const char *const mn_base_activations[] = {
+    "logistic", "swish", "mish", "hard_mish", "normalize_channels", "normalize_channels_softmax",
+    "normalize_channels_softmax_maxval", "loggy", "relu", "relu6", "elu", "selu", "gelu", "relie", "plse",
+    "hardtan", "lhtan", "linear", "ramp", "revleaky", "leaky", "tanh", "stair", NULL};
+const char *const mn_base_policies[] = {"random", "poly", "constant", "step", "exp", "sigmoid", "steps", "sgdr", NULL};
 
 const char *mn_base_name(void) { return "AlexeyAB's"; }
 
@@ -57,15 +73,55 @@ float mn_base_cost(const network *net) { return get_network_cost(*net); }
 float *mn_base_predict(network *net, float *input) { return network_predict(*net, input); }
 
 /* As the fork's validate_detector_map: resized, letterboxed only with [net] letter_box=1. */
+/* validate_detector_map and test_detector fold batch norm into the
+ * convolutions (detector.c:966, 1635): the same numbers as theirs. */
+void mn_base_inference(network *net)
+{
+    fuse_conv_batchnorm(*net);
+    calculate_binary_weights(*net);
+}
+
 image mn_base_detector_input(const network *net, image im, int *letter)
 {
     *letter = net->letter_box;
     return *letter ? letterbox_image(im, net->w, net->h) : resize_image(im, net->w, net->h);
 }
 
+/* Relative always: mn_base_nms makes pixels of them. */
 detection *mn_base_boxes(network *net, int w, int h, float thresh, float hier, int relative, int letter, int *num)
 {
-    return get_network_boxes(net, w, h, thresh, hier, 0, relative, num, letter);
+    (void)relative;
+    return get_network_boxes(net, w, h, thresh, hier, 0, 1, num, letter);
+}
+
+/* The fork's replace_image_to_label (utils.c:275): COCO's and VOC's folders
+ * only, so a label file usually lies beside its image. */
+int mn_base_label_path(const char *path, char *out, size_t cap)
+{
+    char tmp[4096];
+    if (strlen(path) + 16 > sizeof tmp) {   /* it writes without a bound: let pjreddie's rule refuse */
+        snprintf(out, cap, "%s", path);
+        return 1;
+    }
+    replace_image_to_label(path, tmp);
+    snprintf(out, cap, "%s", tmp);
+    return 1;
+}
+
+/* As validate_detector_map (detector.c:1075-1077), on the relative boxes
+ * it uses (greedynms compares DIoU, which changes when x and y are scaled
+ * apart); pixels after, as get_network_boxes would have made them. */
+void mn_base_nms(const network *net, detection *dets, int n, int classes, float thresh, int w, int h, int relative)
+{
+    layer l = net->layers[net->n - 1];
+    if (l.nms_kind == DEFAULT_NMS) do_nms_sort(dets, n, classes, thresh);
+    else diounms_sort(dets, n, classes, thresh, l.nms_kind, l.beta_nms);
+    for (int i = 0; !relative && i < n; ++i) {
+        dets[i].bbox.x *= w;
+        dets[i].bbox.w *= w;
+        dets[i].bbox.y *= h;
+        dets[i].bbox.h *= h;
+    }
 }
 
 void mn_base_hierarchy(float *pred, int n, tree *hier) { hierarchy_predictions(pred, n, hier, 1); }
@@ -135,6 +191,13 @@ int mn_layer_params(const layer *l, mn_param *o, int max)
     }
 }
 
+/* Every type mn_layer_params lists here is moved by mn_params.c. */
+void mn_base_move_layer(const layer *l, int to_device)
+{
+    (void)l;
+    (void)to_device;
+}
+
 const char *mn_base_refused_layer(const layer *l)
 {
     switch (l->type) {
@@ -157,7 +220,6 @@ const char *mn_base_refuse(const network *net, int sync_bn)
 {
     if (net->adversarial_lr > 0) return "adversarial_lr (each rank would draw its own adversarial steps)";
     if (net->dynamic_minibatch) return "dynamic_minibatch (each rank's batch would change on its own)";
-    if (net->sequential_subdivisions) return "sequential_subdivisions";
 #ifdef GPU
     if (sync_bn && net->gpu_index >= 0) return "sync_bn=1 with a GPU (the fork's GPU batch norm does not call the hook yet)";
 #else

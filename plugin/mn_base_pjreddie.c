@@ -3,10 +3,24 @@
  * runs the hook (patch 0001). */
 #include "mn_internal.h"
 #ifndef MN_BASE_ALEXEYAB
+#ifdef GPU
+#include "deconvolutional_layer.h"
+#endif
 
 /* Not in Darknet's headers, but exported by data.c. */
 void fill_truth_detection(char *path, int num_boxes, float *truth, int classes, int flip,
                           float dx, float dy, float sx, float sy);
+
+/* parser.c's string_to_layer_type, activations.c's get_activation, parser.c's get_policy. */
+const char *const mn_base_sections[] = {
+    "[net]", "[network]", "[distributed]", "[shortcut]", "[crop]", "[cost]", "[detection]", "[region]",
+    "[yolo]", "[iseg]", "[local]", "[conv]", "[convolutional]", "[deconv]", "[deconvolutional]",
+    "[activation]", "[logistic]", "[l2norm]", "[crnn]", "[gru]", "[lstm]", "[rnn]", "[conn]",
+    "[connected]", "[max]", "[maxpool]", "[reorg]", "[avg]", "[avgpool]", "[dropout]", "[lrn]",
+    "[normalization]", "[batchnorm]", "[soft]", "[softmax]", "[route]", "[upsample]", NULL};
+const char *const mn_base_activations[] = {"logistic", "loggy", "relu", "elu", "selu", "relie", "plse", "hardtan",
+                                           "lhtan", "linear", "ramp", "leaky", "tanh", "stair", NULL};
+const char *const mn_base_policies[] = {"random", "poly", "constant", "step", "exp", "sigmoid", "steps", NULL};
 
 const char *mn_base_name(void) { return "pjreddie"; }
 network *mn_base_parse(const char *cfgfile) { return parse_network_cfg((char *)cfgfile); }
@@ -22,6 +36,8 @@ void mn_base_save_weights(network *net, const char *path, int cutoff)
     save_weights_upto(net, (char *)path, cutoff);
 }
 
+void mn_base_inference(network *net) { (void)net; }
+
 image mn_base_detector_input(const network *net, image im, int *letter)
 {
     *letter = 1;
@@ -33,6 +49,23 @@ detection *mn_base_boxes(network *net, int w, int h, float thresh, float hier, i
 {
     (void)letter;
     return get_network_boxes(net, w, h, thresh, hier, 0, relative, num);
+}
+
+int mn_base_label_path(const char *path, char *out, size_t cap)
+{
+    (void)path;
+    (void)out;
+    (void)cap;
+    return 0;
+}
+
+void mn_base_nms(const network *net, detection *dets, int n, int classes, float thresh, int w, int h, int relative)
+{
+    (void)net;
+    (void)w;
+    (void)h;
+    (void)relative;
+    do_nms_sort(dets, n, classes, thresh);
 }
 
 void mn_base_hierarchy(float *pred, int n, tree *hier) { hierarchy_predictions(pred, n, hier, 1, 1); }
@@ -77,6 +110,16 @@ int mn_layer_params(const layer *l, mn_param *o, int max)
     default:
         return 0;
     }
+}
+
+void mn_base_move_layer(const layer *l, int to_device)
+{
+#ifdef GPU
+    if (l->type == DECONVOLUTIONAL) (to_device ? push_deconvolutional_layer : pull_deconvolutional_layer)(*l);
+#else
+    (void)l;
+    (void)to_device;
+#endif
 }
 
 const char *mn_base_refused_layer(const layer *l)

@@ -110,6 +110,7 @@ static mn_status open_run(mn_comm *c, const char *datacfg, mn_task task, const c
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = read_det_keys(c, datacfg, cfgfile, need_names, r);
     if (s == MN_OK) {
         set_batch_network(r->net, 1);
+        mn_base_inference(r->net);
         s = mn_scatter_list(c, r->dc.valid, 0, 0, &r->shard);
     }
     if (s != MN_OK) close_run(r);
@@ -203,6 +204,7 @@ static void label_path(const char *path, char *out)
     static const char *const from[] = {"images", "JPEGImages", ".jpg", ".JPG", ".JPEG", ".png"};
     static const char *const to[] = {"labels", "labels", ".txt", ".txt", ".txt", ".txt"};
     char tmp[4096];
+    if (mn_base_label_path(path, out, sizeof tmp)) return;   /* out: read_truth's lp, as large */
     /* Not in place: Darknet's find_replace copies str onto output with
      * sprintf when nothing matches, an overlapping copy when they alias. */
     find_replace((char *)path, (char *)from[0], (char *)to[0], out);
@@ -284,7 +286,7 @@ static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, in
         mn_base_predict(net, sized.data);
         int nboxes = 0;
         detection *dets = mn_base_boxes(net, im.w, im.h, VALID_THRESH, HIER_THRESH, 0, letter, &nboxes);
-        do_nms_sort(dets, nboxes, classes, VALID_NMS);
+        mn_base_nms(net, dets, nboxes, classes, VALID_NMS, im.w, im.h, 0);
         put_record(out, path, im.w, im.h, truth, ntruth, dets, nboxes, classes);
         free_detections(dets, nboxes);
         free(truth);

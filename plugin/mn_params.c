@@ -18,7 +18,6 @@
 #include "connected_layer.h"
 #include "batchnorm_layer.h"
 #include "local_layer.h"
-#include "deconvolutional_layer.h"
 #endif
 
 int mn_params_add(mn_param *out, int k, int max, float *data, float *grad, size_t n)
@@ -177,7 +176,7 @@ static void move_layer(const layer *l, int to_device)
     else if (l->type == CONNECTED) (to_device ? push_connected_layer : pull_connected_layer)(*l);
     else if (l->type == BATCHNORM) (to_device ? push_batchnorm_layer : pull_batchnorm_layer)(*l);
     else if (l->type == LOCAL) (to_device ? push_local_layer : pull_local_layer)(*l);
-    else if (l->type == DECONVOLUTIONAL) (to_device ? push_deconvolutional_layer : pull_deconvolutional_layer)(*l);
+    else mn_base_move_layer(l, to_device);
 }
 #else
 static void move_layer(const layer *l, int to_device) { (void)l; (void)to_device; }

@@ -82,6 +82,7 @@ static mn_status load_for_image(mn_comm *c, const char *cfgfile, const char *wei
     MN_CHECK(mn_check_readable(c, image));
     MN_CHECK(mn_load_network(c, cfgfile, weightfile, 0, net));
     set_batch_network(*net, 1);
+    mn_base_inference(*net);
     return MN_OK;
 }
 
@@ -210,7 +211,7 @@ static mn_status detector_test_solo(mn_comm *c, const char **a)
         mn_base_predict(net, sized.data);
         int n = 0;
         detection *dets = mn_base_boxes(net, im.w, im.h, thresh, .5f, 1, letter, &n);
-        do_nms_sort(dets, n, classes, TEST_NMS);
+        mn_base_nms(net, dets, n, classes, TEST_NMS, im.w, im.h, 1);
         printf("%s: Predicted in %f seconds.\n", a[3], mn_now() - t);
         int dropped = drop_nonfinite(dets, n, classes, thresh);
         if (dropped) printf("%d box%s with NaN or Inf coordinates left out (an undertrained network)\n", dropped,
