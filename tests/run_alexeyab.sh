@@ -72,11 +72,7 @@ if [ ! -f "$DET/.stamp" ]; then make -s fashion-det-data > "$T/det-data.log" 2>&
 M=$T/det
 for s in train valid; do
     mkdir -p "$M/$s"
-    for f in "$DET/images/$s"/*.jpg; do
-        b=$(basename "$f" .jpg)
-        ln -s "$(pwd)/$f" "$M/$s/$b.jpg"
-        ln -s "$(pwd)/$DET/labels/$s/$b.txt" "$M/$s/$b.txt"
-    done
+    ln -s "$(pwd)/$DET/images/$s"/*.jpg "$(pwd)/$DET/labels/$s"/*.txt "$M/$s/"
     ls "$M/$s"/*.jpg > "$M/$s.list"
 done
 printf 'classes=10\ntrain=%s\nvalid=%s\nnames=%s\nbackup=%s\n' "$M/train.list" "$M/valid.list" "$(pwd)/data/fashion.names" \
