@@ -100,7 +100,13 @@ ifeq ($(DARKNET),alexeyab)
 AB_ARCH ?= -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
            -gencode arch=compute_86,code=sm_86 -gencode arch=compute_90,code=[sm_90,compute_90]
 CUDNN_HALF ?= 0
-$(DK)/.patched: $(PATCHES) $(DK_SOURCE)
+# Names the source; rewritten (and so newer) only when DARKNET_SRC changes.
+AB_SOURCE_STAMP := third_party/.alexeyab-source-$(VARIANT)
+$(AB_SOURCE_STAMP): FORCE
+	@mkdir -p third_party
+	@echo '$(or $(DARKNET_SRC),$(AB_SNAPSHOT))' | cmp -s - $@ || echo '$(or $(DARKNET_SRC),$(AB_SNAPSHOT))' > $@
+FORCE:
+$(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(AB_SOURCE_STAMP)
 	rm -rf $(DK) && mkdir -p $(DK)
 	$(if $(DARKNET_SRC),tar -C $(DARKNET_SRC) --exclude=.git --exclude=obj -cf - . | tar -C $(DK) -xf -,\
 	    tar -C $(DK) --strip-components=1 -xJf $(AB_SNAPSHOT))
