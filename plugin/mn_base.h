@@ -42,6 +42,8 @@ void mn_base_free(network *net);
  * learning rate. */
 size_t mn_base_iteration(const network *net);
 float mn_base_rate(const network *net);
+/* The base's own counters of a resumed iteration (beside seen, set by the caller). */
+void mn_base_set_iteration(network *net, size_t it);
 /* One update: the rows of d in subdivisions of net->batch; returns the loss. */
 float mn_base_train(network *net, data d);
 /* This rank's loss on its last subdivision (read in the update hook). */

@@ -56,6 +56,13 @@ static void sync_iteration(network *net)
     *net->cur_iteration = get_current_batch(*net);
 }
 
+/* The fork never allocates net->t (Adam's step); cur_iteration is its counter. */
+void mn_base_set_iteration(network *net, size_t it)
+{
+    if (net->t) *net->t = (int)it;
+    *net->cur_iteration = (int)it;
+}
+
 float mn_base_train(network *net, data d)
 {
     sync_iteration(net);

@@ -306,7 +306,7 @@ mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const 
         mn_optimizer_host_state(o, net, 1, &nmom);
         /* The iteration (the schedule) is kept; seen follows this job's global batch. */
         *net->seen = (size_t)info[1] * (size_t)net->batch * net->subdivisions * c->size;
-        *net->t = (int)info[1];
+        mn_base_set_iteration(net, (size_t)info[1]);
         r->found = 1;
         r->iteration = info[1];
         r->ranks = (int)info[2];

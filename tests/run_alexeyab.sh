@@ -4,7 +4,8 @@
 # 1 x N*b training equivalence on 1-4 ranks through every CPU communicator,
 # and with sync_bn; the replica check and nonfinite=skip; bn_average; a
 # YOLOv4-tiny-style cfg (cfg/yolov4-tiny-fashion.cfg) trained on 2 ranks
-# (sync_bn, bn_average, checkpoints, watchdog), whose weights the fork's own
+# (sync_bn, bn_average, checkpoints and resume, watchdog; seen counts global
+# images), whose weights the fork's own
 # ./darknet loads and evaluates: its `detector map` finds the same number of
 # detections as darknet-mn's and an mAP within 0.002; float16 with double
 # buffering; the refusal of a layer darknet-mn cannot average; the cfg check
@@ -98,6 +99,18 @@ if [ -n "$mn_map" ] && [ -n "$ab_map" ] && [ "$mn_det" = "$ab_det" ] &&
    awk -v a="$mn_map" -v b="$ab_map" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0.005 && d <= 0.002) }'; then
     ok "alexeyab detector map: darknet-mn $mn_map ($mn_det detections), the fork's ./darknet $ab_map ($ab_det detections)"
 else bad "alexeyab detector map: darknet-mn '$mn_map' ($mn_det detections) vs the fork's '$ab_map' ($ab_det)"; fi
+
+# seen in the weights header counts the global images (the fork derives it
+# from cur_iteration when it saves: 60 x 8 x 2 = 960); a longer max_batches
+# resumes from the checkpoint of iteration 60 and ends at 64 x 16 = 1024.
+seen_of() { od -A n -t u8 -j 12 -N 8 "$1" | tr -d ' '; }
+s60=$(seen_of "$W")
+sed -i 's/^max_batches=.*/max_batches=64/' "$T/y4.cfg"
+if [ "$s60" = 960 ] && timeout 120 $MPI -n 2 "$AB/darknet_mn" detector train "$T/y4.data" "$T/y4.cfg" > "$T/y4-resume.log" 2>&1 &&
+   grep -aq "resuming from checkpoint $T/backup/y4.ckpt-60: iteration 60" "$T/y4-resume.log" && grep -aq '^64: loss' "$T/y4-resume.log" &&
+   [ "$(seen_of "$W")" = 1024 ]; then
+    ok "alexeyab seen 960 after 60 iterations of 2 x 8 images; resumed from checkpoint 60 to 64, seen $(seen_of "$W")"
+else bad "alexeyab seen $s60 (want 960), resume (see $T/y4-resume.log), seen $(seen_of "$W") (want 1024)"; fi
 
 # float16 gradients with double buffering and the hierarchical communicator
 # on 2 forced nodes: trains, and the replica check at the end passes.
