@@ -1,8 +1,12 @@
 # darknet-mn: make deps | make | make test | make demo | make bench
 # GPU=1 CUDNN=1 NCCL=1 build the CUDA variant (into build/gpu, like Darknet's switches).
+# DARKNET=alexeyab builds on AlexeyAB's fork instead of Debian's pjreddie Darknet:
+# the snapshot in ../shared/third_party, or a clone named by DARKNET_SRC=<dir>,
+# patched with patches/alexeyab/, into build/alexeyab-cpu (or -gpu).
 # SANITIZE=1 builds the plugin, main and the unit tests with ASan+UBSan into
 # build/cpu-asan (make test-sanitize: tests/sanitize.mk).
 GPU ?= 0
+DARKNET ?= pjreddie
 SANITIZE ?= 0
 CUDNN ?= 0
 NCCL ?= 0
@@ -19,12 +23,25 @@ else
 BLAS ?= 1
 VARIANT := cpu$(if $(filter 0,$(BLAS)),-noblas)
 endif
+# Written by scripts/deps.sh once Debian's packages and Darknet's source are here.
+DEPS_STAMP := third_party/dl/.fetched
+ifeq ($(DARKNET),alexeyab)
+DK := third_party/darknet-alexeyab-$(VARIANT)
+OBJ := $(BUILD)/alexeyab-$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
+PROG ?= $(OBJ)/darknet_mn
+PATCHES := $(sort $(wildcard patches/alexeyab/*.patch))
+AB_SNAPSHOT ?= ../shared/third_party/darknet-alexeyab-59596d78.tar.xz
+DARKNET_SRC ?=
+DK_SOURCE := $(if $(DARKNET_SRC),$(DARKNET_SRC)/src/parser.c,$(AB_SNAPSHOT))
+else ifeq ($(DARKNET),pjreddie)
 DK := third_party/darknet-$(VARIANT)
 OBJ := $(BUILD)/$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
 PROG ?= $(if $(filter $(BUILD)/cpu,$(OBJ)),darknet_mn,$(OBJ)/darknet_mn)
-# Written by scripts/deps.sh once Debian's packages and Darknet's source are here.
-DEPS_STAMP := third_party/dl/.fetched
 PATCHES := $(sort $(wildcard patches/*.patch))
+DK_SOURCE := $(DEPS_STAMP)
+else
+$(error DARKNET=$(DARKNET): the bases are pjreddie (Debian's Darknet, the default) and alexeyab)
+endif
 CUDA ?= /usr/local/cuda
 
 MPICC ?= mpicc
@@ -45,6 +62,15 @@ endif
 ifeq ($(GPU),1)
 CPPFLAGS += -DGPU -I$(CUDA)/include
 LDLIBS += -L$(CUDA)/lib64 -lcudart -lcublas -lcurand -lstdc++
+endif
+ifeq ($(DARKNET),alexeyab)
+# The fork has C++ sources (http_stream.cpp, image_opencv.cpp) and its own stb.
+CPPFLAGS += -DMN_BASE_ALEXEYAB -I$(DK)/3rdparty/stb/include
+LDLIBS += -lstdc++
+ifeq ($(GPU),1)
+# dark_cuda.c calls the driver API (cuCtxGetCurrent); the stub links where no driver is installed.
+LDLIBS += -L$(CUDA)/lib64/stubs -lcuda
+endif
 endif
 ifeq ($(CUDNN),1)
 CPPFLAGS += -DCUDNN
@@ -75,6 +101,33 @@ deps:
 $(DEPS_STAMP):
 	./scripts/deps.sh
 
+ifeq ($(DARKNET),alexeyab)
+# The fork's sources (snapshot or the user's clone, never fetched), our patches
+# in order; its Makefile builds its objects and its own ./darknet, and the
+# library is every object but darknet.o (its main). CUDA 13 has no
+# compute_50/52/61, the fork's default ARCH list.
+AB_ARCH ?= -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
+           -gencode arch=compute_86,code=sm_86 -gencode arch=compute_90,code=[sm_90,compute_90]
+CUDNN_HALF ?= 0
+# Names the source; rewritten (and so newer) only when DARKNET_SRC changes.
+AB_SOURCE_STAMP := third_party/.alexeyab-source-$(VARIANT)
+$(AB_SOURCE_STAMP): FORCE
+	@mkdir -p third_party
+	@echo '$(or $(DARKNET_SRC),$(AB_SNAPSHOT))' | cmp -s - $@ || echo '$(or $(DARKNET_SRC),$(AB_SNAPSHOT))' > $@
+FORCE:
+$(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(AB_SOURCE_STAMP)
+	rm -rf $(DK) && mkdir -p $(DK)
+	$(if $(DARKNET_SRC),tar -C $(DARKNET_SRC) --exclude=.git --exclude=obj -cf - . | tar -C $(DK) -xf -,\
+	    tar -C $(DK) --strip-components=1 -xJf $(AB_SNAPSHOT))
+	set -e; for p in $(PATCHES); do patch -s -p1 -d $(DK) < $$p; done
+	touch $@
+
+$(LIBDK): $(DK)/.patched
+	mkdir -p $(DK)/obj
+	$(MAKE) -C $(DK) -s GPU=$(GPU) CUDNN=$(CUDNN) CUDNN_HALF=$(CUDNN_HALF) OPENCV=0 OPENMP=0 LIBSO=0 AVX=0 \
+	    OPTS=-O3 ARCH='$(AB_ARCH)' darknet
+	rm -f $@ && ar rcs $@ $$(ls $(DK)/obj/*.o | grep -v '/darknet\.o$$')
+else
 # Unpack Debian's source package and apply our patches in order.
 $(DK)/.patched: $(PATCHES) $(DEPS_STAMP)
 	rm -rf $(DK) && mkdir -p third_party
@@ -84,6 +137,7 @@ $(DK)/.patched: $(PATCHES) $(DEPS_STAMP)
 
 $(LIBDK): $(DK)/.patched
 	$(MAKE) -C $(DK) -s GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS) OPENCV=0 OPENMP=0 obj libdarknet.a darknet
+endif
 darknet: $(LIBDK)
 
 $(OBJ)/plugin/%.o: plugin/%.c $(wildcard plugin/*.h) $(DK)/.patched
@@ -117,12 +171,17 @@ include tests/sanitize.mk
 clean:
 	rm -rf $(BUILD) darknet_mn
 distclean: clean
-	rm -rf third_party/darknet-cpu* third_party/darknet-gpu*
+	rm -rf third_party/darknet-cpu* third_party/darknet-gpu* third_party/darknet-alexeyab-*
 
 # Stock Darknet from the same source package, unpatched, same flags: the baseline of make bench.
 third_party/darknet-stock/darknet: $(DEPS_STAMP)
 	rm -rf third_party/darknet-stock && dpkg-source -q -x $$(ls third_party/dl/darknet_*.dsc | head -1) third_party/darknet-stock >/dev/null
 	$(MAKE) -C third_party/darknet-stock -s OPENCV=0 OPENMP=0 obj darknet
+
+# AlexeyAB's base alone (make test runs it too, through tests/run.sh).
+.PHONY: test-alexeyab
+test-alexeyab:
+	BUILD=$(BUILD) ./tests/run_alexeyab.sh
 
 bench: $(PROG) third_party/darknet-stock/darknet $(BUILD)/fashion/.stamp
 	./bench/run.sh

@@ -154,7 +154,7 @@ static mn_status bench_model(mn_comm *c, const char *cfg, int iters)
     for (int v = 0; v < nv; ++v) row(c, vs[v].name, total * 4, t[v], t[0]);
     free_variants(vs, nv);
     mn_detach(net, o);
-    free_network(net);
+    mn_base_free(net);
     return MN_OK;
 }
 
@@ -229,7 +229,7 @@ static mn_status run(mn_comm *c, const char *cfg, int iters)
     opt.collective_timeout = 0;
     mn_optimizer *o;
     mn_status s = mn_attach(c, net, &opt, &o);
-    if (s != MN_OK) { free_network(net); return s; }
+    if (s != MN_OK) { mn_base_free(net); return s; }
     size_t total = 0, nparams = mn_params_count(net);
     float *arena = mn_optimizer_arena(o, &total);
     double *tc = calloc((size_t)iters + 2, sizeof *tc), *ta = calloc((size_t)iters + 2, sizeof *ta);
@@ -263,7 +263,7 @@ static mn_status run(mn_comm *c, const char *cfg, int iters)
     free(tc);
     free(ta);
     mn_detach(net, o);
-    free_network(net);
+    mn_base_free(net);
     return s;
 }
 
@@ -290,6 +290,16 @@ mn_status mn_bench_replica(mn_comm *c, int argc, char **argv)
  * images per pass, at most the cfg's batch/subdivisions (a slow CPU can
  * time yolov3 one image at a time). No allreduce: the hook is not attached.
  * Wall and CPU times both: on a shared machine the CPU time is the compute. */
+#ifdef MN_BASE_ALEXEYAB
+/* The passes below are pjreddie's calls; the fork's take a network_state. */
+static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
+{
+    (void)iters;
+    (void)batch;
+    if (c->rank == 0) mn_error(c, "bench step %s: available in the pjreddie build only (make, not make DARKNET=alexeyab)", cfg);
+    return MN_ERR_UNAVAILABLE;
+}
+#else
 static void sync_device(void)
 {
 #ifdef GPU
@@ -359,9 +369,10 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
                cfg_batch, net->subdivisions, med[0], med[1], med[2], med[3], med[4], med[5]);
     }
     free(t);
-    free_network(net);
+    mn_base_free(net);
     return s;
 }
+#endif
 
 mn_status mn_bench_step(mn_comm *c, int argc, char **argv)
 {

@@ -28,15 +28,6 @@ typedef struct {
     char err[768];       /* the first problem, "file:line: ..." */
 } cfg;
 
-static const char *const sections[] = {
-    "[net]", "[network]", "[distributed]", "[shortcut]", "[crop]", "[cost]", "[detection]", "[region]",
-    "[yolo]", "[iseg]", "[local]", "[conv]", "[convolutional]", "[deconv]", "[deconvolutional]",
-    "[activation]", "[logistic]", "[l2norm]", "[crnn]", "[gru]", "[lstm]", "[rnn]", "[conn]",
-    "[connected]", "[max]", "[maxpool]", "[reorg]", "[avg]", "[avgpool]", "[dropout]", "[lrn]",
-    "[normalization]", "[batchnorm]", "[soft]", "[softmax]", "[route]", "[upsample]", NULL};
-static const char *const activations[] = {"logistic", "loggy", "relu", "elu", "selu", "relie", "plse", "hardtan",
-                                          "lhtan", "linear", "ramp", "leaky", "tanh", "stair", NULL};
-static const char *const policies[] = {"random", "poly", "constant", "step", "exp", "sigmoid", "steps", NULL};
 
 static int in(const char *const *names, const char *s)
 {
@@ -105,9 +96,9 @@ static int add_line(cfg *g, char *s, size_t len, int line, int *section)
     if (k == 0 || s[0] == ';') { free(s); return 1; }
     if (s[0] == '[') {
         if (s[k - 1] != ']') { int r = fail(g, line, "section header '%s' has no closing ']'", s); free(s); return r; }
-        if (!in(sections, s)) {
+        if (!in(mn_base_sections, s)) {
             char known[1024];
-            join(sections, known, sizeof known);
+            join(mn_base_sections, known, sizeof known);
             int r = fail(g, line, "unknown section %s; known sections: %s", s, known);
             free(s);
             return r;
@@ -255,9 +246,9 @@ static int check_net(cfg *g, int ranks)
             return fail(g, e->line, "[net] %s='%s' is not a number", e->key, e->val);
     }
     const entry *p = find(g, 0, "policy");
-    if (p && !in(policies, p->val)) {
+    if (p && !in(mn_base_policies, p->val)) {
         char known[256];
-        join(policies, known, sizeof known);
+        join(mn_base_policies, known, sizeof known);
         return fail(g, p->line, "[net] policy='%s' is unknown; valid policies: %s", p->val, known);
     }
     if (p && !strcmp(p->val, "steps")) {
@@ -277,9 +268,9 @@ static int check_entries(cfg *g, int ranks)
         const entry *e = &g->e[i];
         if (!e->val) continue;
         if (!check_numbers(g, e)) return 0;
-        if (!strcmp(e->key, "activation") && !in(activations, e->val)) {
+        if (!strcmp(e->key, "activation") && !in(mn_base_activations, e->val)) {
             char known[256];
-            join(activations, known, sizeof known);
+            join(mn_base_activations, known, sizeof known);
             return fail(g, e->line, "%s activation='%s' is unknown; valid activations: %s",
                         g->e[e->section].key, e->val, known);
         }

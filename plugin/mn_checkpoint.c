@@ -215,7 +215,7 @@ static void prune(const mn_comm *c, const char *dir, const char *base, size_t np
 static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const char *dir, const char *base, int keep)
 {
     char path[4096], tmp[4224];
-    uint64_t it = get_current_batch(net);
+    uint64_t it = mn_base_iteration(net);
     ckpt_path(path, sizeof path, dir, base, it);
     if (!mn_tmp_path(c, tmp, sizeof tmp, path)) { mn_error(c, "checkpoint path too long: %s", path); return MN_ERR_USER; }
     size_t nmom = 0, np = mn_params_count(net);
@@ -306,7 +306,7 @@ mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const 
         mn_optimizer_host_state(o, net, 1, &nmom);
         /* The iteration (the schedule) is kept; seen follows this job's global batch. */
         *net->seen = (size_t)info[1] * (size_t)net->batch * net->subdivisions * c->size;
-        *net->t = (int)info[1];
+        mn_base_set_iteration(net, (size_t)info[1]);
         r->found = 1;
         r->iteration = info[1];
         r->ranks = (int)info[2];

@@ -120,6 +120,7 @@ void mn_train_label_path(const char *path, char *out, size_t cap)
     static const char *const from[] = {"images", "JPEGImages", "raw", ".jpg", ".png", ".JPG", ".JPEG"};
     static const char *const to[] = {"labels", "labels", "labels", ".txt", ".txt", ".txt", ".txt"};
     char tmp[4096];
+    if (mn_base_label_path(path, out, cap)) return;
     snprintf(out, cap, "%s", path);
     /* find_replace replaces the first match only, as Darknet's loader does. */
     for (int i = 0; i < 7; ++i) {

@@ -89,7 +89,7 @@ static void close_run(eval_run *r)
     free(r->names);
     mn_free_data_cfg(&r->dc);
     mn_free_list(&r->shard);
-    if (r->net) free_network(r->net);
+    if (r->net) mn_base_free(r->net);
     r->names = NULL;
     r->net = NULL;
 }
@@ -110,6 +110,7 @@ static mn_status open_run(mn_comm *c, const char *datacfg, mn_task task, const c
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = read_det_keys(c, datacfg, cfgfile, need_names, r);
     if (s == MN_OK) {
         set_batch_network(r->net, 1);
+        mn_base_inference(r->net);
         s = mn_scatter_list(c, r->dc.valid, 0, 0, &r->shard);
     }
     if (s != MN_OK) close_run(r);
@@ -137,8 +138,8 @@ static mn_status classify_shard(mn_comm *c, network *net, const mn_data_cfg *dc,
         image im = load_image_color(shard->paths[i], 0, 0);
         image resized = resize_min(im, net->w);
         image crop = crop_image(resized, (resized.w - net->w) / 2, (resized.h - net->h) / 2, net->w, net->h);
-        float *pred = network_predict(net, crop.data);
-        if (net->hierarchy) hierarchy_predictions(pred, net->outputs, net->hierarchy, 1, 1);
+        float *pred = mn_base_predict(net, crop.data);
+        if (net->hierarchy) mn_base_hierarchy(pred, net->outputs, net->hierarchy);
         top_k(pred, dc->classes, topk, idx);
         hits[0] += idx[0] == cls;
         for (int j = 0; j < topk; ++j) hits[1] += idx[j] == cls;
@@ -203,6 +204,7 @@ static void label_path(const char *path, char *out)
     static const char *const from[] = {"images", "JPEGImages", ".jpg", ".JPG", ".JPEG", ".png"};
     static const char *const to[] = {"labels", "labels", ".txt", ".txt", ".txt", ".txt"};
     char tmp[4096];
+    if (mn_base_label_path(path, out, sizeof tmp)) return;   /* out: read_truth's lp, as large */
     /* Not in place: Darknet's find_replace copies str onto output with
      * sprintf when nothing matches, an overlapping copy when they alias. */
     find_replace((char *)path, (char *)from[0], (char *)to[0], out);
@@ -279,11 +281,12 @@ static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, in
         MN_CHECK(mn_check_readable(c, path));
         if (with_truth) MN_CHECK(read_truth(c, path, classes, &truth, &ntruth));
         image im = load_image_color((char *)path, 0, 0);
-        image sized = letterbox_image(im, net->w, net->h);
-        network_predict(net, sized.data);
+        int letter;
+        image sized = mn_base_detector_input(net, im, &letter);
+        mn_base_predict(net, sized.data);
         int nboxes = 0;
-        detection *dets = get_network_boxes(net, im.w, im.h, VALID_THRESH, HIER_THRESH, 0, 0, &nboxes);
-        do_nms_sort(dets, nboxes, classes, VALID_NMS);
+        detection *dets = mn_base_boxes(net, im.w, im.h, VALID_THRESH, HIER_THRESH, 0, letter, &nboxes);
+        mn_base_nms(net, dets, nboxes, classes, VALID_NMS, im.w, im.h, 0);
         put_record(out, path, im.w, im.h, truth, ntruth, dets, nboxes, classes);
         free_detections(dets, nboxes);
         free(truth);
@@ -528,9 +531,9 @@ static mn_status recall_shard(mn_comm *c, network *net, const mn_list *shard, do
         MN_CHECK(read_truth(c, path, classes, &truth, &ntruth));
         image orig = load_image_color((char *)path, 0, 0);
         image sized = resize_image(orig, net->w, net->h);
-        network_predict(net, sized.data);
+        mn_base_predict(net, sized.data);
         int nboxes = 0;
-        detection *dets = get_network_boxes(net, sized.w, sized.h, RECALL_THRESH, HIER_THRESH, 0, 1, &nboxes);
+        detection *dets = mn_base_boxes(net, sized.w, sized.h, RECALL_THRESH, HIER_THRESH, 1, 0, &nboxes);
         do_nms_obj(dets, nboxes, 1, RECALL_NMS);
         for (int k = 0; k < nboxes; ++k) sums[3] += dets[k].objectness > RECALL_THRESH;
         for (int j = 0; j < ntruth; ++j) {

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include "darknet_mn.h"
+#include "mn_base.h"
 #include "mn_gpu.h"
 
 /* Propagate a non-OK status to the caller. */

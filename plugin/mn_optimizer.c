@@ -99,7 +99,7 @@ static void finish_mean_gpu(mn_optimizer *o, int bad)
  * averaged where they are; the host arena is only filled for checkpoints. */
 static void sync_on_device(network *net, mn_optimizer *o)
 {
-    mn_watchdog_enter(o->watch, "gradient allreduce", get_current_batch(net));
+    mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
     if (o->comm->ops->mean_grad_device(o->comm, o->arrays_gpu, o->lens, o->n) != MN_OK)
         mn_abort(o->comm, "gradient allreduce failed");
     mn_watchdog_leave(o->watch);
@@ -187,7 +187,7 @@ static void backward_hook(network *net, int i)
     o->mark = now;
     o->low = i;
     int last = ((*net->seen) / ((size_t)net->batch * net->ranks)) % net->subdivisions == 0;
-    if (o->ov && last && mn_overlap_ready(o->ov, i, !isfinite(*net->cost) && o->total > 0) > 0) {
+    if (o->ov && last && mn_overlap_ready(o->ov, i, !isfinite(mn_base_cost(net)) && o->total > 0) > 0) {
         end_backward(o);
         o->seg = now;
         o->seg_hi = o->low = i - 1;
@@ -198,7 +198,7 @@ static void backward_hook(network *net, int i)
  * the update waits for the last. */
 static int sync_overlap(network *net, mn_optimizer *o, int poison)
 {
-    mn_watchdog_enter(o->watch, "gradient allreduce", get_current_batch(net));
+    mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
     mn_overlap_finish(o->ov, poison);
     mn_watchdog_leave(o->watch);
     for (int k = 0, nb = mn_overlap_buckets(o->ov); o->tl && k < nb; ++k) {
@@ -228,11 +228,11 @@ static int sync_hook(network *net)
 
 static int sync_all(network *net, mn_optimizer *o)
 {
-    int poison = !isfinite(*net->cost) && o->total > 0;
+    int poison = !isfinite(mn_base_cost(net)) && o->total > 0;
     if (o->ov) return sync_overlap(net, o, poison);
     if (o->dbuf) {
         if (poison) o->arena[0] = NAN;
-        mn_watchdog_enter(o->watch, "gradient allreduce", get_current_batch(net));
+        mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
         int apply = mn_dbuf_exchange(o->dbuf, o->arena);
         mn_watchdog_leave(o->watch);
         finish_mean(o);
@@ -249,7 +249,7 @@ static int sync_all(network *net, mn_optimizer *o)
         for (int i = 0; i < o->n; ++i) cuda_pull_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
 #endif
     if (poison) o->arena[0] = NAN;
-    mn_watchdog_enter(o->watch, "gradient allreduce", get_current_batch(net));
+    mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
     if (mn_comm_mean_grad(o->comm, o->arrays, o->lens, o->n) != MN_OK)
         mn_abort(o->comm, "gradient allreduce failed");
     mn_watchdog_leave(o->watch);

@@ -19,81 +19,45 @@
 #include "connected_layer.h"
 #include "batchnorm_layer.h"
 #include "local_layer.h"
-#include "deconvolutional_layer.h"
 #endif
 
-static int add(mn_param *out, int k, int max, float *data, float *grad, size_t n)
+int mn_params_add(mn_param *out, int k, int max, float *data, float *grad, size_t n)
 {
     if (k < max) { out[k].data = data; out[k].grad = grad; out[k].n = n; }
     return k + 1;
 }
 
-/* Same order as save_convolutional_weights / save_connected_weights. */
-static int conv_params(const layer *l, mn_param *o, int k, int max, int trained)
+/* Same order as save_convolutional_weights / save_connected_weights (both bases). */
+int mn_params_conv(const layer *l, mn_param *o, int k, int max, int trained)
 {
     size_t n = (size_t)l->n;
-    k = add(o, k, max, l->biases, trained ? l->bias_updates : NULL, n);
+    k = mn_params_add(o, k, max, l->biases, trained ? l->bias_updates : NULL, n);
     if (l->batch_normalize) {
-        k = add(o, k, max, l->scales, trained ? l->scale_updates : NULL, n);
-        k = add(o, k, max, l->rolling_mean, NULL, n);
-        k = add(o, k, max, l->rolling_variance, NULL, n);
+        k = mn_params_add(o, k, max, l->scales, trained ? l->scale_updates : NULL, n);
+        k = mn_params_add(o, k, max, l->rolling_mean, NULL, n);
+        k = mn_params_add(o, k, max, l->rolling_variance, NULL, n);
     }
-    return add(o, k, max, l->weights, trained ? l->weight_updates : NULL, (size_t)l->nweights);
+    return mn_params_add(o, k, max, l->weights, trained ? l->weight_updates : NULL, (size_t)l->nweights);
 }
 
-static int connected_params(const layer *l, mn_param *o, int k, int max, int trained)
+int mn_params_local(const layer *l, mn_param *o, int k, int max, int trained)
+{
+    size_t w = (size_t)l->size * l->size * l->c * l->n * l->out_w * l->out_h;
+    k = mn_params_add(o, k, max, l->biases, trained ? l->bias_updates : NULL, (size_t)l->outputs);
+    return mn_params_add(o, k, max, l->weights, trained ? l->weight_updates : NULL, w);
+}
+
+int mn_params_connected(const layer *l, mn_param *o, int k, int max, int trained)
 {
     size_t n = (size_t)l->outputs;
-    k = add(o, k, max, l->biases, trained ? l->bias_updates : NULL, n);
-    k = add(o, k, max, l->weights, trained ? l->weight_updates : NULL, n * (size_t)l->inputs);
+    k = mn_params_add(o, k, max, l->biases, trained ? l->bias_updates : NULL, n);
+    k = mn_params_add(o, k, max, l->weights, trained ? l->weight_updates : NULL, n * (size_t)l->inputs);
     if (l->batch_normalize) {
-        k = add(o, k, max, l->scales, trained ? l->scale_updates : NULL, n);
-        k = add(o, k, max, l->rolling_mean, NULL, n);
-        k = add(o, k, max, l->rolling_variance, NULL, n);
+        k = mn_params_add(o, k, max, l->scales, trained ? l->scale_updates : NULL, n);
+        k = mn_params_add(o, k, max, l->rolling_mean, NULL, n);
+        k = mn_params_add(o, k, max, l->rolling_variance, NULL, n);
     }
     return k;
-}
-
-int mn_layer_params(const layer *l, mn_param *o, int max)
-{
-    int t = l->update != NULL;
-    switch (l->type) {
-    case CONVOLUTIONAL:
-    case DECONVOLUTIONAL:
-        return conv_params(l, o, 0, max, t);
-    case CONNECTED:
-        return connected_params(l, o, 0, max, t);
-    case BATCHNORM: {
-        /* Darknet never updates a standalone batchnorm layer's scales. */
-        size_t c = (size_t)l->c;
-        int k = add(o, 0, max, l->scales, NULL, c);
-        k = add(o, k, max, l->rolling_mean, NULL, c);
-        return add(o, k, max, l->rolling_variance, NULL, c);
-    }
-    case LOCAL: {
-        size_t w = (size_t)l->size * l->size * l->c * l->n * l->out_w * l->out_h;
-        int k = add(o, 0, max, l->biases, t ? l->bias_updates : NULL, (size_t)l->outputs);
-        return add(o, k, max, l->weights, t ? l->weight_updates : NULL, w);
-    }
-    case RNN:
-    case LSTM:
-    case GRU:
-    case CRNN:
-        return -1;   /* their sublayers' arrays are not enumerated yet */
-    default:
-        return 0;
-    }
-}
-
-static const char *type_name(LAYER_TYPE t)
-{
-    switch (t) {
-    case RNN: return "rnn";
-    case LSTM: return "lstm";
-    case GRU: return "gru";
-    case CRNN: return "crnn";
-    default: return "layer";
-    }
 }
 
 /* Bytes that load_weights reads for layer l (dontload / dontloadscales honoured). */
@@ -183,7 +147,7 @@ mn_status mn_save_weights(const mn_comm *c, network *net, const char *path)
     FILE *probe = fopen(tmp, "wb");
     if (!probe) { mn_error(c, "cannot write %s: %s", tmp, strerror(errno)); return MN_ERR_USER; }
     fclose(probe);
-    save_weights(net, tmp);
+    mn_base_save_weights(net, tmp, net->n);
     struct stat st;
     size_t want = mn_weights_bytes(net);
     if (stat(tmp, &st) != 0 || (size_t)st.st_size != want) {
@@ -213,7 +177,7 @@ static void move_layer(const layer *l, int to_device)
     else if (l->type == CONNECTED) (to_device ? push_connected_layer : pull_connected_layer)(*l);
     else if (l->type == BATCHNORM) (to_device ? push_batchnorm_layer : pull_batchnorm_layer)(*l);
     else if (l->type == LOCAL) (to_device ? push_local_layer : pull_local_layer)(*l);
-    else if (l->type == DECONVOLUTIONAL) (to_device ? push_deconvolutional_layer : pull_deconvolutional_layer)(*l);
+    else mn_base_move_layer(l, to_device);
 }
 #else
 static void move_layer(const layer *l, int to_device) { (void)l; (void)to_device; }
@@ -337,15 +301,15 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
         int null = open("/dev/null", O_WRONLY);
         if (null >= 0) { dup2(null, 2); close(null); }
     }
-    network *net = parse_network_cfg((char *)cfgfile);
+    network *net = mn_base_parse(cfgfile);
     if (saved >= 0) { fflush(stderr); dup2(saved, 2); close(saved); }
     s = mn_check_net_size(c, net, cfgfile);
     for (int i = 0; i < net->n && s == MN_OK; ++i) {
         mn_param p[1];
         if (mn_layer_params(&net->layers[i], p, 0) < 0) {
             if (c->rank == 0)
-                mn_error(c, "%s: layer %d is a %s layer, which darknet-mn cannot train yet",
-                         cfgfile, i, type_name(net->layers[i].type));
+                mn_error(c, "%s: layer %d is %s, which darknet-mn cannot average across ranks (%s Darknet)",
+                         cfgfile, i, mn_base_refused_layer(&net->layers[i]), mn_base_name());
             s = MN_ERR_USER;
         }
     }

@@ -22,8 +22,16 @@ void mn_params_unpack(network *net, const float *buf);
 uint64_t mn_fnv1a(uint64_t h, const void *p, size_t n);
 
 /* Fills up to max entries for layer l (recurrent layers included); returns the
- * count, or -1 for a layer type darknet-mn cannot train yet. */
+ * count, or -1 for a layer type darknet-mn cannot train yet. Defined by the
+ * base's adapter (mn_base.h). */
 int mn_layer_params(const layer *l, mn_param *out, int max);
 #define MN_MAX_LAYER_PARAMS 48
+/* The adapters' shared pieces: one entry at out[k] (when k < max), and the
+ * arrays of a convolutional / connected / locally connected layer from out[k] on (trained: with
+ * their update arrays); each returns the next k. */
+int mn_params_add(mn_param *out, int k, int max, float *data, float *grad, size_t n);
+int mn_params_conv(const layer *l, mn_param *out, int k, int max, int trained);
+int mn_params_connected(const layer *l, mn_param *out, int k, int max, int trained);
+int mn_params_local(const layer *l, mn_param *out, int k, int max, int trained);
 
 #endif

@@ -61,11 +61,11 @@ static mn_status partial_solo(mn_comm *c, const char **a)
     }
     if (s == MN_OK) s = check_writable(c, tmp);
     if (s == MN_OK) {
-        save_weights_upto(net, tmp, (int)max);
+        mn_base_save_weights(net, tmp, (int)max);
         s = mn_commit_file(c, tmp, a[2]);
     }
     if (s == MN_OK) printf("darknet-mn: wrote the first %ld of %d layers of %s to %s\n", max, net->n, a[1], a[2]);
-    free_network(net);
+    mn_base_free(net);
     return s;
 }
 
@@ -82,6 +82,7 @@ static mn_status load_for_image(mn_comm *c, const char *cfgfile, const char *wei
     MN_CHECK(mn_check_readable(c, image));
     MN_CHECK(mn_load_network(c, cfgfile, weightfile, 0, net));
     set_batch_network(*net, 1);
+    mn_base_inference(*net);
     return MN_OK;
 }
 
@@ -204,12 +205,13 @@ static mn_status detector_test_solo(mn_comm *c, const char **a)
         char path[4000];
         snprintf(path, sizeof path, "%s.png", a[4] ? a[4] : "predictions");
         image im = load_image_color((char *)a[3], 0, 0);
-        image sized = letterbox_image(im, net->w, net->h);
+        int letter;
+        image sized = mn_base_detector_input(net, im, &letter);
         double t = mn_now();
-        network_predict(net, sized.data);
+        mn_base_predict(net, sized.data);
         int n = 0;
-        detection *dets = get_network_boxes(net, im.w, im.h, thresh, .5f, 0, 1, &n);
-        do_nms_sort(dets, n, classes, TEST_NMS);
+        detection *dets = mn_base_boxes(net, im.w, im.h, thresh, .5f, 1, letter, &n);
+        mn_base_nms(net, dets, n, classes, TEST_NMS, im.w, im.h, 1);
         printf("%s: Predicted in %f seconds.\n", a[3], mn_now() - t);
         int dropped = drop_nonfinite(dets, n, classes, thresh);
         if (dropped) printf("%d box%s with NaN or Inf coordinates left out (an undertrained network)\n", dropped,
@@ -229,7 +231,7 @@ static mn_status detector_test_solo(mn_comm *c, const char **a)
     }
     for (int i = 0; i < nnames; ++i) free(names[i]);
     free(names);
-    if (net) free_network(net);
+    if (net) mn_base_free(net);
     mn_free_data_cfg(&dc);
     return s;
 }
@@ -258,15 +260,15 @@ static mn_status classifier_predict_solo(mn_comm *c, const char **a)
         int *idx = calloc((size_t)top, sizeof *idx);
         image im = load_image_color((char *)a[3], 0, 0);
         image r = letterbox_image(im, net->w, net->h);
-        float *pred = network_predict(net, r.data);
-        if (net->hierarchy) hierarchy_predictions(pred, net->outputs, net->hierarchy, 1, 1);
+        float *pred = mn_base_predict(net, r.data);
+        if (net->hierarchy) mn_base_hierarchy(pred, net->outputs, net->hierarchy);
         top_k(pred, dc.classes, top, idx);
         for (int i = 0; i < top; ++i) printf("%5.2f%%: %s\n", pred[idx[i]] * 100, dc.labels[idx[i]]);
         free(idx);
         free_image(r);
         free_image(im);
     }
-    if (net) free_network(net);
+    if (net) mn_base_free(net);
     mn_free_data_cfg(&dc);
     return s;
 }

@@ -32,7 +32,7 @@ static mn_report *open_report(const mn_comm *c, network *net, const mn_options *
     char path[4096];
     snprintf(path, sizeof path, "%s/%s_log.csv", backup, base);
     /* A run from iteration 1 starts the log afresh; a resumed one continues it. */
-    r->csv = fopen(path, get_current_batch(net) <= 1 ? "w" : "a");
+    r->csv = fopen(path, mn_base_iteration(net) <= 1 ? "w" : "a");
     if (!r->csv) mn_error(c, "cannot write %s: %s; training goes on without the log", path, strerror(errno));
     else if (ftell(r->csv) == 0) fprintf(r->csv, "iteration,loss,avg_loss,rate,images_per_s,eval\n");
     if (opt->chart) snprintf(r->chart, sizeof r->chart, "%s/%s_chart.png", backup, base);
@@ -174,8 +174,8 @@ void mn_report_iteration(mn_report **rp, const mn_comm *c, network *net, const m
     if (c->rank != 0) return;
     if (!*rp && !(*rp = open_report(c, net, opt, backup, base))) return;
     mn_report *r = *rp;
-    size_t it = get_current_batch(net);
-    double rate = get_current_rate(net);
+    size_t it = mn_base_iteration(net);
+    double rate = mn_base_rate(net);
     if (r->csv) {
         fprintf(r->csv, "%zu,%g,%g,%g,%.2f,", it, loss, avg_loss, rate, img_s);
         if (isfinite(eval)) fprintf(r->csv, "%g", eval);

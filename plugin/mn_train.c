@@ -23,10 +23,6 @@
 #include "option_list.h"
 #include "utils.h"
 
-/* Not in Darknet's headers, but exported by data.c. */
-void fill_truth_detection(char *path, int num_boxes, float *truth, int classes, int flip,
-                          float dx, float dy, float sx, float sy);
-
 /* Deterministic batch: rows[j*b + i] is global position
  * first + j*N*b + r*b + i of the list (mod its length); no augmentation. */
 static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
@@ -37,7 +33,7 @@ static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_dat
     data d = {0};
     d.shallow = 0;
     d.X = make_matrix(rows, net->w * net->h * net->c);
-    d.y = make_matrix(rows, task == MN_TASK_CLASSIFIER ? dc->classes : 5 * (boxes ? boxes : 90));
+    d.y = make_matrix(rows, task == MN_TASK_CLASSIFIER ? dc->classes : mn_base_truth_size(net) * (boxes ? boxes : 90));
     for (int j = 0; j < s; ++j) {
         for (int i = 0; i < b; ++i) {
             size_t g = (first + (size_t)j * c->size * b + (size_t)c->rank * b + i) % l->global_n;
@@ -55,7 +51,7 @@ static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_dat
                 }
                 d.y.vals[j * b + i][cls] = 1;
             } else {
-                fill_truth_detection(path, boxes ? boxes : 90, d.y.vals[j * b + i], dc->classes, 0, 0, 0, 1, 1);
+                mn_base_fill_truth(net, path, boxes ? boxes : 90, d.y.vals[j * b + i], dc->classes);
             }
         }
     }
@@ -87,6 +83,7 @@ static load_args random_args(network *net, mn_task task, const mn_data_cfg *dc, 
         a.jitter = last.jitter;
         a.num_boxes = last.max_boxes;
         a.type = DETECTION_DATA;
+        mn_base_detector_args(net, &a);
     }
     return a;
 }
@@ -153,23 +150,23 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
      * from a seed of (seed, rank, iteration), so a resumed run goes on with
      * new data rather than replaying the first batches of its shard. */
     if (!opt->deterministic && !resizes) {
-        srand(mn_stream_seed(opt->seed, c->rank, get_current_batch(net)));
+        srand(mn_stream_seed(opt->seed, c->rank, mn_base_iteration(net)));
         loader = load_data(args);
     }
 
     double start = mn_now(), avg_loss = -1;
     mn_eval_state *ev = NULL;
     mn_report *rep = NULL;
-    size_t first_batch = get_current_batch(net);
+    size_t first_batch = mn_base_iteration(net);
     mn_status s = MN_OK;
-    while (get_current_batch(net) < (size_t)net->max_batches && s == MN_OK) {
+    while (mn_base_iteration(net) < (size_t)net->max_batches && s == MN_OK) {
         double t0 = mn_now();
         if (resizes && count++ % 10 == 0) {
             /* Every rank draws the same size from the job's own stream, so no
              * rank waits on a larger one. Stock's 320..608 range (and 608 for
              * the last 200 iterations) for a 416 cfg, scaled to the cfg's
              * own width. */
-            size_t now = get_current_batch(net);
+            size_t now = mn_base_iteration(net);
             int d = (int)(mn_stream_seed(opt->seed, -1, now) % 10 + 10) * 32;
             if (now + 200 > (size_t)net->max_batches) d = 608;
             d = d * base_w / 416 / 32 * 32;
@@ -184,17 +181,17 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         }
         double td = mn_now();
         if (opt->deterministic) {
-            s = mn_agree(c, load_fixed(c, net, task, dc, shard, get_current_batch(net) * (size_t)global_imgs, &train));
+            s = mn_agree(c, load_fixed(c, net, task, dc, shard, mn_base_iteration(net) * (size_t)global_imgs, &train));
             if (s != MN_OK) break;
         } else {
             pthread_join(loader, 0);
             train = buffer;
-            srand(mn_stream_seed(opt->seed, c->rank, get_current_batch(net) + 1));
+            srand(mn_stream_seed(opt->seed, c->rank, mn_base_iteration(net) + 1));
             loader = load_data(args);
         }
         mn_timeline_add(tl, 0, MN_TL_DATA, td, mn_now(), 0, 0, 0);
         mn_optimizer_begin_step(mo, net);
-        float loss = train_network(net, train);
+        float loss = mn_base_train(net, train);
         double tu = mn_now();
         mn_timeline_add(tl, 0, MN_TL_UPDATE, mn_optimizer_synced_at(mo), tu, 0, 0, 0);
         free_data(train);
@@ -207,7 +204,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         mn_timeline_add(tl, 0, MN_TL_LOSS, tu, tstep, 0, 0, 0);
         if (mn_optimizer_nonfinite(mo) || !isfinite(loss)) {
             /* The hook dropped the update: the model is as before this step. */
-            size_t at = get_current_batch(net);
+            size_t at = mn_base_iteration(net);
             if (!opt->nonfinite_skip) {
                 if (c->rank == 0)
                     mn_error(c, "iteration %zu: the loss or the averaged gradient is NaN or Inf; stopping "
@@ -221,7 +218,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         } else {
             avg_loss = avg_loss < 0 ? loss : avg_loss * .9 + loss * .1;
         }
-        size_t it = get_current_batch(net);
+        size_t it = mn_base_iteration(net);
         double now = mn_now();
         if (c->rank == 0) {
             char el[32], eta[32];
@@ -229,7 +226,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
             format_duration(now - start, el, sizeof el);
             format_duration(per * (double)(net->max_batches - it), eta, sizeof eta);
             printf("%zu: loss %f, avg %f, rate %f, %.1f img/s, %s elapsed, ETA %s, %zu images\n", it, loss, avg_loss,
-                   get_current_rate(net), global_imgs / (now - t0), el, eta, *net->seen);
+                   mn_base_rate(net), global_imgs / (now - t0), el, eta, *net->seen);
             fflush(stdout);
         }
         /* Before anything is saved, every rank must still hold rank 0's model. */
@@ -270,7 +267,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
     mn_cache_uninstall();
     if (s == MN_OK) s = mn_engine_cache_report(c, cache, cache_mb);
     mn_cache_free(cache);
-    if (s == MN_OK) s = mn_replica_check(c, net, mo, opt->sync_bn, get_current_batch(net), NULL);
+    if (s == MN_OK) s = mn_replica_check(c, net, mo, opt->sync_bn, mn_base_iteration(net), NULL);
     if (s == MN_OK) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s_final.weights", dc->backup, base);
@@ -292,7 +289,7 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
     mn_resumed r = {0};
     int given = weightfile && *weightfile;
     if (opt->checkpoint_interval > 0 && !clear) MN_CHECK(mn_checkpoint_resume(c, net, mo, dir, base, lock, &r));
-    size_t it = get_current_batch(net);
+    size_t it = mn_base_iteration(net);
     if (c->rank == 0) {
         if (net->max_batches <= 0)
             mn_error(c, "%s: max_batches is %d: nothing to train; set it to the number of updates to run",
@@ -350,6 +347,12 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         s = mn_agree(c, MN_ERR_USER);
         goto out;
     }
+    const char *refused = mn_base_refuse(net, opt.sync_bn);
+    if (refused) {
+        if (c->rank == 0) mn_error(c, "%s: %s is not supported on %s Darknet", cfgfile, refused, mn_base_name());
+        s = mn_agree(c, MN_ERR_USER);
+        goto out;
+    }
     if ((s = mn_comm_select(c, opt.communicator)) != MN_OK) goto out;
     if (task == MN_TASK_DETECTOR && net->layers[net->n - 1].type != YOLO &&
         net->layers[net->n - 1].type != REGION && net->layers[net->n - 1].type != DETECTION) {
@@ -357,7 +360,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         s = mn_agree(c, MN_ERR_USER);
         goto out;
     }
-    srand(mn_stream_seed(opt.seed, c->rank, get_current_batch(net)));
+    srand(mn_stream_seed(opt.seed, c->rank, mn_base_iteration(net)));
     s = opt.deterministic ? mn_bcast_list(c, dc.train, opt.shuffle, opt.seed, &shard)
                           : mn_scatter_list(c, dc.train, opt.shuffle, opt.seed, &shard);
     if (s != MN_OK || (s = mn_check_training_input(c, task, &dc, &opt, net, &shard)) != MN_OK) goto out;
@@ -376,7 +379,7 @@ out:
     mn_timeline_close(tl, 0);
     mn_backup_unlock(lock);
     if (mo) mn_detach(net, mo);
-    if (net) free_network(net);
+    if (net) mn_base_free(net);
     mn_free_list(&shard);
     mn_free_data_cfg(&dc);
     free(base);

@@ -26,7 +26,7 @@ static inline void mn_test_update(network *net, size_t first, int ranks, int r,
     for (int j = 0; j < s; ++j)
         for (int i = 0; i < b; ++i)
             image_of(first + (size_t)j * ranks * b + (size_t)r * b + i, d.X.vals[j * b + i], d.y.vals[j * b + i]);
-    train_network(net, d);
+    mn_base_train(net, d);
     free_data(d);
 }
 

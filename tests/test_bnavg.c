@@ -40,10 +40,10 @@ static void set_stats(network *net, int r)
 /* Rank 0: the statistics stored in a weights file. */
 static void file_stats(const char *cfg, const char *path, float *out)
 {
-    network *f = parse_network_cfg((char *)cfg);
+    network *f = mn_base_parse(cfg);
     load_weights(f, (char *)path);
     stats(f, out);
-    free_network(f);
+    mn_base_free(f);
 }
 
 static void train_own_data(network *net)
@@ -56,7 +56,7 @@ static void train_own_data(network *net)
         for (int k = 0; k < W * H * C; ++k) { s = s * 1103515245u + 12345u; d.X.vals[i][k] = rank + (float)((s >> 16) & 1023) / 1023.0f; }
         d.y.vals[i][(i + rank) % CLASSES] = 1;
     }
-    train_network(net, d);
+    mn_base_train(net, d);
     free_data(d);
 }
 
@@ -147,7 +147,7 @@ int main(int argc, char **argv)
     }
     free(sum); free(in); free(r0); free(got); free(want); free(mine);
     mn_detach(net, o);
-    free_network(net);
+    mn_base_free(net);
     mn_comm_free(c);
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -83,8 +83,8 @@ int main(int argc, char **argv)
     size_t iters[K];
     for (int u = 0; u < K; ++u) {
         mn_test_update(net, (size_t)u * N * B * S, N, rank, image_of);
-        rates[u] = get_current_rate(net);
-        iters[u] = get_current_batch(net);
+        rates[u] = mn_base_rate(net);
+        iters[u] = mn_base_iteration(net);
     }
     check_same_on_all_ranks(c, net, "after training");
 
@@ -93,16 +93,16 @@ int main(int argc, char **argv)
     srand(2000 + rank);
     EXPECT(mn_load_network(c, cfg_n, wfile, 0, &loaded) == MN_OK, "load with weights");
     check_same_on_all_ranks(c, loaded, "weights file");
-    free_network(loaded);
+    mn_base_free(loaded);
 
     if (rank == 0) {
         /* The reference: one process, batch N*B, from the same start. */
-        network *ref = parse_network_cfg(cfg_1);
+        network *ref = mn_base_parse(cfg_1);
         load_weights(ref, wfile);
         for (int u = 0; u < K; ++u) {
             mn_test_update(ref, (size_t)u * N * B * S, 1, 0, image_of);
-            EXPECT(get_current_batch(ref) == iters[u], "iteration %d: counter %zu vs %zu", u, iters[u], get_current_batch(ref));
-            EXPECT(get_current_rate(ref) == rates[u], "iteration %d: rate %g vs %g", u, rates[u], get_current_rate(ref));
+            EXPECT(mn_base_iteration(ref) == iters[u], "iteration %d: counter %zu vs %zu", u, iters[u], mn_base_iteration(ref));
+            EXPECT(mn_base_rate(ref) == rates[u], "iteration %d: rate %g vs %g", u, rates[u], mn_base_rate(ref));
         }
         EXPECT(*ref->seen == *net->seen, "seen %zu vs %zu", *net->seen, *ref->seen);
         EXPECT(*ref->seen == (size_t)K * N * B * S, "seen %zu, want %d", *ref->seen, K * N * B * S);
@@ -111,7 +111,7 @@ int main(int argc, char **argv)
         mn_test_params(net, a);
         mn_test_params(ref, b);
         float *w0 = malloc(n * sizeof(float));
-        network *start = parse_network_cfg(cfg_1);
+        network *start = mn_base_parse(cfg_1);
         load_weights(start, wfile);
         mn_test_params(start, w0);
         double moved, rel = mn_test_rel(a, b, w0, n, &moved);
@@ -123,7 +123,7 @@ int main(int argc, char **argv)
         free(a); free(b); free(w0);
     }
     mn_detach(net, o);
-    free_network(net);
+    mn_base_free(net);
     mn_comm_free(c);
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -79,13 +79,13 @@ int main(int argc, char **argv)
     if (sync) EXPECT(!memcmp(root, mine, n * sizeof(float)), "parameters or running statistics differ from rank 0's");
 
     if (rank == 0) {
-        network *ref = parse_network_cfg(cfg_1);
+        network *ref = mn_base_parse(cfg_1);
         load_weights(ref, wfile);
         for (int u = 0; u < K; ++u) mn_test_update(ref, (size_t)u * N * B * S, 1, 0, image_of);
         float *b = malloc(n * sizeof(float)), *w0 = malloc(n * sizeof(float));
         EXPECT(mn_test_params(ref, NULL) == n, "reference has %zu parameters, not %zu", mn_test_params(ref, NULL), n);
         mn_test_params(ref, b);
-        network *start = parse_network_cfg(cfg_1);
+        network *start = mn_base_parse(cfg_1);
         load_weights(start, wfile);
         mn_test_params(start, w0);
         double moved, rel = mn_test_rel(mine, b, w0, n, &moved);
@@ -95,13 +95,13 @@ int main(int argc, char **argv)
         else EXPECT(rel > 1e-4, "relative difference %g <= 1e-4 without sync: the test cannot tell sync from no sync", rel);
         EXPECT(moved > 1e-3, "training did not move the weights: the test would prove nothing");
         free(b); free(w0);
-        free_network(ref);
-        free_network(start);
+        mn_base_free(ref);
+        mn_base_free(start);
     }
     free(mine);
     free(root);
     mn_detach(net, o);
-    free_network(net);
+    mn_base_free(net);
     mn_comm_free(c);
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# AlexeyAB's Darknet as the base (make DARKNET=alexeyab): builds it (the
+# snapshot in ../shared/third_party or DARKNET_SRC), then N x b against
+# 1 x N*b training equivalence on 1-4 ranks through every CPU communicator,
+# and with sync_bn; the replica check and nonfinite=skip; bn_average; a
+# YOLOv4-tiny-style cfg (cfg/yolov4-tiny-fashion.cfg) trained on 2 ranks
+# (sync_bn, bn_average, checkpoints and resume, watchdog; seen counts global
+# images), whose weights the fork's own
+# ./darknet loads and evaluates: its `detector map` finds the same number of
+# detections as darknet-mn's and an mAP within 0.002; float16 with double
+# buffering; the refusal of a layer darknet-mn cannot average; the cfg check
+# takes every cfg of the fork. Skipped (ok)
+# when neither source is here.
+# Run by tests/run.sh (env T, MPI, BUILD), or alone from the repository root.
+set -u
+BUILD=${BUILD:-build}
+T=${T:-$(pwd)/$BUILD/test}
+T=$T/alexeyab
+MPI=${MPI:-mpiexec --oversubscribe}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+rm -rf "$T" && mkdir -p "$T"
+fail=0
+ok() { echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+SNAPSHOT=${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}
+if [ -z "${DARKNET_SRC:-}" ] && [ ! -f "$SNAPSHOT" ]; then
+    ok "AlexeyAB base skipped: neither DARKNET_SRC nor $SNAPSHOT is here"
+    exit 0
+fi
+AB=$BUILD/alexeyab-cpu
+TB=$AB/tests
+DK=third_party/darknet-alexeyab-cpu
+if make -s DARKNET=alexeyab "$AB/darknet_mn" "$TB/test_equiv" "$TB/test_syncbn" "$TB/test_replica" "$TB/test_bnavg" "$TB/test_cfg" \
+        "$BUILD/tools/mn_fashion_det" > "$T/build.log" 2>&1; then
+    ok "make DARKNET=alexeyab builds $AB/darknet_mn and the fork's own $DK/darknet"
+else
+    bad "make DARKNET=alexeyab (see $T/build.log)"; tail -5 "$T/build.log"; exit 1
+fi
+
+summary() { grep -ao 'test_[a-z]*: .*' "$1" | awk 'length > length(best) { best = $0 } END { print best }'; }
+run() {   # run NAME NP ENV... -- CMD...
+    local name=$1 np=$2; shift 2
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
+    shift
+    if timeout 60 $MPI "${envs[@]}" -n "$np" "$@" > "$T/$name.log" 2>&1; then ok "alexeyab $name: $(summary "$T/$name.log")"
+    else bad "alexeyab $name (see $T/$name.log)"; grep -ah "FAIL" "$T/$name.log" | head -5; fi
+}
+
+# The cfg check takes every cfg of the fork (mish, [sam], route groups, ...) and ours.
+run fork-cfgs-accepted 2 -- "$TB/test_cfg" "$DK"/cfg/*.cfg cfg/*.cfg
+
+# Equivalence: every CPU communicator, on the node layouts it takes.
+eq() {   # eq COMM NP [RANKS_PER_NODE]
+    local d=$T/eq-$1-$2-${3:-real}
+    mkdir -p "$d"
+    if [ -n "${3:-}" ]; then run "equiv-$1-np$2-${3}pernode" "$2" MN_RANKS_PER_NODE=$3 -- "$TB/test_equiv" "$1" 2 "$d"
+    else run "equiv-$1-np$2" "$2" -- "$TB/test_equiv" "$1" 2 "$d"; fi
+}
+for n in 1 2 3 4; do eq naive $n; eq flat $n; eq single_node $n; done
+eq hierarchical 2 1; eq hierarchical 3 2; eq hierarchical 4 2
+eq two_dimensional 2 1; eq two_dimensional 4 2
+for n in 1 2 3 4; do mkdir -p "$T/sbn-$n" && run "syncbn-np$n" $n -- "$TB/test_syncbn" 1 2 "$T/sbn-$n"; done
+mkdir -p "$T/sbn-off" && run "syncbn-off-np2" 2 -- "$TB/test_syncbn" 0 2 "$T/sbn-off"
+for n in 1 2 3; do mkdir -p "$T/rep-$n" && run "replica-np$n" $n -- "$TB/test_replica" "$T/rep-$n"; done
+mkdir -p "$T/bnavg" && run "bnavg-np2" 2 -- "$TB/test_bnavg" "$T/bnavg"
+
+# The detection set in the fork's layout: each label file beside its image
+# (its replace_image_to_label maps only COCO's and VOC's folders).
+DET=$BUILD/fashion-det
+if [ ! -f "$DET/.stamp" ]; then make -s fashion-det-data > "$T/det-data.log" 2>&1 || { bad "make fashion-det-data"; exit 1; }; fi
+M=$T/det
+for s in train valid; do
+    mkdir -p "$M/$s"
+    ln -s "$(pwd)/$DET/images/$s"/*.jpg "$(pwd)/$DET/labels/$s"/*.txt "$M/$s/"
+    ls "$M/$s"/*.jpg > "$M/$s.list"
+done
+printf 'classes=10\ntrain=%s\nvalid=%s\nnames=%s\nbackup=%s\n' "$M/train.list" "$M/valid.list" "$(pwd)/data/fashion.names" \
+    "$T/backup" > "$T/y4.data"
+
+# YOLOv4-tiny-style, 2 ranks, 60 iterations of 8 images a rank, deterministic
+# data (the same weights on every run), at the full rate from the start.
+sed 's/^max_batches=.*/max_batches=60/; s/^burn_in=.*/burn_in=0/; s/^learning_rate=.*/learning_rate=0.01/' \
+    cfg/yolov4-tiny-fashion.cfg > "$T/y4.cfg"
+printf '\n[distributed]\ndeterministic=1\nsync_bn=1\nbn_average=1\ncheckpoint_interval=30\ncollective_timeout=60\n' >> "$T/y4.cfg"
+W=$T/backup/y4_final.weights
+if timeout 300 $MPI -n 2 "$AB/darknet_mn" detector train "$T/y4.data" "$T/y4.cfg" > "$T/y4-train.log" 2>&1 && [ -f "$W" ] &&
+   grep -q '^60: loss' "$T/y4-train.log"; then
+    ok "alexeyab yolov4-tiny-fashion on 2 ranks: $(grep -a '^60: loss' "$T/y4-train.log" | cut -d, -f1-2)"
+else bad "alexeyab yolov4-tiny-fashion training (see $T/y4-train.log)"; tail -3 "$T/y4-train.log"; fi
+timeout 300 $MPI -n 2 "$AB/darknet_mn" detector map "$T/y4.data" "$T/y4.cfg" "$W" > "$T/y4-map-mn.log" 2>&1
+timeout 300 "$DK/darknet" detector map "$T/y4.data" "$T/y4.cfg" "$W" > "$T/y4-map-ab.log" 2>&1
+mn_map=$(grep -ao 'mAP@0.50 [0-9.]*' "$T/y4-map-mn.log" | cut -d' ' -f2)
+mn_det=$(grep -ao '[0-9]* detections' "$T/y4-map-mn.log" | cut -d' ' -f1)
+ab_map=$(grep -ao 'mean average precision (mAP@0.50) = [0-9.]*' "$T/y4-map-ab.log" | awk '{print $NF}')
+ab_det=$(grep -ao 'detections_count = [0-9]*' "$T/y4-map-ab.log" | awk '{print $NF}')
+if [ -n "$mn_map" ] && [ -n "$ab_map" ] && [ "$mn_det" = "$ab_det" ] &&
+   awk -v a="$mn_map" -v b="$ab_map" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0.005 && d <= 0.002) }'; then
+    ok "alexeyab detector map: darknet-mn $mn_map ($mn_det detections), the fork's ./darknet $ab_map ($ab_det detections)"
+else bad "alexeyab detector map: darknet-mn '$mn_map' ($mn_det detections) vs the fork's '$ab_map' ($ab_det)"; fi
+
+# seen in the weights header counts the global images (the fork derives it
+# from cur_iteration when it saves: 60 x 8 x 2 = 960); a longer max_batches
+# resumes from the checkpoint of iteration 60 and ends at 64 x 16 = 1024.
+seen_of() { od -A n -t u8 -j 12 -N 8 "$1" | tr -d ' '; }
+s60=$(seen_of "$W")
+sed -i 's/^max_batches=.*/max_batches=64/' "$T/y4.cfg"
+if [ "$s60" = 960 ] && timeout 120 $MPI -n 2 "$AB/darknet_mn" detector train "$T/y4.data" "$T/y4.cfg" > "$T/y4-resume.log" 2>&1 &&
+   grep -aq "resuming from checkpoint $T/backup/y4.ckpt-60: iteration 60" "$T/y4-resume.log" && grep -aq '^64: loss' "$T/y4-resume.log" &&
+   [ "$(seen_of "$W")" = 1024 ]; then
+    ok "alexeyab seen 960 after 60 iterations of 2 x 8 images; resumed from checkpoint 60 to 64, seen $(seen_of "$W")"
+else bad "alexeyab seen $s60 (want 960), resume (see $T/y4-resume.log), seen $(seen_of "$W") (want 1024)"; fi
+
+# float16 gradients with double buffering and the hierarchical communicator
+# on 2 forced nodes: trains, and the replica check at the end passes.
+sed 's/^max_batches=.*/max_batches=6/' cfg/yolov4-tiny-fashion.cfg > "$T/y4h.cfg"
+printf '\n[distributed]\ncommunicator=hierarchical\nallreduce_grad_dtype=float16\ndouble_buffering=1\n' >> "$T/y4h.cfg"
+if timeout 120 $MPI -x MN_RANKS_PER_NODE=1 -n 2 "$AB/darknet_mn" detector train "$T/y4.data" "$T/y4h.cfg" > "$T/y4h.log" 2>&1 &&
+   grep -q '^6: loss' "$T/y4h.log" && [ -f "$T/backup/y4h_final.weights" ]; then
+    ok "alexeyab float16 + double buffering + hierarchical on 2 nodes: $(grep -a '^6: loss' "$T/y4h.log" | cut -d, -f1)"
+else bad "alexeyab float16 + double buffering (see $T/y4h.log)"; tail -3 "$T/y4h.log"; fi
+
+# overlap=1 on this base: from the same weights, deterministic batches, 3
+# ranks and 64 KiB pieces, bit for bit the blocking run (patch 0004 calls the
+# hook from the fork's backward_network).
+for v in blk ov; do
+    sed -e 's/^max_batches=.*/max_batches=4/' -e 's/^batch=.*/batch=2/' -e 's/^subdivisions=.*/subdivisions=1/' cfg/yolov4-tiny-fashion.cfg > "$T/y4$v.cfg"
+    printf '\n[distributed]\ndeterministic=1\nshuffle=0\n' >> "$T/y4$v.cfg"
+    [ $v = ov ] && printf 'overlap=1\nbucket_mb=0.1\ntimeline=%s\n' "$T/y4ov.json" >> "$T/y4$v.cfg"
+    timeout 120 $MPI -x MN_PIECE_BYTES=65536 -n 3 "$AB/darknet_mn" detector train "$T/y4.data" "$T/y4$v.cfg" "$W" -clear > "$T/y4$v.log" 2>&1
+done
+# backward events come from the hook alone: the fork called it
+if grep -aq "overlap=1: [0-9]* buckets" "$T/y4ov.log" && grep -q '"name":"backward"' "$T/y4ov.json" &&
+   "$TEST_BIN/mn_wcmp" "$T/backup/y4ov_final.weights" "$T/backup/y4blk_final.weights" 0 > "$T/y4ov.cmp"; then
+    ok "alexeyab overlap=1 = blocking, bit for bit, 3 ranks from the same weights ($(grep -ao '[0-9]* buckets' "$T/y4ov.log"); $(cat "$T/y4ov.cmp"))"
+else bad "alexeyab overlap=1 vs blocking: $(cat "$T/y4ov.cmp" 2> /dev/null) (see $T/y4ov.log)"; fi
+
+# A weighted shortcut: refused before training, naming the cfg, the layer and its kind, on every rank.
+printf '[net]\nbatch=2\nwidth=32\nheight=32\nchannels=3\nmax_batches=2\n\n[convolutional]\nfilters=4\nsize=3\npad=1\nactivation=leaky\n\n[convolutional]\nfilters=4\nsize=3\npad=1\nactivation=leaky\n\n[shortcut]\nfrom=-2\nweights_type=per_feature\nweights_normalization=softmax\nactivation=linear\n\n[convolutional]\nfilters=45\nsize=1\nactivation=linear\n\n[yolo]\nmask=0,1,2\nanchors=18,36, 37,18, 29,45\nclasses=10\nnum=3\n' > "$T/wsc.cfg"
+timeout 60 $MPI -n 2 sh -c "$AB/darknet_mn detector train $T/y4.data $T/wsc.cfg > /dev/null 2> $T/wsc.err.\$OMPI_COMM_WORLD_RANK; echo \$? > $T/wsc.rc.\$OMPI_COMM_WORLD_RANK"
+if [ "$(cat "$T/wsc.rc.0" 2>/dev/null)" != 0 ] && [ "$(cat "$T/wsc.rc.1" 2>/dev/null)" != 0 ] && [ -f "$T/wsc.rc.1" ] &&
+   grep -aq "$T/wsc.cfg: layer 2 is a shortcut layer with weights_type (weighted shortcut), which darknet-mn cannot average across ranks (AlexeyAB's Darknet)" "$T/wsc.err.0"; then
+    ok "alexeyab weighted shortcut refused: $(grep -a 'cannot average' "$T/wsc.err.0" | head -1)"
+else bad "alexeyab weighted shortcut: exit $(cat "$T"/wsc.rc.* 2>/dev/null | tr '\n' ' '); $(grep -av '^ \|^$' "$T"/wsc.err.0 | tail -2)"; fi
+
+[ "$fail" = 0 ]
