@@ -203,8 +203,9 @@ static int sync_overlap(network *net, mn_optimizer *o, int poison)
     mn_watchdog_leave(o->watch);
     for (int k = 0, nb = mn_overlap_buckets(o->ov); o->tl && k < nb; ++k) {
         size_t floats;
-        double t0, t1;
-        mn_overlap_bucket(o->ov, k, &floats, &t0, &t1);
+        double tq, t0, t1;
+        mn_overlap_bucket(o->ov, k, &floats, &tq, &t0, &t1);
+        mn_timeline_add(o->tl, 1, MN_TL_QUEUED, tq, t0, 0, 0, 0);
         mn_timeline_add(o->tl, 1, MN_TL_BUCKET, t0, t1, floats * (o->comm->half ? 2 : 4), 0, 0);
     }
     finish_mean(o);

@@ -23,7 +23,7 @@ typedef struct {
     int a0, a1;          /* per-array units: arrays [a0, a1) */
     size_t off, len;     /* piece units: floats [off, off+len) of the arena */
     int ready;           /* final once backward has finished this layer */
-    double t0, t1;
+    double tq, t0, t1;   /* handed over, its allreduce's start and end */
 } bucket;
 
 struct mn_overlap {
@@ -153,6 +153,8 @@ static int issue(mn_overlap *ov, int upto, int poison)
     /* A NaN in the first float makes the whole mean NaN-checked as bad on
      * every rank; it lies in the last bucket. */
     if (poison && upto == ov->nb) ov->base[0] = NAN;
+    double now = mn_now();
+    for (int k = from; k < upto; ++k) ov->b[k].tq = now;
     pthread_mutex_lock(&ov->mu);
     ov->issued = upto;
     pthread_cond_broadcast(&ov->cv);
@@ -181,12 +183,13 @@ int mn_overlap_buckets(const mn_overlap *ov)
     return ov->nb;
 }
 
-void mn_overlap_bucket(const mn_overlap *ov, int k, size_t *floats, double *t0, double *t1)
+void mn_overlap_bucket(const mn_overlap *ov, int k, size_t *floats, double *tq, double *t0, double *t1)
 {
     const bucket *b = &ov->b[k];
     size_t n = b->len;
     for (int i = b->a0; ov->per_array && i < b->a1; ++i) n += ov->lens[i];
     *floats = n;
+    *tq = b->tq;
     *t0 = b->t0;
     *t1 = b->t1;
 }

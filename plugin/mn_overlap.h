@@ -22,10 +22,11 @@ mn_status mn_overlap_start(mn_comm *c, float **arrays, const size_t *lens, const
 int mn_overlap_ready(mn_overlap *ov, int layer, int poison);
 /* The rest goes too; returns once every bucket is averaged. */
 void mn_overlap_finish(mn_overlap *ov, int poison);
-/* Bucket k of the last step: its floats and the thread's start and end
- * (mn_now) around its allreduce; the count of buckets. */
+/* Bucket k of the last step: its floats, when backward handed it over, and
+ * the thread's start and end (mn_now) around its allreduce; the count of
+ * buckets. */
 int mn_overlap_buckets(const mn_overlap *ov);
-void mn_overlap_bucket(const mn_overlap *ov, int k, size_t *floats, double *t0, double *t1);
+void mn_overlap_bucket(const mn_overlap *ov, int k, size_t *floats, double *tq, double *t0, double *t1);
 void mn_overlap_stop(mn_overlap *ov);
 
 #endif

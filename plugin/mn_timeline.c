@@ -51,7 +51,7 @@ struct mn_timeline {
 
 static const char *const names[MN_TL_KINDS] = {
     "data", "forward", "backward", "wait for allreduce", "update", "loss allreduce", "evaluation", "save",
-    "allreduce bucket", "waiting for the slowest rank",
+    "allreduce bucket", "bucket queued", "waiting for the slowest rank",
 };
 
 static void push(mn_timeline *t, const ev *e)
@@ -314,7 +314,7 @@ static void draw(mn_timeline *t, const char *png)
     if (hi <= lo) return;
     static const double rgb[MN_TL_KINDS][3] = {
         {.6, .6, .6}, {.25, .5, .85}, {.1, .3, .6}, {.85, .25, .2}, {.2, .65, .3},
-        {.95, .6, .1}, {.6, .35, .7}, {.45, .3, .2}, {.9, .45, .6}, {.95, .85, .2},
+        {.95, .6, .1}, {.6, .35, .7}, {.45, .3, .2}, {.9, .45, .6}, {.97, .82, .88}, {.95, .85, .2},
     };
     const int W = 1200, L = 190, R = 20, TOP = 40, ROW = 22, ranks = t->c->size;
     int H = TOP + 2 * ROW * ranks + 90;
@@ -346,9 +346,14 @@ static void draw(mn_timeline *t, const char *png)
         const ev *e = &t->keep[j];
         if (e->it < last - 1) continue;
         double off = t->offset[t->keep_rank[j]], x0 = L + (e->t0 - off - lo) * sx, x1 = L + (e->t1 - off - lo) * sx;
-        double y = TOP + (2 * t->keep_rank[j] + e->row) * ROW + (e->kind == MN_TL_SLOWEST ? ROW / 2 : 2);
+        /* the wait for the slowest rank: the lower half of its row; a queued
+         * bucket: a strip on top, over the bucket before it */
+        double y = TOP + (2 * t->keep_rank[j] + e->row) * ROW, h = ROW - 4;
+        if (e->kind == MN_TL_SLOWEST) y += ROW / 2, h = ROW / 2 - 2;
+        else if (e->kind == MN_TL_QUEUED) y += 2, h = 4;
+        else y += 2;
         cairo_set_source_rgb(cr, rgb[e->kind][0], rgb[e->kind][1], rgb[e->kind][2]);
-        cairo_rectangle(cr, x0, y, x1 - x0 < 1 ? 1 : x1 - x0, e->kind == MN_TL_SLOWEST ? ROW / 2 - 2 : ROW - 4);
+        cairo_rectangle(cr, x0, y, x1 - x0 < 1 ? 1 : x1 - x0, h);
         cairo_fill(cr);
     }
     double ly = TOP + 2 * ROW * ranks + 20, lx = L;

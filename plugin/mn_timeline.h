@@ -22,6 +22,7 @@ typedef enum {
     MN_TL_EVAL,
     MN_TL_SAVE,       /* replica check, weights, checkpoint */
     MN_TL_BUCKET,     /* the communication thread averages one bucket */
+    MN_TL_QUEUED,     /* a bucket from its hand-over by backward to its allreduce's start */
     MN_TL_SLOWEST,    /* derived: from this rank's arrival to the slowest rank's */
     MN_TL_KINDS
 } mn_tl_kind;
