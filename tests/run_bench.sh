@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# bench allreduce reports figures one can trust: every variant's median with
+# its min and max, the memcpy reference beside them, and no page faults per
+# call (Open MPI's temporaries of a large bare MPI_Allreduce once faulted
+# 4324 times per call, 10x its time). Run by tests/run.sh (T, MPI set there).
+set -u
+B=$T/bench
+mkdir -p "$B"
+fail=0
+ok() { echo "ok   $*"; }
+bad() { fail=1; echo "FAIL $*"; }
+
+# rows_sane FILE: algo bytes median min max ...: min <= median <= max, a
+# memcpy row per size, and the faults (last column) of every row.
+rows_sane() {
+    awk '$2 ~ /^[0-9]+$/ && NF == 10 { rows++; if ($4 > $3 || $3 > $5) bad = bad " " $1 "@" $2;
+                                       if ($1 == "memcpy") copies++; if ($10 > 0) faults = faults " " $1 "@" $2 "=" $10 }
+         END { printf "%d %d [%s] [%s]\n", rows, copies, bad, faults }' "$1"
+}
+
+tiny=third_party/darknet-cpu/cfg/yolov3-tiny.cfg
+if timeout 300 $MPI -n 2 ./darknet_mn bench allreduce $tiny -iters 3 > "$B/tiny.out" 2> "$B/tiny.err"; then
+    read -r rows copies order faults <<< "$(rows_sane "$B/tiny.out")"
+    if [ "$rows" -ge 12 ] && [ "$copies" = 1 ] && [ "$order" = "[]" ] && [ "$faults" = "[]" ]; then
+        ok "bench allreduce yolov3-tiny np2: $rows rows, min <= median <= max, memcpy reference, no page faults per call"
+    else bad "bench allreduce yolov3-tiny np2: $rows rows, $copies memcpy rows, order $order, faults $faults"; fi
+else bad "bench allreduce yolov3-tiny np2 failed: $(tail -2 "$B/tiny.err")"; fi
+
+# The sweep: 4 B .. 1 MiB, 10 sizes, one memcpy row each.
+if timeout 120 $MPI -n 2 ./darknet_mn bench allreduce -iters 3 -max 1048576 > "$B/sweep.out" 2> "$B/sweep.err"; then
+    read -r rows copies order faults <<< "$(rows_sane "$B/sweep.out")"
+    if [ "$copies" = 10 ] && [ "$order" = "[]" ]; then ok "bench allreduce sweep np2: $rows rows, 10 sizes with a memcpy row, min <= median <= max"
+    else bad "bench allreduce sweep np2: $rows rows, $copies memcpy rows, order $order"; fi
+else bad "bench allreduce sweep np2 failed: $(tail -2 "$B/sweep.err")"; fi
+exit $fail
