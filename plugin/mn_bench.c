@@ -208,11 +208,12 @@ static void rows(const mn_comm *c, const variant *vs, int nv, size_t bytes, cons
     row(c, "memcpy", bytes, &s[nv], &s[0], &s[nv]);
 }
 
-/* glibc maps an allocation above its threshold (up to 32 MiB) fresh on every
- * call and trims freed heap tops: Open MPI's temporaries of a large
- * MPI_Allreduce then page-fault on every call (17 MiB, 4323 faults per call
- * at yolov3-tiny's 35 MB on 2 ranks), which a training step, in 1 MiB
- * pieces, never pays. The bench keeps freed memory for the next call. */
+/* glibc maps an allocation above its mmap threshold (at most 32 MiB) fresh
+ * on every call and trims freed heap tops, so the temporaries of a large bare
+ * MPI_Allreduce page-fault on every call: 4324 faults (17 MiB) per call at
+ * yolov3-tiny's 35 MB on 2 ranks, 10x the call's time on the test VM. A
+ * training step, in 1 MiB pieces, never pays that; the bench keeps freed
+ * memory for the next call so that its reference does not either. */
 static void keep_freed_memory(void)
 {
     mallopt(M_MMAP_MAX, 0);
