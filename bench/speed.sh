@@ -12,12 +12,13 @@
 # ROUNDS rounds; the median over rounds. The allreduce's share of a 2-rank step
 # is bench allreduce's median for the cfg's gradient (its communicator, flat)
 # over the step time at mn-2's median images/s.
-# SPEED_NETS, SPEED_SHORT, SPEED_LONG, SPEED_ROUNDS override the defaults.
+# SPEED_NETS, SPEED_SHORT, SPEED_LONG, SPEED_ROUNDS, SPEED_WORK (the scratch
+# folder) and BENCH_RESULTS override the defaults.
 set -u
 cd "$(dirname "$0")/.."
 . bench/common.sh
 R=${BENCH_RESULTS:-bench/results}
-W=build/bench-speed
+W=${SPEED_WORK:-build/bench-speed}
 SHORT=${SPEED_SHORT:-40}
 LONG=${SPEED_LONG:-160}
 ROUNDS=${SPEED_ROUNDS:-3}

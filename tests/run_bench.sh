@@ -36,7 +36,7 @@ else bad "bench allreduce sweep np2 failed: $(tail -2 "$B/sweep.err")"; fi
 # both runs' times for every system (a failed run shows "fail"), or DDP's
 # reason for skipping it.
 if [ -x third_party/darknet-stock/darknet ] && [ -x third_party/darknet-stock-omp/darknet ] && [ -e build/fashion/train.list ]; then
-    BENCH_LOCK= SPEED_SHORT=1 SPEED_LONG=2 SPEED_ROUNDS=1 SPEED_NETS=fashion BENCH_RESULTS=$B timeout 300 ./bench/speed.sh > "$B/speed.log" 2>&1
+    BENCH_LOCK= SPEED_SHORT=1 SPEED_LONG=2 SPEED_ROUNDS=1 SPEED_NETS=fashion SPEED_WORK=$B/speed-work BENCH_RESULTS=$B timeout 300 ./bench/speed.sh > "$B/speed.log" 2>&1
     rows=$(awk '$1 ~ /^(stock-1t|stock-omp2|mn-1|mn-2|ddp-1|ddp-2)$/ && $3 ~ /^[0-9.]+$/ && $4 ~ /^[0-9.]+$/' \
            "$B/speed-fashion.txt" 2> /dev/null | wc -l)
     if [ "$rows" = 6 ] || { [ "$rows" = 4 ] && grep -q '^# ddp-1, ddp-2: skipped: ' "$B/speed-fashion.txt"; }; then
