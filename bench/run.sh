@@ -26,8 +26,8 @@ record() {   # record FILE CMD...: run CMD $runs times, separately, keep each st
     local f=$1 k; shift
     echo "== $f"
     for k in $(seq 1 "$runs"); do
-        echo "## run $k of $runs, $(date -u +%Y-%m-%dT%H:%MZ) on $host"; load_line before; echo "# command: $*"
-        locked "$@" 2>/dev/null; load_line after
+        echo "## run $k of $runs, $(date -u +%Y-%m-%dT%H:%MZ) on $host"; echo "# command: $*"
+        locked bash -c '. bench/common.sh; load_line before; "$@" 2>/dev/null; load_line after' _ "$@"
     done | tee "$R/$f"
 }
 tiny=third_party/darknet-cpu/cfg/yolov3-tiny.cfg
