@@ -127,7 +127,7 @@ speed() {   # speed NET: the table of one net
     ar=$(locked $MPI -n 2 ./darknet_mn bench allreduce "$W/$net-mn-$LONG.cfg" -iters 20 2> /dev/null |
          awk '$1 == "flat" { print $3 / 1000 }')
     step=$(awk '$1 == "mn-2" { print $5 }' "$W/$net.ips" | median | awk -v b="$batch" '{ print 1000 * 2 * b / $1 }')
-    awk -v a="$ar" -v s="$step" 'BEGIN { if (a != "" && s + 0 > 0) printf "# allreduce (flat, bench allreduce median of 20) %.2f ms of a %.1f ms 2-rank step: %.1f%%\n", a, s, 100 * a / s }'
+    awk -v a="$ar" -v s="$step" 'BEGIN { if (a != "" && s + 0 > 0) printf "# allreduce (flat, bench allreduce median of 20) %.3f ms of a %.1f ms 2-rank step: %.2f%%\n", a, s, 100 * a / s }'
     echo "# command: $MPI -n 2 ./darknet_mn bench allreduce $W/$net-mn-$LONG.cfg -iters 20"
     load_line after
 }
