@@ -184,12 +184,23 @@ static mn_status time_all(mn_comm *c, const variant *vs, int nv, float **arrays,
     return s;
 }
 
+/* x / y with 3 decimals, or "-" where y is 0 (a copy of a few bytes can
+ * finish within the clock's resolution). */
+static const char *ratio(char *buf, size_t cap, double x, double y)
+{
+    if (y > 0) snprintf(buf, cap, "%.3f", x / y);
+    else snprintf(buf, cap, "-");
+    return buf;
+}
+
 static void row(const mn_comm *c, const char *name, size_t bytes, const stats *s, const stats *mpi, const stats *ref)
 {
     if (c->rank != 0) return;
-    double alg = bytes / s->med / 1e9, bus = alg * 2.0 * (c->size - 1) / c->size;
-    printf("%-20s %12zu %10.1f %10.1f %10.1f %8.3f %8.3f %7.3f %7.3f %8.0f\n", name, bytes, s->med * 1e6, s->min * 1e6,
-           s->max * 1e6, alg, bus, s->med / mpi->med, s->med / ref->med, s->faults);
+    char alg[32], bus[32], vm[32], vc[32];
+    double bus_bytes = bytes * 2.0 * (c->size - 1) / c->size;
+    printf("%-20s %12zu %10.1f %10.1f %10.1f %8s %8s %7s %7s %8.0f\n", name, bytes, s->med * 1e6, s->min * 1e6,
+           s->max * 1e6, ratio(alg, sizeof alg, bytes / 1e9, s->med), ratio(bus, sizeof bus, bus_bytes / 1e9, s->med),
+           ratio(vm, sizeof vm, s->med, mpi->med), ratio(vc, sizeof vc, s->med, ref->med), s->faults);
 }
 
 static void header(const mn_comm *c, int iters)
