@@ -171,19 +171,21 @@ include tests/sanitize.mk
 clean:
 	rm -rf $(BUILD) darknet_mn
 distclean: clean
-	rm -rf third_party/darknet-cpu* third_party/darknet-gpu* third_party/darknet-alexeyab-*
+	rm -rf third_party/darknet-cpu* third_party/darknet-gpu* third_party/darknet-alexeyab-* third_party/darknet-stock third_party/darknet-stock-omp
 
-# Stock Darknet from the same source package, unpatched, same flags: the baseline of make bench.
-third_party/darknet-stock/darknet: $(DEPS_STAMP)
-	rm -rf third_party/darknet-stock && dpkg-source -q -x $$(ls third_party/dl/darknet_*.dsc | head -1) third_party/darknet-stock >/dev/null
-	$(MAKE) -C third_party/darknet-stock -s OPENCV=0 OPENMP=0 obj darknet
+# Stock Darknet from the same source package, unpatched, its own flags
+# (-Ofast): the baseline of make bench; darknet-stock-omp with OpenMP.
+STOCK := third_party/darknet-stock/darknet third_party/darknet-stock-omp/darknet
+$(STOCK): $(DEPS_STAMP)
+	rm -rf $(@D) && dpkg-source -q -x $$(ls third_party/dl/darknet_*.dsc | head -1) $(@D) >/dev/null
+	$(MAKE) -C $(@D) -s OPENCV=0 OPENMP=$(if $(findstring -omp,$(@D)),1,0) obj darknet
 
 # AlexeyAB's base alone (make test runs it too, through tests/run.sh).
 .PHONY: test-alexeyab
 test-alexeyab:
 	BUILD=$(BUILD) ./tests/run_alexeyab.sh
 
-bench: $(PROG) third_party/darknet-stock/darknet $(BUILD)/fashion/.stamp
+bench: $(PROG) $(STOCK) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
 	./bench/run.sh
 
 # The gemm calls of a training image, timed through this build's gemm (bench/engine.sh).

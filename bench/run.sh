@@ -7,21 +7,28 @@
 #  3. one-rank ./darknet_mn against stock Darknet (same source, unpatched,
 #     same flags) training the same cfg and data on the same core;
 #  4. the failure handling's cost in training;
-#  5. the replica check's cost against the gradient allreduce, at 1, 2 and 4 ranks.
-# BENCH_PARTS picks some: "allreduce stock failure replica" (the default: all).
+#  5. the replica check's cost against the gradient allreduce, at 1, 2 and 4 ranks;
+#  6. training speed against stock Darknet and PyTorch DDP (bench/speed.sh).
+# BENCH_PARTS picks some: "allreduce stock failure replica speed" (the default: all).
+# Timing runs hold /work/bench.lock (bench/common.sh).
 set -eu
-parts=" ${BENCH_PARTS:-allreduce stock failure replica} "
+parts=" ${BENCH_PARTS:-allreduce stock failure replica speed} "
 want() { [[ $parts == *" $1 "* ]]; }
 cd "$(dirname "$0")/.."
+. bench/common.sh
 R=bench/results
 mkdir -p "$R"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPI="mpiexec --oversubscribe"
 host="$(uname -n), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(mpirun --version | head -1)"
-record() {   # record FILE CMD...: run CMD, keep its stdout with a header
-    local f=$1; shift
+runs=${BENCH_RUNS:-3}
+record() {   # record FILE CMD...: run CMD $runs times, separately, keep each stdout with a header
+    local f=$1 k; shift
     echo "== $f"
-    { echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host, load average $(cut -d' ' -f1-3 /proc/loadavg)"; echo "# command: $*"; "$@" 2>/dev/null; } | tee "$R/$f"
+    for k in $(seq 1 "$runs"); do
+        echo "## run $k of $runs, $(date -u +%Y-%m-%dT%H:%MZ) on $host"; echo "# command: $*"
+        locked bash -c '. bench/common.sh; load_line before; "$@" 2>/dev/null; load_line after' _ "$@"
+    done | tee "$R/$f"
 }
 tiny=third_party/darknet-cpu/cfg/yolov3-tiny.cfg
 if want allreduce; then
@@ -46,14 +53,15 @@ rm -rf "$W" && mkdir -p "$W/backup" && : > "$W/pairs"
 sed -e '/^\[distributed\]/,$d' -e "s/^max_batches=.*/max_batches=$iters/" cfg/fashion.cfg > "$W/fashion.cfg"
 sed -e "s|^backup=.*|backup=$W/backup|" cfg/fashion.data > "$W/fashion.data"
 stock=third_party/darknet-stock/darknet
+want speed && ./bench/speed.sh
 want stock || want failure || exit 0
-run_timed() {   # prints wall seconds of CMD on core 0
-    local t0 t1; t0=$(date +%s.%N)
-    taskset -c 0 "$@" > /dev/null 2>&1 || { echo "bench: $* failed" >&2; return 1; }
-    t1=$(date +%s.%N); awk "BEGIN{print $t1 - $t0}"
+run_timed() {   # prints wall seconds of CMD on core 0 (not the wait for the lock)
+    locked /usr/bin/time -f %e -o "$W/time" taskset -c 0 "$@" > /dev/null 2>&1 || { echo "bench: $* failed" >&2; return 1; }
+    tail -1 "$W/time"
 }
 want stock && {
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"
+    load_line before
     echo "# $iters iterations of cfg/fashion.cfg (batch $(sed -n 's/^batch=//p' "$W/fashion.cfg")) on core 0, alternating, $rounds rounds each"
     echo "# commands: taskset -c 0 $stock classifier train $W/fashion.data $W/fashion.cfg"
     echo "#           taskset -c 0 ./darknet_mn classifier train $W/fashion.data $W/fashion.cfg"
@@ -65,6 +73,7 @@ want stock && {
         echo "$s $m" >> "$W/pairs"
     done
     awk '{ s += $1; m += $2 } END { printf "total  %10.2f %10.2f %8.3f\n", s, m, m / s }' "$W/pairs"
+    load_line after
 } | tee "$R/one-rank-vs-stock.txt"
 
 # 4. Failure-handling costs on the demo network, 2 ranks: the collective
@@ -73,6 +82,7 @@ want stock && {
 #    of each run's per-iteration times, then the median over rounds.
 want failure && {
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"
+    load_line before
     echo "# $iters iterations of cfg/fashion.cfg on 2 ranks (global batch 128), 3 alternating rounds"
     echo "# command: $MPI -n 2 ./darknet_mn classifier train $W/fashion.data $W/v.cfg   (v.cfg = cfg/fashion.cfg + the variant's keys)"
     variants=("collective_timeout=0" "collective_timeout=300" "collective_timeout=0 checkpoint_interval=10")
@@ -82,7 +92,7 @@ want failure && {
             sed -e "s/^max_batches=.*/max_batches=$iters/" cfg/fashion.cfg > "$W/v.cfg"
             printf '%s\n' $v >> "$W/v.cfg"
             rm -rf "$W/backup" && mkdir -p "$W/backup"
-            if ! $MPI -n 2 ./darknet_mn classifier train "$W/fashion.data" "$W/v.cfg" 2> "$W/v$i.$round.err" > "$W/v$i.$round.out"; then
+            if ! locked $MPI -n 2 ./darknet_mn classifier train "$W/fashion.data" "$W/v.cfg" 2> "$W/v$i.$round.err" > "$W/v$i.$round.out"; then
                 echo "# round $round of '$v' failed: $(grep -m1 darknet-mn "$W/v$i.$round.err")"
                 continue
             fi
@@ -99,5 +109,6 @@ want failure && {
     echo "# rounds (ms/iter): $(for i in 0 1 2; do echo -n "[${variants[$i]}: $(tr '\n' ' ' < "$W/v$i.ms")] "; done)"
     echo "# checkpoint cost, from the run's own report:"
     grep -h '^checkpoint' "$W"/v2.*.out | head -3 | sed 's/^/#   /'
+    load_line after
 } 2>&1 | tee "$R/failure-handling-overhead.txt"
 true

@@ -3,18 +3,24 @@
  * With a cfg: the full gradient of that model (its update arrays, in the
  * optimizer's arena) is averaged by every communicator, next to a bare
  * MPI_Allreduce of the same bytes, in the same run. Without a cfg: a size
- * sweep, 4 B .. 256 MiB, in the manner of nccl-tests. Times are the slowest
- * rank's median over K calls after two warm-ups, variants interleaved; busbw = algbw*2(N-1)/N.
+ * sweep, 4 B .. 256 MiB, in the manner of nccl-tests. A call's time is the
+ * slowest rank's; each variant shows the median, min and max over K calls
+ * after two warm-up rounds, variants interleaved in a fresh order each round,
+ * and its page faults per call; busbw = algbw*2(N-1)/N. The reference row
+ * `memcpy` is every rank copying the same bytes at once (time_all).
  * Every algorithm runs in float32 and in float16 ("<name>/f16"; bytes and
  * bandwidths still count the float32 gradient, so they show the effective
  * rate); one that this node layout or build refuses is left out, after its
  * setup has said why. The buffer is a gradient arena as training has one
  * (mn_comm_arena_alloc: in a node-shared window where there is one), shared
  * by every variant, the bare MPI_Allreduce included. */
+#include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include "mn_internal.h"
 #include "mn_replica.h"
 
@@ -78,48 +84,152 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Times the bare MPI_Allreduce (variant 0) and every algorithm (1..) on the
- * same arrays, interleaved call by call so that machine noise hits them all
- * alike. out[v] = the slowest rank's median seconds per call. */
-static mn_status time_all(mn_comm *c, const variant *vs, int nv, float **arrays, size_t *lens, int n,
-                          int iters, double *out)
+/* The call-by-call order of one round: a fresh permutation (the same on every
+ * rank), so that no variant always follows the same one; a fixed order once
+ * put flat after naive/f16 in every round. */
+static void shuffle(int *ord, int nv, unsigned *seed)
 {
-    size_t total = 0;
-    for (int i = 0; i < n; ++i) total += lens[i];
-    double *t = malloc(sizeof(double) * (size_t)iters * nv);
-    if (!t) return MN_ERR_NOMEM;
-    for (int it = -2; it < iters; ++it) {
-        for (int v = 0; v < nv; ++v) {
-            for (int i = 0; i < n; ++i) fill(arrays[i], lens[i], c->rank);
-            MPI_Barrier(c->world);
-            double t0 = mn_now();
-            mn_watchdog_enter(vs[v].wd, "bench allreduce", (size_t)(it + 2));
-            if (v > 0) MN_CHECK(mn_comm_mean_grad(vs[v].comm, arrays, lens, n));
-            else MN_CHECK(mn_sum_floats(c, c->world, arrays[0], total));
-            mn_watchdog_leave(vs[v].wd);
-            if (it >= 0) t[v * iters + it] = mn_now() - t0;
-        }
+    for (int i = 0; i < nv; ++i) ord[i] = i;
+    for (int i = nv - 1; i > 0; --i) {
+        *seed = *seed * 1103515245u + 12345u;
+        int j = (int)((*seed >> 8) % (unsigned)(i + 1)), x = ord[i];
+        ord[i] = ord[j];
+        ord[j] = x;
     }
-    for (int v = 0; v < nv; ++v) {
-        qsort(t + v * iters, (size_t)iters, sizeof(double), cmp_double);
-        out[v] = t[v * iters + iters / 2];
+}
+
+/* The reference: every rank copies the same bytes at once between two
+ * buffers of its own, touched beforehand. An in-node allreduce moves at least
+ * 2(N-1)/N of its bytes through each rank's memory, so at 2 ranks its busbw
+ * cannot beat this copy's; unlike the bare MPI_Allreduce it does not depend
+ * on Open MPI's choice of algorithm by size. */
+typedef struct {
+    unsigned char *src, *dst;
+} copy_ref;
+
+static mn_status copy_ref_alloc(mn_comm *c, size_t bytes, copy_ref *r)
+{
+    r->src = malloc(bytes);
+    r->dst = malloc(bytes);
+    if (!r->src || !r->dst) {
+        mn_error(c, "out of memory for the %zu-byte memcpy reference", bytes);
+        return MN_ERR_NOMEM;
     }
-    MPI_Allreduce(MPI_IN_PLACE, out, nv, MPI_DOUBLE, MPI_MAX, c->world);
-    free(t);
+    memset(r->src, 1, bytes);
+    memset(r->dst, 0, bytes);
     return MN_OK;
 }
 
-static void row(const mn_comm *c, const char *name, size_t bytes, double t, double base)
+static void copy_ref_free(copy_ref *r)
 {
-    if (c->rank != 0) return;
-    double alg = bytes / t / 1e9, bus = alg * 2.0 * (c->size - 1) / c->size;
-    printf("%-20s %12zu %10.1f %8.3f %8.3f %7.3f\n", name, bytes, t * 1e6, alg, bus, base > 0 ? t / base : 1.0);
+    free(r->src);
+    free(r->dst);
 }
 
-static void header(const mn_comm *c)
+static long minor_faults(void)
 {
-    if (c->rank == 0)
-        printf("%-20s %12s %10s %8s %8s %7s\n", "algo", "bytes", "time_us", "algbw", "busbw", "vs_mpi");
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) ? 0 : u.ru_minflt;
+}
+
+/* One variant's figures over the counted calls: the slowest rank's time of
+ * each call, its min, median and max, and the page faults a call took (the
+ * most of any rank, averaged over calls). */
+typedef struct {
+    double min, med, max, faults;
+} stats;
+
+/* Times the bare MPI_Allreduce (variant 0), every algorithm (1..nv-1) and
+ * the memcpy reference (nv) on the same arrays, two uncounted warm-up rounds
+ * first, each round in a fresh order (shuffle). */
+static mn_status time_all(mn_comm *c, const variant *vs, int nv, float **arrays, size_t *lens, int n,
+                          int iters, const copy_ref *ref, stats *out)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; ++i) total += lens[i];
+    int nr = nv + 1, ord[MAX_VARIANTS + 1];
+    unsigned seed = 1;
+    double *t = malloc(sizeof(double) * (size_t)iters * nr);
+    double *f = calloc((size_t)nr, sizeof(double));
+    if (!t || !f) { free(t); free(f); return MN_ERR_NOMEM; }
+    mn_status s = MN_OK;
+    for (int it = -2; it < iters && s == MN_OK; ++it) {
+        shuffle(ord, nr, &seed);
+        for (int k = 0; k < nr && s == MN_OK; ++k) {
+            int v = ord[k];
+            for (int i = 0; i < n; ++i) fill(arrays[i], lens[i], c->rank);
+            MPI_Barrier(c->world);
+            long f0 = minor_faults();
+            double t0 = mn_now();
+            if (v == nv) {
+                memcpy(ref->dst, ref->src, total * sizeof(float));
+            } else {
+                mn_watchdog_enter(vs[v].wd, "bench allreduce", (size_t)(it + 2));
+                s = v > 0 ? mn_comm_mean_grad(vs[v].comm, arrays, lens, n) : mn_sum_floats(c, c->world, arrays[0], total);
+                mn_watchdog_leave(vs[v].wd);
+            }
+            if (it < 0) continue;
+            t[v * iters + it] = mn_now() - t0;
+            f[v] += (double)(minor_faults() - f0) / iters;
+        }
+    }
+    if (s == MN_OK) MPI_Allreduce(MPI_IN_PLACE, t, iters * nr, MPI_DOUBLE, MPI_MAX, c->world);
+    if (s == MN_OK) MPI_Allreduce(MPI_IN_PLACE, f, nr, MPI_DOUBLE, MPI_MAX, c->world);
+    for (int v = 0; v < nr && s == MN_OK; ++v) {
+        double *tv = t + v * iters;
+        qsort(tv, (size_t)iters, sizeof(double), cmp_double);
+        out[v] = (stats){tv[0], tv[iters / 2], tv[iters - 1], f[v]};
+    }
+    free(t);
+    free(f);
+    return s;
+}
+
+/* x / y with 3 decimals, or "-" where y is 0 (a copy of a few bytes can
+ * finish within the clock's resolution). */
+static const char *ratio(char *buf, size_t cap, double x, double y)
+{
+    if (y > 0) snprintf(buf, cap, "%.3f", x / y);
+    else snprintf(buf, cap, "-");
+    return buf;
+}
+
+static void row(const mn_comm *c, const char *name, size_t bytes, const stats *s, const stats *mpi, const stats *ref)
+{
+    if (c->rank != 0) return;
+    char alg[32], bus[32], vm[32], vc[32];
+    double bus_bytes = bytes * 2.0 * (c->size - 1) / c->size;
+    printf("%-20s %12zu %10.1f %10.1f %10.1f %8s %8s %7s %7s %8.0f\n", name, bytes, s->med * 1e6, s->min * 1e6,
+           s->max * 1e6, ratio(alg, sizeof alg, bytes / 1e9, s->med), ratio(bus, sizeof bus, bus_bytes / 1e9, s->med),
+           ratio(vm, sizeof vm, s->med, mpi->med), ratio(vc, sizeof vc, s->med, ref->med), s->faults);
+}
+
+static void header(const mn_comm *c, int iters)
+{
+    if (c->rank != 0) return;
+    printf("# time: the slowest rank's per call, median (min, max) of %d calls after 2 warm-up rounds, "
+           "variants in a fresh order each round; faults: page faults per call\n", iters);
+    printf("%-20s %12s %10s %10s %10s %8s %8s %7s %7s %8s\n", "algo", "bytes", "time_us", "min_us", "max_us", "algbw",
+           "busbw", "vs_mpi", "vs_copy", "faults");
+}
+
+/* Every variant's row and the memcpy reference's, for one size. */
+static void rows(const mn_comm *c, const variant *vs, int nv, size_t bytes, const stats *s)
+{
+    for (int v = 0; v < nv; ++v) row(c, vs[v].name, bytes, &s[v], &s[0], &s[nv]);
+    row(c, "memcpy", bytes, &s[nv], &s[0], &s[nv]);
+}
+
+/* glibc maps an allocation above its mmap threshold (at most 32 MiB) fresh
+ * on every call and trims freed heap tops, so the temporaries of a large bare
+ * MPI_Allreduce page-fault on every call: 4324 faults (17 MiB) per call at
+ * yolov3-tiny's 35 MB on 2 ranks, 10x the call's time on the test VM. A
+ * training step, in 1 MiB pieces, never pays that; the bench keeps freed
+ * memory for the next call so that its reference does not either. */
+static void keep_freed_memory(void)
+{
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, INT_MAX);
 }
 
 static mn_status bench_model(mn_comm *c, const char *cfg, int iters)
@@ -148,14 +258,17 @@ static mn_status bench_model(mn_comm *c, const char *cfg, int iters)
     memset(vs, 0, sizeof vs);
     int nv;
     MN_CHECK(make_variants(c, vs, &nv));
-    header(c);
-    double t[MAX_VARIANTS];
-    MN_CHECK(time_all(c, vs, nv, arrays, lens, n, iters, t));
-    for (int v = 0; v < nv; ++v) row(c, vs[v].name, total * 4, t[v], t[0]);
+    header(c, iters);
+    stats t[MAX_VARIANTS + 1];
+    copy_ref ref = {NULL, NULL};
+    mn_status s = copy_ref_alloc(c, total * sizeof(float), &ref);
+    if (mn_agree(c, s) == MN_OK) s = time_all(c, vs, nv, arrays, lens, n, iters, &ref, t);
+    if (s == MN_OK) rows(c, vs, nv, total * sizeof(float), t);
+    copy_ref_free(&ref);
     free_variants(vs, nv);
     mn_detach(net, o);
     mn_base_free(net);
-    return MN_OK;
+    return s;
 }
 
 static mn_status bench_sweep(mn_comm *c, int iters, size_t max_bytes)
@@ -166,18 +279,22 @@ static mn_status bench_sweep(mn_comm *c, int iters, size_t max_bytes)
     memset(vs, 0, sizeof vs);
     int nv;
     MN_CHECK(make_variants(c, vs, &nv));
-    if (c->rank == 0) printf("# size sweep, %d ranks on %d nodes, %d iterations per size\n", c->size, c->nodes, iters);
-    header(c);
-    for (size_t bytes = 4; bytes <= max_bytes; bytes *= 4) {
+    copy_ref ref = {NULL, NULL};
+    mn_status s = mn_agree(c, copy_ref_alloc(c, max_bytes, &ref));
+    if (c->rank == 0 && s == MN_OK)
+        printf("# size sweep, %d ranks on %d nodes, %d iterations per size (a fifth from 64 MiB)\n", c->size, c->nodes, iters);
+    if (s == MN_OK) header(c, iters);
+    for (size_t bytes = 4; s == MN_OK && bytes <= max_bytes; bytes *= 4) {
         size_t n = bytes / 4;
         int k = bytes >= (64u << 20) ? (iters + 4) / 5 : iters;
-        double t[MAX_VARIANTS];
-        MN_CHECK(time_all(c, vs, nv, &buf, &n, 1, k, t));
-        for (int v = 0; v < nv; ++v) row(c, vs[v].name, bytes, t[v], t[0]);
+        stats t[MAX_VARIANTS + 1];
+        s = time_all(c, vs, nv, &buf, &n, 1, k, &ref, t);
+        if (s == MN_OK) rows(c, vs, nv, bytes, t);
     }
+    copy_ref_free(&ref);
     free_variants(vs, nv);
     mn_comm_arena_free(c, buf);
-    return MN_OK;
+    return s;
 }
 
 mn_status mn_bench_allreduce(mn_comm *c, int argc, char **argv)
@@ -203,6 +320,7 @@ mn_status mn_bench_allreduce(mn_comm *c, int argc, char **argv)
                      "[-max BYTES, 4..%ld]", bad, 4L << 30);
         return mn_agree(c, MN_ERR_USER);
     }
+    keep_freed_memory();
     return mn_agree(c, cfg ? bench_model(c, cfg, (int)iters) : bench_sweep(c, (int)iters, (size_t)max_bytes));
 }
 

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# bench allreduce reports figures one can trust: every variant's median with
+# its min and max, the memcpy reference beside them, and no page faults per
+# call (Open MPI's temporaries of a large bare MPI_Allreduce once faulted
+# 4324 times per call, 10x its time). Run by tests/run.sh (T, MPI set there).
+set -u
+B=$T/bench
+mkdir -p "$B"
+fail=0
+ok() { echo "ok   $*"; }
+bad() { fail=1; echo "FAIL $*"; }
+
+# rows_sane FILE: algo bytes median min max ...: min <= median <= max, a
+# memcpy row per size, and the faults (last column) of every row.
+rows_sane() {
+    awk '$2 ~ /^[0-9]+$/ && NF == 10 { rows++; if ($4 > $3 || $3 > $5) bad = bad " " $1 "@" $2;
+                                       if ($1 == "memcpy") copies++; if ($10 > 0) faults = faults " " $1 "@" $2 "=" $10 }
+         END { printf "%d %d [%s] [%s]\n", rows, copies, bad, faults }' "$1"
+}
+
+tiny=third_party/darknet-cpu/cfg/yolov3-tiny.cfg
+if timeout 300 $MPI -n 2 ./darknet_mn bench allreduce $tiny -iters 3 > "$B/tiny.out" 2> "$B/tiny.err"; then
+    read -r rows copies order faults <<< "$(rows_sane "$B/tiny.out")"
+    if [ "$rows" -ge 12 ] && [ "$copies" = 1 ] && [ "$order" = "[]" ] && [ "$faults" = "[]" ]; then
+        ok "bench allreduce yolov3-tiny np2: $rows rows, min <= median <= max, memcpy reference, no page faults per call"
+    else bad "bench allreduce yolov3-tiny np2: $rows rows, $copies memcpy rows, order $order, faults $faults"; fi
+else bad "bench allreduce yolov3-tiny np2 failed: $(tail -2 "$B/tiny.err")"; fi
+
+# The sweep: 4 B .. 1 MiB, 10 sizes, one memcpy row each.
+if timeout 120 $MPI -n 2 ./darknet_mn bench allreduce -iters 3 -max 1048576 > "$B/sweep.out" 2> "$B/sweep.err"; then
+    read -r rows copies order faults <<< "$(rows_sane "$B/sweep.out")"
+    if [ "$copies" = 10 ] && [ "$order" = "[]" ]; then ok "bench allreduce sweep np2: $rows rows, 10 sizes with a memcpy row, min <= median <= max"
+    else bad "bench allreduce sweep np2: $rows rows, $copies memcpy rows, order $order"; fi
+else bad "bench allreduce sweep np2 failed: $(tail -2 "$B/sweep.err")"; fi
+# bench/speed.sh end to end, 1- and 2-update runs, one round: a row with
+# both runs' times for every system (a failed run shows "fail"), or DDP's
+# reason for skipping it.
+if [ -x third_party/darknet-stock/darknet ] && [ -x third_party/darknet-stock-omp/darknet ] && [ -e build/fashion/train.list ]; then
+    BENCH_LOCK= SPEED_SHORT=1 SPEED_LONG=2 SPEED_ROUNDS=1 SPEED_NETS=fashion SPEED_WORK=$B/speed-work BENCH_RESULTS=$B timeout 300 ./bench/speed.sh > "$B/speed.log" 2>&1
+    rows=$(awk '$1 ~ /^(stock-1t|stock-omp2|mn-1|mn-2|ddp-1|ddp-2)$/ && $3 ~ /^[0-9.]+$/ && $4 ~ /^[0-9.]+$/' \
+           "$B/speed-fashion.txt" 2> /dev/null | wc -l)
+    if [ "$rows" = 6 ] || { [ "$rows" = 4 ] && grep -q '^# ddp-1, ddp-2: skipped: ' "$B/speed-fashion.txt"; }; then
+        ok "bench/speed.sh: $rows systems timed$(sed -n 's/^# ddp-1, ddp-2: skipped/; DDP skipped/p' "$B/speed-fashion.txt")"
+    else bad "bench/speed.sh: $rows rows (see $B/speed.log)"; fi
+else echo "skip bench/speed.sh: needs third_party/darknet-stock{,-omp}/darknet and make fashion-data (make bench builds them)"; fi
+# Without torch (python -S: no site packages) the DDP peer says why and
+# exits 77, which speed.sh reports as skipped, not as a figure.
+out=$(/usr/bin/python3 -S bench/ddp_fashion.py --procs 2 --iters 1 2>&1); rc=$?
+if [ $rc = 77 ] && [[ $out == "ddp: skipped: No module named 'torch'"* ]]; then ok "ddp_fashion.py without torch: $out (exit 77)"
+else bad "ddp_fashion.py without torch: exit $rc: $out"; fi
+exit $fail
