@@ -33,7 +33,7 @@ step() {   # the command, then its parseable lines (Darknet's per-layer chatter 
 }
 {
     echo "# Scale model inputs: $(uname -n), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
-    echo "# Darknet built OPENMP=0 without BLAS: one core per rank; the load average counts other jobs on this machine."
+    echo "# Darknet built OPENMP=0, gemm $(ldd ./darknet_mn | grep -q libopenblas && echo "OpenBLAS (BLAS=1), one BLAS thread" || echo "stock loops (BLAS=0)"): one core per rank; the load average counts other jobs on this machine."
     load before
     step cfg/fashion.cfg -iters 21
     step cfg/fashion-det.cfg -iters 11
