@@ -46,6 +46,7 @@ struct mn_optimizer {
     double mark;          /* the end of the last phase seen: step start, forward, a layer's backward, the sync */
     double seg;           /* the start of the backward group being timed; < 0 none */
     int seg_hi, low;      /* its highest layer, the lowest one done so far */
+    int handover, poison; /* this backward hands buckets over; this rank's loss is not finite */
 };
 
 /* NaN or Inf anywhere: x*0 is 0 for every finite x, NaN otherwise. */
@@ -177,17 +178,18 @@ static void backward_hook(network *net, int i)
 {
     mn_optimizer *o = net->sync_arg;
     double now = mn_now();
-    if (i == net->n) {
+    if (i == net->n) {   /* forward is done: its cost is final, and whether this subdivision updates is known */
         end_backward(o);
         mn_timeline_add(o->tl, 0, MN_TL_FORWARD, o->mark, now, 0, 0, 0);
         o->seg = o->mark = now;
         o->seg_hi = o->low = net->n - 1;
+        o->handover = o->ov && ((*net->seen) / ((size_t)net->batch * net->ranks)) % net->subdivisions == 0;
+        o->poison = o->handover && !isfinite(mn_base_cost(net)) && o->total > 0;
         return;
     }
     o->mark = now;
     o->low = i;
-    int last = ((*net->seen) / ((size_t)net->batch * net->ranks)) % net->subdivisions == 0;
-    if (o->ov && last && mn_overlap_ready(o->ov, i, !isfinite(mn_base_cost(net)) && o->total > 0) > 0) {
+    if (o->handover && mn_overlap_ready(o->ov, i, o->poison) > 0) {
         end_backward(o);
         o->seg = now;
         o->seg_hi = o->low = i - 1;
@@ -210,21 +212,6 @@ static int sync_overlap(network *net, mn_optimizer *o, int poison)
     }
     finish_mean(o);
     return after_mean(o);
-}
-
-static int sync_all(network *net, mn_optimizer *o);
-
-/* Nonzero: Darknet skips this update (double buffering's first step). */
-static int sync_hook(network *net)
-{
-    mn_optimizer *o = net->sync_arg;
-    end_backward(o);
-    double arrive = mn_now();
-    int skip = sync_all(net, o);
-    o->mark = mn_now();
-    mn_timeline_add(o->tl, 0, MN_TL_WAIT_COMM, arrive, o->mark, 0, 0, 0);
-    mn_timeline_sync(o->tl, arrive, o->mark - arrive);
-    return skip;
 }
 
 static int sync_all(network *net, mn_optimizer *o)
@@ -264,6 +251,19 @@ static int sync_all(network *net, mn_optimizer *o)
 #endif
     finish_mean(o);
     return after_mean(o);
+}
+
+/* Nonzero: Darknet skips this update (double buffering's first step). */
+static int sync_hook(network *net)
+{
+    mn_optimizer *o = net->sync_arg;
+    end_backward(o);
+    double arrive = mn_now();
+    int skip = sync_all(net, o);
+    o->mark = mn_now();
+    mn_timeline_add(o->tl, 0, MN_TL_WAIT_COMM, arrive, o->mark, 0, 0, 0);
+    mn_timeline_sync(o->tl, arrive, o->mark - arrive);
+    return skip;
 }
 
 static void free_optimizer(mn_optimizer *o)

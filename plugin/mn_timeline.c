@@ -199,6 +199,15 @@ static void split(mn_timeline *t, const step *st, const int *nst, ev **evs, size
     for (int r = 1; r < c->size; ++r) if (nst[r] < n) n = nst[r];
     if (n == 0) return;
     double sum[4] = {0};   /* compute, data, not hidden, slowest */
+    size_t room = 0;       /* for each rank's wait for the slowest rank, one event per step at most */
+    if (t->f && *evs) {
+        size_t want = *nev + (size_t)n * (size_t)c->size;
+        ev *p = realloc(*evs, want * sizeof *p);
+        if (p) *evs = p;
+        int *q = p ? realloc(*evrank, want * sizeof *q) : NULL;
+        if (q) *evrank = q;
+        if (p && q) room = want - *nev;
+    }
     for (int k = 0; k < n; ++k) {
         double last = -1e30;
         for (int r = 0; r < c->size; ++r) {
@@ -214,13 +223,11 @@ static void split(mn_timeline *t, const step *st, const int *nst, ev **evs, size
             sum[1] += s->data;
             sum[2] += s->wait - slow;
             sum[3] += slow;
-            if (t->f && slow > 0 && *evs) {
+            if (slow > 0 && room > 0) {
                 ev e = {s->arrive, s->arrive + slow, 0, MN_TL_SLOWEST, 0, 0, 0, s->it};
-                ev *p = realloc(*evs, (*nev + 1) * sizeof *p);
-                int *q = realloc(*evrank, (*nev + 1) * sizeof *q);
-                if (p) *evs = p;
-                if (q) *evrank = q;
-                if (p && q) { p[*nev] = e; q[(*nev)++] = r; }
+                (*evs)[*nev] = e;
+                (*evrank)[(*nev)++] = r;
+                --room;
             }
         }
     }
