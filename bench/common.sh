@@ -1,13 +1,33 @@
 # Sourced by bench/*.sh. Timing runs of different sessions never overlap:
 # each runs under flock on BENCH_LOCK (/work/bench.lock where /work exists;
 # BENCH_LOCK= for none). Every result file gets the load average before and
-# after its runs (load_line).
+# after its runs (load_line), and after them the CPU that work other than the
+# benchmark's own took meanwhile: the load average counts the benchmark's own
+# processes, so only that figure says whether the machine was quiet. It is the
+# machine's busy CPU less that of this shell's waited-for descendants, so the
+# kernel's own work counts in it: up to 0.12 cores with 4 ranks on 2 cores and
+# nothing else running, hence the threshold of 0.25.
 BENCH_LOCK=${BENCH_LOCK-/work/bench.lock}
 locked() {   # locked CMD...: CMD under the lock
     if [ -n "$BENCH_LOCK" ] && [ -d "$(dirname "$BENCH_LOCK")" ]; then flock "$BENCH_LOCK" "$@"; else "$@"; fi
 }
-load_line() {   # load_line WHEN: "# load average WHEN: ..." and whether other work ran meanwhile
-    local l; l=$(cut -d' ' -f1-3 /proc/loadavg)
-    echo "# load average $1: $l ($(uptime | sed 's/^ *//'))$(awk -v x="${l%% *}" \
-        'BEGIN { if (x > 1.5) printf "; above 1.5: other work ran meanwhile, re-run on a quiet machine" }')"
+# Busy and stolen CPU ticks of the machine (/proc/stat), this shell's and its
+# waited-for descendants' ticks (/proc/PID/stat), and the time.
+cpu_mark() {   # cpu_mark PID
+    local pid=$1
+    echo "$(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $9 }' /proc/stat)" \
+         "$(sed 's/^.*) //' "/proc/$pid/stat" | awk '{ print $12 + $13 + $14 + $15 }')" "$(date +%s.%N)"
+}
+load_line() {   # load_line before|after: the load average; after: also other work's CPU since before
+    echo "# load average $1: $(cut -d' ' -f1-3 /proc/loadavg) ($(uptime | sed 's/^ *//'))"
+    if [ "$1" = before ]; then   # this shell: not the subshell of $(...), nor of a pipe at "after"
+        BENCH_PID=${BASHPID:-$$} BENCH_MARK=$(cpu_mark "${BASHPID:-$$}"); return
+    fi
+    [ -n "${BENCH_MARK:-}" ] || return 0
+    # shellcheck disable=SC2086
+    awk -v tck="$(getconf CLK_TCK)" -v cores="$(nproc)" 'NR == 1 { b0 = $1; s0 = $2; o0 = $3; t0 = $4 }
+        NR == 2 { w = $4 - t0; other = ($1 - b0 - ($3 - o0)) / tck / w; if (other < 0) other = 0
+                  printf "# other work meanwhile: %.2f of %d cores on average, %.2f stolen by the host, over %.0f s", other, cores, ($2 - s0) / tck / w, w
+                  if (other > 0.25 || ($2 - s0) / tck / w > 0.1) printf "; not quiet: re-run"
+                  printf "\n" }' <(echo "$BENCH_MARK"; cpu_mark "$BENCH_PID")
 }

@@ -4,6 +4,9 @@
 #   stock-1t    stock Darknet (Debian source, unpatched, -Ofast), one thread
 #   stock-omp2  the same built with OpenMP, OMP_NUM_THREADS=2
 #   mn-1, mn-2  ./darknet_mn on 1 and 2 ranks (batch per rank as in the cfg)
+#   mn-1x2      two independent 1-rank runs at once, one on each core: what two
+#               cores give with nothing shared but the machine, the ceiling of
+#               mn-2 (on a VM two vCPUs need not be two whole cores)
 #   ddp-1/2     PyTorch DDP (gloo), 1 and 2 processes (bench/ddp_fashion.py;
 #               classifier only; skipped with the reason without torch)
 # A system's images/s is the images of (LONG - SHORT) updates over the time of
@@ -12,16 +15,19 @@
 # ROUNDS rounds; the median over rounds. The allreduce's share of a 2-rank step
 # is bench allreduce's median for the cfg's gradient (its communicator, flat)
 # over the step time at mn-2's median images/s.
-# SPEED_NETS, SPEED_SHORT, SPEED_LONG, SPEED_ROUNDS, SPEED_WORK (the scratch
+# SPEED_NETS, SPEED_SYSTEMS, SPEED_SHORT, SPEED_LONG, SPEED_ROUNDS, SPEED_WORK (the scratch
 # folder) and BENCH_RESULTS override the defaults.
 set -u
 cd "$(dirname "$0")/.."
 . bench/common.sh
 R=${BENCH_RESULTS:-bench/results}
 W=${SPEED_WORK:-build/bench-speed}
-SHORT=${SPEED_SHORT:-40}
-LONG=${SPEED_LONG:-160}
-ROUNDS=${SPEED_ROUNDS:-3}
+# Runs of 40 and 400 updates (the classifier) or 10 and 60 (the detector, a
+# step of which is about 40 times longer); 5 and 3 rounds: long enough that a
+# run's startup noise moves images/s by about 1%.
+short_of() { case $1 in fashion) echo "${SPEED_SHORT:-40}" ;; *) echo "${SPEED_SHORT:-10}" ;; esac; }
+long_of() { case $1 in fashion) echo "${SPEED_LONG:-400}" ;; *) echo "${SPEED_LONG:-60}" ;; esac; }
+rounds_of() { case $1 in fashion) echo "${SPEED_ROUNDS:-5}" ;; *) echo "${SPEED_ROUNDS:-3}" ;; esac; }
 NETS=${SPEED_NETS:-fashion fashion-det}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPI="mpiexec --oversubscribe"
@@ -39,6 +45,7 @@ prepare() {   # prepare NET
     local net=$1 data=cfg/fashion.data n
     [ "$net" = fashion-det ] && data=data/fashion-det.data
     sed "s|^backup=.*|backup=$W/backup|" "$data" > "$W/$net.data"
+    sed "s|^backup=.*|backup=$W/backup-b|" "$data" > "$W/$net-b.data"   # mn-1x2's second run
     for n in $SHORT $LONG; do
         sed -e '/^\[distributed\]/,$d' -e "s/^max_batches=.*/max_batches=$n/" "cfg/$net.cfg" > "$W/$net-stock-$n.cfg"
         sed -e "s/^max_batches=.*/max_batches=$n/" -e "s|^backup=.*|backup=$W/backup|" -e '/^eval_interval=/d' \
@@ -47,9 +54,13 @@ prepare() {   # prepare NET
     done
 }
 
-systems() {   # systems NET: the systems that train NET
-    echo stock-1t stock-omp2 mn-1 mn-2
-    [ "$1" = fashion ] && echo ddp-1 ddp-2
+systems() {   # systems NET: the systems that train NET (those of SPEED_SYSTEMS only, where set)
+    local s
+    for s in stock-1t stock-omp2 mn-1 mn-2 mn-1x2 ddp-1 ddp-2; do
+        [ "$1" != fashion ] && [[ $s == ddp-* ]] && continue
+        [ -n "${SPEED_SYSTEMS:-}" ] && [[ " $SPEED_SYSTEMS " != *" $s "* ]] && continue
+        echo "$s"
+    done
 }
 
 command_of() {   # command_of SYS NET N
@@ -59,18 +70,20 @@ command_of() {   # command_of SYS NET N
         stock-1t) echo "$STOCK $task train $W/$2.data $W/$2-stock-$3.cfg" ;;
         stock-omp2) echo "env OMP_NUM_THREADS=2 $OMP $task train $W/$2.data $W/$2-stock-$3.cfg" ;;
         mn-1 | mn-2) echo "$MPI -n ${1#mn-} ./darknet_mn $task train $W/$2.data $W/$2-mn-$3.cfg" ;;
+        mn-1x2) echo "bench/both.sh taskset -c 0 $MPI -n 1 --bind-to none ./darknet_mn $task train $W/$2.data $W/$2-mn-$3.cfg" \
+                     "-- taskset -c 1 $MPI -n 1 --bind-to none ./darknet_mn $task train $W/$2-b.data $W/$2-mn-$3.cfg" ;;
         ddp-1 | ddp-2) echo "$PY bench/ddp_fashion.py --cfg $W/$2-mn-$3.cfg --procs ${1#ddp-} --iters $3" ;;
     esac
 }
 
-ranks_of() { case $1 in mn-2 | ddp-2) echo 2 ;; *) echo 1 ;; esac; }   # processes, each with a batch
-cores_of() { case $1 in *2) echo 2 ;; *) echo 1 ;; esac; }              # processes or threads
+ranks_of() { case $1 in mn-2 | mn-1x2 | ddp-2) echo 2 ;; *) echo 1 ;; esac; }   # processes, each with a batch
+cores_of() { case $1 in *2) echo 2 ;; *) echo 1 ;; esac; }   # processes or threads
 
 # Wall seconds of one run, under the lock; "fail" when it fails (its
 # output stays in $W/SYS-NET-N.out/.err).
 timed() {   # timed SYS NET N
     local log=$W/$1-$2-$3
-    rm -rf "$W/backup" && mkdir -p "$W/backup"
+    rm -rf "$W/backup" "$W/backup-b" && mkdir -p "$W/backup" "$W/backup-b"
     # shellcheck disable=SC2046
     if locked /usr/bin/time -f %e -o "$log.time" $(command_of "$@") > "$log.out" 2> "$log.err"; then tail -1 "$log.time"
     else echo fail; fi
@@ -79,12 +92,14 @@ timed() {   # timed SYS NET N
 median() { sort -n | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "nan" }'; }
 
 speed() {   # speed NET: the table of one net
-    local net=$1 batch sys r ts tl
+    local net=$1 batch sys r ts tl SHORT LONG ROUNDS
+    SHORT=$(short_of "$net") LONG=$(long_of "$net") ROUNDS=$(rounds_of "$net")
     prepare "$net"
     batch=$(sed -n 's/^batch=//p' "cfg/$net.cfg")
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"
     load_line before
     echo "# cfg/$net.cfg, batch $batch per rank or process, runs of $SHORT and $LONG updates, $ROUNDS rounds, systems alternating"
+    echo "# made by: ${SPEED_SYSTEMS:+SPEED_SYSTEMS=\"$SPEED_SYSTEMS\" }SPEED_NETS=$net bench/speed.sh (make bench, part speed)"
     for sys in $(systems "$net"); do echo "# $sys: $(command_of "$sys" "$net" N)"; done
     : > "$W/$net.ips"
     if ! $PY -c 'import torch' 2> /dev/null && [ "$net" = fashion ]; then
@@ -112,7 +127,7 @@ speed() {   # speed NET: the table of one net
         rounds=$(awk -v s="$sys" '$1 == s { printf "%s%s", n++ ? "," : "", $5 }' "$W/$net.ips")
         case $sys in
             stock-omp2) one=$base ;;
-            mn-2) one=$(awk '$1 == "mn-1" { print $5 }' "$W/$net.ips" | median) ;;
+            mn-2 | mn-1x2) one=$(awk '$1 == "mn-1" { print $5 }' "$W/$net.ips" | median) ;;
             ddp-2) one=$(awk '$1 == "ddp-1" { print $5 }' "$W/$net.ips" | median) ;;
             *) one= ;;
         esac
@@ -121,7 +136,10 @@ speed() {   # speed NET: the table of one net
             "$(awk -v m="$m" -v b="$base" 'BEGIN { printf "%.2f", m / b }')" "$scale"
     done
     echo "# short_s, long_s: medians of the runs' wall seconds; images/s: median over the rounds (listed)"
-    echo "# vs_1t: over stock-1t; scaling: a 2-core system's images/s over twice its 1-core one's (stock-omp2: stock-1t's)"
+    echo "# vs_1t: over stock-1t; scaling: a 2-core system's images/s over twice its 1-core one's (stock-omp2: stock-1t's; mn-1x2: mn-1's)"
+    awk '{ v[$1 " " $2] = $5 } END { for (k in v) if (k ~ /^mn-2 /) { r = substr(k, 6); if (v["mn-1x2 " r] > 0) print v[k] / v["mn-1x2 " r] } }' \
+        "$W/$net.ips" | sort -n | awk '{ a[NR] = 100 * $1; s = s (NR > 1 ? ", " : "") sprintf("%.0f%%", 100 * $1) }
+            END { if (NR) printf "# mn-2 over mn-1x2 of the same round (darknet-mn against the machine'"'"'s two-core ceiling): median %.0f%% (%s)\n", a[int((NR + 1) / 2)], s }'
     # The allreduce's share of a 2-rank step.
     local ar step
     ar=$(locked $MPI -n 2 ./darknet_mn bench allreduce "$W/$net-mn-$LONG.cfg" -iters 20 2> /dev/null |

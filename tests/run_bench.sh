@@ -37,9 +37,9 @@ else bad "bench allreduce sweep np2 failed: $(tail -2 "$B/sweep.err")"; fi
 # reason for skipping it.
 if [ -x third_party/darknet-stock/darknet ] && [ -x third_party/darknet-stock-omp/darknet ] && [ -e build/fashion/train.list ]; then
     BENCH_LOCK= SPEED_SHORT=1 SPEED_LONG=2 SPEED_ROUNDS=1 SPEED_NETS=fashion SPEED_WORK=$B/speed-work BENCH_RESULTS=$B timeout 300 ./bench/speed.sh > "$B/speed.log" 2>&1
-    rows=$(awk '$1 ~ /^(stock-1t|stock-omp2|mn-1|mn-2|ddp-1|ddp-2)$/ && $3 ~ /^[0-9.]+$/ && $4 ~ /^[0-9.]+$/' \
+    rows=$(awk '$1 ~ /^(stock-1t|stock-omp2|mn-1|mn-2|mn-1x2|ddp-1|ddp-2)$/ && $3 ~ /^[0-9.]+$/ && $4 ~ /^[0-9.]+$/' \
            "$B/speed-fashion.txt" 2> /dev/null | wc -l)
-    if [ "$rows" = 6 ] || { [ "$rows" = 4 ] && grep -q '^# ddp-1, ddp-2: skipped: ' "$B/speed-fashion.txt"; }; then
+    if [ "$rows" = 7 ] || { [ "$rows" = 5 ] && grep -q '^# ddp-1, ddp-2: skipped: ' "$B/speed-fashion.txt"; }; then
         ok "bench/speed.sh: $rows systems timed$(sed -n 's/^# ddp-1, ddp-2: skipped/; DDP skipped/p' "$B/speed-fashion.txt")"
     else bad "bench/speed.sh: $rows rows (see $B/speed.log)"; fi
 else echo "skip bench/speed.sh: needs third_party/darknet-stock{,-omp}/darknet and make fashion-data (make bench builds them)"; fi
@@ -48,4 +48,24 @@ else echo "skip bench/speed.sh: needs third_party/darknet-stock{,-omp}/darknet a
 out=$(/usr/bin/python3 -S bench/ddp_fashion.py --procs 2 --iters 1 2>&1); rc=$?
 if [ $rc = 77 ] && [[ $out == "ddp: skipped: No module named 'torch'"* ]]; then ok "ddp_fashion.py without torch: $out (exit 77)"
 else bad "ddp_fashion.py without torch: exit $rc: $out"; fi
+# A result file's "other work meanwhile" counts what ran beside the
+# benchmark and not the benchmark's own processes: 2 cores kept busy by
+# processes nobody waits for read as at least 1 core of other work, 2 cores
+# kept busy by our own children as under 1.
+other() {   # other OUR|THEIR: load_line's figure over 2 s with 2 busy loops of ours or of someone else's
+    (   . bench/common.sh
+        if [ "$1" = their ]; then
+            for i in 1 2; do timeout 3 sh -c 'while :; do :; done' & done; sleep 0.2
+            load_line before > /dev/null; sleep 2
+        else
+            load_line before > /dev/null
+            for i in 1 2; do timeout 2 sh -c 'while :; do :; done' & done; wait
+        fi
+        load_line after | sed -n 's/^# other work meanwhile: \([0-9.]*\) of .*/\1/p'
+        wait )
+}
+ours=$(other our); theirs=$(other their)
+if awk -v o="$ours" -v t="$theirs" 'BEGIN { exit !(o != "" && t != "" && o < 1 && t >= 1) }'; then
+    ok "load_line: other work $theirs cores beside 2 busy loops of someone else's, $ours beside 2 of our own"
+else bad "load_line: other work '$theirs' cores beside 2 busy loops of someone else's (want >= 1), '$ours' beside our own (want < 1)"; fi
 exit $fail
