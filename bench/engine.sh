@@ -8,8 +8,7 @@
 # Needs: make, make BLAS=0, make build/cpu/bench_gemm, make BLAS=0
 # build/cpu-noblas/bench_gemm, make fashion-data fashion-det-data (make
 # bench-engine does all of it). ENGINE_PARTS="gemm train" picks; ENGINE_ROUNDS
-# (3) the rounds. Timing runs hold /work/bench.lock (flock) when it exists,
-# so that they never overlap another benchmark.
+# (3) the rounds. Timing runs hold the benchmarks' lock (bench/common.sh).
 set -eu
 cd "$(dirname "$0")/.."
 parts=" ${ENGINE_PARTS:-gemm train} "
@@ -17,22 +16,15 @@ rounds=${ENGINE_ROUNDS:-3}
 R=bench/results W=build/bench-engine
 mkdir -p "$R" && rm -rf "$W" && mkdir -p "$W"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-lock=/work/bench.lock
-locked() { if [ -e "$lock" ] || [ -w "$(dirname "$lock")" ]; then flock "$lock" "$@"; else "$@"; fi; }
+. bench/common.sh
 host="$(uname -n), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
 header() {   # header FILE: what, where, the load before
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host" > "$1"
-    echo "# uptime before: $(uptime)" >> "$1"
+    load_line before >> "$1"
 }
-footer() {   # footer FILE: the load after, and a warning when the box was busy
-    local f=$1 l1 l2
-    echo "# uptime after: $(uptime)" >> "$f"
-    l1=$(sed -n 's/^# uptime before:.*load average: \([0-9.]*\).*/\1/p' "$f")
-    l2=$(uptime | sed -n 's/.*load average: \([0-9.]*\).*/\1/p')
-    if awk "BEGIN{exit !($l1 > 1.5 || $l2 > 1.5)}"; then
-        echo "# NOTE: load average above 1.5 (other jobs on the box): re-run on a quiet machine for final figures" >> "$f"
-    fi
-    cat "$f"
+footer() {   # footer FILE: the load after and other work's CPU meanwhile
+    load_line after >> "$1"
+    cat "$1"
 }
 
 if [[ $parts == *" gemm "* ]]; then

@@ -7,6 +7,7 @@
 # print the same counts). Run from make bench (bench/run.sh) or alone.
 set -eu
 cd "$(dirname "$0")/.."
+. bench/common.sh
 R=bench/results
 W=build/bench-eval
 ROUNDS=${BENCH_EVAL_ROUNDS:-3}
@@ -26,7 +27,7 @@ best_time() {   # best_time NP: the best wall time of ROUNDS runs; every run's r
     local np=$1 best="" t0 t1 t
     for ((i = 0; i < ROUNDS; ++i)); do
         t0=$(date +%s.%N)
-        timeout 600 $MPI -n "$np" ./darknet_mn classifier valid "$W/fashion.data" "$W/fashion.cfg" "$weights" 2>/dev/null \
+        locked timeout 600 $MPI -n "$np" ./darknet_mn classifier valid "$W/fashion.data" "$W/fashion.cfg" "$weights" 2>/dev/null \
             | grep top-1 | sed "s/ on $np ranks//" >> "$W/valid-np.txt"
         t1=$(date +%s.%N)
         t=$(awk "BEGIN{print $t1 - $t0}")
@@ -38,7 +39,7 @@ best_time() {   # best_time NP: the best wall time of ROUNDS runs; every run's r
 out=$R/classifier-valid-scaling.txt
 {
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"
-    echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    load_line before
     echo "# classifier valid, $(wc -l < build/fashion/test.list) test images, cfg/fashion.cfg, weights after $ITERS iterations; best of $ROUNDS runs"
     echo "# command: $MPI -n N ./darknet_mn classifier valid $W/fashion.data $W/fashion.cfg $weights"
     printf '%-6s %10s %8s\n' ranks wall_s speedup
@@ -48,7 +49,7 @@ out=$R/classifier-valid-scaling.txt
         [ -n "$t1" ] || t1=$t
         printf '%-6s %10.2f %8.2f\n' $n "$t" "$(awk "BEGIN{print $t1 / $t}")"
     done
-    echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    load_line after
     if [ "$(sort -u "$W/valid-np.txt" | wc -l)" = 1 ]; then echo "# every run: $(head -1 "$W/valid-np.txt" | sed 's/^darknet-mn: //')"
     else echo "# WARNING: the runs disagree:"; sort -u "$W/valid-np.txt" | sed 's/^/#   /'; fi
 } | tee "$out"

@@ -6,6 +6,7 @@
 # bench/results/timeline-cost.txt.
 set -eu
 cd "$(dirname "$0")/.."
+. bench/common.sh
 R=bench/results W=build/bench-timeline
 mkdir -p "$R" && rm -rf "$W" && mkdir -p "$W/backup"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -21,7 +22,8 @@ median() { sort -n | awk '{ a[NR] = $1 } END { print NR ? a[int((NR + 1) / 2)] :
 ms_it() { sed -n 's/^\([0-9]*\): .*, \([0-9.]*\) img\/s,.*/\1 \2/p' "$1" | awk '$1 >= 3 { print 1000 * 128 / $2 }' | median; }
 declare -A t=()
 {
-    echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"
+    load_line before
     echo "# command: mpiexec -n 2 ./darknet_mn classifier train $W/f.data $W/V.cfg"
     echo "#   V.cfg = cfg/fashion.cfg, max_batches=60, communicator=flat; on: timeline=$W/V.json; ov: overlap=1"
     echo "# ms per iteration, each run's median of iterations 3-60"
@@ -29,7 +31,7 @@ declare -A t=()
     for round in 1 2 3 4 5; do
         printf '%-6s' $round
         for v in off on ovoff ovon; do
-            mpiexec -n 2 ./darknet_mn classifier train "$W/f.data" "$W/$v.cfg" > "$W/out-$v" 2>&1
+            locked mpiexec -n 2 ./darknet_mn classifier train "$W/f.data" "$W/$v.cfg" > "$W/out-$v" 2>&1
             x=$(ms_it "$W/out-$v")
             t[$v]+="$x "
             printf ' %8.1f' "$x"
@@ -41,5 +43,6 @@ declare -A t=()
     printf '%-6s %8.1f %8.1f %8.1f %8.1f\n' median "${m[off]}" "${m[on]}" "${m[ovoff]}" "${m[ovon]}"
     awk -v a="${m[off]}" -v b="${m[on]}" -v c="${m[ovoff]}" -v d="${m[ovon]}" \
         'BEGIN { printf "# timeline on / off: %.3f blocking, %.3f with overlap=1\n", b / a, d / c }'
-    echo "# trace size: $(stat -c %s "$W/on.json") bytes for 60 iterations of 2 ranks; load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "# trace size: $(stat -c %s "$W/on.json") bytes for 60 iterations of 2 ranks"
+    load_line after
 } | tee "$R/timeline-cost.txt"
