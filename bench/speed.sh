@@ -58,6 +58,7 @@ systems() {   # systems NET: the systems that train NET (those of SPEED_SYSTEMS 
     local s
     for s in stock-1t stock-omp2 mn-1 mn-2 mn-1x2 ddp-1 ddp-2; do
         [ "$1" != fashion ] && [[ $s == ddp-* ]] && continue
+        [ "$s" = mn-1x2 ] && [ "$(nproc)" -lt 2 ] && continue   # it pins a run to core 1
         [ -n "${SPEED_SYSTEMS:-}" ] && [[ " $SPEED_SYSTEMS " != *" $s "* ]] && continue
         echo "$s"
     done
