@@ -4,14 +4,16 @@
  * runs the network on its own images, exactly as stock Darknet's validate_*
  * commands do for one image. Counts are summed with an allreduce; detections
  * are serialized and gathered to rank 0 in rank order, which is list order, so
- * rank 0 writes the same files a one-rank run writes. */
+ * rank 0 writes the same files a one-rank run writes. The commands and
+ * evaluation during training are here; the records and their gather are in
+ * mn_detwire.c, the VOC mAP maths in mn_voc.c. */
 #include <errno.h>
-#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mn_internal.h"
+#include "mn_detwire.h"
 #include "option_list.h"
 #include "utils.h"
 
@@ -173,30 +175,6 @@ mn_status mn_classifier_valid(mn_comm *c, const char *datacfg, const char *cfgfi
 
 /* ------------------------------------------------------------------ detections */
 
-/* A growing byte buffer: the wire format of gathered detections. */
-typedef struct {
-    unsigned char *p;
-    size_t n, cap;
-    int failed;
-} bytes;
-
-static void put(bytes *b, const void *src, size_t n)
-{
-    if (b->failed) return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n) cap *= 2;
-        unsigned char *q = realloc(b->p, cap);
-        if (!q) { b->failed = 1; return; }
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, src, n);
-    b->n += n;
-}
-
-static void put_i(bytes *b, int32_t v) { put(b, &v, sizeof v); }
-
 /* Where the labels of an image are: Darknet's convention (fill_truth_detection),
  * plus .png. */
 static void label_path(const char *path, char *out)
@@ -237,41 +215,9 @@ static mn_status read_truth(mn_comm *c, const char *path, int classes, box_label
     return MN_OK;
 }
 
-/* One image's record on the wire (native 32-bit ints and floats):
- *   path length, path bytes, image w, h,
- *   truth count, {class, x, y, w, h} relative,
- *   row count, {class, prob, x, y, w, h} in pixels: one row per detection and
- *   class with a non-zero probability, in stock's printing order. */
-static void put_record(bytes *b, const char *path, int w, int h, const box_label *truth, int ntruth,
-                       const detection *dets, int ndets, int classes)
-{
-    int32_t len = (int32_t)strlen(path), rows = 0;
-    put_i(b, len);
-    put(b, path, (size_t)len);
-    put_i(b, w);
-    put_i(b, h);
-    put_i(b, ntruth);
-    for (int i = 0; i < ntruth; ++i) {
-        float t[4] = {truth[i].x, truth[i].y, truth[i].w, truth[i].h};
-        put_i(b, truth[i].id);
-        put(b, t, sizeof t);
-    }
-    for (int i = 0; i < ndets; ++i)
-        for (int j = 0; j < classes; ++j) rows += dets[i].prob[j] != 0;
-    put_i(b, rows);
-    for (int i = 0; i < ndets; ++i) {
-        for (int j = 0; j < classes; ++j) {
-            if (dets[i].prob[j] == 0) continue;
-            float v[5] = {dets[i].prob[j], dets[i].bbox.x, dets[i].bbox.y, dets[i].bbox.w, dets[i].bbox.h};
-            put_i(b, j);
-            put(b, v, sizeof v);
-        }
-    }
-}
-
 /* Runs the network on every image of the shard as stock validate_detector
  * does (letterbox, get_network_boxes, do_nms_sort) and appends the records. */
-static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, int with_truth, bytes *out)
+static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, int with_truth, mn_bytes *out)
 {
     int classes = net->layers[net->n - 1].classes;
     for (size_t i = 0; i < shard->n; ++i) {
@@ -287,7 +233,7 @@ static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, in
         int nboxes = 0;
         detection *dets = mn_base_boxes(net, im.w, im.h, VALID_THRESH, HIER_THRESH, 0, letter, &nboxes);
         mn_base_nms(net, dets, nboxes, classes, VALID_NMS, im.w, im.h, 0);
-        put_record(out, path, im.w, im.h, truth, ntruth, dets, nboxes, classes);
+        mn_put_record(out, path, im.w, im.h, truth, ntruth, dets, nboxes, classes);
         free_detections(dets, nboxes);
         free(truth);
         free_image(im);
@@ -295,115 +241,6 @@ static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, in
         if (out->failed) { mn_error(c, "out of memory holding detections"); return MN_ERR_NOMEM; }
     }
     return MN_OK;
-}
-
-/* Rank 0 receives every rank's bytes, in rank order (MPI counts are int). */
-static mn_status gather_bytes(mn_comm *c, const bytes *mine, bytes *all)
-{
-    memset(all, 0, sizeof *all);
-    long long n = (long long)mine->n;
-    long long *sizes = calloc((size_t)c->size, sizeof *sizes);
-    int *counts = calloc((size_t)c->size, sizeof(int)), *displ = calloc((size_t)c->size, sizeof(int));
-    mn_status s = mn_agree(c, sizes && counts && displ ? MN_OK : MN_ERR_NOMEM);
-    if (s == MN_OK && MPI_Gather(&n, 1, MPI_LONG_LONG, sizes, 1, MPI_LONG_LONG, 0, c->world) != MPI_SUCCESS) {
-        mn_error(c, "MPI_Gather of detection sizes failed");
-        s = MN_ERR_MPI;
-    }
-    if (s == MN_OK && c->rank == 0) {
-        long long total = 0;
-        for (int r = 0; r < c->size; ++r) {
-            displ[r] = (int)total;
-            counts[r] = (int)sizes[r];
-            total += sizes[r];
-        }
-        if (total > 2147483647LL) {
-            mn_error(c, "the detections of all ranks take %lld bytes, more than one gather can carry; "
-                     "raise the threshold or split the valid list", total);
-            s = MN_ERR_USER;
-        } else if (!(all->p = malloc((size_t)total + 1))) {
-            s = MN_ERR_NOMEM;
-        }
-        all->n = all->cap = (size_t)total;
-    }
-    s = mn_agree(c, s);
-    if (s == MN_OK && MPI_Gatherv(mine->p, (int)mine->n, MPI_BYTE, all->p, counts, displ, MPI_BYTE, 0,
-                                  c->world) != MPI_SUCCESS) {
-        mn_error(c, "MPI_Gatherv of detections failed");
-        s = MN_ERR_MPI;
-    }
-    free(sizes);
-    free(counts);
-    free(displ);
-    return s;
-}
-
-/* A record read back on rank 0. Arrays point into the buffer (unaligned). */
-typedef struct {
-    char path[4096];
-    int w, h, ntruth, rows;
-    const unsigned char *truth, *row;
-} record;
-
-static int32_t get_i(const unsigned char **p)
-{
-    int32_t v;
-    memcpy(&v, *p, sizeof v);
-    *p += sizeof v;
-    return v;
-}
-
-/* Reads the record at *p and advances; 0 at the end. */
-static int next_record(const unsigned char **p, const unsigned char *end, record *r)
-{
-    if (*p >= end) return 0;
-    int32_t len = get_i(p);
-    size_t k = (size_t)len < sizeof r->path - 1 ? (size_t)len : sizeof r->path - 1;
-    memcpy(r->path, *p, k);
-    r->path[k] = 0;
-    *p += len;
-    r->w = get_i(p);
-    r->h = get_i(p);
-    r->ntruth = get_i(p);
-    r->truth = *p;
-    *p += (size_t)r->ntruth * 5 * 4;
-    r->rows = get_i(p);
-    r->row = *p;
-    *p += (size_t)r->rows * 6 * 4;
-    return 1;
-}
-
-/* Row i of a record: class, probability and stock's printed corners (1-based
- * pixels, clipped to the image), computed with stock's expressions. */
-static int get_row(const record *r, int i, float *prob, float *x0, float *y0, float *x1, float *y1)
-{
-    const unsigned char *q = r->row + (size_t)i * 24;
-    int32_t cls = get_i(&q);
-    float v[5];
-    memcpy(v, q, sizeof v);
-    float xmin = v[1] - v[3] / 2. + 1, xmax = v[1] + v[3] / 2. + 1;
-    float ymin = v[2] - v[4] / 2. + 1, ymax = v[2] + v[4] / 2. + 1;
-    if (xmin < 1) xmin = 1;
-    if (ymin < 1) ymin = 1;
-    if (xmax > r->w) xmax = r->w;
-    if (ymax > r->h) ymax = r->h;
-    *prob = v[0];
-    *x0 = xmin; *y0 = ymin; *x1 = xmax; *y1 = ymax;
-    return cls;
-}
-
-/* Truth box i in the same 1-based pixel corners (the inverse of VOC's
- * conversion to Darknet labels). */
-static int get_truth(const record *r, int i, float *x0, float *y0, float *x1, float *y1)
-{
-    const unsigned char *q = r->truth + (size_t)i * 20;
-    int32_t cls = get_i(&q);
-    float v[4];
-    memcpy(v, q, sizeof v);
-    *x0 = (v[0] - v[2] / 2) * r->w + 1;
-    *x1 = (v[0] + v[2] / 2) * r->w + 1;
-    *y0 = (v[1] - v[3] / 2) * r->h + 1;
-    *y1 = (v[1] + v[3] / 2) * r->h + 1;
-    return cls;
 }
 
 /* The VOC files of one run, written to temporary names and renamed at the end. */
@@ -453,17 +290,17 @@ static mn_status open_voc(mn_comm *c, const eval_run *d, const char *outfile, vo
 }
 
 /* Writes every gathered row as print_detector_detections does, then renames. */
-static mn_status write_voc(mn_comm *c, const bytes *all, voc_files *v, size_t *images, size_t *rows)
+static mn_status write_voc(mn_comm *c, const mn_bytes *all, voc_files *v, size_t *images, size_t *rows)
 {
     const unsigned char *p = all->p, *end = all->p + all->n;
-    record r;
+    mn_record r;
     int ok = 1;
     *images = *rows = 0;
-    while (next_record(&p, end, &r)) {
+    while (mn_next_record(&p, end, &r)) {
         char *id = basecfg(r.path);
         for (int i = 0; i < r.rows; ++i) {
             float prob, x0, y0, x1, y1;
-            int j = get_row(&r, i, &prob, &x0, &y0, &x1, &y1);
+            int j = mn_get_row(&r, i, &prob, &x0, &y0, &x1, &y1);
             fprintf(v->fps[j], "%s %f %f %f %f %f\n", id, prob, x0, y0, x1, y1);
         }
         free(id);
@@ -496,9 +333,9 @@ mn_status mn_detector_valid(mn_comm *c, const char *datacfg, const char *cfgfile
     MN_CHECK(open_run(c, datacfg, MN_TASK_DETECTOR, cfgfile, weightfile, 1, &r));
     voc_files v = {0};
     mn_status s = mn_agree(c, c->rank == 0 ? open_voc(c, &r, outfile, &v) : MN_OK);
-    bytes mine = {0}, all = {0};
+    mn_bytes mine = {0}, all = {0};
     if (s == MN_OK) s = mn_agree(c, detect_shard(c, r.net, &r.shard, 0, &mine));
-    if (s == MN_OK) s = gather_bytes(c, &mine, &all);
+    if (s == MN_OK) s = mn_gather_bytes(c, &mine, &all);
     if (s == MN_OK && c->rank == 0) {
         size_t images, rows;
         s = write_voc(c, &all, &v, &images, &rows);
@@ -576,163 +413,22 @@ mn_status mn_detector_recall(mn_comm *c, const char *datacfg, const char *cfgfil
 
 /* ------------------------------------------------------------------ mAP */
 
-static float iou_corners(const mn_box *a, const mn_box *b)
-{
-    float w = (a->x1 < b->x1 ? a->x1 : b->x1) - (a->x0 > b->x0 ? a->x0 : b->x0);
-    float h = (a->y1 < b->y1 ? a->y1 : b->y1) - (a->y0 > b->y0 ? a->y0 : b->y0);
-    if (w <= 0 || h <= 0) return 0;
-    float inter = w * h;
-    float u = (a->x1 - a->x0) * (a->y1 - a->y0) + (b->x1 - b->x0) * (b->y1 - b->y0) - inter;
-    return u > 0 ? inter / u : 0;
-}
-
-/* Sort keys: detections by class, then probability descending, then input
- * order; truth by image and class. */
-typedef struct { const mn_box *b; size_t i; } keyed;
-
-static int by_class_prob(const void *pa, const void *pb)
-{
-    const keyed *a = pa, *b = pb;
-    if (a->b->cls != b->b->cls) return a->b->cls < b->b->cls ? -1 : 1;
-    if (a->b->prob != b->b->prob) return a->b->prob > b->b->prob ? -1 : 1;
-    return a->i < b->i ? -1 : a->i > b->i;
-}
-
-static int by_image_class(const void *pa, const void *pb)
-{
-    const keyed *a = pa, *b = pb;
-    if (a->b->img != b->b->img) return a->b->img < b->b->img ? -1 : 1;
-    if (a->b->cls != b->b->cls) return a->b->cls < b->b->cls ? -1 : 1;
-    return a->i < b->i ? -1 : a->i > b->i;
-}
-
-/* First truth entry (in by_image_class order) of image img and class cls. */
-static size_t first_truth(const keyed *t, size_t n, int img, int cls)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t[mid].b->img < img || (t[mid].b->img == img && t[mid].b->cls < cls)) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
-/* VOC 2010+ AP: the area under the monotone envelope of precision over
- * recall, for one class's detections in descending probability. */
-static double average_precision(const unsigned char *tp, size_t n, size_t npos)
-{
-    double *prec = malloc((n + 2) * sizeof(double)), *rec = malloc((n + 2) * sizeof(double));
-    if (!prec || !rec) { free(prec); free(rec); return -1; }
-    size_t ntp = 0;
-    rec[0] = 0;
-    prec[0] = 0;
-    for (size_t i = 0; i < n; ++i) {
-        ntp += tp[i];
-        rec[i + 1] = (double)ntp / (double)npos;
-        prec[i + 1] = (double)ntp / (double)(i + 1);
-    }
-    rec[n + 1] = 1;
-    prec[n + 1] = 0;
-    for (size_t i = n + 1; i-- > 0;)
-        if (prec[i + 1] > prec[i]) prec[i] = prec[i + 1];
-    double ap = 0;
-    for (size_t i = 0; i <= n; ++i)
-        if (rec[i + 1] != rec[i]) ap += (rec[i + 1] - rec[i]) * prec[i + 1];
-    free(prec);
-    free(rec);
-    return ap;
-}
-
-double mn_voc_map(const mn_box *dets, size_t ndets, const mn_box *truth, size_t ntruth,
-                  int classes, float iou_thresh, double *ap)
-{
-    keyed *d = malloc((ndets + 1) * sizeof *d), *t = malloc((ntruth + 1) * sizeof *t);
-    unsigned char *used = calloc(ntruth + 1, 1), *tp = malloc(ndets + 1);
-    size_t *npos = calloc((size_t)classes + 1, sizeof *npos);
-    if (!d || !t || !used || !tp || !npos) {
-        free(d); free(t); free(used); free(tp); free(npos);
-        return -2;
-    }
-    for (size_t i = 0; i < ndets; ++i) d[i] = (keyed){dets + i, i};
-    for (size_t i = 0; i < ntruth; ++i) {
-        t[i] = (keyed){truth + i, i};
-        if (truth[i].cls >= 0 && truth[i].cls < classes) ++npos[truth[i].cls];
-    }
-    qsort(d, ndets, sizeof *d, by_class_prob);
-    qsort(t, ntruth, sizeof *t, by_image_class);
-    double sum = 0;
-    int counted = 0;
-    size_t i = 0;
-    for (int k = 0; k < classes; ++k) {
-        while (i < ndets && d[i].b->cls < k) ++i;
-        size_t first = i;
-        for (; i < ndets && d[i].b->cls == k; ++i) {
-            /* The truth box of this image and class it overlaps most, matched or not. */
-            const mn_box *b = d[i].b;
-            float best = -1;
-            size_t at = 0;
-            for (size_t j = first_truth(t, ntruth, b->img, k); j < ntruth && t[j].b->img == b->img && t[j].b->cls == k; ++j) {
-                float o = iou_corners(b, t[j].b);
-                if (o > best) { best = o; at = j; }
-            }
-            tp[i] = best > iou_thresh && !used[at];
-            if (tp[i]) used[at] = 1;
-        }
-        ap[k] = npos[k] ? average_precision(tp + first, i - first, npos[k]) : -1;
-        if (npos[k]) { sum += ap[k]; ++counted; }
-    }
-    free(d); free(t); free(used); free(tp); free(npos);
-    return counted ? sum / counted : -1;
-}
-
-/* Rank 0: the gathered records as boxes in 1-based pixel corners, the same
- * numbers the VOC files hold. */
-static mn_status records_to_boxes(const bytes *all, mn_box **dets, size_t *nd, mn_box **truth, size_t *nt,
-                                  size_t *images)
-{
-    const unsigned char *p = all->p, *end = all->p + all->n;
-    record r;
-    size_t rows = 0, boxes = 0;
-    *images = 0;
-    while (next_record(&p, end, &r)) { rows += (size_t)r.rows; boxes += (size_t)r.ntruth; ++*images; }
-    *dets = malloc((rows + 1) * sizeof **dets);
-    *truth = malloc((boxes + 1) * sizeof **truth);
-    if (!*dets || !*truth) { free(*dets); free(*truth); return MN_ERR_NOMEM; }
-    p = all->p;
-    *nd = *nt = 0;
-    for (int img = 0; next_record(&p, end, &r); ++img) {
-        for (int i = 0; i < r.rows; ++i) {
-            mn_box *b = &(*dets)[(*nd)++];
-            b->img = img;
-            b->cls = get_row(&r, i, &b->prob, &b->x0, &b->y0, &b->x1, &b->y1);
-        }
-        for (int i = 0; i < r.ntruth; ++i) {
-            mn_box *b = &(*truth)[(*nt)++];
-            b->img = img;
-            b->prob = 1;
-            b->cls = get_truth(&r, i, &b->x0, &b->y0, &b->x1, &b->y1);
-        }
-    }
-    return MN_OK;
-}
-
 /* Collective: the mAP of net on the shards (every rank returns rank 0's
  * value); rank 0 fills ap[classes] and counts when they are given. */
 static mn_status shard_map(mn_comm *c, network *net, const mn_list *shard, double *map, double *ap,
                            size_t counts[3])
 {
     int classes = net->layers[net->n - 1].classes;
-    bytes mine = {0}, all = {0};
+    mn_bytes mine = {0}, all = {0};
     mn_status s = mn_agree(c, detect_shard(c, net, shard, 1, &mine));
-    if (s == MN_OK) s = gather_bytes(c, &mine, &all);
+    if (s == MN_OK) s = mn_gather_bytes(c, &mine, &all);
     free(mine.p);
     *map = -1;
     if (s == MN_OK && c->rank == 0) {
         mn_box *dets = NULL, *truth = NULL;
         size_t nd = 0, nt = 0, images = 0;
         double *tmp = ap ? NULL : malloc((size_t)classes * sizeof(double));
-        s = records_to_boxes(&all, &dets, &nd, &truth, &nt, &images);
+        s = mn_records_to_boxes(&all, &dets, &nd, &truth, &nt, &images);
         if (s == MN_OK && (ap || tmp)) *map = mn_voc_map(dets, nd, truth, nt, classes, MAP_IOU, ap ? ap : tmp);
         if (s == MN_OK && *map < -1.5) s = MN_ERR_NOMEM;
         if (counts) { counts[0] = images; counts[1] = nd; counts[2] = nt; }
