@@ -138,8 +138,9 @@ speed() {   # speed NET: the table of one net
     done
     echo "# short_s, long_s: medians of the runs' wall seconds; images/s: median over the rounds (listed)"
     echo "# vs_1t: over stock-1t; scaling: a 2-core system's images/s over twice its 1-core one's (stock-omp2: stock-1t's; mn-1x2: mn-1's)"
-    awk '{ v[$1 " " $2] = $5 } END { for (k in v) if (k ~ /^mn-2 /) { r = substr(k, 6); if (v["mn-1x2 " r] > 0) print v[k] / v["mn-1x2 " r] } }' \
-        "$W/$net.ips" | sort -n | awk '{ a[NR] = 100 * $1; s = s (NR > 1 ? ", " : "") sprintf("%.0f%%", 100 * $1) }
+    awk '$1 == "mn-2" { two[$2] = $5 } $1 == "mn-1x2" { ceil[$2] = $5 }
+         END { for (r in two) if (ceil[r] > 0) print two[r] / ceil[r] }' "$W/$net.ips" | sort -n |
+        awk '{ a[NR] = 100 * $1; s = s (NR > 1 ? ", " : "") sprintf("%.0f%%", 100 * $1) }
             END { if (NR) printf "# mn-2 over mn-1x2 of the same round (darknet-mn against the machine'"'"'s two-core ceiling): median %.0f%% (%s)\n", a[int((NR + 1) / 2)], s }'
     # The allreduce's share of a 2-rank step.
     local ar step
