@@ -5,6 +5,7 @@
 #include <string.h>
 #include "darknet_mn.h"
 #include "mn_predict.h"
+#include "mn_output.h"
 
 static void usage(void)
 {
@@ -159,6 +160,15 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    /* Only rank 0 prints; a rank that cannot redirect stops the job. */
+    char why[512] = "";
+    int quiet_failed = mn_output_rank0_only(rank, why, sizeof why) != 0, any_failed = 0;
+    if (quiet_failed) fprintf(stderr, "darknet-mn: rank %d: %s\n", rank, why);
+    MPI_Allreduce(&quiet_failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any_failed) {
+        MPI_Finalize();
+        return 2;
+    }
     if (version) {
         if (rank == 0) printf("darknet-mn %s\n", MN_VERSION);
         MPI_Finalize();

@@ -76,6 +76,10 @@ void mn_base_fill_truth(const network *net, const char *path, int boxes, float *
  * the last layer) on top of get_base_args and the last layer's coords,
  * classes, jitter and max_boxes. */
 void mn_base_detector_args(network *net, load_args *a);
+/* The base's classifier loader arguments (crop range, flip, size) on top of
+ * get_base_args: pjreddie scales min_ratio/max_ratio by the width, the fork
+ * reads min_crop/max_crop (its get_base_args already did) and has no ratios. */
+void mn_base_classifier_args(network *net, load_args *a);
 /* GPU runs: the layer's parameters and statistics to the device (to_device)
  * or from it, for the layer types mn_layer_params lists beyond
  * convolutional, connected, batchnorm and local (mn_params.c moves those). */

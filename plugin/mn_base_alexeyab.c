@@ -161,6 +161,18 @@ void mn_base_detector_args(network *net, load_args *a)
     a->mosaic_bound = net->mosaic_bound;
 }
 
+/* What the fork's train_classifier sets (classifier.c:91-111) beyond
+ * get_base_args; its min_crop/max_crop stay (the fork has no min_ratio). */
+void mn_base_classifier_args(network *net, load_args *a)
+{
+    a->c = net->c;
+    a->flip = net->flip;
+    a->blur = net->blur;
+    a->size = net->w > net->h ? net->w : net->h;
+    a->label_smooth_eps = net->label_smooth_eps;
+    a->mixup = net->mixup;
+}
+
 /* The order of the fork's save_weights_upto (parser.c). */
 int mn_layer_params(const layer *l, mn_param *o, int max)
 {

@@ -85,6 +85,15 @@ void mn_base_detector_args(network *net, load_args *a)
     (void)a;
 }
 
+/* As examples/classifier.c:train_classifier. */
+void mn_base_classifier_args(network *net, load_args *a)
+{
+    a->min = (int)(net->min_ratio * net->w);
+    a->max = (int)(net->max_ratio * net->w);
+    a->size = net->w;
+    a->center = 0;
+}
+
 int mn_layer_params(const layer *l, mn_param *o, int max)
 {
     int t = l->update != NULL;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "mn_internal.h"
+#include "mn_output.h"
 #include "mn_fault.h"
 
 /* The registry: the only global state, and it is constant. */
@@ -34,9 +35,10 @@ void mn_error(const mn_comm *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (c) fprintf(stderr, "darknet-mn: rank %d (%s): %s\n", c->rank, c->host, msg);
-    else fprintf(stderr, "darknet-mn: %s\n", msg);
-    fflush(stderr);
+    FILE *f = mn_output_errors();
+    if (c) fprintf(f, "darknet-mn: rank %d (%s): %s\n", c->rank, c->host, msg);
+    else fprintf(f, "darknet-mn: %s\n", msg);
+    fflush(f);
 }
 
 void mn_abort(const mn_comm *c, const char *fmt, ...)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "mn_internal.h"
 #include "mn_fault.h"
+#include "mn_output.h"
 
 /* A signal handler can only reach static storage: the rank/host prefix, the
  * main thread and the MPI thread level are recorded once here, the one piece
@@ -65,7 +66,8 @@ static void on_fatal(int sig)
     append(msg, &n, sizeof msg, fault_prefix);
     append(msg, &n, sizeof msg, name);
     append(msg, &n, sizeof msg, "; aborting all ranks\n");
-    ssize_t r = write(2, msg, n);
+    mn_output_replay();   /* a rank > 0: what Darknet said last (its error()) */
+    ssize_t r = write(mn_output_error_fd(), msg, n);
     (void)r;
     mn_die(128 + sig);
 }

@@ -293,16 +293,7 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
     mn_status s = MN_OK;
     MN_CHECK(mn_cfg_check(c, cfgfile));
 
-    /* Darknet prints the layer table while parsing: only rank 0 shows it. */
-    int saved = -1;
-    if (c->rank != 0) {
-        fflush(stderr);
-        saved = dup(2);
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0) { dup2(null, 2); close(null); }
-    }
     network *net = mn_base_parse(cfgfile);
-    if (saved >= 0) { fflush(stderr); dup2(saved, 2); close(saved); }
     s = mn_check_net_size(c, net, cfgfile);
     for (int i = 0; i < net->n && s == MN_OK; ++i) {
         mn_param p[1];

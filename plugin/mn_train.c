@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include "mn_internal.h"
+#include "mn_output.h"
 #include "mn_replica.h"
 #include "mn_input.h"
 #include "mn_report.h"
@@ -69,9 +70,7 @@ static load_args random_args(network *net, mn_task task, const mn_data_cfg *dc, 
     a.d = buffer;
     a.threads = threads;
     if (task == MN_TASK_CLASSIFIER) {
-        a.min = (int)(net->min_ratio * net->w);
-        a.max = (int)(net->max_ratio * net->w);
-        a.center = 0;
+        mn_base_classifier_args(net, &a);
         a.hierarchy = net->hierarchy;
         a.classes = dc->classes;
         a.labels = dc->labels;
@@ -161,6 +160,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
     mn_status s = MN_OK;
     while (mn_base_iteration(net) < (size_t)net->max_batches && s == MN_OK) {
         double t0 = mn_now();
+        mn_output_trim();
         if (resizes && count++ % 10 == 0) {
             /* Every rank draws the same size from the job's own stream, so no
              * rank waits on a larger one. Stock's 320..608 range (and 608 for

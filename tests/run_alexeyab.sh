@@ -38,6 +38,12 @@ else
     bad "make DARKNET=alexeyab (see $T/build.log)"; tail -5 "$T/build.log"; exit 1
 fi
 
+# The classifier's Fashion-MNIST slice: tests/run.sh's, or one of our own when run alone.
+if [ -z "${D:-}" ]; then
+    D=$T/fashion
+    make -s "$BUILD/tools/mn_fashion" > /dev/null && "$BUILD/tools/mn_fashion" /usr/share/datasets/fashion-mnist "$D" --limit-train 512 --limit-test 200 > "$T/fashion.log" 2>&1
+fi
+
 summary() { grep -ao 'test_[a-z]*: .*' "$1" | awk 'length > length(best) { best = $0 } END { print best }'; }
 run() {   # run NAME NP ENV... -- CMD...
     local name=$1 np=$2; shift 2
@@ -135,6 +141,34 @@ if grep -aq "overlap=1: [0-9]* buckets" "$T/y4ov.log" && grep -q '"name":"backwa
    "$TEST_BIN/mn_wcmp" "$T/backup/y4ov_final.weights" "$T/backup/y4blk_final.weights" 0 > "$T/y4ov.cmp"; then
     ok "alexeyab overlap=1 = blocking, bit for bit, 3 ranks from the same weights ($(grep -ao '[0-9]* buckets' "$T/y4ov.log"); $(cat "$T/y4ov.cmp"))"
 else bad "alexeyab overlap=1 vs blocking: $(cat "$T/y4ov.cmp" 2> /dev/null) (see $T/y4ov.log)"; fi
+
+# classifier train on this base, in the default (random-sampling) loader
+# mode and the deterministic one, 1 and 2 ranks: the fork's crop range is
+# min_crop/max_crop (it has no min_ratio), which the adapter must pass on;
+# reading pjreddie's ratios gave crop scale 0, NaN images at iteration 1 and
+# a heap corrupted by maxpool's backward.
+printf 'classes=10\ntrain=%s\nvalid=%s\nlabels=%s\nbackup=%s\ntop=2\n' "$D/train.list" "$D/test.list" "$D/labels.txt" "$T/backup" > "$T/cls.data"
+for mode in default deterministic; do
+    for n in 1 2; do
+        sed 's/^max_batches=.*/max_batches=8/; s/^batch=.*/batch=16/' cfg/fashion.cfg > "$T/cls-$mode-$n.cfg"
+        [ $mode = deterministic ] && sed -i 's/^\[distributed\]/[distributed]\ndeterministic=1/' "$T/cls-$mode-$n.cfg"
+        if timeout 120 $MPI -n $n "$AB/darknet_mn" classifier train "$T/cls.data" "$T/cls-$mode-$n.cfg" > "$T/cls-$mode-$n.log" 2>&1 &&
+           grep -aq '^8: loss [0-9]' "$T/cls-$mode-$n.log" && [ -f "$T/backup/cls-$mode-${n}_final.weights" ]; then
+            ok "alexeyab classifier train, $mode data, $n rank(s): $(grep -a '^8: loss' "$T/cls-$mode-$n.log" | cut -d, -f1)"
+        else bad "alexeyab classifier train, $mode data, $n rank(s) (see $T/cls-$mode-$n.log)"; grep -a 'darknet-mn: rank\|corruption' "$T/cls-$mode-$n.log" | head -3; fi
+    done
+done
+# NaN input cannot corrupt memory (patches/alexeyab/0006): min_crop=0 makes
+# every image NaN; the job stops at the loss check and valgrind sees no
+# write outside a buffer (the fork's maxpool wrote delta[-1] before).
+if command -v valgrind > /dev/null; then
+    sed 's/^min_crop=.*/min_crop=0/; s/^max_crop=.*/max_crop=0/; s/^max_batches=.*/max_batches=2/; s/^batch=.*/batch=8/' cfg/fashion.cfg > "$T/nan.cfg"
+    timeout 120 $MPI -n 1 valgrind -q --error-limit=no "$AB/darknet_mn" classifier train "$T/cls.data" "$T/nan.cfg" > "$T/nan.log" 2>&1
+    rc=$?
+    if [ $rc = 1 ] && grep -aq "iteration 1: the loss or the averaged gradient is NaN or Inf" "$T/nan.log" && ! grep -aq "Invalid write" "$T/nan.log"; then
+        ok "alexeyab NaN images: stopped at the loss check, exit $rc, valgrind: no invalid write"
+    else bad "alexeyab NaN images: exit $rc, $(grep -ac 'Invalid write' "$T/nan.log") invalid writes (see $T/nan.log)"; fi
+else bad "valgrind not installed: the NaN-input memory check did not run"; fi
 
 # A weighted shortcut: refused before training, naming the cfg, the layer and its kind, on every rank.
 printf '[net]\nbatch=2\nwidth=32\nheight=32\nchannels=3\nmax_batches=2\n\n[convolutional]\nfilters=4\nsize=3\npad=1\nactivation=leaky\n\n[convolutional]\nfilters=4\nsize=3\npad=1\nactivation=leaky\n\n[shortcut]\nfrom=-2\nweights_type=per_feature\nweights_normalization=softmax\nactivation=linear\n\n[convolutional]\nfilters=45\nsize=1\nactivation=linear\n\n[yolo]\nmask=0,1,2\nanchors=18,36, 37,18, 29,45\nclasses=10\nnum=3\n' > "$T/wsc.cfg"

@@ -1,0 +1,93 @@
+/* Only rank 0 reports. Darknet prints from inside its layers (each yolo
+ * layer's "Region ..." line, every iteration) and its parser, on every
+ * rank: at 64 ranks that is 64 copies of each line. So the other ranks'
+ * stdout and stderr leave the terminal, while darknet-mn's own errors,
+ * and the last words Darknet wrote before a crash, still reach it. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "mn_output.h"
+
+/* A fatal-signal handler can reach only static storage: these are set once,
+ * before any other thread exists, and only read after. */
+static int terminal_fd = -1;     /* the terminal's stderr, where this rank is redirected */
+static int captured_fd = -1;     /* the buffer (or rank log) stderr writes into */
+static int captured_is_log;      /* MN_RANK_LOG: a file the user keeps, never trimmed */
+static FILE *terminal;
+
+/* Above this the buffer starts over: the tail a crash replays is a few lines. */
+#define MN_CAPTURE_MAX (1 << 20)
+#define MN_REPLAY_BYTES 2048
+
+int mn_output_rank0_only(int rank, char *why, size_t cap)
+{
+    if (rank == 0 || terminal_fd >= 0) return 0;
+    const char *dir = getenv("MN_RANK_LOG");
+    int out, err;
+    if (dir && *dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/rank-%d.log", dir, rank);
+        out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        if (out < 0) {
+            snprintf(why, cap, "MN_RANK_LOG: cannot write %s: %s", path, strerror(errno));
+            return -1;
+        }
+        err = dup(out);
+        captured_is_log = 1;
+    } else {
+        out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        err = memfd_create("darknet-mn-stderr", MFD_CLOEXEC);
+    }
+    int saved = dup(2);
+    if (out < 0 || err < 0 || saved < 0) {
+        snprintf(why, cap, "cannot redirect rank %d's output: %s", rank, strerror(errno));
+        if (out >= 0) close(out);
+        if (err >= 0) close(err);
+        if (saved >= 0) close(saved);
+        return -1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    dup2(out, 1);
+    dup2(err, 2);
+    close(out);
+    terminal_fd = saved;
+    captured_fd = err;
+    terminal = fdopen(saved, "w");
+    if (terminal) setvbuf(terminal, NULL, _IONBF, 0);
+    return 0;
+}
+
+FILE *mn_output_errors(void) { return terminal ? terminal : stderr; }
+int mn_output_error_fd(void) { return terminal_fd >= 0 ? terminal_fd : 2; }
+
+void mn_output_trim(void)
+{
+    if (captured_fd < 0 || captured_is_log) return;
+    if (lseek(captured_fd, 0, SEEK_CUR) > MN_CAPTURE_MAX) {
+        if (ftruncate(captured_fd, 0) == 0) lseek(captured_fd, 0, SEEK_SET);
+    }
+}
+
+void mn_output_replay(void)
+{
+    if (captured_fd < 0 || terminal_fd < 0) return;
+    char buf[MN_REPLAY_BYTES];
+    off_t end = lseek(captured_fd, 0, SEEK_END);
+    off_t from = end > (off_t)sizeof buf ? end - (off_t)sizeof buf : 0;
+    ssize_t n = end > 0 ? pread(captured_fd, buf, (size_t)(end - from), from) : 0;
+    if (n <= 0) return;
+    /* From the first whole line, unless the tail is one line. */
+    ssize_t start = 0;
+    if (from > 0) {
+        while (start < n && buf[start] != '\n') ++start;
+        start = start < n ? start + 1 : 0;
+    }
+    ssize_t r = write(terminal_fd, buf + start, (size_t)(n - start));
+    if (r >= 0 && buf[n - 1] != '\n') r = write(terminal_fd, "\n", 1);
+    (void)r;
+}

@@ -1,0 +1,23 @@
+/* Rank-0-only output (mn_output.c). */
+#ifndef MN_OUTPUT_H
+#define MN_OUTPUT_H
+
+#include <stdio.h>
+
+/* Called once, before anything prints: on every rank but 0, what Darknet
+ * prints goes nowhere (stdout to /dev/null, stderr to a private buffer whose
+ * tail a fatal signal replays), or, with MN_RANK_LOG=<dir> in the rank's
+ * environment, both to <dir>/rank-<N>.log. darknet-mn's own errors still
+ * reach the terminal through mn_output_errors(). 0, or -1 with why set. */
+int mn_output_rank0_only(int rank, char *why, size_t cap);
+/* Where darknet-mn's errors go: the terminal's stderr on every rank. */
+FILE *mn_output_errors(void);
+/* The same as a file descriptor, for a signal handler. */
+int mn_output_error_fd(void);
+/* The captured stderr kept small: called once an iteration. */
+void mn_output_trim(void);
+/* The last lines Darknet printed to the captured stderr (its error() text
+ * before an abort), written to the terminal. Async-signal-safe. */
+void mn_output_replay(void);
+
+#endif
