@@ -33,6 +33,9 @@ void load_weights(network *net, char *filename);
 extern const char *const mn_base_sections[];
 extern const char *const mn_base_activations[];
 extern const char *const mn_base_policies[];
+/* Whether the base's CPU gemm is the one BLAS=1 makes OpenBLAS's (patch
+ * 0009 is pjreddie's only: the fork runs its own loops). */
+int mn_base_blas_gemm(void);
 /* "pjreddie" or "AlexeyAB's". */
 const char *mn_base_name(void);
 /* parse_network_cfg on the heap (the fork returns the network by value). */

@@ -30,6 +30,7 @@ const char *const mn_base_activations[] = {
 const char *const mn_base_policies[] = {"random", "poly", "constant", "step", "exp", "sigmoid", "steps", "sgdr", NULL};
 
 const char *mn_base_name(void) { return "AlexeyAB's"; }
+int mn_base_blas_gemm(void) { return 0; }
 
 network *mn_base_parse(const char *cfgfile)
 {

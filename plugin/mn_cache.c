@@ -9,10 +9,13 @@
  * need the lock. No eviction: a loader samples its shard uniformly, so any
  * policy would hit as often as keeping the first images that fit. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mn_engine.h"
+#include "mn_fault.h"
+#include "mn_output.h"
 #include "stb_image.h"
 
 typedef struct {
@@ -28,6 +31,7 @@ struct mn_cache {
     size_t mask;             /* slots - 1, a power of two */
     size_t budget;
     mn_cache_stats st;
+    char who[96];            /* "rank 1 (host): ", for the message of an image stb cannot decode */
 };
 
 static uint64_t fnv1a(const char *s)
@@ -47,9 +51,10 @@ static slot *find(mn_cache *k, const char *path, uint64_t h)
     }
 }
 
-mn_cache *mn_cache_create(char **paths, size_t n, size_t budget_bytes)
+mn_cache *mn_cache_create(char **paths, size_t n, size_t budget_bytes, const char *who)
 {
     mn_cache *k = calloc(1, sizeof *k);
+    if (k) snprintf(k->who, sizeof k->who, "%s", who);
     size_t cap = 16;
     while (cap < 2 * n) cap *= 2;   /* at most half full: probes stay short */
     if (k) k->slots = calloc(cap, sizeof *k->slots);
@@ -88,12 +93,38 @@ static image to_image(const unsigned char *data, int w, int h, int c)
     return im;
 }
 
+/* An image that stb cannot decode ends the job here, with the file and the
+ * reason, on the rank that read it (Darknet would print stb's reason and
+ * abort, or on AlexeyAB's base train on a blank 10x10 image). */
+static void undecodable(const mn_cache *k, const char *filename)
+{
+    const char *reason = stbi_failure_reason();
+    FILE *fp = fopen(filename, "rb");
+    unsigned char head[4] = {0};
+    size_t n = fp ? fread(head, 1, sizeof head, fp) : 0;
+    if (fp) fclose(fp);
+    const char *what = !fp ? "cannot be opened"
+                     : n == 0 ? "is empty"
+                     : (head[0] == 0xFF && head[1] == 0xD8) || (head[0] == 0x89 && head[1] == 'P') ? "is truncated or corrupt"
+                     : "is not a JPEG/PNG/BMP/TGA image";
+    fprintf(mn_output_errors(), "darknet-mn: %simage %s %s%s%s%s\n", k->who, filename, what,
+            reason ? " (stb: " : "", reason ? reason : "", reason ? ")" : "");
+    mn_die(1);
+}
+
 static int hook(void *ctx, char *filename, int channels, image *out)
 {
     mn_cache *k = ctx;
     uint64_t h = fnv1a(filename);
     slot *s = channels == 3 ? find(k, filename, h) : NULL;
-    if (!s) return 0;
+    int w, hh, c;
+    if (!s) {   /* not kept: decoded as load_image_stb does, for the message on failure */
+        unsigned char *data = stbi_load(filename, &w, &hh, &c, channels);
+        if (!data) undecodable(k, filename);
+        *out = to_image(data, w, hh, channels ? channels : c);
+        free(data);
+        return 1;
+    }
     pthread_mutex_lock(&k->lock);
     unsigned char *pix = s->pix;
     if (pix) ++k->st.hits;
@@ -102,9 +133,8 @@ static int hook(void *ctx, char *filename, int channels, image *out)
         *out = to_image(pix, s->w, s->h, 3);
         return 1;
     }
-    int w, hh, c;
     unsigned char *data = stbi_load(filename, &w, &hh, &c, 3);
-    if (!data) return 0;   /* stb again, in load_image_stb, reports it */
+    if (!data) undecodable(k, filename);
     *out = to_image(data, w, hh, 3);
     size_t bytes = (size_t)w * hh * 3;
     pthread_mutex_lock(&k->lock);

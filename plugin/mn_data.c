@@ -1,5 +1,6 @@
 /* Data files shared by training and evaluation: the data cfg, labels, images. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,28 +132,136 @@ void mn_train_label_path(const char *path, char *out, size_t cap)
     }
 }
 
-/* A detector image's label file: "id x y w h" lines (Darknet's fscanf stops
- * at the first line that is not), each id in 0..classes-1. */
+/* YOLO label coordinates are relative to the image; a float rounding past
+ * the edge by this much is not a mistake. */
+#define MN_LABEL_SLACK 1e-5
+
+int mn_label_line_bad(const char *line, int classes, char *why, size_t cap)
+{
+    char tok[6][64];
+    int n = sscanf(line, "%63s %63s %63s %63s %63s %63s", tok[0], tok[1], tok[2], tok[3], tok[4], tok[5]);
+    if (n <= 0) return 0;   /* a blank line: Darknet's reader skips it */
+    if (n != 5) {
+        snprintf(why, cap, "%d field%s; a label line is 'class x y w h'", n, n == 1 ? "" : "s");
+        return 1;
+    }
+    char *end;
+    long id = strtol(tok[0], &end, 10);
+    if (*end || end == tok[0]) {
+        snprintf(why, cap, "class '%s' is not an integer; a label line is 'class x y w h'", tok[0]);
+        return 1;
+    }
+    if (id < 0 || id >= classes) {
+        snprintf(why, cap, "class id %ld is outside 0..%d (the cfg's last layer has classes=%d)", id, classes - 1, classes);
+        return 1;
+    }
+    static const char *const name[4] = {"x", "y", "w", "h"};
+    float v[4];
+    for (int i = 0; i < 4; ++i) {
+        v[i] = strtof(tok[i + 1], &end);
+        if (*end || end == tok[i + 1]) {
+            snprintf(why, cap, "%s='%s' is not a number; a label line is 'class x y w h'", name[i], tok[i + 1]);
+            return 1;
+        }
+        if (!isfinite(v[i])) {
+            snprintf(why, cap, "%s=%s is not a finite number", name[i], tok[i + 1]);
+            return 1;
+        }
+    }
+    for (int i = 0; i < 4; ++i)
+        if (v[i] > 2) {
+            snprintf(why, cap, "%s=%s: coordinates look like pixels; YOLO labels are relative to the image size "
+                     "(x, y, w, h in 0..1: divide by the image's width or height)", name[i], tok[i + 1]);
+            return 1;
+        }
+    for (int i = 0; i < 4; ++i) {
+        int size = i >= 2;
+        if (v[i] > 1 + MN_LABEL_SLACK || v[i] < (size ? 0 : -MN_LABEL_SLACK) || (size && v[i] <= 0)) {
+            snprintf(why, cap, "%s=%s is outside %s (the box's %s, relative to the image)", name[i], tok[i + 1],
+                     size ? "(0, 1]" : "[0, 1]", size ? (i == 2 ? "width" : "height") : "centre");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+mn_status mn_check_label_lines(const mn_comm *c, const char *lp, int classes)
+{
+    FILE *fp = fopen(lp, "r");
+    if (!fp) { mn_error(c, "cannot read label file %s: %s", lp, strerror(errno)); return MN_ERR_USER; }
+    char line[1024], why[256];
+    mn_status s = MN_OK;
+    for (int no = 1; s == MN_OK && fgets(line, sizeof line, fp); ++no)
+        if (mn_label_line_bad(line, classes, why, sizeof why)) {
+            mn_error(c, "%s:%d: %s", lp, no, why);
+            s = MN_ERR_USER;
+        }
+    fclose(fp);
+    return s;
+}
+
+/* A detector image's label file, where the training loader looks for it. */
 static mn_status check_label_file(const mn_comm *c, const char *image, int classes)
 {
     char lp[4096];
     mn_train_label_path(image, lp, sizeof lp);
-    FILE *fp = fopen(lp, "r");
-    if (!fp) { mn_error(c, "cannot read the labels of %s: %s: %s", image, lp, strerror(errno)); return MN_ERR_USER; }
-    char line[1024];
-    mn_status s = MN_OK;
-    for (int no = 1; s == MN_OK && fgets(line, sizeof line, fp); ++no) {
-        int id;
-        float x, y, w, h;
-        if (sscanf(line, "%d %f %f %f %f", &id, &x, &y, &w, &h) != 5) break;
-        if (id < 0 || id >= classes) {
-            mn_error(c, "%s:%d: class id %d is outside 0..%d (the cfg's last layer has classes=%d)", lp, no, id,
-                     classes - 1, classes);
-            s = MN_ERR_USER;
-        }
+    if (access(lp, R_OK) != 0) {
+        mn_error(c, "cannot read the labels of %s: %s: %s", image, lp, strerror(errno));
+        return MN_ERR_USER;
+    }
+    return mn_check_label_lines(c, lp, classes);
+}
+
+/* Non-empty lines of a names file, or -1 when it cannot be read. */
+static int count_names(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) return -1;
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof line, fp)) {
+        char *p = line;
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') ++p;
+        n += *p != 0;
     }
     fclose(fp);
-    return s;
+    return n;
+}
+
+mn_status mn_check_detector_classes(const mn_comm *c, const char *datacfg, const char *cfgfile,
+                                    const mn_data_cfg *dc, const network *net)
+{
+    if (c->rank != 0) return MN_OK;
+    int classes = net->layers[net->n - 1].classes;
+    char layers[256] = "";
+    size_t len = 0;
+    for (int i = 0; i < net->n; ++i) {
+        const layer *l = &net->layers[i];
+        if (l->type != YOLO && l->type != REGION && l->type != DETECTION) continue;
+        if (l->classes != classes) {
+            mn_error(c, "%s: layer %d (%s) has classes=%d but the last layer %d has classes=%d; every detection "
+                     "layer must have the same", cfgfile, i, l->type == YOLO ? "yolo" : l->type == REGION ? "region" : "detection", l->classes, net->n - 1, classes);
+            return MN_ERR_USER;
+        }
+        if (len + 16 < sizeof layers) len += (size_t)snprintf(layers + len, sizeof layers - len, "%s%d", len ? ", " : "", i);
+    }
+    const char *nf = option_find(dc->options, "names");
+    int names = nf ? count_names(nf) : -2;
+    if (names == -1) {
+        mn_error(c, "cannot read names file %s (from %s): %s", nf, datacfg, strerror(errno));
+        return MN_ERR_USER;
+    }
+    int data_says = option_find(dc->options, "classes") != NULL;
+    if ((data_says && dc->classes != classes) || (names >= 0 && names != classes)) {
+        char n_part[600] = "";
+        if (names >= 0) snprintf(n_part, sizeof n_part, ", and names file %s has %d names", nf, names);
+        char d_part[600] = "no classes=";
+        if (data_says) snprintf(d_part, sizeof d_part, "classes=%d", dc->classes);
+        mn_error(c, "%s says %s, the detection layers (%s) of %s have classes=%d%s: the three must agree", datacfg,
+                 d_part, layers, cfgfile, classes, n_part);
+        return MN_ERR_USER;
+    }
+    return MN_OK;
 }
 
 mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *dc, const mn_options *opt,

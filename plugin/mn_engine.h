@@ -31,7 +31,9 @@ typedef struct {
     size_t bytes;     /* held */
     size_t images;    /* held */
 } mn_cache_stats;
-mn_cache *mn_cache_create(char **paths, size_t n, size_t budget_bytes);
+/* who prefixes the message that ends the job when an image cannot be
+ * decoded (every load_image goes through the cache once installed). */
+mn_cache *mn_cache_create(char **paths, size_t n, size_t budget_bytes, const char *who);
 void mn_cache_free(mn_cache *k);
 /* Darknet's image-decode hook (patch 0010): while installed, every
  * load_image of a cached path with 3 channels goes through k. */

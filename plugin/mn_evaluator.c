@@ -14,6 +14,8 @@
 #include <string.h>
 #include "mn_internal.h"
 #include "mn_detwire.h"
+#include "mn_engine.h"
+#include "mn_input.h"
 #include "option_list.h"
 #include "utils.h"
 
@@ -36,6 +38,7 @@ typedef struct {
     mn_list shard;
     char **names;
     int nnames;
+    mn_cache *cache;       /* installed for the run's image loads (mn_cache.c) */
     int classes;
     const char *prefix;   /* points into dc.options */
 } eval_run;
@@ -87,6 +90,9 @@ static mn_status read_det_keys(mn_comm *c, const char *datacfg, const char *cfgf
 
 static void close_run(eval_run *r)
 {
+    if (r->cache) mn_cache_uninstall();
+    mn_cache_free(r->cache);
+    r->cache = NULL;
     for (int i = 0; r->names && i < r->nnames; ++i) free(r->names[i]);
     free(r->names);
     mn_free_data_cfg(&r->dc);
@@ -110,10 +116,19 @@ static mn_status open_run(mn_comm *c, const char *datacfg, mn_task task, const c
     mn_options opt;
     if (s == MN_OK) s = mn_agree(c, mn_parse_options(r->net, cfgfile, c->rank == 0, &opt));
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = read_det_keys(c, datacfg, cfgfile, need_names, r);
+    if (s == MN_OK && task == MN_TASK_DETECTOR) s = mn_agree(c, mn_check_detector_classes(c, datacfg, cfgfile, &r->dc, r->net));
     if (s == MN_OK) {
         set_batch_network(r->net, 1);
         mn_base_inference(r->net);
         s = mn_scatter_list(c, r->dc.valid, 0, 0, &r->shard);
+    }
+    if (s == MN_OK) {   /* keeps nothing: an image that cannot be decoded gets darknet-mn's message */
+        char who[96];
+        snprintf(who, sizeof who, "rank %d (%s): ", c->rank, c->host);
+        r->cache = mn_cache_create(NULL, 0, 0, who);
+        if (!r->cache) mn_error(c, "out of memory");
+        s = mn_agree(c, r->cache ? MN_OK : MN_ERR_NOMEM);
+        if (r->cache) mn_cache_install(r->cache);
     }
     if (s != MN_OK) close_run(r);
     return s;
@@ -204,14 +219,8 @@ static mn_status read_truth(mn_comm *c, const char *path, int classes, box_label
         return MN_ERR_USER;
     }
     fclose(fp);
+    MN_CHECK(mn_check_label_lines(c, lp, classes));
     *out = read_boxes(lp, n);
-    for (int i = 0; i < *n; ++i) {
-        if ((*out)[i].id < 0 || (*out)[i].id >= classes) {
-            mn_error(c, "%s: box %d has class %d, but the network has %d classes", lp, i + 1, (*out)[i].id, classes);
-            free(*out);
-            return MN_ERR_USER;
-        }
-    }
     return MN_OK;
 }
 

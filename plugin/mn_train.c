@@ -127,13 +127,16 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
                net->learning_rate, net->momentum, net->decay, shard->global_n,
                opt->deterministic ? ", deterministic" : "");
         char gemm[64];
-        if (blas) snprintf(gemm, sizeof gemm, "OpenBLAS sgemm, %d thread%s", blas, blas > 1 ? "s" : "");
+        if (!mn_base_blas_gemm()) snprintf(gemm, sizeof gemm, "%s own loops", mn_base_name());
+        else if (blas) snprintf(gemm, sizeof gemm, "OpenBLAS sgemm, %d thread%s", blas, blas > 1 ? "s" : "");
         else snprintf(gemm, sizeof gemm, "Darknet's own (BLAS=0)");
         printf("darknet-mn: rank 0: gemm %s; %d loader thread%s (%d core%s, %d rank%s on them); image cache %zu MiB\n",
                gemm, threads, threads > 1 ? "s" : "", cores, cores > 1 ? "s" : "", sharing, sharing > 1 ? "s" : "",
                cache_mb);
     }
-    mn_cache *cache = mn_cache_create(shard->paths, shard->n, cache_mb << 20);
+    char who[96];
+    snprintf(who, sizeof who, "rank %d (%s): ", c->rank, c->host);
+    mn_cache *cache = mn_cache_create(shard->paths, shard->n, cache_mb << 20, who);
     if (!cache) mn_error(c, "no memory for the image cache's table of %zu paths", shard->n);
     mn_status cs = mn_agree(c, cache ? MN_OK : MN_ERR_NOMEM);
     if (cs != MN_OK) { mn_cache_free(cache); return cs; }
@@ -363,6 +366,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     srand(mn_stream_seed(opt.seed, c->rank, mn_base_iteration(net)));
     s = opt.deterministic ? mn_bcast_list(c, dc.train, opt.shuffle, opt.seed, &shard)
                           : mn_scatter_list(c, dc.train, opt.shuffle, opt.seed, &shard);
+    if (s == MN_OK && task == MN_TASK_DETECTOR) s = mn_agree(c, mn_check_detector_classes(c, datacfg, cfgfile, &dc, net));
     if (s != MN_OK || (s = mn_check_training_input(c, task, &dc, &opt, net, &shard)) != MN_OK) goto out;
     if ((s = ensure_dir(c, dc.backup)) != MN_OK) goto out;
     if ((s = mn_backup_lock(c, dc.backup, &lock)) != MN_OK) goto out;

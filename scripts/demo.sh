@@ -11,13 +11,13 @@ set -eu
 cd "$(dirname "$0")/.."
 NP=${NP:-2}
 CLS_ITERS=${CLS_ITERS:-200}
-DET_ITERS=${DET_ITERS:-240}
+DET_ITERS=${DET_ITERS:-1500}
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPI="mpiexec --oversubscribe -n $NP"
 W=build/demo
 mkdir -p "$W" build/backup
 sed "s/^max_batches=.*/max_batches=$CLS_ITERS/" cfg/fashion.cfg > "$W/fashion.cfg"
-sed -e "s/^max_batches=.*/max_batches=$DET_ITERS/" -e "s/^steps=.*/steps=$((DET_ITERS * 3 / 4))/" -e "s/^scales=.*/scales=.1/" \
+sed -e "s/^max_batches=.*/max_batches=$DET_ITERS/" -e "s/^steps=.*/steps=$((DET_ITERS * 8 / 10)),$((DET_ITERS * 9 / 10))/" \
     -e "s/^eval_interval=.*/eval_interval=$((DET_ITERS / 2))/" cfg/fashion-det.cfg > "$W/fashion-det.cfg"
 rm -f build/backup/fashion_final.weights build/backup/fashion-det_*.weights
 run() {   # run LOG CMD...: show the command, keep its output in build/demo/LOG

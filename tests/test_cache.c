@@ -42,7 +42,7 @@ static void *loader(void *arg)
 
 static mn_cache_stats run(size_t budget, long *bad)
 {
-    mn_cache *k = mn_cache_create(paths, (size_t)nimg, budget);
+    mn_cache *k = mn_cache_create(paths, (size_t)nimg, budget, "");
     mn_cache_install(k);
     pthread_t th[THREADS];
     for (long t = 0; t < THREADS; ++t) pthread_create(&th[t], NULL, loader, (void *)t);
