@@ -10,8 +10,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 NP=${NP:-2}
-CLS_ITERS=${CLS_ITERS:-200}
-DET_ITERS=${DET_ITERS:-1500}
+CLS_ITERS=${CLS_ITERS:-150}
+DET_ITERS=${DET_ITERS:-1300}
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPI="mpiexec --oversubscribe -n $NP"
 W=build/demo
