@@ -370,10 +370,10 @@ printf 'not a png\n' > "$I/c0_tshirt_corrupt.png"
 # Every rank's shard is the corrupt image, so the first batch hits it on every
 # run (one among good images may come after an iteration that writes the log).
 printf '%s\n' "$I/c0_tshirt_corrupt.png" "$I/c0_tshirt_corrupt.png" > "$I/corrupt.list"
-# An image that opens but does not decode ends in the abort path (mn_fault.c).
+# An image that opens but does not decode ends the job with darknet-mn's message (mn_cache.c).
 # Unshuffled, rank 1's shard is that image alone: its first batch aborts,
 # before anything is written, whatever the loader threads draw.
-row image-corrupt abort "Cannot load image \"$I/c0_tshirt_corrupt.png\"" - classifier train "$(data image-corrupt "$I/corrupt.list")" \
+row image-corrupt abort "rank 1 \(.*\): image $I/c0_tshirt_corrupt.png is (truncated or corrupt|not a JPEG)" - classifier train "$(data image-corrupt "$I/corrupt.list")" \
     "$(cfg image-corrupt max_batches=30 -- shuffle=0)"
 
 echo "-- where training would start past its end, and the command line (issue 9)"
