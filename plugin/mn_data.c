@@ -176,7 +176,8 @@ int mn_label_line_bad(const char *line, int classes, char *why, size_t cap)
         }
     for (int i = 0; i < 4; ++i) {
         int size = i >= 2;
-        if (v[i] > 1 + MN_LABEL_SLACK || v[i] < (size ? 0 : -MN_LABEL_SLACK) || (size && v[i] <= 0)) {
+        int too_low = size ? v[i] <= 0 : v[i] < -MN_LABEL_SLACK;
+        if (too_low || v[i] > 1 + MN_LABEL_SLACK) {
             snprintf(why, cap, "%s=%s is outside %s (the box's %s, relative to the image)", name[i], tok[i + 1],
                      size ? "(0, 1]" : "[0, 1]", size ? (i == 2 ? "width" : "height") : "centre");
             return 1;
@@ -185,10 +186,10 @@ int mn_label_line_bad(const char *line, int classes, char *why, size_t cap)
     return 0;
 }
 
-mn_status mn_check_label_lines(const mn_comm *c, const char *lp, int classes)
+mn_status mn_check_label_lines(const mn_comm *c, const char *image, const char *lp, int classes)
 {
     FILE *fp = fopen(lp, "r");
-    if (!fp) { mn_error(c, "cannot read label file %s: %s", lp, strerror(errno)); return MN_ERR_USER; }
+    if (!fp) { mn_error(c, "cannot read the labels of %s: %s: %s", image, lp, strerror(errno)); return MN_ERR_USER; }
     char line[1024], why[256];
     mn_status s = MN_OK;
     for (int no = 1; s == MN_OK && fgets(line, sizeof line, fp); ++no)
@@ -205,11 +206,7 @@ static mn_status check_label_file(const mn_comm *c, const char *image, int class
 {
     char lp[4096];
     mn_train_label_path(image, lp, sizeof lp);
-    if (access(lp, R_OK) != 0) {
-        mn_error(c, "cannot read the labels of %s: %s: %s", image, lp, strerror(errno));
-        return MN_ERR_USER;
-    }
-    return mn_check_label_lines(c, lp, classes);
+    return mn_check_label_lines(c, image, lp, classes);
 }
 
 /* Non-empty lines of a names file, or -1 when it cannot be read. */

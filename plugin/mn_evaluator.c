@@ -213,13 +213,7 @@ static mn_status read_truth(mn_comm *c, const char *path, int classes, box_label
     char lp[4096];
     if (strlen(path) >= sizeof lp - 8) { mn_error(c, "path too long: %s", path); return MN_ERR_USER; }
     label_path(path, lp);
-    FILE *fp = fopen(lp, "r");
-    if (!fp) {
-        mn_error(c, "cannot read the labels of %s: %s: %s", path, lp, strerror(errno));
-        return MN_ERR_USER;
-    }
-    fclose(fp);
-    MN_CHECK(mn_check_label_lines(c, lp, classes));
+    MN_CHECK(mn_check_label_lines(c, path, lp, classes));
     *out = read_boxes(lp, n);
     return MN_OK;
 }

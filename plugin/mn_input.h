@@ -36,9 +36,10 @@ mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *d
  * integer class in 0..classes-1, finite numbers, x, y in [0, 1] and w, h in
  * (0, 1] (or blank); else 1 with why (the value and its likely cause). */
 int mn_label_line_bad(const char *line, int classes, char *why, size_t cap);
-/* Every line of label file lp (an empty file is an image without objects):
- * an error names the file, the line and why. */
-mn_status mn_check_label_lines(const mn_comm *c, const char *lp, int classes);
+/* Every line of image's label file lp (an empty file is an image without
+ * objects): an error names the file, the line and why, or the image and lp
+ * when lp cannot be read. */
+mn_status mn_check_label_lines(const mn_comm *c, const char *image, const char *lp, int classes);
 /* Rank 0: the data cfg's classes=, the cfg's yolo/region/detection layers
  * and the names file agree; an error names the three. Not collective. */
 mn_status mn_check_detector_classes(const mn_comm *c, const char *datacfg, const char *cfgfile,
