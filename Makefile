@@ -1,4 +1,4 @@
-# darknet-mn: make deps | make | make test | make demo | make bench
+# darknet-mn: make deps | make | make test | make demo | make bench | make zoo
 # GPU=1 CUDNN=1 NCCL=1 build the CUDA variant (into build/gpu, like Darknet's switches).
 # DARKNET=alexeyab builds on AlexeyAB's fork instead of Debian's pjreddie Darknet:
 # the snapshot in ../shared/third_party, or a clone named by DARKNET_SRC=<dir>,
@@ -195,6 +195,11 @@ $(OBJ)/bench_gemm: bench/gemm_shapes.c $(LIBDK)
 bench-engine: $(PROG) $(OBJ)/bench_gemm $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
 	$(MAKE) BLAS=0 $(BUILD)/cpu-noblas/darknet_mn $(BUILD)/cpu-noblas/bench_gemm
 	./bench/engine.sh
+
+# Every stock cfg of both bases trained on 2 ranks, or refused with a reason (docs/zoo.md).
+.PHONY: zoo
+zoo: $(PROG) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
+	BUILD=$(BUILD) ./scripts/zoo.sh
 
 demo: $(PROG) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
 	./scripts/demo.sh

@@ -36,6 +36,8 @@ extern const char *const mn_base_policies[];
 /* Whether the base's CPU gemm is the one BLAS=1 makes OpenBLAS's (patch
  * 0009 is pjreddie's only: the fork runs its own loops). */
 int mn_base_blas_gemm(void);
+/* 1 where a shortcut's inputs must be of one width and height (the fork's parser asserts it). */
+int mn_base_shortcut_same_size(void);
 /* "pjreddie" or "AlexeyAB's". */
 const char *mn_base_name(void);
 /* parse_network_cfg on the heap (the fork returns the network by value). */
@@ -89,11 +91,13 @@ void mn_base_classifier_args(network *net, load_args *a);
 void mn_base_move_layer(const layer *l, int to_device);
 /* The adapter also defines mn_layer_params (mn_params.h): the parameter
  * arrays of each layer type the base saves. For a layer it refuses (-1
- * there), what the layer is, for the message ("a shortcut layer with
- * weights"); NULL for a layer it can train. */
+ * there, or one the base cannot train in this build), what the layer is,
+ * for the message ("a shortcut layer with weights"); NULL for a layer it
+ * can train. */
 const char *mn_base_refused_layer(const layer *l);
 /* Features this base cannot run in this build (sync_bn: only where every
- * batch-norm site calls the hook); NULL when all is well, else why not. */
-const char *mn_base_refuse(const network *net, int sync_bn);
+ * batch-norm site calls the hook; the detector's loader options); NULL when
+ * all is well, else why not. */
+const char *mn_base_refuse(const network *net, int sync_bn, int detector);
 
 #endif

@@ -30,6 +30,7 @@ const char *const mn_base_activations[] = {
 const char *const mn_base_policies[] = {"random", "poly", "constant", "step", "exp", "sigmoid", "steps", "sgdr", NULL};
 
 const char *mn_base_name(void) { return "AlexeyAB's"; }
+int mn_base_shortcut_same_size(void) { return 1; }
 int mn_base_blas_gemm(void) { return 0; }
 
 network *mn_base_parse(const char *cfgfile)
@@ -221,7 +222,12 @@ void mn_base_move_layer(const layer *l, int to_device)
 const char *mn_base_refused_layer(const layer *l)
 {
     switch (l->type) {
-    case CONVOLUTIONAL: return l->share_layer ? "a convolutional layer with share_index (weights shared with another layer)" : NULL;
+    case CONVOLUTIONAL:
+#ifndef GPU
+        /* forward_convolutional_layer's binarize_weights reads past its buffers (the fork's ./darknet crashes too). */
+        if (l->xnor) return "a convolutional layer with xnor=1 (the fork's CPU training of XNOR layers crashes)";
+#endif
+        return l->share_layer ? "a convolutional layer with share_index (weights shared with another layer)" : NULL;
     case SHORTCUT: return l->nweights > 0 ? "a shortcut layer with weights_type (weighted shortcut)" : NULL;
     case DECONVOLUTIONAL: return "a deconvolutional layer (the fork does not save its weights)";
     case IMPLICIT: return "an implicit layer";
@@ -236,8 +242,15 @@ const char *mn_base_refused_layer(const layer *l)
 
 /* Keys of the fork's [net] whose effect differs between ranks or breaks the
  * N x b = 1 x N*b equivalence. */
-const char *mn_base_refuse(const network *net, int sync_bn)
+const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 {
+#ifndef OPENCV
+    /* data.c's loader without OpenCV stops in error() at the first batch. */
+    if (detector && net->mixup == 2) return "[net] cutmix=1 (the fork's detection loader has no cutmix)";
+    if (detector && net->mixup >= 3) return "[net] mosaic=1 in a build without OpenCV (set mosaic=0)";
+#else
+    (void)detector;
+#endif
     if (net->adversarial_lr > 0) return "adversarial_lr (each rank would draw its own adversarial steps)";
     if (net->dynamic_minibatch) return "dynamic_minibatch (each rank's batch would change on its own)";
 #ifdef GPU

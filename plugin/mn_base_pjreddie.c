@@ -22,6 +22,7 @@ const char *const mn_base_activations[] = {"logistic", "loggy", "relu", "elu", "
                                            "lhtan", "linear", "ramp", "leaky", "tanh", "stair", NULL};
 const char *const mn_base_policies[] = {"random", "poly", "constant", "step", "exp", "sigmoid", "steps", NULL};
 
+int mn_base_shortcut_same_size(void) { return 0; }
 int mn_base_blas_gemm(void) { return 1; }
 const char *mn_base_name(void) { return "pjreddie"; }
 network *mn_base_parse(const char *cfgfile) { return parse_network_cfg((char *)cfgfile); }
@@ -144,8 +145,9 @@ const char *mn_base_refused_layer(const layer *l)
     }
 }
 
-const char *mn_base_refuse(const network *net, int sync_bn)
+const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 {
+    (void)detector;
     (void)net;
     (void)sync_bn;
     return NULL;

@@ -278,6 +278,119 @@ static int check_entries(cfg *g, int ranks)
     return check_net(g, ranks);
 }
 
+/* A key of the section at header index sec, as an integer (def when absent or not one). */
+static long sec_int(const cfg *g, int sec, const char *key, long def)
+{
+    const entry *e = find(g, sec, key);
+    long v;
+    return e && parse_long(e->val, &v) ? v : def;
+}
+
+/* The layer a route or shortcut names ("-3" or "12") from layer i, or -1. */
+static int layer_ref(const char *tok, int i)
+{
+    long v;
+    if (!parse_long(tok, &v)) return -1;
+    if (v < 0) v += i;
+    return v >= 0 && v < i ? (int)v : -1;
+}
+
+/* Each layer's output width and height, walked as Darknet's parser sizes
+ * them, so that a route of inputs of two sizes, a reference outside the
+ * net, an output shrunk to nothing, or (on the fork) a shortcut across a
+ * stride is refused with the layer named: Darknet's parser asserts, or
+ * builds zero-sized layers that crash later. Layers whose size this walk
+ * does not model end it quietly. */
+static int check_shapes(cfg *g)
+{
+    long w = sec_int(g, 0, "width", 0), h = sec_int(g, 0, "height", 0);
+    if (w <= 0 || h <= 0) return 1;
+    int cap = 0, n = 0, ok = 1;
+    for (int i = 0; i < g->n; ++i) cap += !g->e[i].val;
+    long *ow = malloc(sizeof *ow * (size_t)cap), *oh = malloc(sizeof *oh * (size_t)cap);
+    if (!ow || !oh) { free(ow); free(oh); return 1; }
+    for (int i = 0; ok && i < g->n; ++i) {
+        const entry *e = &g->e[i];
+        if (e->val || i == 0 || !strcmp(e->key, "[distributed]")) continue;
+        const char *k = e->key;
+        long iw = n ? ow[n - 1] : w, ih = n ? oh[n - 1] : h;
+        long size = sec_int(g, i, "size", 1), stride = sec_int(g, i, "stride", 1);
+        long sx = sec_int(g, i, "stride_x", stride), sy = sec_int(g, i, "stride_y", stride);
+        if (!strcmp(k, "[convolutional]") || !strcmp(k, "[conv]")) {
+            long pad = sec_int(g, i, "pad", 0) ? size / 2 : sec_int(g, i, "padding", 0);
+            if (sx < 1 || sy < 1) break;
+            ow[n] = (iw + 2 * pad - size) / sx + 1;
+            oh[n] = (ih + 2 * pad - size) / sy + 1;
+        } else if (!strcmp(k, "[maxpool]") || !strcmp(k, "[max]") || !strcmp(k, "[local_avgpool]") ||
+                   !strcmp(k, "[local_avg]")) {
+            size = sec_int(g, i, "size", stride);
+            long pad = sec_int(g, i, "padding", size - 1);
+            if (sx < 1 || sy < 1) break;
+            ow[n] = sec_int(g, i, "maxpool_depth", 0) ? iw : (iw + pad - size) / sx + 1;
+            oh[n] = sec_int(g, i, "maxpool_depth", 0) ? ih : (ih + pad - size) / sy + 1;
+        } else if (!strcmp(k, "[upsample]")) {
+            stride = sec_int(g, i, "stride", 2);
+            ow[n] = stride < 0 ? iw / -stride : iw * stride;
+            oh[n] = stride < 0 ? ih / -stride : ih * stride;
+        } else if (!strcmp(k, "[reorg]") || !strcmp(k, "[reorg3d]")) {
+            int rev = sec_int(g, i, "reverse", 0) != 0;
+            if (stride < 1) break;
+            ow[n] = rev ? iw * stride : iw / stride;
+            oh[n] = rev ? ih * stride : ih / stride;
+        } else if (!strcmp(k, "[avgpool]") || !strcmp(k, "[avg]") || !strcmp(k, "[connected]") ||
+                   !strcmp(k, "[conn]")) {
+            ow[n] = oh[n] = 1;
+        } else if (!strcmp(k, "[scale_channels]") || !strcmp(k, "[sam]")) {
+            /* Scales the from= layer by its input: the output is the from= layer's size. */
+            const entry *from = find(g, i, "from");
+            int j = from ? layer_ref(from->val, n) : -1;
+            if (j < 0 || ow[j] < 0) break;
+            ow[n] = ow[j];
+            oh[n] = oh[j];
+        } else if (!strcmp(k, "[route]") || !strcmp(k, "[shortcut]")) {
+            int route = !strcmp(k, "[route]");
+            const entry *from = find(g, i, route ? "layers" : "from");
+            if (!from) { ok = fail(g, e->line, "layer %d (%s) has no %s=", n, k, route ? "layers" : "from"); break; }
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", from->val);
+            int first = -1, unknown = 0;
+            for (char *tok = strtok(buf, ","); ok && !unknown && tok; tok = strtok(NULL, ",")) {
+                int j = layer_ref(tok, n);
+                if (j < 0) { ok = fail(g, from->line, "layer %d (%s) %s=%s names layer '%s', outside layers 0..%d before it", n, k, from->key, from->val, tok, n - 1); break; }
+                if (ow[j] < 0) { unknown = 1; break; }
+                if (first < 0) first = j;
+                long rw = route ? ow[first] : iw, rh = route ? oh[first] : ih;
+                const char *why = route ? "a route joins channels of inputs of one size" :
+                                  "AlexeyAB's Darknet adds only layers of one size (pjreddie's resamples)";
+                if ((route || mn_base_shortcut_same_size()) && (ow[j] != rw || oh[j] != rh))
+                    ok = fail(g, from->line, "layer %d (%s) takes layer %d, %ldx%ld, and layer %d, %ldx%ld: %s",
+                              n, k, route ? first : n - 1, rw, rh, j, ow[j], oh[j], why);
+            }
+            if (!ok || unknown) break;
+            ow[n] = route ? ow[first] : iw;
+            oh[n] = route ? oh[first] : ih;
+        } else if (!strcmp(k, "[dropout]") || !strcmp(k, "[batchnorm]") || !strcmp(k, "[activation]") ||
+                   !strcmp(k, "[softmax]") || !strcmp(k, "[soft]") ||
+                   !strcmp(k, "[cost]") || !strcmp(k, "[yolo]") || !strcmp(k, "[Gaussian_yolo]") ||
+                   !strcmp(k, "[region]") || !strcmp(k, "[logistic]") || !strcmp(k, "[l2norm]") ||
+                   !strcmp(k, "[normalization]") || !strcmp(k, "[lrn]") || !strcmp(k, "[silence]") || !strcmp(k, "[empty]")) {
+            ow[n] = iw;
+            oh[n] = ih;
+        } else {
+            break;   /* crop, local, deconvolutional, recurrent, ...: not modelled */
+        }
+        if (ow[n] < 1 || oh[n] < 1) {
+            ok = fail(g, e->line, "layer %d (%s) would output %ldx%ld from its %ldx%ld input: width=%ld height=%ld is "
+                      "too small for this net's strides", n, k, ow[n], oh[n], iw, ih, w, h);
+            break;
+        }
+        ++n;
+    }
+    free(ow);
+    free(oh);
+    return ok;
+}
+
 /* "[section]\n" and "key=value\n" lines in order: what every rank must share. */
 static char *normalised(const cfg *g, size_t *len)
 {
@@ -365,7 +478,7 @@ mn_status mn_cfg_check(mn_comm *c, const char *cfgfile)
 {
     cfg g = {0};
     g.file = cfgfile;
-    int ok = read_cfg_file(&g) && check_entries(&g, c->size);
+    int ok = read_cfg_file(&g) && check_entries(&g, c->size) && check_shapes(&g);
     mn_status s = report_lowest(c, !ok, g.err);
     if (s == MN_OK) s = compare_with_rank0(c, &g);
     cfg_free(&g);

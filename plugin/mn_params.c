@@ -302,6 +302,11 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
                 mn_error(c, "%s: layer %d is %s, which darknet-mn cannot average across ranks (%s Darknet)",
                          cfgfile, i, mn_base_refused_layer(&net->layers[i]), mn_base_name());
             s = MN_ERR_USER;
+        } else if (mn_base_refused_layer(&net->layers[i])) {   /* averaged well, but the base cannot train it */
+            if (c->rank == 0)
+                mn_error(c, "%s: layer %d is %s; not supported on %s Darknet", cfgfile, i,
+                         mn_base_refused_layer(&net->layers[i]), mn_base_name());
+            s = MN_ERR_USER;
         }
     }
     MN_CHECK(mn_agree(c, s));

@@ -52,6 +52,12 @@ static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_dat
                 }
                 d.y.vals[j * b + i][cls] = 1;
             } else {
+                /* Darknet shuffles an image's boxes with rand(), and box order
+                 * decides which of two boxes in one cell trains: a stream of the
+                 * image's path keeps that the same however ranks split the batch. */
+                size_t h = 14695981039346656037u;   /* FNV-1a */
+                for (const char *q = path; *q; ++q) h = (h ^ (unsigned char)*q) * 1099511628211u;
+                srand(mn_stream_seed(0, -2, h));
                 mn_base_fill_truth(net, path, boxes ? boxes : 90, d.y.vals[j * b + i], dc->classes);
             }
         }
@@ -350,7 +356,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         s = mn_agree(c, MN_ERR_USER);
         goto out;
     }
-    const char *refused = mn_base_refuse(net, opt.sync_bn);
+    const char *refused = mn_base_refuse(net, opt.sync_bn, task == MN_TASK_DETECTOR);
     if (refused) {
         if (c->rank == 0) mn_error(c, "%s: %s is not supported on %s Darknet", cfgfile, refused, mn_base_name());
         s = mn_agree(c, MN_ERR_USER);
@@ -360,6 +366,14 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     if (task == MN_TASK_DETECTOR && net->layers[net->n - 1].type != YOLO &&
         net->layers[net->n - 1].type != REGION && net->layers[net->n - 1].type != DETECTION) {
         if (c->rank == 0) mn_error(c, "%s: the last layer is not a yolo, region or detection layer", cfgfile);
+        s = mn_agree(c, MN_ERR_USER);
+        goto out;
+    }
+    /* Darknet copies `outputs` truth values per image from rows of `classes`. */
+    if (task == MN_TASK_CLASSIFIER && net->outputs != dc.classes) {
+        if (c->rank == 0)
+            mn_error(c, "%s: the last layer (%d) gives %d values per image but %s says classes=%d; the layer "
+                        "before the softmax must have classes outputs", cfgfile, net->n - 1, net->outputs, datacfg, dc.classes);
         s = mn_agree(c, MN_ERR_USER);
         goto out;
     }

@@ -54,8 +54,18 @@ run() {   # run NAME NP ENV... -- CMD...
     else bad "alexeyab $name (see $T/$name.log)"; grep -ah "FAIL" "$T/$name.log" | head -5; fi
 }
 
-# The cfg check takes every cfg of the fork (mish, [sam], route groups, ...) and ours.
-run fork-cfgs-accepted 2 -- "$TB/test_cfg" "$DK"/cfg/*.cfg cfg/*.cfg
+# The cfg check takes every cfg of the fork (mish, [sam], route groups, ...)
+# and ours, but for its ResNets: written for pjreddie's shortcut (which
+# resamples), they add layers of two sizes, which the fork's parser asserts
+# against; refused with the layer and both sizes instead.
+PJ_STYLE='/(resnet50|resnet101|resnet152|resnext152-32x4d)\.cfg$'
+run fork-cfgs-accepted 2 -- "$TB/test_cfg" $(ls "$DK"/cfg/*.cfg | grep -Ev "$PJ_STYLE") cfg/*.cfg
+for c in $(ls "$DK"/cfg/*.cfg | grep -E "$PJ_STYLE"); do
+    if ! timeout 60 $MPI -n 2 "$TB/test_cfg" "$c" > "$T/pjstyle.log" 2>&1 &&
+       grep -aq "$c:[0-9]*: layer 17 (\[shortcut\]) takes layer 16, 32x32, and layer 13, 64x64: AlexeyAB's Darknet adds only layers of one size" "$T/pjstyle.log"; then
+        ok "alexeyab $(basename "$c") refused: $(grep -ao 'layer 17.*' "$T/pjstyle.log" | head -1)"
+    else bad "alexeyab $(basename "$c"): not refused with the shortcut's sizes: $(head -2 "$T/pjstyle.log")"; fi
+done
 
 # Equivalence: every CPU communicator, on the node layouts it takes.
 eq() {   # eq COMM NP [RANKS_PER_NODE]

@@ -340,6 +340,13 @@ sed 's/^stride=1$/=1/' "$(cfg cfg-no-key)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-no-
 row cfg-no-key 1 "cfg-no-key.cfg:18: '=1' has no key before '='" - classifier train "$(data cfg-no-key)" "$I/cfg-no-key.cfg"
 sed 's/^\[maxpool\]$/[maxpooling]/' "$(cfg cfg-unknown-section)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-unknown-section.cfg"
 row cfg-unknown-section 1 "cfg-unknown-section.cfg:22: unknown section \[maxpooling\]; known sections: \[net\]" - classifier train "$(data cfg-unknown-section)" "$I/cfg-unknown-section.cfg"
+# Layer sizes, walked before Darknet's parser (which builds zero-sized layers or asserts).
+sed 's/^\[connected\]$/[route]\nlayers=-1,-2\n\n[connected]/' "$(cfg cfg-route-sizes)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-route-sizes.cfg"
+row cfg-route-sizes 1 "cfg-route-sizes.cfg:27: layer 2 \(\[route\]\) takes layer 1, 14x14, and layer 0, 28x28: a route joins channels of inputs of one size" - classifier train "$(data cfg-route-sizes)" "$I/cfg-route-sizes.cfg"
+sed 's/^\[connected\]$/[route]\nlayers=-5\n\n[connected]/' "$(cfg cfg-route-outside)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-route-outside.cfg"
+row cfg-route-outside 1 "cfg-route-outside.cfg:27: layer 2 \(\[route\]\) layers=-5 names layer '-5', outside layers 0..1 before it" - classifier train "$(data cfg-route-outside)" "$I/cfg-route-outside.cfg"
+row cfg-too-small 1 "cfg-too-small.cfg:15: layer 0 \(\[convolutional\]\) would output 0x0 from its 2x2 input: width=2 height=2 is too small" - classifier train "$(data cfg-too-small)" "$(cfg cfg-too-small width=2 height=2 pad=0)"
+row cls-outputs 1 "cls-outputs.cfg: the last layer \(3\) gives 12 values per image but .*cls-outputs.data says classes=10" - classifier train "$(data cls-outputs)" "$(cfg cls-outputs output=12)"
 sed '1d' "$(cfg cfg-no-net)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-no-net.cfg"
 row cfg-no-net 1 "cfg-no-net.cfg:1: 'batch=4' comes before the first section" - classifier train "$(data cfg-no-net)" "$I/cfg-no-net.cfg"
 { sed -n '15,$p' "$(cfg cfg-first-not-net)"; } > "$I/t.t" && mv "$I/t.t" "$I/cfg-first-not-net.cfg"

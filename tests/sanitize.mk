@@ -7,8 +7,9 @@
 # With SANITIZE=1, OBJ, PROG and TEST_BIN point into build/cpu-asan.
 sanitize-progs: $(PROG) $(TEST_PROGS)
 
+# DARKNET=alexeyab: the same on AlexeyAB's base (build/alexeyab-cpu-asan).
 test-sanitize:
 	$(MAKE) SANITIZE=1 sanitize-progs
-	BUILD=$(BUILD) TEST_BIN=$(BUILD)/$(VARIANT)-asan/tests ./tests/sanitize.sh
+	BUILD=$(BUILD) DK=$(DK) TEST_BIN=$(patsubst %-asan,%,$(OBJ))-asan/tests ./tests/sanitize.sh
 
 include tests/fuzz/fuzz.mk

@@ -1,5 +1,6 @@
 # libFuzzer targets (tests/fuzz/fuzz_*.c); included by tests/sanitize.mk.
-#   make fuzz                         build them into build/fuzz (clang through mpicc)
+#   make fuzz                         build them into build/fuzz (clang through mpicc;
+#                                     DARKNET=alexeyab: build/fuzz-alexeyab, on the fork's sources)
 #   make fuzz-short                   each for FUZZ_SECONDS (20 s) from its seed corpus
 #   make fuzz-long [FUZZ_SECONDS=600] longer, on demand (default 600 s each)
 # The plugin and the Darknet sources that read cfgs, lists and labels
@@ -7,7 +8,7 @@
 # the rest of libdarknet.a comes uninstrumented. New inputs go to
 # build/fuzz/corpus/<target>, crashes to build/fuzz/artifacts/; the seeds in
 # tests/fuzz/corpus/<target> are only read. tests/fuzz/run.sh runs them.
-FUZZ := $(BUILD)/fuzz
+FUZZ := $(BUILD)/fuzz$(if $(filter alexeyab,$(DARKNET)),-alexeyab)
 FUZZ_SECONDS ?= 20
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_CC := OMPI_CC=clang $(MPICC)

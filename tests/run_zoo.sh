@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Stock cfgs of both bases (tools/mn_zoo.py; all of them: make zoo): a
+# subset, each adapted as a user would (64-128 px, 10 classes, batch 2) and
+# trained 3 iterations on 2 ranks, must end as expected: trained (finite
+# loss, weights the base's own ./darknet loads), refused with darknet-mn's
+# message naming the cfg (the fork's mosaic without OpenCV, its ResNets'
+# shortcuts across a stride), or skipped with a reason. Then N x b = 1 x N*b
+# on real cfgs from the same weights: one update agrees to 1e-4, or to 3 times
+# what reordering the images of a one-rank batch changes (float32 batch norm);
+# and deterministic runs do not depend on the seed (box order).
+# Run by tests/run.sh (env T, MPI, BUILD, TEST_BIN, D), or alone from the repository root.
+set -u
+BUILD=${BUILD:-build}
+T=${T:-$(pwd)/$BUILD/test}
+T=$T/zoo
+TEST_BIN=${TEST_BIN:-$BUILD/cpu/tests}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+rm -rf "$T" && mkdir -p "$T"
+fail=0
+ok() { echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+D=${D:-$BUILD/test/fashion}
+DET=$BUILD/fashion-det
+[ -f "$DET/.stamp" ] || make -s fashion-det-data > "$T/det-data.log" 2>&1 || { bad "make fashion-det-data"; exit 1; }
+make -s "$TEST_BIN/mn_wcmp" > /dev/null
+
+# expect BASE LOG CFG OUTCOME [PATTERN]: the tool's line for CFG says OUTCOME (and matches PATTERN).
+expect() {
+    local line; line=$(grep -a "^[a-zA-Z-]* *$3[: ]" "$2" | head -1)
+    if [[ $line == "$4"* ]] && { [ -z "${5:-}" ] || grep -Eq -- "$5" <<< "$line"; }; then ok "zoo $1 $line"
+    else bad "zoo $1 $3: want $4${5:+ matching '$5'}, got '${line:-nothing}' (see $T/$1/)"; fi
+}
+zoo() {   # zoo BASE MN DARKNET CFGDIR CFGS...
+    local base=$1 mn=$2 dk=$3 dir=$4; shift 4
+    timeout 900 python3 tools/mn_zoo.py --base "$base" --mn "$mn" --darknet "$dk" --cfgs "$dir" --det "$DET" --cls "$D" \
+        --out "$T/$base" --only "$(IFS=,; echo "$*")" > "$T/$base.log" 2>&1
+}
+equiv() {   # equiv BASE MN DARKNET CFGDIR CFGS...
+    local base=$1 mn=$2 dk=$3 dir=$4; shift 4
+    timeout 900 python3 tools/mn_zoo.py --base "$base" --mn "$mn" --darknet "$dk" --cfgs "$dir" --det "$DET" --cls "$D" \
+        --wcmp "$TEST_BIN/mn_wcmp" --out "$T/$base-eq" --equiv "$(IFS=,; echo "$*")" > "$T/$base-eq.log" 2>&1
+    local c
+    for c in "$@"; do
+        if grep -aq "^ok  *$c:" "$T/$base-eq.log"; then ok "equivalence $base $(grep -a "^ok  *$c:" "$T/$base-eq.log" | sed 's/^ok *//')"
+        else bad "equivalence $base $c: $(grep -a "$c" "$T/$base-eq.log" | tail -1) (see $T/$base-eq.log)"; fi
+    done
+}
+
+# seeds BASE MN CFG: deterministic data, 1 rank, seed=1 against seed=2 from
+# the same weights, two updates: bit for bit the same weights, since the only
+# random draw left, each image's box order, follows the image's path (it
+# followed the rank's rand() stream: iteration 2's loss 35.52 against 34.34).
+seeds() {
+    local base=$1 mn=$2 c=${3%.cfg} d=$T/$1-eq s
+    for s in 1 2; do
+        sed "s/^max_batches=.*/max_batches=2/; s/^seed=.*//; s/^\[distributed\]/[distributed]\nseed=$s/" "$d/$c-eq-one.cfg" > "$d/$c-seed$s.cfg"
+        timeout 120 "$mn" detector train "$d/data/det.data" "$d/$c-seed$s.cfg" "$d/data/backup/$c-eq-init_final.weights" -clear > "$d/$c-seed$s.log" 2>&1
+    done
+    if "$TEST_BIN/mn_wcmp" "$d/data/backup/$c-seed1_final.weights" "$d/data/backup/$c-seed2_final.weights" 0 > "$d/$c-seeds.cmp"; then
+        ok "$base $c: seed=1 and seed=2 train the same weights in deterministic mode ($(cat "$d/$c-seeds.cmp"))"
+    else bad "$base $c: seed=1 against seed=2: $(cat "$d/$c-seeds.cmp") (see $d/$c-seed*.log)"; fi
+}
+
+PJ=third_party/darknet-cpu
+zoo pjreddie ./darknet_mn "$PJ/darknet" "$PJ/cfg" yolov3-tiny.cfg yolov2-tiny.cfg darknet19.cfg resnet18.cfg go.cfg writing.cfg rnn.cfg
+L=$T/pjreddie.log
+for c in yolov3-tiny yolov2-tiny darknet19 resnet18; do expect pjreddie "$L" $c.cfg trained 'loss [0-9]'; done
+expect pjreddie "$L" go.cfg skip 'Go move predictor'
+expect pjreddie "$L" writing.cfg skip 'no class scores'
+expect pjreddie "$L" rnn.cfg skip 'recurrent'
+equiv pjreddie ./darknet_mn "$PJ/darknet" "$PJ/cfg" yolov3-tiny.cfg darknet19.cfg resnet18.cfg
+seeds pjreddie ./darknet_mn yolov3-tiny.cfg
+
+SNAPSHOT=${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}
+if [ -z "${DARKNET_SRC:-}" ] && [ ! -f "$SNAPSHOT" ]; then
+    ok "AlexeyAB zoo skipped: neither DARKNET_SRC nor $SNAPSHOT is here"
+else
+    AB=$BUILD/alexeyab-cpu
+    FK=third_party/darknet-alexeyab-cpu
+    make -s DARKNET=alexeyab "$AB/darknet_mn" > "$T/ab-build.log" 2>&1 || { bad "make DARKNET=alexeyab (see $T/ab-build.log)"; exit 1; }
+    zoo alexeyab "$AB/darknet_mn" "$FK/darknet" "$FK/cfg" yolov4-tiny.cfg yolov3-tiny.cfg yolov4.cfg resnet50.cfg efficientnet_b0.cfg \
+        darknet19.cfg
+    L=$T/alexeyab.log
+    for c in yolov4-tiny yolov3-tiny efficientnet_b0 darknet19; do expect alexeyab "$L" $c.cfg trained 'loss [0-9]'; done
+    expect alexeyab "$L" yolov4.cfg refused '\[net\] mosaic=1 in a build without OpenCV \(set mosaic=0\).*; with mosaic=0: trained'
+    expect alexeyab "$L" resnet50.cfg refused "resnet50.cfg:[0-9]+: layer 17 \(\[shortcut\]\) takes layer 16, 8x8, and layer 13, 16x16"
+    equiv alexeyab "$AB/darknet_mn" "$FK/darknet" "$FK/cfg" yolov4-tiny.cfg yolov7-tiny.cfg darknet19.cfg
+    seeds alexeyab "$AB/darknet_mn" yolov4-tiny.cfg
+fi
+[ "$fail" = 0 ]
