@@ -80,10 +80,11 @@ run shapes 0 -- "$TEST_BIN/mn_shapes" "$T/shapes" train 8 1 jpg
 echo "== ./darknet_mn under ASan+UBSan ($PROG)"
 S=$T/shapes
 "$TEST_BIN/mn_shapes" "$S" valid 8 2 png > /dev/null 2>&1
+ln -sf "$S"/labels/*.txt "$S/images/"   # AlexeyAB's fork reads each label beside its image
 mkdir -p "$T/cls"
 printf 'class0\nclass1\n' > "$T/cls/labels.txt"
 i=0
-for f in "$S"/images/*; do   # a classifier set from the same images: the label in the name
+for f in "$S"/images/*.jpg "$S"/images/*.png; do   # a classifier set from the same images: the label in the name
     ln -sf "$f" "$T/cls/$(printf %04d $i)_class$((i % 2)).${f##*.}"
     echo "$T/cls/$(printf %04d $i)_class$((i % 2)).${f##*.}"
     i=$((i + 1))

@@ -121,6 +121,8 @@ int main(int argc, char **argv)
         EXPECT(rel <= 1e-5, "relative difference %g > 1e-5", rel);
         EXPECT(moved > 1e-3, "training did not move the weights: the test would prove nothing");
         free(a); free(b); free(w0);
+        mn_base_free(ref);
+        mn_base_free(start);
     }
     mn_detach(net, o);
     mn_base_free(net);

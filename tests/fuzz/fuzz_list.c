@@ -34,7 +34,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static int cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* The model's paths (pointers into text, a copy of the input). */
-static size_t model(char *text, size_t size, char **out)
+static size_t model_paths(char *text, size_t size, char **out)
 {
     size_t k = 0;
     for (size_t i = 0; i < size;) {
@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(fp && fwrite(data, 1, size, fp) == size && fclose(fp) == 0);
     char *text = malloc(size + 1), **want = malloc((size + 1) * sizeof *want);
     memcpy(text, data, size);
-    size_t k = model(text, size, want);
+    size_t k = model_paths(text, size, want);
     int valid = k > 0 && !memchr(data, 0, size);
 
     mn_list b, sc;
