@@ -199,7 +199,8 @@ def make_data(a):
     open(names, "w").write("\n".join(labels) + "\n")
     backup = os.path.join(d, "backup")
     os.makedirs(backup)
-    paths = open(os.path.join(a.cls, "train.list")).read().split()[:256]
+    # The list may hold paths relative to where it was made (here); the base's binary runs elsewhere.
+    paths = [os.path.abspath(p) for p in open(os.path.join(a.cls, "train.list")).read().split()[:256]]
     open(os.path.join(d, "cls.list"), "w").write("\n".join(paths) + "\n")
     open(os.path.join(d, "det.data"), "w").write(
         "classes=%d\ntrain=%s/det.list\nvalid=%s/det.list\nnames=%s\nbackup=%s\n" % (CLASSES, d, d, names, backup))
