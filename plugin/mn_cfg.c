@@ -326,8 +326,9 @@ static int check_shapes(cfg *g)
             size = sec_int(g, i, "size", stride);
             long pad = sec_int(g, i, "padding", size - 1);
             if (sx < 1 || sy < 1) break;
-            ow[n] = sec_int(g, i, "maxpool_depth", 0) ? iw : (iw + pad - size) / sx + 1;
-            oh[n] = sec_int(g, i, "maxpool_depth", 0) ? ih : (ih + pad - size) / sy + 1;
+            int depth = sec_int(g, i, "maxpool_depth", 0) != 0;   /* pools over channels: w, h kept */
+            ow[n] = depth ? iw : (iw + pad - size) / sx + 1;
+            oh[n] = depth ? ih : (ih + pad - size) / sy + 1;
         } else if (!strcmp(k, "[upsample]")) {
             stride = sec_int(g, i, "stride", 2);
             ow[n] = stride < 0 ? iw / -stride : iw * stride;

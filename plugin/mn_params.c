@@ -297,15 +297,15 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
     s = mn_check_net_size(c, net, cfgfile);
     for (int i = 0; i < net->n && s == MN_OK; ++i) {
         mn_param p[1];
+        const char *refused = mn_base_refused_layer(&net->layers[i]);
         if (mn_layer_params(&net->layers[i], p, 0) < 0) {
             if (c->rank == 0)
                 mn_error(c, "%s: layer %d is %s, which darknet-mn cannot average across ranks (%s Darknet)",
-                         cfgfile, i, mn_base_refused_layer(&net->layers[i]), mn_base_name());
+                         cfgfile, i, refused, mn_base_name());
             s = MN_ERR_USER;
-        } else if (mn_base_refused_layer(&net->layers[i])) {   /* averaged well, but the base cannot train it */
+        } else if (refused) {   /* averaged well, but the base cannot train it */
             if (c->rank == 0)
-                mn_error(c, "%s: layer %d is %s; not supported on %s Darknet", cfgfile, i,
-                         mn_base_refused_layer(&net->layers[i]), mn_base_name());
+                mn_error(c, "%s: layer %d is %s; not supported on %s Darknet", cfgfile, i, refused, mn_base_name());
             s = MN_ERR_USER;
         }
     }

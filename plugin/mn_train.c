@@ -55,9 +55,7 @@ static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_dat
                 /* Darknet shuffles an image's boxes with rand(), and box order
                  * decides which of two boxes in one cell trains: a stream of the
                  * image's path keeps that the same however ranks split the batch. */
-                size_t h = 14695981039346656037u;   /* FNV-1a */
-                for (const char *q = path; *q; ++q) h = (h ^ (unsigned char)*q) * 1099511628211u;
-                srand(mn_stream_seed(0, -2, h));
+                srand(mn_stream_seed(0, -2, mn_fnv1a(MN_FNV_SEED, path, strlen(path))));
                 mn_base_fill_truth(net, path, boxes ? boxes : 90, d.y.vals[j * b + i], dc->classes);
             }
         }

@@ -90,24 +90,16 @@ def kind(secs):
 def strides(secs):
     """Each layer's stride against the input, following route/shortcut/upsample."""
     out = []
-    for i, (name, _) in enumerate(secs[1:]):
-        sec = secs[i + 1]
-        prev = out[-1] if out else 1
+    for sec in secs[1:]:
+        name, prev = sec[0], (out[-1] if out else 1)
         if name in ("convolutional", "conv", "maxpool", "max", "local", "reorg", "reorg3d"):
-            s = int(get(sec, "stride", "1" if name not in ("maxpool", "max") else get(sec, "size", "1")))
-            if name in ("maxpool", "max") and get(sec, "stride") is None:
-                s = int(get(sec, "size", "1"))
-            if get(sec, "reverse", "0") == "1":
-                out.append(prev / s)
-            else:
-                out.append(prev * s)
+            default = get(sec, "size", "1") if name in ("maxpool", "max") else "1"
+            s = int(get(sec, "stride", default))
+            out.append(prev / s if get(sec, "reverse", "0") == "1" else prev * s)
         elif name == "upsample":
             out.append(prev / int(get(sec, "stride", "2")))
         elif name == "route":
-            first = int(get(sec, "layers").split(",")[0])
-            out.append(out[first] if first < 0 else out[first])
-        elif name in ("avgpool", "avg"):
-            out.append(prev)
+            out.append(out[int(get(sec, "layers").split(",")[0])])
         else:
             out.append(prev)
     return out
@@ -173,7 +165,7 @@ def run(cmd, log, timeout, cwd=None, env=None):
     return rc, time.time() - t0, open(log, errors="replace").read()
 
 
-def mpi(a, n):
+def mpi(n):
     return ["mpiexec", "--oversubscribe", "-n", str(n)]
 
 
@@ -230,7 +222,7 @@ def trial(a, data, name, secs, what, iters):
         os.remove(w)
     task = "detector" if what == "detector" else "classifier"
     dfile = os.path.join(data, "det.data" if what == "detector" else "cls.data")
-    rc, took, log = run(mpi(a, a.np) + [a.mn, task, "train", dfile, cfg], os.path.join(a.out, base + ".log"), a.timeout)
+    rc, took, log = run(mpi(a.np) + [a.mn, task, "train", dfile, cfg], os.path.join(a.out, base + ".log"), a.timeout)
     loss = final_loss(log, iters)
     if rc == 0 and loss is not None and math.isfinite(loss) and os.path.exists(w):
         return "trained", "loss %.4g, %.0f s" % (loss, took), cfg, w, dfile
@@ -257,7 +249,7 @@ def base_loads(a, what, cfg, w, dfile, det_img, cls_img):
     return rc == 0 and "Predicted in" in log, rc
 
 
-def base_nans(a, what, cfg, dfile, iters):
+def base_nans(a, what, cfg, dfile):
     """Does the base's own binary also show NaN on this cfg and data?"""
     task = "detector" if what == "detector" else "classifier"
     cmd = [a.darknet, task, "train", dfile, cfg]
@@ -318,7 +310,7 @@ def zoo(a):
             if not ok:
                 outcome, detail = "FAILED", detail + "; the base's own ./darknet did not load the weights (exit %s)" % rc
         elif outcome == "nan":
-            also, rc = base_nans(a, what, cfg, dfile, a.iters)
+            also, rc = base_nans(a, what, cfg, dfile)
             outcome = "nan-too" if also else "FAILED"
             detail = "NaN; the base's own ./darknet on the same cfg and data: %s" % ("NaN or Inf too" if also else "no NaN (exit %s)" % rc)
         rows.append((name, "%s %dpx" % (what, size), outcome, detail))
@@ -373,7 +365,7 @@ def equiv(a):
             cfg = os.path.join(a.out, "%s-eq-%s.cfg" % (base, tag))
             open(cfg, "w").write(dump(s))
             task = "detector" if what == "detector" else "classifier"
-            cmd = mpi(a, n) + [a.mn, task, "train", dfile + (".perm" if tag == "perm" else ""), cfg]
+            cmd = mpi(n) + [a.mn, task, "train", dfile + (".perm" if tag == "perm" else ""), cfg]
             if tag != "init":
                 cmd += [runs["init"], "-clear"]
             rc, _, log = run(cmd, cfg[:-4] + ".log", a.timeout)
