@@ -124,7 +124,7 @@ $(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(AB_SOURCE_STAMP)
 
 $(LIBDK): $(DK)/.patched
 	mkdir -p $(DK)/obj
-	$(MAKE) -C $(DK) -s GPU=$(GPU) CUDNN=$(CUDNN) CUDNN_HALF=$(CUDNN_HALF) OPENCV=0 OPENMP=0 LIBSO=0 AVX=0 \
+	$(MAKE) -C $(DK) -s GPU=$(GPU) CUDNN=$(CUDNN) CUDNN_HALF=$(CUDNN_HALF) OPENCV=0 OPENMP=0 LIBSO=0 AVX=0 BLAS=$(BLAS) \
 	    OPTS=-O3 ARCH='$(AB_ARCH)' darknet
 	rm -f $@ && ar rcs $@ $$(ls $(DK)/obj/*.o | grep -v '/darknet\.o$$')
 else
@@ -202,4 +202,4 @@ zoo: $(PROG) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
 	BUILD=$(BUILD) ./scripts/zoo.sh
 
 demo: $(PROG) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
-	./scripts/demo.sh
+	DARKNET=$(DARKNET) PROG=$(PROG) ./scripts/demo.sh

@@ -33,9 +33,6 @@ void load_weights(network *net, char *filename);
 extern const char *const mn_base_sections[];
 extern const char *const mn_base_activations[];
 extern const char *const mn_base_policies[];
-/* Whether the base's CPU gemm is the one BLAS=1 makes OpenBLAS's (patch
- * 0009 is pjreddie's only: the fork runs its own loops). */
-int mn_base_blas_gemm(void);
 /* 1 where a shortcut's inputs must be of one width and height (the fork's parser asserts it). */
 int mn_base_shortcut_same_size(void);
 /* "pjreddie" or "AlexeyAB's". */

@@ -31,7 +31,6 @@ const char *const mn_base_policies[] = {"random", "poly", "constant", "step", "e
 
 const char *mn_base_name(void) { return "AlexeyAB's"; }
 int mn_base_shortcut_same_size(void) { return 1; }
-int mn_base_blas_gemm(void) { return 0; }
 
 network *mn_base_parse(const char *cfgfile)
 {

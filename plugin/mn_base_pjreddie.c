@@ -23,7 +23,6 @@ const char *const mn_base_activations[] = {"logistic", "loggy", "relu", "elu", "
 const char *const mn_base_policies[] = {"random", "poly", "constant", "step", "exp", "sigmoid", "steps", NULL};
 
 int mn_base_shortcut_same_size(void) { return 0; }
-int mn_base_blas_gemm(void) { return 1; }
 const char *mn_base_name(void) { return "pjreddie"; }
 network *mn_base_parse(const char *cfgfile) { return parse_network_cfg((char *)cfgfile); }
 void mn_base_free(network *net) { free_network(net); }

@@ -186,27 +186,71 @@ int mn_label_line_bad(const char *line, int classes, char *why, size_t cap)
     return 0;
 }
 
-mn_status mn_check_label_lines(const mn_comm *c, const char *image, const char *lp, int classes)
+/* The first bad lines of a rank that bad_labels=skip prints. */
+#define MN_SKIP_SHOWN 3
+
+mn_status mn_check_label_lines(const mn_comm *c, const char *image, const char *lp, int classes, mn_label_skip *skip)
 {
     FILE *fp = fopen(lp, "r");
     if (!fp) { mn_error(c, "cannot read the labels of %s: %s: %s", image, lp, strerror(errno)); return MN_ERR_USER; }
     char line[1024], why[256];
     mn_status s = MN_OK;
-    for (int no = 1; s == MN_OK && fgets(line, sizeof line, fp); ++no)
-        if (mn_label_line_bad(line, classes, why, sizeof why)) {
+    int dropped = 0;
+    for (int no = 1; s == MN_OK && fgets(line, sizeof line, fp); ++no) {
+        if (!mn_label_line_bad(line, classes, why, sizeof why)) continue;
+        if (!skip) {
             mn_error(c, "%s:%d: %s", lp, no, why);
             s = MN_ERR_USER;
+        } else {
+            if (skip->shown < MN_SKIP_SHOWN) mn_error(c, "bad_labels=skip drops %s:%d: %s", lp, no, why);
+            skip->shown += skip->shown < MN_SKIP_SHOWN;
+            ++skip->lines;
+            dropped = 1;
         }
+    }
+    if (skip) skip->files += dropped;
     fclose(fp);
     return s;
 }
 
+mn_status mn_label_skip_report(mn_comm *c, const mn_label_skip *skip, const char *what)
+{
+    long mine[2] = {skip->lines, skip->files}, all[2];
+    if (MPI_Allreduce(mine, all, 2, MPI_LONG, MPI_SUM, c->world) != MPI_SUCCESS) {
+        mn_error(c, "MPI_Allreduce of the dropped label lines failed");
+        return MN_ERR_MPI;
+    }
+    if (c->rank == 0 && all[0] > 0)
+        printf("darknet-mn: bad_labels=skip: dropped %ld bad label line%s in %ld file%s of %s (the first of each "
+               "rank are above)\n", all[0], all[0] == 1 ? "" : "s", all[1], all[1] == 1 ? "" : "s", what);
+    return MN_OK;
+}
+
+/* read_boxes' filter: keep the lines the check accepts. */
+static int keep_label_line(void *ctx, const char *line)
+{
+    char why[256];
+    return !mn_label_line_bad(line, ((const mn_label_skip *)ctx)->classes, why, sizeof why);
+}
+
+void mn_label_filter_install(mn_label_skip *skip)
+{
+    read_boxes_line_hook_ctx = skip;
+    read_boxes_line_hook = keep_label_line;
+}
+
+void mn_label_filter_uninstall(void)
+{
+    read_boxes_line_hook = NULL;
+    read_boxes_line_hook_ctx = NULL;
+}
+
 /* A detector image's label file, where the training loader looks for it. */
-static mn_status check_label_file(const mn_comm *c, const char *image, int classes)
+static mn_status check_label_file(const mn_comm *c, const char *image, int classes, mn_label_skip *skip)
 {
     char lp[4096];
     mn_train_label_path(image, lp, sizeof lp);
-    return mn_check_label_lines(c, image, lp, classes);
+    return mn_check_label_lines(c, image, lp, classes, skip);
 }
 
 /* Non-empty lines of a names file, or -1 when it cannot be read. */
@@ -262,9 +306,11 @@ mn_status mn_check_detector_classes(const mn_comm *c, const char *datacfg, const
 }
 
 mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *dc, const mn_options *opt,
-                                  const network *net, const mn_list *shard)
+                                  const network *net, const mn_list *shard, mn_label_skip *skip)
 {
     mn_status s = MN_OK;
+    memset(skip, 0, sizeof *skip);
+    skip->classes = net->layers[net->n - 1].classes;
     /* A deterministic run holds the whole list on every rank: each checks its part. */
     size_t from = 0, count = shard->n;
     if (opt->deterministic) mn_shard_bounds(shard->n, c->size, c->rank, &from, &count);
@@ -277,7 +323,11 @@ mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *d
                 mn_error(c, "image %s matches %d labels of %s; it must contain exactly one", p, m, dc->labels_file);
                 s = MN_ERR_USER;
             }
-        } else s = check_label_file(c, p, net->layers[net->n - 1].classes);
+        } else s = check_label_file(c, p, skip->classes, opt->bad_labels_skip ? skip : NULL);
+    }
+    if (task == MN_TASK_DETECTOR && opt->bad_labels_skip) {
+        s = mn_agree(c, s);
+        if (s == MN_OK) s = mn_label_skip_report(c, skip, "the training list");
     }
     if (c->rank == 0 && s == MN_OK && opt->eval_interval > 0) {
         const char *list = opt->eval_list ? opt->eval_list : dc->valid;

@@ -41,6 +41,8 @@ typedef struct {
     mn_cache *cache;       /* installed for the run's image loads (mn_cache.c) */
     int classes;
     const char *prefix;   /* points into dc.options */
+    int skip_on;          /* bad_labels=skip: read_boxes' filter is installed */
+    mn_label_skip skip;
 } eval_run;
 
 static int is_detector(const network *net)
@@ -90,6 +92,7 @@ static mn_status read_det_keys(mn_comm *c, const char *datacfg, const char *cfgf
 
 static void close_run(eval_run *r)
 {
+    if (r->skip_on) mn_label_filter_uninstall();
     if (r->cache) mn_cache_uninstall();
     mn_cache_free(r->cache);
     r->cache = NULL;
@@ -116,6 +119,11 @@ static mn_status open_run(mn_comm *c, const char *datacfg, mn_task task, const c
     mn_options opt;
     if (s == MN_OK) s = mn_agree(c, mn_parse_options(r->net, cfgfile, c->rank == 0, &opt));
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = read_det_keys(c, datacfg, cfgfile, need_names, r);
+    if (s == MN_OK && task == MN_TASK_DETECTOR && opt.bad_labels_skip) {
+        r->skip_on = 1;
+        r->skip.classes = r->net->layers[r->net->n - 1].classes;
+        mn_label_filter_install(&r->skip);
+    }
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = mn_agree(c, mn_check_detector_classes(c, datacfg, cfgfile, &r->dc, r->net));
     if (s == MN_OK) {
         set_batch_network(r->net, 1);
@@ -208,19 +216,20 @@ static void label_path(const char *path, char *out)
 }
 
 /* The truth boxes of an image (relative center x, y, w, h per Darknet's labels). */
-static mn_status read_truth(mn_comm *c, const char *path, int classes, box_label **out, int *n)
+static mn_status read_truth(mn_comm *c, const char *path, int classes, mn_label_skip *skip, box_label **out, int *n)
 {
     char lp[4096];
     if (strlen(path) >= sizeof lp - 8) { mn_error(c, "path too long: %s", path); return MN_ERR_USER; }
     label_path(path, lp);
-    MN_CHECK(mn_check_label_lines(c, path, lp, classes));
+    MN_CHECK(mn_check_label_lines(c, path, lp, classes, skip));
     *out = read_boxes(lp, n);
     return MN_OK;
 }
 
 /* Runs the network on every image of the shard as stock validate_detector
  * does (letterbox, get_network_boxes, do_nms_sort) and appends the records. */
-static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, int with_truth, mn_bytes *out)
+static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, int with_truth, mn_label_skip *skip,
+                              mn_bytes *out)
 {
     int classes = net->layers[net->n - 1].classes;
     for (size_t i = 0; i < shard->n; ++i) {
@@ -228,7 +237,7 @@ static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, in
         box_label *truth = NULL;
         int ntruth = 0;
         MN_CHECK(mn_check_readable(c, path));
-        if (with_truth) MN_CHECK(read_truth(c, path, classes, &truth, &ntruth));
+        if (with_truth) MN_CHECK(read_truth(c, path, classes, skip, &truth, &ntruth));
         image im = load_image_color((char *)path, 0, 0);
         int letter;
         image sized = mn_base_detector_input(net, im, &letter);
@@ -337,7 +346,7 @@ mn_status mn_detector_valid(mn_comm *c, const char *datacfg, const char *cfgfile
     voc_files v = {0};
     mn_status s = mn_agree(c, c->rank == 0 ? open_voc(c, &r, outfile, &v) : MN_OK);
     mn_bytes mine = {0}, all = {0};
-    if (s == MN_OK) s = mn_agree(c, detect_shard(c, r.net, &r.shard, 0, &mine));
+    if (s == MN_OK) s = mn_agree(c, detect_shard(c, r.net, &r.shard, 0, NULL, &mine));
     if (s == MN_OK) s = mn_gather_bytes(c, &mine, &all);
     if (s == MN_OK && c->rank == 0) {
         size_t images, rows;
@@ -360,7 +369,7 @@ mn_status mn_detector_valid(mn_comm *c, const char *datacfg, const char *cfgfile
  * relative to the image, do_nms_obj. sums: images, truth boxes, found (best
  * IoU > .5), proposals, sum of best IoUs. The best IoU is taken over the boxes
  * returned (stock reads l.w*l.h*l.n of them, past the end for a yolo layer). */
-static mn_status recall_shard(mn_comm *c, network *net, const mn_list *shard, double sums[5])
+static mn_status recall_shard(mn_comm *c, network *net, const mn_list *shard, mn_label_skip *skip, double sums[5])
 {
     int classes = net->layers[net->n - 1].classes;
     for (size_t i = 0; i < shard->n; ++i) {
@@ -368,7 +377,7 @@ static mn_status recall_shard(mn_comm *c, network *net, const mn_list *shard, do
         box_label *truth = NULL;
         int ntruth = 0;
         MN_CHECK(mn_check_readable(c, path));
-        MN_CHECK(read_truth(c, path, classes, &truth, &ntruth));
+        MN_CHECK(read_truth(c, path, classes, skip, &truth, &ntruth));
         image orig = load_image_color((char *)path, 0, 0);
         image sized = resize_image(orig, net->w, net->h);
         mn_base_predict(net, sized.data);
@@ -402,7 +411,8 @@ mn_status mn_detector_recall(mn_comm *c, const char *datacfg, const char *cfgfil
     eval_run r;
     MN_CHECK(open_run(c, datacfg, MN_TASK_DETECTOR, cfgfile, weightfile, 0, &r));
     double sums[5] = {0, 0, 0, 0, 0};
-    mn_status s = mn_agree(c, recall_shard(c, r.net, &r.shard, sums));
+    mn_status s = mn_agree(c, recall_shard(c, r.net, &r.shard, r.skip_on ? &r.skip : NULL, sums));
+    if (s == MN_OK && r.skip_on) s = mn_label_skip_report(c, &r.skip, r.dc.valid);
     if (s == MN_OK) {
         MPI_Allreduce(MPI_IN_PLACE, sums, 5, MPI_DOUBLE, MPI_SUM, c->world);
         if (c->rank == 0)
@@ -418,12 +428,12 @@ mn_status mn_detector_recall(mn_comm *c, const char *datacfg, const char *cfgfil
 
 /* Collective: the mAP of net on the shards (every rank returns rank 0's
  * value); rank 0 fills ap[classes] and counts when they are given. */
-static mn_status shard_map(mn_comm *c, network *net, const mn_list *shard, double *map, double *ap,
-                           size_t counts[3])
+static mn_status shard_map(mn_comm *c, network *net, const mn_list *shard, mn_label_skip *skip, double *map,
+                           double *ap, size_t counts[3])
 {
     int classes = net->layers[net->n - 1].classes;
     mn_bytes mine = {0}, all = {0};
-    mn_status s = mn_agree(c, detect_shard(c, net, shard, 1, &mine));
+    mn_status s = mn_agree(c, detect_shard(c, net, shard, 1, skip, &mine));
     if (s == MN_OK) s = mn_gather_bytes(c, &mine, &all);
     free(mine.p);
     *map = -1;
@@ -452,7 +462,8 @@ mn_status mn_detector_map(mn_comm *c, const char *datacfg, const char *cfgfile, 
     double map, *ap = malloc((size_t)r.classes * sizeof(double));
     size_t counts[3] = {0, 0, 0};
     mn_status s = mn_agree(c, ap ? MN_OK : MN_ERR_NOMEM);
-    if (s == MN_OK) s = shard_map(c, r.net, &r.shard, &map, ap, counts);
+    if (s == MN_OK) s = shard_map(c, r.net, &r.shard, r.skip_on ? &r.skip : NULL, &map, ap, counts);
+    if (s == MN_OK && r.skip_on) s = mn_label_skip_report(c, &r.skip, r.dc.valid);
     if (s == MN_OK && c->rank == 0) {
         for (int k = 0; k < r.classes; ++k) {
             if (ap[k] < 0) printf("darknet-mn: class %d %-16s AP n/a (no truth boxes)\n", k, r.names[k]);
@@ -473,6 +484,7 @@ struct mn_eval_state {
     double best;     /* best score so far; -1 before the first */
     double last;     /* the score at iteration last_it (for the chart) */
     size_t last_it;
+    mn_label_skip skip;   /* bad_labels=skip: counted afresh at each evaluation */
 };
 
 static mn_status open_state(mn_comm *c, const mn_data_cfg *dc, const mn_options *opt, mn_eval_state **out)
@@ -517,7 +529,10 @@ mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const 
             score = (double)hits[0] / (double)hits[2];
         }
     } else {
-        s = shard_map(c, net, &e->shard, &score, NULL, NULL);
+        e->skip.lines = e->skip.files = 0;
+        e->skip.classes = net->layers[net->n - 1].classes;
+        s = shard_map(c, net, &e->shard, opt->bad_labels_skip ? &e->skip : NULL, &score, NULL, NULL);
+        if (s == MN_OK && opt->bad_labels_skip) s = mn_label_skip_report(c, &e->skip, "the evaluation list");
         if (score < 0) score = 0;
     }
     set_batch_network(net, batch);

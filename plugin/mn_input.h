@@ -24,13 +24,22 @@ mn_status mn_check_net_size(const mn_comm *c, const network *net, const char *cf
  * finite, or the error names the weights file and the first bad layer. */
 mn_status mn_check_finite_params(const mn_comm *c, network *net, const char *path);
 
+/* bad_labels=skip: the bad label lines a rank dropped; the first few are
+ * printed as they are found, never none. */
+typedef struct {
+    int classes;   /* what read_boxes' filter checks class ids against */
+    long lines, files;
+    int shown;
+} mn_label_skip;
+
 /* Training's start, on every rank over its own shard (deterministic runs,
  * which hold the whole list, over the part mn_shard_bounds gives): each image
  * is readable, a classifier image matches exactly one label, a detector
  * image has a label file whose class ids are in 0..classes-1; the eval list
- * (eval_interval > 0) opens. Collective. */
+ * (eval_interval > 0) opens. Collective. With bad_labels=skip, bad detector
+ * label lines are counted in skip and reported instead. */
 mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *dc, const mn_options *opt,
-                                  const network *net, const mn_list *shard);
+                                  const network *net, const mn_list *shard, mn_label_skip *skip);
 
 /* One line of a detector's label file: 0 when it is 'class x y w h' with an
  * integer class in 0..classes-1, finite numbers, x, y in [0, 1] and w, h in
@@ -38,8 +47,15 @@ mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *d
 int mn_label_line_bad(const char *line, int classes, char *why, size_t cap);
 /* Every line of image's label file lp (an empty file is an image without
  * objects): an error names the file, the line and why, or the image and lp
- * when lp cannot be read. */
-mn_status mn_check_label_lines(const mn_comm *c, const char *image, const char *lp, int classes);
+ * when lp cannot be read. With skip, a bad line is counted (and one of the
+ * first few printed) instead. */
+mn_status mn_check_label_lines(const mn_comm *c, const char *image, const char *lp, int classes, mn_label_skip *skip);
+/* Collective: the ranks' dropped lines summed; rank 0 says how many, of what. */
+mn_status mn_label_skip_report(mn_comm *c, const mn_label_skip *skip, const char *what);
+/* Darknet's read_boxes drops the lines mn_label_line_bad refuses (patch
+ * 0011 / alexeyab 0009); skip outlives the install. */
+void mn_label_filter_install(mn_label_skip *skip);
+void mn_label_filter_uninstall(void);
 /* Rank 0: the data cfg's classes=, the cfg's yolo/region/detection layers
  * and the names file agree; an error names the three. Not collective. */
 mn_status mn_check_detector_classes(const mn_comm *c, const char *datacfg, const char *cfgfile,

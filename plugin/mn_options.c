@@ -31,7 +31,7 @@ static int parse_int(const char *v, long lo, long hi, int *out)
 
 static const char *const keys =
     "communicator, allreduce_grad_dtype, double_buffering, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
-    "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, collective_timeout, chart, cache_mb";
+    "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, bad_labels, collective_timeout, chart, cache_mb";
 
 mn_status mn_parse_options(const network *net, const char *cfgfile, int report, mn_options *opt)
 {
@@ -92,6 +92,13 @@ mn_status mn_parse_options(const network *net, const char *cfgfile, int report, 
             if (!strcmp(v, "stop") || !strcmp(v, "skip")) opt->nonfinite_skip = !strcmp(v, "skip");
             else {
                 if (report) fprintf(stderr, "darknet-mn: %s: [distributed] nonfinite='%s' is invalid; valid: stop, skip\n", cfgfile, v);
+                return MN_ERR_USER;
+            }
+        }
+        else if (!strcmp(k, "bad_labels")) {
+            if (!strcmp(v, "stop") || !strcmp(v, "skip")) opt->bad_labels_skip = !strcmp(v, "skip");
+            else {
+                if (report) fprintf(stderr, "darknet-mn: %s: [distributed] bad_labels='%s' is invalid; valid: stop, skip\n", cfgfile, v);
                 return MN_ERR_USER;
             }
         }

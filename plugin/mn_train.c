@@ -131,8 +131,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
                net->learning_rate, net->momentum, net->decay, shard->global_n,
                opt->deterministic ? ", deterministic" : "");
         char gemm[64];
-        if (!mn_base_blas_gemm()) snprintf(gemm, sizeof gemm, "%s own loops", mn_base_name());
-        else if (blas) snprintf(gemm, sizeof gemm, "OpenBLAS sgemm, %d thread%s", blas, blas > 1 ? "s" : "");
+        if (blas) snprintf(gemm, sizeof gemm, "OpenBLAS sgemm, %d thread%s", blas, blas > 1 ? "s" : "");
         else snprintf(gemm, sizeof gemm, "Darknet's own (BLAS=0)");
         printf("darknet-mn: rank 0: gemm %s; %d loader thread%s (%d core%s, %d rank%s on them); image cache %zu MiB\n",
                gemm, threads, threads > 1 ? "s" : "", cores, cores > 1 ? "s" : "", sharing, sharing > 1 ? "s" : "",
@@ -335,6 +334,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     mn_optimizer *mo = NULL;
     mn_timeline *tl = NULL;
     mn_list shard = {0};
+    mn_label_skip skip;
     char *base = NULL;
     mn_options opt;
     int lock = -1;
@@ -379,7 +379,8 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     s = opt.deterministic ? mn_bcast_list(c, dc.train, opt.shuffle, opt.seed, &shard)
                           : mn_scatter_list(c, dc.train, opt.shuffle, opt.seed, &shard);
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = mn_agree(c, mn_check_detector_classes(c, datacfg, cfgfile, &dc, net));
-    if (s != MN_OK || (s = mn_check_training_input(c, task, &dc, &opt, net, &shard)) != MN_OK) goto out;
+    if (s != MN_OK || (s = mn_check_training_input(c, task, &dc, &opt, net, &shard, &skip)) != MN_OK) goto out;
+    if (task == MN_TASK_DETECTOR && opt.bad_labels_skip) mn_label_filter_install(&skip);
     if ((s = ensure_dir(c, dc.backup)) != MN_OK) goto out;
     if ((s = mn_backup_lock(c, dc.backup, &lock)) != MN_OK) goto out;
     if ((s = mn_agree(c, mn_attach(c, net, &opt, &mo))) != MN_OK) goto out;
@@ -392,6 +393,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     if (mn_timeline_close(tl, s == MN_OK) != MN_OK && s == MN_OK) s = MN_ERR_MPI;
     tl = NULL;
 out:
+    mn_label_filter_uninstall();
     mn_timeline_close(tl, 0);
     mn_backup_unlock(lock);
     if (mo) mn_detach(net, mo);

@@ -1,40 +1,64 @@
 #!/usr/bin/env bash
 # make demo: the detector workflow on 2 MPI ranks on CPU, on Fashion-MNIST:
-#  1. a short classifier training (cfg/fashion.cfg, CLS_ITERS iterations);
-#  2. partial: its first 5 layers become the detector's backbone;
-#  3. detector training from the backbone (cfg/fashion-det.cfg, DET_ITERS
-#     iterations, mAP on the valid set every DET_ITERS/2), with its chart;
+#  1. a short classifier training (CLS_ITERS iterations);
+#  2. partial: its first layers become the detector's backbone;
+#  3. detector training from the backbone (DET_ITERS iterations, mAP on the
+#     valid set every DET_ITERS/2), with its chart;
 #  4. detector map of the final weights, detector test on one valid image.
+# pjreddie's base (the default): cfg/fashion.cfg's first 5 layers under
+# cfg/fashion-det.cfg. make demo DARKNET=alexeyab: cfg/yolov4-tiny-fashion.cfg,
+# whose classifier is its own first 27 layers (up to the stride-32 conv)
+# under a 1x1 conv to the 10 classes, average pool and softmax, at 64x64.
 # The iteration counts are the cfgs' with max_batches (and the step
-# schedule) cut for a demo: copies go to build/demo.
+# schedule) cut for a demo: copies go to build/demo (build/demo-alexeyab).
 set -eu
 cd "$(dirname "$0")/.."
 NP=${NP:-2}
-CLS_ITERS=${CLS_ITERS:-150}
-DET_ITERS=${DET_ITERS:-1300}
+DARKNET=${DARKNET:-pjreddie}
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPI="mpiexec --oversubscribe -n $NP"
-W=build/demo
-mkdir -p "$W" build/backup
-sed "s/^max_batches=.*/max_batches=$CLS_ITERS/" cfg/fashion.cfg > "$W/fashion.cfg"
+if [ "$DARKNET" = alexeyab ]; then
+    MN=${PROG:-build/alexeyab-cpu/darknet_mn}
+    W=build/demo-alexeyab
+    CLS_ITERS=${CLS_ITERS:-150}
+    DET_ITERS=${DET_ITERS:-2400}
+    DET=yolov4-tiny-fashion CLS=yolov4-tiny-fashion-cls BACKBONE=27
+    mkdir -p "$W"
+    { printf '[net]\nbatch=64\nsubdivisions=1\nwidth=64\nheight=64\nchannels=3\nmin_crop=64\nmax_crop=64\naspect=1\n'
+      printf 'angle=0\nhue=0\nsaturation=1\nexposure=1\nlearning_rate=0.1\npolicy=poly\npower=2\nmax_batches=%s\n' "$CLS_ITERS"
+      printf 'momentum=0.9\ndecay=0.0005\n\n'
+      awk '/^\[/ { n++ } n >= 2 && n <= 1 + '$BACKBONE cfg/$DET.cfg
+      printf '[convolutional]\nfilters=10\nsize=1\nstride=1\npad=1\nactivation=linear\n\n[avgpool]\n\n[softmax]\n'
+    } > "$W/$CLS.cfg"
+else
+    MN=${PROG:-./darknet_mn}
+    W=build/demo
+    CLS_ITERS=${CLS_ITERS:-150}
+    DET_ITERS=${DET_ITERS:-1300}
+    DET=fashion-det CLS=fashion BACKBONE=5
+    mkdir -p "$W"
+    sed "s/^max_batches=.*/max_batches=$CLS_ITERS/" cfg/$CLS.cfg > "$W/$CLS.cfg"
+fi
+mkdir -p build/backup
 sed -e "s/^max_batches=.*/max_batches=$DET_ITERS/" -e "s/^steps=.*/steps=$((DET_ITERS * 8 / 10)),$((DET_ITERS * 9 / 10))/" \
-    -e "s/^eval_interval=.*/eval_interval=$((DET_ITERS / 2))/" cfg/fashion-det.cfg > "$W/fashion-det.cfg"
-rm -f build/backup/fashion_final.weights build/backup/fashion-det_*.weights
+    -e "s/^eval_interval=.*/eval_interval=$((DET_ITERS / 2))/" cfg/$DET.cfg > "$W/$DET.cfg"
+grep -q '^\[distributed\]' "$W/$DET.cfg" || printf '\n[distributed]\neval_interval=%d\n' $((DET_ITERS / 2)) >> "$W/$DET.cfg"
+rm -f build/backup/${CLS}_final.weights build/backup/${DET}_*.weights
 run() {   # run LOG CMD...: show the command, keep its output in build/demo/LOG
     local log=$1; shift
     echo "== $*"
     "$@" > "$W/$log.out" 2> "$W/$log.err" || { tail -20 "$W/$log.err" "$W/$log.out"; exit 1; }
 }
-run cls $MPI ./darknet_mn classifier train cfg/fashion.data "$W/fashion.cfg"
+run cls $MPI $MN classifier train cfg/fashion.data "$W/$CLS.cfg"
 grep -E "^$CLS_ITERS: " "$W/cls.out"
-run partial ./darknet_mn partial "$W/fashion.cfg" build/backup/fashion_final.weights "$W/backbone.weights" 5
-cat "$W/partial.out"
-run det $MPI ./darknet_mn detector train data/fashion-det.data "$W/fashion-det.cfg" "$W/backbone.weights"
+run partial $MN partial "$W/$CLS.cfg" build/backup/${CLS}_final.weights "$W/backbone.weights" $BACKBONE
+grep "^darknet-mn: " "$W/partial.out"
+run det $MPI $MN detector train data/fashion-det.data "$W/$DET.cfg" "$W/backbone.weights"
 grep -E "^$DET_ITERS: |eval mAP" "$W/det.out"
-echo "   chart: build/backup/fashion-det_chart.png, log: build/backup/fashion-det_log.csv"
-run map $MPI ./darknet_mn detector map data/fashion-det.data "$W/fashion-det.cfg" build/backup/fashion-det_final.weights
+echo "   chart: build/backup/${DET}_chart.png, log: build/backup/${DET}_log.csv"
+run map $MPI $MN detector map data/fashion-det.data "$W/$DET.cfg" build/backup/${DET}_final.weights
 grep "mAP@" "$W/map.out"
 img=$(sed -n 1p build/fashion-det/valid.list)
-run test ./darknet_mn detector test data/fashion-det.data "$W/fashion-det.cfg" build/backup/fashion-det_final.weights "$img" -out build/predictions
+run test $MN detector test data/fashion-det.data "$W/$DET.cfg" build/backup/${DET}_final.weights "$img" -out "$W/predictions"
 grep -v "^darknet-mn: wrote" "$W/test.out" | head -8
-echo "   wrote build/predictions.png"
+echo "   wrote $W/predictions.png"

@@ -105,6 +105,15 @@ if timeout 300 $MPI -n 2 "$AB/darknet_mn" detector train "$T/y4.data" "$T/y4.cfg
    grep -q '^60: loss' "$T/y4-train.log"; then
     ok "alexeyab yolov4-tiny-fashion on 2 ranks: $(grep -a '^60: loss' "$T/y4-train.log" | cut -d, -f1-2)"
 else bad "alexeyab yolov4-tiny-fashion training (see $T/y4-train.log)"; tail -3 "$T/y4-train.log"; fi
+# Batch-norm biases train on the fork's CPU path (patches/alexeyab/0010):
+# layer 0's 8 start at 0, and stayed there without the patch.
+b0=$(python3 -c "
+import struct, sys
+d = open(sys.argv[1], 'rb').read(); major, minor = struct.unpack('<2i', d[:8])
+o = 12 + (8 if major * 10 + minor >= 2 else 4)
+print(sum(1 for v in struct.unpack('<8f', d[o:o + 32]) if v != 0))" "$W" 2>&1)
+[ "$b0" = 8 ] && ok "alexeyab: the batch-norm biases of layer 0 trained (8 of 8 moved from 0)" ||
+    bad "alexeyab: $b0 of layer 0's 8 batch-norm biases moved from 0"
 timeout 300 $MPI -n 2 "$AB/darknet_mn" detector map "$T/y4.data" "$T/y4.cfg" "$W" > "$T/y4-map-mn.log" 2>&1
 timeout 300 "$DK/darknet" detector map "$T/y4.data" "$T/y4.cfg" "$W" > "$T/y4-map-ab.log" 2>&1
 mn_map=$(grep -ao 'mAP@0.50 [0-9.]*' "$T/y4-map-mn.log" | cut -d' ' -f2)

@@ -39,11 +39,15 @@ echo "-- data generator"
 "$GEN" $IDX "$X/s2" --train 16 --valid 6 --seed 7 > "$X/gen2.log" 2>&1 &&
 "$GEN" $IDX "$X/s3" --train 16 --valid 6 --seed 8 > "$X/gen3.log" 2>&1 || bad "mn_fashion_det failed: $(cat "$X"/gen*.log | tail -2)"
 if diff -r "$X/s1/images" "$X/s2/images" > /dev/null && diff -r "$X/s1/labels" "$X/s2/labels" > /dev/null &&
-   [ "$(ls "$X/s1/images/train" | wc -l)" = 16 ] && [ "$(ls "$X/s1/labels/valid" | wc -l)" = 6 ]; then
+   [ "$(ls "$X/s1/images/train"/*.jpg | wc -l)" = 16 ] && [ "$(ls "$X/s1/labels/valid" | wc -l)" = 6 ]; then
     ok "generator: seed 7 twice gives the same 22 images and label files"
 else bad "generator: two runs with seed 7 differ"; fi
 if ! diff -r "$X/s1/images" "$X/s3/images" > /dev/null; then ok "generator: seed 8 gives other images"
 else bad "generator: seeds 7 and 8 gave the same images"; fi
+# AlexeyAB's layout too: each label file beside its image, the same bytes.
+side=0
+for f in "$X"/s1/labels/*/*.txt; do cmp -s "$f" "${f/\/labels\//\/images\/}" && side=$((side + 1)); done
+[ "$side" = 22 ] && ok "generator: all 22 label files also beside their images" || bad "generator: $side of 22 label files beside their images"
 # Every label: class 0..9, centre and size in (0, 1], the box inside the image.
 bad_labels=$(cat "$X"/s1/labels/*/*.txt | awk 'NF != 5 || $1 !~ /^[0-9]$/ || $4 <= 0 || $5 <= 0 ||
     $2 - $4 / 2 < -1e-5 || $2 + $4 / 2 > 1 + 1e-5 || $3 - $5 / 2 < -1e-5 || $3 + $5 / 2 > 1 + 1e-5' | wc -l)

@@ -286,11 +286,37 @@ if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
     row det-label-empty 0 '^1: loss' "det-label-empty_chart.png det-label-empty_final.weights det-label-empty_log.csv" \
         detector train "$(detdata det-label-empty "$I/det.list")" "$(detcfg det-label-empty)"
     cp "$S/labels/train0002.txt" "$I/det/labels/train0002.txt"
+    # bad_labels=skip trains on the good lines only, and says what it dropped:
+    # its first loss equals that of a file holding just the good lines (the
+    # stock reader would clip the pixel box, and stop at 'hello world').
+    skipcfg() { local f; f=$(detcfg "$1"); printf '\n[distributed]\ndeterministic=1\nbad_labels=%s\n' "$2" >> "$f"; echo "$f"; }
+    printf '1 0.5 0.5 0.2 0.2\n2 320 240 50 60\nhello world\n2 0.3 0.3 0.1 0.1\n' > "$I/det/labels/train0003.txt"
+    row det-label-skip 0 '^darknet-mn: bad_labels=skip: dropped 2 bad label lines in 1 file of the training list' \
+        "det-label-skip_chart.png det-label-skip_final.weights det-label-skip_log.csv" \
+        detector train "$(detdata det-label-skip "$I/det.list")" "$(skipcfg det-label-skip skip)"
+    if [ -z "$ONLY" ] || [[ det-label-skip == $ONLY ]]; then
+        for want in "train0003.txt:2: x=320: coordinates look like pixels" "train0003.txt:3: 2 fields"; do
+            grep -q "bad_labels=skip drops $I/det/labels/$want" "$I"/det-label-skip.err.* && ok "det-label-skip names $want" ||
+                bad "det-label-skip does not name $want"
+        done
+        printf '1 0.5 0.5 0.2 0.2\n2 0.3 0.3 0.1 0.1\n' > "$I/det/labels/train0003.txt"
+        row det-label-skip-ref 0 '^1: loss' "det-label-skip-ref_chart.png det-label-skip-ref_final.weights det-label-skip-ref_log.csv" \
+            detector train "$(detdata det-label-skip-ref "$I/det.list")" "$(skipcfg det-label-skip-ref skip)"
+        a=$(grep -m1 '^1: loss' "$I/det-label-skip.out.0" | cut -d, -f1); b=$(grep -m1 '^1: loss' "$I/det-label-skip-ref.out.0" | cut -d, -f1)
+        [ -n "$a" ] && [ "$a" = "$b" ] && ok "bad_labels=skip trains on the good lines only ($a)" ||
+            bad "bad_labels=skip: '$a' with the bad lines, '$b' without them"
+    fi
+    printf '1 0.5 0.5 0.2 0.2\n2 320 240 50 60\n' > "$I/det/labels/train0003.txt"
+    row det-label-stop 1 "$I/det/labels/train0003.txt:2: x=320: coordinates look like pixels" - \
+        detector train "$(detdata det-label-stop "$I/det.list")" "$(skipcfg det-label-stop stop)"
+    cp "$S/labels/train0002.txt" "$I/det/labels/train0003.txt"
     # detector map reads the same labels through the same check.
     printf '1 0.5 0.5 0.2 0.2\n2 320 240 50 60\n' > "$I/det/labels/train0003.txt"
     printf 'classes=3\ntrain=%s\nvalid=%s\nnames=%s/names.txt\nbackup=%s/det-good\n' "$I/det.list" "$I/det.list" "$S" "$I" > "$I/det-map.data"
     row det-label-map 1 "$I/det/labels/train0003.txt:2: x=320: coordinates look like pixels" - \
         detector map "$I/det-map.data" "$I/det-good.cfg" "$I/det-good/det-good_final.weights"
+    row det-label-map-skip 0 "^darknet-mn: bad_labels=skip: dropped 1 bad label line in 1 file of $I/det.list" - \
+        detector map "$I/det-map.data" "$(skipcfg det-label-map-skip skip)" "$I/det-good/det-good_final.weights"
     cp "$S/labels/train0002.txt" "$I/det/labels/train0003.txt"
     # The data cfg's classes=, the yolo layer's and the names file agree.
     detdata det-classes "$I/det.list" > /dev/null; sed -i 's/^classes=3/classes=7/' "$I/det-classes.data"

@@ -2,11 +2,13 @@
  * mn_fashion_det: a detection set made from Fashion-MNIST items. Each image
  * is a canvas of 96..160 px a side with a dark textured background and a few
  * clutter strokes, holding 1..4 items pasted at random positions and scales
- * (tinted, overlapping at most IOU_MAX), with a YOLO label file beside it in
- * Darknet's layout:
+ * (tinted, overlapping at most IOU_MAX), and its YOLO label file in the
+ * layouts of both Darknets (pjreddie's swaps images/ for labels/, AlexeyAB's
+ * looks beside the image):
  *
  *   <out>/images/{train,valid}/NNNNNN.jpg   (JPEG: Darknet maps .jpg, not
- *   <out>/labels/{train,valid}/NNNNNN.txt    .png, to its label file)
+ *   <out>/images/{train,valid}/NNNNNN.txt    .png, to its label file)
+ *   <out>/labels/{train,valid}/NNNNNN.txt
  *   <out>/{train,valid}.list
  *
  *   mn_fashion_det <idx-dir> <out-dir> [--train N] [--valid M] [--seed S] [--net W]
@@ -90,7 +92,7 @@ static float iou(float ax, float ay, float aw, float ah, float bx, float by, flo
 
 /* One canvas: background, clutter, items; appends its boxes (in net pixels) to all. */
 static void make_image(unsigned long long *rng, const unsigned char *pix, const unsigned char *lab, long nitems,
-                       const char *img_path, const char *lab_path, int net, wh *all, size_t *nall)
+                       const char *img_path, const char *lab_path, const char *side_path, int net, wh *all, size_t *nall)
 {
     int W = irange(rng, 96, 160), H = irange(rng, 96, 160);
     unsigned char *im = malloc((size_t)W * H * 3);
@@ -110,8 +112,9 @@ static void make_image(unsigned long long *rng, const unsigned char *pix, const 
             if (x >= 0 && y >= 0 && x < W && y < H)
                 for (int k = 0; k < 3; ++k) im[((int)y * W + (int)x) * 3 + k] = (unsigned char)g;
     }
-    FILE *lf = fopen(lab_path, "w");
+    FILE *lf = fopen(lab_path, "w"), *sf = fopen(side_path, "w");
     if (!lf) die(strerror(errno), lab_path);
+    if (!sf) die(strerror(errno), side_path);
     float bx[MAX_ITEMS], by[MAX_ITEMS], bw[MAX_ITEMS], bh[MAX_ITEMS];
     int n = 0;
     for (int want = irange(rng, 1, MAX_ITEMS), tries = 0; n < want && tries < 30; ++tries) {
@@ -152,10 +155,12 @@ static void make_image(unsigned long long *rng, const unsigned char *pix, const 
                 for (int k = 0; k < 3; ++k) p[k] = (unsigned char)(p[k] * (1 - a) + 255 * tint[k] * a + .5f);
             }
         bx[n] = X; by[n] = Y; bw[n] = BW; bh[n] = BH; ++n;
-        fprintf(lf, "%d %.6f %.6f %.6f %.6f\n", lab[item], (X + BW / 2) / W, (Y + BH / 2) / H, BW / W, BH / H);
+        for (FILE *o = lf; o; o = o == lf ? sf : NULL)
+            fprintf(o, "%d %.6f %.6f %.6f %.6f\n", lab[item], (X + BW / 2) / W, (Y + BH / 2) / H, BW / W, BH / H);
         if (all) { all[*nall].w = BW / W * net; all[*nall].h = BH / H * net; ++*nall; }
     }
     if (fclose(lf)) die(strerror(errno), lab_path);
+    if (fclose(sf)) die(strerror(errno), side_path);
     if (!stbi_write_jpg(img_path, W, H, 3, im, 92)) die("cannot write", img_path);
     free(im);
 }
@@ -164,7 +169,7 @@ static void make_image(unsigned long long *rng, const unsigned char *pix, const 
 static void make_split(const char *out, const char *name, long count, unsigned long long seed,
                        const unsigned char *pix, const unsigned char *lab, long nitems, int net, wh *all, size_t *nall)
 {
-    char dir[4096], path[4200], lpath[4200], list[4200], tmp[4300];
+    char dir[4096], path[4200], lpath[4200], spath[4200], list[4200], tmp[4300];
     snprintf(dir, sizeof dir, "%s/images/%s", out, name);
     mkdirs(dir);
     snprintf(dir, sizeof dir, "%s/labels/%s", out, name);
@@ -177,7 +182,8 @@ static void make_split(const char *out, const char *name, long count, unsigned l
     for (long i = 0; i < count; ++i) {
         snprintf(path, sizeof path, "%s/images/%s/%06ld.jpg", out, name, i);
         snprintf(lpath, sizeof lpath, "%s/labels/%s/%06ld.txt", out, name, i);
-        make_image(&rng, pix, lab, nitems, path, lpath, net, all, nall);
+        snprintf(spath, sizeof spath, "%s/images/%s/%06ld.txt", out, name, i);
+        make_image(&rng, pix, lab, nitems, path, lpath, spath, net, all, nall);
         fprintf(f, "%s\n", path);
     }
     if (fclose(f) || rename(tmp, list)) die(strerror(errno), list);

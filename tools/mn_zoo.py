@@ -177,7 +177,7 @@ def make_data(a):
     os.makedirs(d)
     det = os.path.join(d, "det")
     os.makedirs(det)
-    imgs = sorted(os.listdir(os.path.join(a.det, "images", "train")))[:64]
+    imgs = sorted(f for f in os.listdir(os.path.join(a.det, "images", "train")) if f.endswith(".jpg"))[:64]
     with open(os.path.join(d, "det.list"), "w") as f:
         for im in imgs:
             src = os.path.join(a.det, "images", "train", im)
