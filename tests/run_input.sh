@@ -250,6 +250,10 @@ row image-missing 1 "cannot read image $I/missing_c0_tshirt.png: No such file" -
 # Detector: a tiny yolo on the synthetic shapes (3 classes).
 S=$I/shapes
 if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
+    # Label files where the base's loader looks: pjreddie's swaps images/ for
+    # labels/, AlexeyAB's (PROG=build/alexeyab-cpu/darknet_mn) reads them beside the image.
+    LBL=$I/det/labels
+    if [ "${DARKNET:-pjreddie}" = alexeyab ]; then LBL=$I/det/images; cp "$S"/labels/*.txt "$S/images/"; fi
     detcfg() {
         local f=$I/$1.cfg; shift
         printf '[net]\nbatch=2\nsubdivisions=1\nwidth=32\nheight=32\nchannels=3\nlearning_rate=0.001\nmomentum=0.9\ndecay=0.0005\nmax_batches=1\n' > "$f"
@@ -259,17 +263,17 @@ if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
     }
     detdata() { printf 'classes=3\ntrain=%s\nnames=%s/names.txt\nbackup=%s/%s\n' "$2" "$S" "$I" "$1" > "$I/$1.data"; echo "$I/$1.data"; }
     row det-good 0 '^1: loss' "det-good_chart.png det-good_final.weights det-good_log.csv" detector train "$(detdata det-good "$S/train.list")" "$(detcfg det-good)"
-    mkdir -p "$I/det/images" "$I/det/labels"
-    cp "$S"/images/train000[0-3].jpg "$I/det/images/" && cp "$S"/labels/train000[0-2].txt "$I/det/labels/"
-    printf '1 0.5 0.5 0.2 0.2\n7 0.5 0.5 0.2 0.2\n' > "$I/det/labels/train0003.txt"
+    mkdir -p "$I/det/images" "$LBL"
+    cp "$S"/images/train000[0-3].jpg "$I/det/images/" && cp "$S"/labels/train000[0-2].txt "$LBL/"
+    printf '1 0.5 0.5 0.2 0.2\n7 0.5 0.5 0.2 0.2\n' > "$LBL/train0003.txt"
     ls "$I"/det/images/*.jpg > "$I/det.list"
-    row det-class-id 1 "$I/det/labels/train0003.txt:2: class id 7 is outside 0..2 \(the cfg's last layer has classes=3\)" - \
+    row det-class-id 1 "$LBL/train0003.txt:2: class id 7 is outside 0..2 \(the cfg's last layer has classes=3\)" - \
         detector train "$(detdata det-class-id "$I/det.list")" "$(detcfg det-class-id)"
     # Every label line is 'class x y w h', relative, finite: each mistake of
     # issue 25's table is refused before training, naming file:line and why.
     lab() {   # lab NAME 'LINE' PATTERN: train0003's label file holds LINE
-        printf '1 0.5 0.5 0.2 0.2\n%s\n' "$2" > "$I/det/labels/train0003.txt"
-        row "$1" 1 "$I/det/labels/train0003.txt:2: $3" - detector train "$(detdata "$1" "$I/det.list")" "$(detcfg "$1")"
+        printf '1 0.5 0.5 0.2 0.2\n%s\n' "$2" > "$LBL/train0003.txt"
+        row "$1" 1 "$LBL/train0003.txt:2: $3" - detector train "$(detdata "$1" "$I/det.list")" "$(detcfg "$1")"
     }
     lab det-label-pixels '2 320 240 50 60' "x=320: coordinates look like pixels; YOLO labels are relative to the image size"
     lab det-label-nan '2 nan 0.5 0.2 0.2' "x=nan is not a finite number"
@@ -281,43 +285,43 @@ if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
     lab det-label-six '2 0.5 0.5 0.2 0.2 0.9' "6 fields; a label line is 'class x y w h'"
     lab det-label-neg-class '-1 0.5 0.5 0.2 0.2' "class id -1 is outside 0..2"
     # An empty label file is an image without objects; blank lines are skipped.
-    : > "$I/det/labels/train0003.txt"
-    printf '\n1 0.5 0.5 0.2 0.2\n\n' > "$I/det/labels/train0002.txt"
+    : > "$LBL/train0003.txt"
+    printf '\n1 0.5 0.5 0.2 0.2\n\n' > "$LBL/train0002.txt"
     row det-label-empty 0 '^1: loss' "det-label-empty_chart.png det-label-empty_final.weights det-label-empty_log.csv" \
         detector train "$(detdata det-label-empty "$I/det.list")" "$(detcfg det-label-empty)"
-    cp "$S/labels/train0002.txt" "$I/det/labels/train0002.txt"
+    cp "$S/labels/train0002.txt" "$LBL/train0002.txt"
     # bad_labels=skip trains on the good lines only, and says what it dropped:
     # its first loss equals that of a file holding just the good lines (the
     # stock reader would clip the pixel box, and stop at 'hello world').
     skipcfg() { local f; f=$(detcfg "$1"); printf '\n[distributed]\ndeterministic=1\nbad_labels=%s\n' "$2" >> "$f"; echo "$f"; }
-    printf '1 0.5 0.5 0.2 0.2\n2 320 240 50 60\nhello world\n2 0.3 0.3 0.1 0.1\n' > "$I/det/labels/train0003.txt"
+    printf '1 0.5 0.5 0.2 0.2\n2 320 240 50 60\nhello world\n2 0.3 0.3 0.1 0.1\n' > "$LBL/train0003.txt"
     row det-label-skip 0 '^darknet-mn: bad_labels=skip: dropped 2 bad label lines in 1 file of the training list' \
         "det-label-skip_chart.png det-label-skip_final.weights det-label-skip_log.csv" \
         detector train "$(detdata det-label-skip "$I/det.list")" "$(skipcfg det-label-skip skip)"
     if [ -z "$ONLY" ] || [[ det-label-skip == $ONLY ]]; then
         for want in "train0003.txt:2: x=320: coordinates look like pixels" "train0003.txt:3: 2 fields"; do
-            grep -q "bad_labels=skip drops $I/det/labels/$want" "$I"/det-label-skip.err.* && ok "det-label-skip names $want" ||
+            grep -q "bad_labels=skip drops $LBL/$want" "$I"/det-label-skip.err.* && ok "det-label-skip names $want" ||
                 bad "det-label-skip does not name $want"
         done
-        printf '1 0.5 0.5 0.2 0.2\n2 0.3 0.3 0.1 0.1\n' > "$I/det/labels/train0003.txt"
+        printf '1 0.5 0.5 0.2 0.2\n2 0.3 0.3 0.1 0.1\n' > "$LBL/train0003.txt"
         row det-label-skip-ref 0 '^1: loss' "det-label-skip-ref_chart.png det-label-skip-ref_final.weights det-label-skip-ref_log.csv" \
             detector train "$(detdata det-label-skip-ref "$I/det.list")" "$(skipcfg det-label-skip-ref skip)"
         a=$(grep -m1 '^1: loss' "$I/det-label-skip.out.0" | cut -d, -f1); b=$(grep -m1 '^1: loss' "$I/det-label-skip-ref.out.0" | cut -d, -f1)
         [ -n "$a" ] && [ "$a" = "$b" ] && ok "bad_labels=skip trains on the good lines only ($a)" ||
             bad "bad_labels=skip: '$a' with the bad lines, '$b' without them"
     fi
-    printf '1 0.5 0.5 0.2 0.2\n2 320 240 50 60\n' > "$I/det/labels/train0003.txt"
-    row det-label-stop 1 "$I/det/labels/train0003.txt:2: x=320: coordinates look like pixels" - \
+    printf '1 0.5 0.5 0.2 0.2\n2 320 240 50 60\n' > "$LBL/train0003.txt"
+    row det-label-stop 1 "$LBL/train0003.txt:2: x=320: coordinates look like pixels" - \
         detector train "$(detdata det-label-stop "$I/det.list")" "$(skipcfg det-label-stop stop)"
-    cp "$S/labels/train0002.txt" "$I/det/labels/train0003.txt"
+    cp "$S/labels/train0002.txt" "$LBL/train0003.txt"
     # detector map reads the same labels through the same check.
-    printf '1 0.5 0.5 0.2 0.2\n2 320 240 50 60\n' > "$I/det/labels/train0003.txt"
+    printf '1 0.5 0.5 0.2 0.2\n2 320 240 50 60\n' > "$LBL/train0003.txt"
     printf 'classes=3\ntrain=%s\nvalid=%s\nnames=%s/names.txt\nbackup=%s/det-good\n' "$I/det.list" "$I/det.list" "$S" "$I" > "$I/det-map.data"
-    row det-label-map 1 "$I/det/labels/train0003.txt:2: x=320: coordinates look like pixels" - \
+    row det-label-map 1 "$LBL/train0003.txt:2: x=320: coordinates look like pixels" - \
         detector map "$I/det-map.data" "$I/det-good.cfg" "$I/det-good/det-good_final.weights"
     row det-label-map-skip 0 "^darknet-mn: bad_labels=skip: dropped 1 bad label line in 1 file of $I/det.list" - \
         detector map "$I/det-map.data" "$(skipcfg det-label-map-skip skip)" "$I/det-good/det-good_final.weights"
-    cp "$S/labels/train0002.txt" "$I/det/labels/train0003.txt"
+    cp "$S/labels/train0002.txt" "$LBL/train0003.txt"
     # The data cfg's classes=, the yolo layer's and the names file agree.
     detdata det-classes "$I/det.list" > /dev/null; sed -i 's/^classes=3/classes=7/' "$I/det-classes.data"
     row det-classes 1 "det-classes.data says classes=7, the detection layers \(2\) of $I/det-classes.cfg have classes=3, and names file $S/names.txt has 3 names: the three must agree" - \
@@ -331,7 +335,7 @@ if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
         detector map "$I/det-map.data" "$I/det-good.cfg" "$I/det-good/det-good_final.weights"
     sed -i 's/^classes=7/classes=3/' "$I/det-map.data"
     # An image that cannot be decoded: darknet-mn's message on the rank that read it, not an assertion.
-    cp "$S/labels/train0002.txt" "$I/det/labels/train0003.txt"
+    cp "$S/labels/train0002.txt" "$LBL/train0003.txt"
     head -c 600 "$S/images/train0003.jpg" > "$I/det/images/train0003.jpg"
     row det-image-truncated abort "rank [01] \(.*\): image $I/det/images/train0003.jpg is truncated or corrupt" - \
         detector train "$(detdata det-image-truncated "$I/det.list")" "$(detcfg det-image-truncated)"
@@ -341,8 +345,8 @@ if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
     row det-image-map abort "rank [01] \(.*\): image $I/det/images/train0003.jpg is not a JPEG/PNG/BMP/TGA image" - \
         detector map "$I/det-map.data" "$I/det-good.cfg" "$I/det-good/det-good_final.weights"
     cp "$S/images/train0003.jpg" "$I/det/images/train0003.jpg"
-    rm "$I/det/labels/train0003.txt"
-    row det-no-labels 1 "cannot read the labels of $I/det/images/train0003.jpg: $I/det/labels/train0003.txt" - \
+    rm "$LBL/train0003.txt"
+    row det-no-labels 1 "cannot read the labels of $I/det/images/train0003.jpg: $LBL/train0003.txt" - \
         detector train "$(detdata det-no-labels "$I/det.list")" "$(detcfg det-no-labels)"
 else bad "mn_shapes could not write the detector data: the detector rows did not run"; fi
 
