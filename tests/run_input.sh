@@ -319,6 +319,8 @@ if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
     printf 'classes=3\ntrain=%s\nvalid=%s\nnames=%s/names.txt\nbackup=%s/det-good\n' "$I/det.list" "$I/det.list" "$S" "$I" > "$I/det-map.data"
     row det-label-map 1 "$LBL/train0003.txt:2: x=320: coordinates look like pixels" - \
         detector map "$I/det-map.data" "$I/det-good.cfg" "$I/det-good/det-good_final.weights"
+    row det-label-recall 1 "$LBL/train0003.txt:2: x=320: coordinates look like pixels" - \
+        detector recall "$I/det-map.data" "$I/det-good.cfg" "$I/det-good/det-good_final.weights"
     row det-label-map-skip 0 "^darknet-mn: bad_labels=skip: dropped 1 bad label line in 1 file of $I/det.list" - \
         detector map "$I/det-map.data" "$(skipcfg det-label-map-skip skip)" "$I/det-good/det-good_final.weights"
     cp "$S/labels/train0002.txt" "$LBL/train0003.txt"
