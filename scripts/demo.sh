@@ -17,10 +17,10 @@ NP=${NP:-2}
 DARKNET=${DARKNET:-pjreddie}
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPI="mpiexec --oversubscribe -n $NP"
+CLS_ITERS=${CLS_ITERS:-150}
 if [ "$DARKNET" = alexeyab ]; then
     MN=${PROG:-build/alexeyab-cpu/darknet_mn}
     W=build/demo-alexeyab
-    CLS_ITERS=${CLS_ITERS:-150}
     DET_ITERS=${DET_ITERS:-2400}
     DET=yolov4-tiny-fashion CLS=yolov4-tiny-fashion-cls BACKBONE=27
     mkdir -p "$W"
@@ -33,7 +33,6 @@ if [ "$DARKNET" = alexeyab ]; then
 else
     MN=${PROG:-./darknet_mn}
     W=build/demo
-    CLS_ITERS=${CLS_ITERS:-150}
     DET_ITERS=${DET_ITERS:-1300}
     DET=fashion-det CLS=fashion BACKBONE=5
     mkdir -p "$W"

@@ -155,8 +155,10 @@ static void make_image(unsigned long long *rng, const unsigned char *pix, const 
                 for (int k = 0; k < 3; ++k) p[k] = (unsigned char)(p[k] * (1 - a) + 255 * tint[k] * a + .5f);
             }
         bx[n] = X; by[n] = Y; bw[n] = BW; bh[n] = BH; ++n;
-        for (FILE *o = lf; o; o = o == lf ? sf : NULL)
-            fprintf(o, "%d %.6f %.6f %.6f %.6f\n", lab[item], (X + BW / 2) / W, (Y + BH / 2) / H, BW / W, BH / H);
+        char row[96];
+        snprintf(row, sizeof row, "%d %.6f %.6f %.6f %.6f\n", lab[item], (X + BW / 2) / W, (Y + BH / 2) / H, BW / W, BH / H);
+        fputs(row, lf);
+        fputs(row, sf);
         if (all) { all[*nall].w = BW / W * net; all[*nall].h = BH / H * net; ++*nall; }
     }
     if (fclose(lf)) die(strerror(errno), lab_path);
