@@ -278,7 +278,7 @@ static void close_voc(voc_files *v, int keep)
     memset(v, 0, sizeof *v);
 }
 
-/* Rank 0 opens every class file before the network runs: a bad prefix fails fast. */
+/* Rank 0 opens every class file (as <path>.tmp). */
 static mn_status open_voc(mn_comm *c, const eval_run *d, const char *outfile, voc_files *v)
 {
     memset(v, 0, sizeof *v);
@@ -344,10 +344,15 @@ mn_status mn_detector_valid(mn_comm *c, const char *datacfg, const char *cfgfile
     if (!outfile) outfile = "comp4_det_test_";
     MN_CHECK(open_run(c, datacfg, MN_TASK_DETECTOR, cfgfile, weightfile, 1, &r));
     voc_files v = {0};
+    /* Opened and removed before the network runs, so that a bad prefix fails
+     * fast; opened again to write: a rank that dies on an image meanwhile
+     * leaves no temporary files. */
     mn_status s = mn_agree(c, c->rank == 0 ? open_voc(c, &r, outfile, &v) : MN_OK);
+    if (c->rank == 0) close_voc(&v, 0);
     mn_bytes mine = {0}, all = {0};
     if (s == MN_OK) s = mn_agree(c, detect_shard(c, r.net, &r.shard, 0, NULL, &mine));
     if (s == MN_OK) s = mn_gather_bytes(c, &mine, &all);
+    if (s == MN_OK && c->rank == 0) s = open_voc(c, &r, outfile, &v);
     if (s == MN_OK && c->rank == 0) {
         size_t images, rows;
         s = write_voc(c, &all, &v, &images, &rows);

@@ -346,6 +346,10 @@ if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
         detector train "$(detdata det-image-text "$I/det.list")" "$(detcfg det-image-text)"
     row det-image-map abort "rank [01] \(.*\): image $I/det/images/train0003.jpg is not a JPEG/PNG/BMP/TGA image" - \
         detector map "$I/det-map.data" "$I/det-good.cfg" "$I/det-good/det-good_final.weights"
+    mkdir -p "$I/det-image-valid"
+    sed "s#^backup=.*#results=$I/det-image-valid#" "$I/det-map.data" > "$I/det-valid.data"
+    row det-image-valid abort "rank [01] \(.*\): image $I/det/images/train0003.jpg is not a JPEG/PNG/BMP/TGA image" - \
+        detector valid "$I/det-valid.data" "$I/det-good.cfg" "$I/det-good/det-good_final.weights"
     cp "$S/images/train0003.jpg" "$I/det/images/train0003.jpg"
     rm "$LBL/train0003.txt"
     row det-no-labels 1 "cannot read the labels of $I/det/images/train0003.jpg: $LBL/train0003.txt" - \
