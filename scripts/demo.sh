@@ -31,13 +31,14 @@ if [ "$DARKNET" = alexeyab ]; then
       printf '[convolutional]\nfilters=10\nsize=1\nstride=1\npad=1\nactivation=linear\n\n[avgpool]\n\n[softmax]\n'
     } > "$W/$CLS.cfg"
 else
-    MN=${PROG:-./darknet_mn}
+    MN=${PROG:-darknet_mn}
     W=build/demo
     DET_ITERS=${DET_ITERS:-1300}
     DET=fashion-det CLS=fashion BACKBONE=5
     mkdir -p "$W"
     sed "s/^max_batches=.*/max_batches=$CLS_ITERS/" cfg/$CLS.cfg > "$W/$CLS.cfg"
 fi
+case $MN in */*) ;; *) MN=./$MN ;; esac   # run directly, a bare name would be looked up in PATH
 mkdir -p build/backup
 sed -e "s/^max_batches=.*/max_batches=$DET_ITERS/" -e "s/^steps=.*/steps=$((DET_ITERS * 8 / 10)),$((DET_ITERS * 9 / 10))/" \
     -e "s/^eval_interval=.*/eval_interval=$((DET_ITERS / 2))/" cfg/$DET.cfg > "$W/$DET.cfg"
@@ -46,7 +47,7 @@ rm -f build/backup/${CLS}_final.weights build/backup/${DET}_*.weights
 run() {   # run LOG CMD...: show the command, keep its output in build/demo/LOG
     local log=$1; shift
     echo "== $*"
-    "$@" > "$W/$log.out" 2> "$W/$log.err" || { tail -20 "$W/$log.err" "$W/$log.out"; exit 1; }
+    "$@" > "$W/$log.out" 2> "$W/$log.err" || { tail -n 20 "$W/$log.err" "$W/$log.out"; exit 1; }
 }
 run cls $MPI $MN classifier train cfg/fashion.data "$W/$CLS.cfg"
 grep -E "^$CLS_ITERS: " "$W/cls.out"
