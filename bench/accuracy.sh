@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Distributed detection keeps its accuracy: the demo's detector
+# (cfg/fashion-det.cfg cut to ITERS iterations as make demo does, from the
+# demo's classifier backbone) at one global batch of 16 and one schedule, as
+# 1 rank x 16, 2 x 8, 4 x 4, and 2 x 8 with float16, overlap, sync_bn and
+# double buffering; SEEDS seeds each. Prints each run's final mAP@0.50 on the
+# 200 validation images and per row the mean, spread (max - min) and the
+# difference of the mean from 1 x 16's; writes bench/results/accuracy-det.txt.
+# Runs go one after another (1 x 16 two at a time: it uses one core), so the
+# machine's load only changes how long it takes, not the figures.
+set -eu
+cd "$(dirname "$0")/.."
+ITERS=${ITERS:-1300}
+SEEDS=${SEEDS:-1 2 3}
+ROWS=${ROWS:-1x16 2x8 4x4 2x8-float16 2x8-overlap 2x8-sync_bn 2x8-double_buffering}
+[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+W=build/bench-accuracy
+OUT=${OUT:-bench/results/accuracy-det.txt}
+mkdir -p "$W" build/backup
+make -s darknet_mn fashion-data fashion-det-data
+sed "s/^max_batches=.*/max_batches=150/" cfg/fashion.cfg > "$W/cls.cfg"
+mpiexec --oversubscribe -n 2 ./darknet_mn classifier train cfg/fashion.data "$W/cls.cfg" > "$W/cls.out" 2> "$W/cls.err"
+./darknet_mn partial "$W/cls.cfg" build/backup/cls_final.weights "$W/backbone.weights" 5 > /dev/null 2>&1
+
+train() {   # train ROW SEED: one run in its own folder; its log ends in the final map line
+    local row=$1 seed=$2 np=${1%%x*} rest=${1#*x} key d
+    local b=${rest%%-*}
+    key=${rest#"$b"}; key=${key#-}
+    d=$W/$row-$seed; mkdir -p "$d"
+    sed -e "s/^batch=.*/batch=$b/" -e "s/^max_batches=.*/max_batches=$ITERS/" \
+        -e "s/^steps=.*/steps=$((ITERS * 8 / 10)),$((ITERS * 9 / 10))/" \
+        -e "s/^eval_interval=.*/eval_interval=0/" -e "s/^seed=.*/seed=$seed/" cfg/fashion-det.cfg > "$d/det.cfg"
+    case $key in
+        float16) printf '\nallreduce_grad_dtype=float16\n' >> "$d/det.cfg" ;;
+        ?*) printf '\n%s=1\n' "$key" >> "$d/det.cfg" ;;
+    esac
+    sed "s|^backup=.*|backup=$d|" data/fashion-det.data > "$d/det.data"
+    mpiexec --oversubscribe -n "$np" ./darknet_mn detector train "$d/det.data" "$d/det.cfg" "$W/backbone.weights" > "$d/train.out" 2> "$d/train.err"
+    mpiexec --oversubscribe -n 2 ./darknet_mn detector map "$d/det.data" "$d/det.cfg" "$d/det_final.weights" > "$d/map.out" 2> "$d/map.err"
+}
+mapof() { sed -n 's/.*mAP@0.50 \([0-9.]*\).*/\1/p' "$W/$1-$2/map.out"; }
+
+start=$(date +%s)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+for row in $ROWS; do
+    if [ "$row" = 1x16 ]; then   # one core each: two seeds at once
+        set -- $SEEDS
+        while [ $# -gt 0 ]; do
+            train "$row" "$1" & [ $# -gt 1 ] && train "$row" "$2"; wait
+            shift; [ $# -gt 0 ] && shift
+        done
+    else
+        for s in $SEEDS; do train "$row" "$s"; done
+    fi
+    echo "$row: $(for s in $SEEDS; do mapof "$row" "$s"; done | tr '\n' ' ')($(( $(date +%s) - start )) s)" >&2
+done
+{
+    echo "# bench/accuracy.sh: ITERS=$ITERS SEEDS='$SEEDS', $(date -u +%F), $(nproc) cores, load before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg), $(( $(date +%s) - start )) s"
+    echo "# each run: mpiexec -n NP ./darknet_mn detector train DATA $W/ROW-SEED/det.cfg $W/backbone.weights"
+    echo "#   (cfg/fashion-det.cfg with batch=B, max_batches=$ITERS, steps at 80%/90%, seed=SEED, the row's key),"
+    echo "#   then detector map of its final weights on the 200 validation images"
+    printf '%-22s %-26s %7s %7s %9s\n' row "mAP@0.50 per seed" mean spread "vs 1x16"
+    base=
+    for row in $ROWS; do
+        maps=$(for s in $SEEDS; do mapof "$row" "$s"; done | tr '\n' ' ')
+        stats=$(echo "$maps" | awk '{ s = 0; lo = 9; hi = -9; for (i = 1; i <= NF; i++) { s += $i; if ($i < lo) lo = $i; if ($i > hi) hi = $i }
+                                   printf "%.4f %.4f", s / NF, hi - lo }')
+        mean=${stats% *}
+        [ -n "$base" ] || base=$mean
+        printf '%-22s %-26s %7s %7s %+9.4f\n' "$row" "$maps" "$mean" "${stats#* }" "$(echo "$mean - $base" | bc -l)"
+    done
+} | tee "$OUT"
