@@ -51,7 +51,10 @@ ifeq ($(SANITIZE),1)
 # Darknet's libdarknet.a stays uninstrumented; linking with these flags brings the runtimes.
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -g -O1
 endif
-CPPFLAGS += -Iplugin -I$(DK)/include -I$(DK)/src
+# The plugin's layers, from the bottom (docs/design.md): each folder's files
+# call only their own layer and those before it in this list.
+PLUGIN_LAYERS := core base transport coll train cmd
+CPPFLAGS += -Iplugin $(addprefix -Iplugin/,$(PLUGIN_LAYERS)) -I$(DK)/include -I$(DK)/src
 # cairo draws the training chart and detector test's predictions.png.
 CPPFLAGS += $(shell pkg-config --cflags cairo)
 LDLIBS := -lm -pthread $(shell pkg-config --libs cairo)
@@ -81,14 +84,15 @@ CPPFLAGS += -DMN_NCCL
 LDLIBS += -lnccl
 endif
 
-PLUGIN_SRC := $(wildcard plugin/*.c)
+PLUGIN_SRC := $(foreach l,$(PLUGIN_LAYERS),$(wildcard plugin/$(l)/*.c))
+PLUGIN_HDR := plugin/darknet_mn.h $(foreach l,$(PLUGIN_LAYERS),$(wildcard plugin/$(l)/*.h))
 PLUGIN_OBJ := $(patsubst plugin/%.c,$(OBJ)/plugin/%.o,$(PLUGIN_SRC))
 ifeq ($(GPU),1)
 # The device-side kernels (float16 casts, checks), for the same GPUs as Darknet's build.
 NVCC ?= nvcc
 NVFLAGS := -O3 -Xcompiler -fPIC -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
            -gencode arch=compute_86,code=sm_86 -gencode arch=compute_90,code=[sm_90,compute_90]
-PLUGIN_OBJ += $(OBJ)/plugin/mn_kernels.o
+PLUGIN_OBJ += $(OBJ)/plugin/transport/mn_kernels.o
 endif
 LIBMN := $(OBJ)/libdarknet_mn.a
 LIBDK := $(DK)/libdarknet.a
@@ -140,11 +144,11 @@ $(LIBDK): $(DK)/.patched
 endif
 darknet: $(LIBDK)
 
-$(OBJ)/plugin/%.o: plugin/%.c $(wildcard plugin/*.h) $(DK)/.patched
+$(OBJ)/plugin/%.o: plugin/%.c $(PLUGIN_HDR) $(DK)/.patched
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(OBJ)/plugin/mn_kernels.o: plugin/mn_kernels.cu
+$(OBJ)/plugin/transport/mn_kernels.o: plugin/transport/mn_kernels.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
@@ -157,6 +161,10 @@ $(OBJ)/main.o: main.c plugin/darknet_mn.h $(DK)/.patched
 
 $(PROG): $(OBJ)/main.o $(LIBMN) $(LIBDK)
 	$(MPICC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+print-layers:
+	@echo $(subst $(eval) ,$(comma),$(PLUGIN_LAYERS))
+comma := ,
 
 # The CUDA build only compiles and links on a machine without a GPU.
 gpu-build:

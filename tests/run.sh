@@ -321,5 +321,21 @@ else
     bad "nvcc not found: the GPU build was not checked"
 fi
 
+echo "== The plugin's layers: calls go one way (tests/layers.py, docs/design.md)"
+LAYERS=$(make -s --no-print-directory print-layers)
+for lib in "$BUILD/cpu/libdarknet_mn.a" "$BUILD/gpu/libdarknet_mn.a"; do
+    if python3 tests/layers.py "$LAYERS" "$lib" > "$T/layers.out" 2>&1; then cat "$T/layers.out"; pass=$((pass + 1))
+    else sed 's/^/     /' "$T/layers.out" | cut -c1-600; bad "layers: $lib"; fi
+done
+# The check itself: a lower file calling a higher one that calls it back.
+L=$T/layers-self && rm -rf "$L" && mkdir -p "$L/src/low" "$L/src/high"
+echo 'int mn_high(void); int mn_low(void) { return mn_high(); }' > "$L/src/low/mn_a.c"
+echo 'int mn_low(void); int mn_high(void) { return 1 + mn_low(); }' > "$L/src/high/mn_b.c"
+gcc -c "$L/src/low/mn_a.c" -o "$L/mn_a.o" && gcc -c "$L/src/high/mn_b.c" -o "$L/mn_b.o" && ar rcs "$L/lib.a" "$L/mn_a.o" "$L/mn_b.o"
+python3 tests/layers.py --src "$L/src" low,high "$L/lib.a" > "$L/out" 2>&1; rc=$?
+if [ $rc != 0 ] && grep -q "low/mn_a calls up into high/mn_b (mn_high)" "$L/out" &&
+   grep -q "a cycle of calls among 2 files: high/mn_b, low/mn_a" "$L/out"; then ok "layers: a planted upward call and cycle are named"
+else bad "layers: the planted cycle was not reported (rc $rc): $(head -3 "$L/out")"; fi
+
 echo "== $pass passed, $fail failed"
 [ "$fail" = 0 ]

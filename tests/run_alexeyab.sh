@@ -9,7 +9,8 @@
 # ./darknet loads and evaluates: its `detector map` finds the same number of
 # detections as darknet-mn's and an mAP within 10%; float16 with double
 # buffering; the refusal of a layer darknet-mn cannot average; the cfg check
-# takes every cfg of the fork; the detection rows of run_input.sh. Skipped (ok)
+# takes every cfg of the fork; the detection rows of run_input.sh; the
+# plugin's calls go one way in this build too (tests/layers.py). Skipped (ok)
 # when neither source is here.
 # Run by tests/run.sh (env T, MPI, BUILD), or alone from the repository root.
 set -u
@@ -38,6 +39,8 @@ if make -s DARKNET=alexeyab "$AB/darknet_mn" "$TB/test_equiv" "$TB/test_syncbn" 
 else
     bad "make DARKNET=alexeyab (see $T/build.log)"; tail -5 "$T/build.log"; exit 1
 fi
+if python3 tests/layers.py "$(make -s --no-print-directory print-layers)" "$AB/libdarknet_mn.a" > "$T/layers.out" 2>&1; then cat "$T/layers.out"
+else sed 's/^/     /' "$T/layers.out" | cut -c1-600; bad "layers: $AB/libdarknet_mn.a (tests/layers.py)"; fi
 
 # The classifier's Fashion-MNIST slice: tests/run.sh's, or one of our own when run alone.
 if [ -z "${D:-}" ]; then

@@ -22,7 +22,7 @@ FUZZ_DK_OBJ := $(addprefix $(FUZZ)/darknet/,option_list.o list.o utils.o)
 fuzz-deps:
 	@test -f "$$(clang -print-runtime-dir 2>/dev/null)/libclang_rt.fuzzer-x86_64.a" || ./scripts/deps.sh
 
-$(FUZZ)/plugin/%.o: plugin/%.c $(wildcard plugin/*.h) $(DK)/.patched | fuzz-deps
+$(FUZZ)/plugin/%.o: plugin/%.c $(PLUGIN_HDR) $(DK)/.patched | fuzz-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) -std=gnu99 -fPIC $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 

@@ -1,0 +1,263 @@
+/* The adapter for AlexeyAB's Darknet (patches/alexeyab/). The fork passes
+ * the network by value (its pointer fields, seen and the layers among them,
+ * are shared by every copy, so a heap copy serves as the network *), keeps a
+ * separate cur_iteration beside seen, writes seen from cur_iteration when it
+ * saves, and has more parameter-carrying layer types. */
+#include <stdlib.h>
+#include <string.h>
+#include "mn_base.h"
+#ifdef MN_BASE_ALEXEYAB
+#include "parser.h"
+#include "network.h"
+
+void replace_image_to_label(const char *input_path, char *output_path);
+/* Not in the fork's headers, but exported by data.c. */
+int fill_truth_detection(const char *path, int num_boxes, int truth_size, float *truth, int classes, int flip,
+                         float dx, float dy, float sx, float sy, int net_w, int net_h);
+
+/* parser.c:55 string_to_layer_type, activations.c get_activation, parser.c get_policy. */
+const char *const mn_base_sections[] = {
+    "[net]", "[network]", "[distributed]", "[shortcut]", "[scale_channels]", "[sam]", "[crop]", "[cost]",
+    "[detection]", "[region]", "[yolo]", "[Gaussian_yolo]", "[local]", "[conv]", "[convolutional]",
+    "[activation]", "[crnn]", "[gru]", "[lstm]", "[conv_lstm]", "[history]", "[rnn]", "[conn]", "[connected]",
+    "[max]", "[maxpool]", "[local_avg]", "[local_avgpool]", "[reorg3d]", "[reorg]", "[avg]", "[avgpool]",
+    "[dropout]", "[lrn]", "[normalization]", "[batchnorm]", "[soft]", "[softmax]", "[contrastive]", "[route]",
+    "[upsample]", "[empty]", "[silence]", "[implicit]", NULL};
+const char *const mn_base_activations[] = {
+    "logistic", "swish", "mish", "hard_mish", "normalize_channels", "normalize_channels_softmax",
+    "normalize_channels_softmax_maxval", "loggy", "relu", "relu6", "elu", "selu", "gelu", "relie", "plse",
+    "hardtan", "lhtan", "linear", "ramp", "revleaky", "leaky", "tanh", "stair", NULL};
+const char *const mn_base_policies[] = {"random", "poly", "constant", "step", "exp", "sigmoid", "steps", "sgdr", NULL};
+
+const char *mn_base_name(void) { return "AlexeyAB's"; }
+int mn_base_shortcut_same_size(void) { return 1; }
+
+network *mn_base_parse(const char *cfgfile)
+{
+    network *net = malloc(sizeof *net);
+    if (!net) return NULL;
+    *net = parse_network_cfg((char *)cfgfile);
+    return net;
+}
+
+void mn_base_free(network *net)
+{
+    free_network(*net);
+    free(net);
+}
+
+size_t mn_base_iteration(const network *net) { return (size_t)get_current_batch(*net); }
+float mn_base_rate(const network *net) { return get_current_rate(*net); }
+
+/* cur_iteration follows seen (global with the patch's ranks), whatever load
+ * or resume set seen to: the fork's EMA, its schedule-dependent layers and
+ * save_weights read it. */
+static void sync_iteration(network *net)
+{
+    *net->cur_iteration = get_current_batch(*net);
+}
+
+/* The fork never allocates net->t (Adam's step); cur_iteration is its counter. */
+void mn_base_set_iteration(network *net, size_t it)
+{
+    if (net->t) *net->t = (int)it;
+    *net->cur_iteration = (int)it;
+}
+
+float mn_base_train(network *net, data d)
+{
+    sync_iteration(net);
+    return train_network(*net, d);
+}
+
+/* The fork writes seen = cur_iteration * batch * subdivisions (* ranks with the patch). */
+void mn_base_save_weights(network *net, const char *path, int cutoff)
+{
+    sync_iteration(net);
+    save_weights_upto(*net, (char *)path, cutoff, 0);
+}
+
+float mn_base_cost(const network *net) { return get_network_cost(*net); }
+float *mn_base_predict(network *net, float *input) { return network_predict(*net, input); }
+
+/* As the fork's validate_detector_map: resized, letterboxed only with [net] letter_box=1. */
+/* validate_detector_map and test_detector fold batch norm into the
+ * convolutions (detector.c:966, 1635): the same numbers as theirs. */
+void mn_base_inference(network *net)
+{
+    fuse_conv_batchnorm(*net);
+    calculate_binary_weights(*net);
+}
+
+image mn_base_detector_input(const network *net, image im, int *letter)
+{
+    *letter = net->letter_box;
+    return *letter ? letterbox_image(im, net->w, net->h) : resize_image(im, net->w, net->h);
+}
+
+/* Relative always: mn_base_nms makes pixels of them. */
+detection *mn_base_boxes(network *net, int w, int h, float thresh, float hier, int relative, int letter, int *num)
+{
+    (void)relative;
+    return get_network_boxes(net, w, h, thresh, hier, 0, 1, num, letter);
+}
+
+/* The fork's replace_image_to_label (utils.c:275): COCO's and VOC's folders
+ * only, so a label file usually lies beside its image. */
+int mn_base_label_path(const char *path, char *out, size_t cap)
+{
+    char tmp[4096];
+    if (strlen(path) + 16 > sizeof tmp) {   /* it writes without a bound: let pjreddie's rule refuse */
+        snprintf(out, cap, "%s", path);
+        return 1;
+    }
+    replace_image_to_label(path, tmp);
+    snprintf(out, cap, "%s", tmp);
+    return 1;
+}
+
+/* As validate_detector_map (detector.c:1075-1077), on the relative boxes
+ * it uses (greedynms compares DIoU, which changes when x and y are scaled
+ * apart); pixels after, as get_network_boxes would have made them. */
+void mn_base_nms(const network *net, detection *dets, int n, int classes, float thresh, int w, int h, int relative)
+{
+    layer l = net->layers[net->n - 1];
+    if (l.nms_kind == DEFAULT_NMS) do_nms_sort(dets, n, classes, thresh);
+    else diounms_sort(dets, n, classes, thresh, l.nms_kind, l.beta_nms);
+    for (int i = 0; !relative && i < n; ++i) {
+        dets[i].bbox.x *= w;
+        dets[i].bbox.w *= w;
+        dets[i].bbox.y *= h;
+        dets[i].bbox.h *= h;
+    }
+}
+
+void mn_base_hierarchy(float *pred, int n, tree *hier) { hierarchy_predictions(pred, n, hier, 1); }
+
+int mn_base_truth_size(const network *net)
+{
+    int t = net->layers[net->n - 1].truth_size;
+    return t > 0 ? t : 5;
+}
+
+void mn_base_fill_truth(const network *net, const char *path, int boxes, float *truth, int classes)
+{
+    fill_truth_detection(path, boxes, mn_base_truth_size(net), truth, classes, 0, 0, 0, 1, 1, net->w, net->h);
+}
+
+/* What else the fork's train_detector sets (detector.c:132-161), threads aside. */
+void mn_base_detector_args(network *net, load_args *a)
+{
+    a->resize = net->layers[net->n - 1].resize;
+    a->truth_size = mn_base_truth_size(net);
+    a->flip = net->flip;
+    a->angle = net->angle;
+    a->gaussian_noise = net->gaussian_noise;
+    a->blur = net->blur;
+    a->mixup = net->mixup;
+    a->exposure = net->exposure;
+    a->saturation = net->saturation;
+    a->hue = net->hue;
+    a->letter_box = net->letter_box;
+    a->mosaic_bound = net->mosaic_bound;
+}
+
+/* What the fork's train_classifier sets (classifier.c:91-111) beyond
+ * get_base_args; its min_crop/max_crop stay (the fork has no min_ratio). */
+void mn_base_classifier_args(network *net, load_args *a)
+{
+    a->c = net->c;
+    a->flip = net->flip;
+    a->blur = net->blur;
+    a->size = net->w > net->h ? net->w : net->h;
+    a->label_smooth_eps = net->label_smooth_eps;
+    a->mixup = net->mixup;
+}
+
+/* The order of the fork's save_weights_upto (parser.c). */
+int mn_layer_params(const layer *l, mn_param *o, int max)
+{
+    /* update_network skips a layer without l.train, which the fork's parser
+     * never sets for [connected] (and sets to 0 before stopbackward): such a
+     * layer is frozen, and its update arrays are not averaged. */
+    int t = l->update != NULL && l->train;
+    switch (l->type) {
+    case CONVOLUTIONAL:
+        return l->share_layer ? -1 : mn_params_conv(l, o, 0, max, t);
+    case CONNECTED:
+        return mn_params_connected(l, o, 0, max, t);
+    case BATCHNORM: {
+        /* The fork does update a standalone batchnorm layer's biases and scales. */
+        size_t c = (size_t)l->c;
+        int k = mn_params_add(o, 0, max, l->biases, t ? l->bias_updates : NULL, c);
+        k = mn_params_add(o, k, max, l->scales, t ? l->scale_updates : NULL, c);
+        k = mn_params_add(o, k, max, l->rolling_mean, NULL, c);
+        return mn_params_add(o, k, max, l->rolling_variance, NULL, c);
+    }
+    case LOCAL:
+        return mn_params_local(l, o, 0, max, t);
+    case SHORTCUT:
+        return l->nweights > 0 ? -1 : 0;
+    case DECONVOLUTIONAL:
+    case IMPLICIT:
+    case RNN:
+    case LSTM:
+    case GRU:
+    case CRNN:
+    case CONV_LSTM:
+        return -1;
+    default:
+        return 0;
+    }
+}
+
+/* Every type mn_layer_params lists here is moved by mn_params.c. */
+void mn_base_move_layer(const layer *l, int to_device)
+{
+    (void)l;
+    (void)to_device;
+}
+
+const char *mn_base_refused_layer(const layer *l)
+{
+    switch (l->type) {
+    case CONVOLUTIONAL:
+#ifndef GPU
+        /* forward_convolutional_layer's binarize_weights reads past its buffers (the fork's ./darknet crashes too). */
+        if (l->xnor) return "a convolutional layer with xnor=1 (the fork's CPU training of XNOR layers crashes)";
+#endif
+        return l->share_layer ? "a convolutional layer with share_index (weights shared with another layer)" : NULL;
+    case SHORTCUT: return l->nweights > 0 ? "a shortcut layer with weights_type (weighted shortcut)" : NULL;
+    case DECONVOLUTIONAL: return "a deconvolutional layer (the fork does not save its weights)";
+    case IMPLICIT: return "an implicit layer";
+    case RNN: return "an rnn layer";
+    case LSTM: return "an lstm layer";
+    case GRU: return "a gru layer";
+    case CRNN: return "a crnn layer";
+    case CONV_LSTM: return "a conv_lstm layer";
+    default: return NULL;
+    }
+}
+
+/* Keys of the fork's [net] whose effect differs between ranks or breaks the
+ * N x b = 1 x N*b equivalence. */
+const char *mn_base_refuse(const network *net, int sync_bn, int detector)
+{
+#ifndef OPENCV
+    /* data.c's loader without OpenCV stops in error() at the first batch. */
+    if (detector && net->mixup == 2) return "[net] cutmix=1 (the fork's detection loader has no cutmix)";
+    if (detector && net->mixup >= 3) return "[net] mosaic=1 in a build without OpenCV (set mosaic=0)";
+#else
+    (void)detector;
+#endif
+    if (net->adversarial_lr > 0) return "adversarial_lr (each rank would draw its own adversarial steps)";
+    if (net->dynamic_minibatch) return "dynamic_minibatch (each rank's batch would change on its own)";
+#ifdef GPU
+    if (sync_bn && net->gpu_index >= 0) return "sync_bn=1 with a GPU (the fork's GPU batch norm does not call the hook yet)";
+#else
+    (void)sync_bn;
+#endif
+    return NULL;
+}
+
+#endif

@@ -1,0 +1,155 @@
+/* The adapter for pjreddie's Darknet (Debian's package, patches/): the
+ * network is passed by pointer, seen drives the iteration, update_network
+ * runs the hook (patch 0001). */
+#include "mn_base.h"
+#ifndef MN_BASE_ALEXEYAB
+#ifdef GPU
+#include "deconvolutional_layer.h"
+#endif
+
+/* Not in Darknet's headers, but exported by data.c. */
+void fill_truth_detection(char *path, int num_boxes, float *truth, int classes, int flip,
+                          float dx, float dy, float sx, float sy);
+
+/* parser.c's string_to_layer_type, activations.c's get_activation, parser.c's get_policy. */
+const char *const mn_base_sections[] = {
+    "[net]", "[network]", "[distributed]", "[shortcut]", "[crop]", "[cost]", "[detection]", "[region]",
+    "[yolo]", "[iseg]", "[local]", "[conv]", "[convolutional]", "[deconv]", "[deconvolutional]",
+    "[activation]", "[logistic]", "[l2norm]", "[crnn]", "[gru]", "[lstm]", "[rnn]", "[conn]",
+    "[connected]", "[max]", "[maxpool]", "[reorg]", "[avg]", "[avgpool]", "[dropout]", "[lrn]",
+    "[normalization]", "[batchnorm]", "[soft]", "[softmax]", "[route]", "[upsample]", NULL};
+const char *const mn_base_activations[] = {"logistic", "loggy", "relu", "elu", "selu", "relie", "plse", "hardtan",
+                                           "lhtan", "linear", "ramp", "leaky", "tanh", "stair", NULL};
+const char *const mn_base_policies[] = {"random", "poly", "constant", "step", "exp", "sigmoid", "steps", NULL};
+
+int mn_base_shortcut_same_size(void) { return 0; }
+const char *mn_base_name(void) { return "pjreddie"; }
+network *mn_base_parse(const char *cfgfile) { return parse_network_cfg((char *)cfgfile); }
+void mn_base_free(network *net) { free_network(net); }
+size_t mn_base_iteration(const network *net) { return get_current_batch((network *)net); }
+float mn_base_rate(const network *net) { return get_current_rate((network *)net); }
+void mn_base_set_iteration(network *net, size_t it) { *net->t = (int)it; }
+float mn_base_train(network *net, data d) { return train_network(net, d); }
+float mn_base_cost(const network *net) { return *net->cost; }
+float *mn_base_predict(network *net, float *input) { return network_predict(net, input); }
+
+void mn_base_save_weights(network *net, const char *path, int cutoff)
+{
+    save_weights_upto(net, (char *)path, cutoff);
+}
+
+void mn_base_inference(network *net) { (void)net; }
+
+image mn_base_detector_input(const network *net, image im, int *letter)
+{
+    *letter = 1;
+    return letterbox_image(im, net->w, net->h);
+}
+
+/* pjreddie's yolo layer always undoes a letterbox. */
+detection *mn_base_boxes(network *net, int w, int h, float thresh, float hier, int relative, int letter, int *num)
+{
+    (void)letter;
+    return get_network_boxes(net, w, h, thresh, hier, 0, relative, num);
+}
+
+int mn_base_label_path(const char *path, char *out, size_t cap)
+{
+    (void)path;
+    (void)out;
+    (void)cap;
+    return 0;
+}
+
+void mn_base_nms(const network *net, detection *dets, int n, int classes, float thresh, int w, int h, int relative)
+{
+    (void)net;
+    (void)w;
+    (void)h;
+    (void)relative;
+    do_nms_sort(dets, n, classes, thresh);
+}
+
+void mn_base_hierarchy(float *pred, int n, tree *hier) { hierarchy_predictions(pred, n, hier, 1, 1); }
+
+int mn_base_truth_size(const network *net) { (void)net; return 5; }
+
+void mn_base_fill_truth(const network *net, const char *path, int boxes, float *truth, int classes)
+{
+    (void)net;
+    fill_truth_detection((char *)path, boxes, truth, classes, 0, 0, 0, 1, 1);
+}
+
+void mn_base_detector_args(network *net, load_args *a)
+{
+    (void)net;
+    (void)a;
+}
+
+/* As examples/classifier.c:train_classifier. */
+void mn_base_classifier_args(network *net, load_args *a)
+{
+    a->min = (int)(net->min_ratio * net->w);
+    a->max = (int)(net->max_ratio * net->w);
+    a->size = net->w;
+    a->center = 0;
+}
+
+int mn_layer_params(const layer *l, mn_param *o, int max)
+{
+    int t = l->update != NULL;
+    switch (l->type) {
+    case CONVOLUTIONAL:
+    case DECONVOLUTIONAL:
+        return mn_params_conv(l, o, 0, max, t);
+    case CONNECTED:
+        return mn_params_connected(l, o, 0, max, t);
+    case BATCHNORM: {
+        /* Darknet never updates a standalone batchnorm layer's scales. */
+        size_t c = (size_t)l->c;
+        int k = mn_params_add(o, 0, max, l->scales, NULL, c);
+        k = mn_params_add(o, k, max, l->rolling_mean, NULL, c);
+        return mn_params_add(o, k, max, l->rolling_variance, NULL, c);
+    }
+    case LOCAL:
+        return mn_params_local(l, o, 0, max, t);
+    case RNN:
+    case LSTM:
+    case GRU:
+    case CRNN:
+        return -1;   /* their sublayers' arrays are not enumerated yet */
+    default:
+        return 0;
+    }
+}
+
+void mn_base_move_layer(const layer *l, int to_device)
+{
+#ifdef GPU
+    if (l->type == DECONVOLUTIONAL) (to_device ? push_deconvolutional_layer : pull_deconvolutional_layer)(*l);
+#else
+    (void)l;
+    (void)to_device;
+#endif
+}
+
+const char *mn_base_refused_layer(const layer *l)
+{
+    switch (l->type) {
+    case RNN: return "an rnn layer";
+    case LSTM: return "an lstm layer";
+    case GRU: return "a gru layer";
+    case CRNN: return "a crnn layer";
+    default: return NULL;
+    }
+}
+
+const char *mn_base_refuse(const network *net, int sync_bn, int detector)
+{
+    (void)detector;
+    (void)net;
+    (void)sync_bn;
+    return NULL;
+}
+
+#endif

@@ -1,0 +1,65 @@
+/* The collectives (plugin/coll): one interface, mn_comm_ops, with one file
+ * per algorithm (mn_comm_<name>.c) over the shared helpers of
+ * mn_coll_base.c, and the registry (mn_comm.c) that creates communicators
+ * and selects an algorithm. Above the transports (docs/design.md). */
+#ifndef MN_COLL_H
+#define MN_COLL_H
+
+#include "mn_transport.h"
+
+/* One algorithm's core: sum count elements of buf over all ranks, in place,
+ * and divide the float32 result by w->div. */
+typedef mn_status (*mn_sum_fn)(mn_comm *c, void *buf, int count, const mn_wire *w);
+
+/* One communicator algorithm. Each lives in its own mn_comm_<name>.c and is
+ * registered in mn_comm.c. */
+typedef struct mn_comm_ops {
+    const char *name;
+    /* Build the algorithm's state (sub-communicators, buffers) or refuse the
+     * topology with a message. Collective; may be NULL. */
+    mn_status (*setup)(mn_comm *c);
+    /* Replace each array by its mean over all ranks. Every rank passes the
+     * same n and lens; arrays may be empty. Collective. NULL: the arrays go
+     * through mn_mean_by_pieces with `sum`, in pieces of c->piece_floats. */
+    mn_status (*mean_grad)(mn_comm *c, float **arrays, const size_t *lens, int n);
+    /* The algorithm's core when mean_grad is NULL: sum one piece of wire
+     * elements over all ranks, in place, and divide by w->div where the last
+     * leg leaves the piece in cache (packing and float16 conversion are done
+     * around it). Collective. */
+    mn_sum_fn sum;
+    /* GPU builds: replace each DEVICE array by its mean over all ranks,
+     * without staging the whole gradient through host memory; used where
+     * setup set c->device_f32 (or c->device_f16 for float16 jobs). Else
+     * the optimizer pulls the gradients to its host arena and calls
+     * mean_grad. Collective. */
+    mn_status (*mean_grad_device)(mn_comm *c, float **dev_arrays, const size_t *lens, int n);
+    /* Release what setup made; may be NULL. */
+    void (*teardown)(mn_comm *c);
+} mn_comm_ops;
+
+extern const mn_comm_ops mn_comm_naive_ops;
+extern const mn_comm_ops mn_comm_flat_ops;
+extern const mn_comm_ops mn_comm_hierarchical_ops;
+extern const mn_comm_ops mn_comm_two_dimensional_ops;
+extern const mn_comm_ops mn_comm_single_node_ops;
+extern const mn_comm_ops mn_comm_pure_nccl_ops;
+/* A communicator over c's world with c's GPU placement (the bench's
+ * variants, double buffering's thread). Collective. */
+mn_comm *mn_comm_create_like(const mn_comm *c, mn_status *status);
+/* The communicator of a thread of its own (double buffering, overlap): c's
+ * algorithm and dtype, once MPI granted MPI_THREAD_MULTIPLE (feature names
+ * the key in the refusal). Collective; NULL with the agreed status. */
+mn_comm *mn_comm_for_thread(mn_comm *c, const char *feature, mn_status *status);
+
+/* The mean over all ranks of the arrays, through sum, in pieces of at most
+ * `piece` elements: packs (unless the arrays lie back to back and travel as
+ * float32), converts to half when c->half, sums, divides, unpacks. */
+mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int n, size_t piece, mn_sum_fn sum);
+/* The sum over c->world: one MPI_Allreduce (naive's and flat's core). */
+mn_status mn_sum_world(mn_comm *c, void *buf, int count, const mn_wire *w);
+/* "3 ranks on 2 nodes (2+1)" into out; *even = every node has as many ranks. Collective. */
+mn_status mn_comm_layout(mn_comm *c, char *out, size_t cap, int *even);
+/* Grow c->fused to hold n floats. */
+mn_status mn_comm_fused(mn_comm *c, size_t n);
+
+#endif

@@ -1,0 +1,230 @@
+/* Communicator registry, topology and the collectives every algorithm shares. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "mn_coll.h"
+#include "mn_output.h"
+#include "mn_fault.h"
+
+/* The registry: the only global state, and it is constant. */
+static const mn_comm_ops *const registry[] = {
+    &mn_comm_naive_ops,
+    &mn_comm_flat_ops,
+    &mn_comm_hierarchical_ops,
+    &mn_comm_two_dimensional_ops,
+    &mn_comm_single_node_ops,
+    &mn_comm_pure_nccl_ops,
+};
+#define NREG ((int)(sizeof(registry) / sizeof(registry[0])))
+/* Every algorithm of ChainerMN's table is registered; pure_nccl is always
+ * named, and a build without NCCL says so when it is selected. */
+
+const char *mn_comm_names(void)
+{
+    return "naive, flat, hierarchical, two_dimensional, single_node, pure_nccl";
+}
+
+/* Ranks per node can be forced with MN_RANKS_PER_NODE=k (ranks r with the same
+ * r/k form a node), so that one machine can test multi-node algorithms. */
+static mn_status split_nodes(mn_comm *c)
+{
+    if (c->ranks_per_node > 0) {
+        MN_MPI(c, MPI_Comm_split(c->world, (int)(c->rank / c->ranks_per_node), c->rank, &c->intra));
+    } else {
+        MN_MPI(c, MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &c->intra));
+    }
+    MPI_Comm_rank(c->intra, &c->intra_rank);
+    MPI_Comm_size(c->intra, &c->intra_size);
+    MN_MPI(c, MPI_Comm_split(c->world, c->intra_rank, c->rank, &c->inter));
+    MPI_Comm_rank(c->inter, &c->inter_rank);
+    MPI_Comm_size(c->inter, &c->inter_size);
+    int leaders = c->intra_rank == 0;
+    MN_MPI(c, MPI_Allreduce(&leaders, &c->nodes, 1, MPI_INT, MPI_SUM, c->world));
+    return MN_OK;
+}
+
+/* Rank 0's MN_PIECE_BYTES, MN_RANKS_PER_NODE and MN_SHM into v (0 where
+ * unset); it prints those set when report. */
+static mn_status read_env(const mn_comm *c, long *v, int report)
+{
+    static const char *const names[] = {"MN_PIECE_BYTES", "MN_RANKS_PER_NODE", "MN_SHM"};
+    static const char *const want[] = {"an integer of at least 4", "a positive integer", "0 or 1"};
+    static const long lo[] = {4, 1, 0}, hi[] = {LONG_MAX, INT_MAX, 1};
+    char said[256] = "";
+    size_t len = 0;
+    for (int i = 0; i < 3; ++i) {
+        const char *e = getenv(names[i]);
+        if (!e || !*e) continue;
+        char *end;
+        errno = 0;
+        long x = strtol(e, &end, 10);
+        if (*end || errno || x < lo[i] || x > hi[i]) {
+            mn_error(c, "%s='%s' is not %s", names[i], e, want[i]);
+            return MN_ERR_USER;
+        }
+        v[i] = i == 2 ? !x : x;
+        if (len < sizeof said) len += (size_t)snprintf(said + len, sizeof said - len, " %s=%s", names[i], e);
+    }
+    if (report && len) {
+        printf("darknet-mn: rank 0's environment holds on every rank:%s\n", said);
+        fflush(stdout);
+    }
+    return MN_OK;
+}
+
+/* mpiexec forwards the environment to other hosts only with -x, so ranks
+ * may read different values, and ranks with different pieces or node
+ * splits truncate or hang a collective: rank 0's values hold everywhere. */
+static mn_status env_settings(mn_comm *c, int report)
+{
+    long v[4] = {0, 0, 0, MN_OK};   /* piece bytes, ranks per node, shm off, rank 0's status */
+    if (c->rank == 0) v[3] = read_env(c, v, report);
+    MN_MPI(c, MPI_Bcast(v, 4, MPI_LONG, 0, c->world));
+    /* 1 MiB pieces measured best-or-near on 2-rank shared memory (bench/results);
+       MN_PIECE_BYTES overrides it for tuning on other fabrics. */
+    c->piece_floats = (size_t)(v[0] ? v[0] : 1 << 20) / sizeof(float);
+    c->ranks_per_node = v[1];
+    c->shm_off = (int)v[2];
+    return (mn_status)v[3];
+}
+
+static mn_comm *create(MPI_Comm world, const mn_comm *like, mn_status *status)
+{
+    mn_comm *c = calloc(1, sizeof *c);
+    if (!c) { *status = MN_ERR_NOMEM; return NULL; }
+    MPI_Comm_dup(world, &c->world);
+    MPI_Comm_rank(c->world, &c->rank);
+    MPI_Comm_size(c->world, &c->size);
+    if (gethostname(c->host, sizeof c->host - 1) != 0) strcpy(c->host, "?");
+    c->half_sum = MPI_OP_NULL;
+    if (like) c->gpu = like->gpu;
+    mn_status s = env_settings(c, !like);
+    if (s == MN_OK) s = mn_agree(c, split_nodes(c));
+    if (s == MN_OK) s = mn_comm_select(c, "flat");
+    *status = s;
+    if (s != MN_OK) { mn_comm_free(c); return NULL; }
+    return c;
+}
+
+mn_comm *mn_comm_create(MPI_Comm world, mn_status *status)
+{
+    return create(world, NULL, status);
+}
+
+mn_comm *mn_comm_create_like(const mn_comm *c, mn_status *status)
+{
+    return create(c->world, c, status);
+}
+
+mn_comm *mn_comm_for_thread(mn_comm *c, const char *feature, mn_status *status)
+{
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    mn_status st = MN_OK;
+    if (level < MPI_THREAD_MULTIPLE) {
+        if (c->rank == 0)
+            mn_error(c, "%s averages on a thread of its own and needs MPI_THREAD_MULTIPLE, "
+                        "which this MPI did not grant (level %d)", feature, level);
+        st = MN_ERR_UNAVAILABLE;
+    }
+    mn_comm *t = NULL;
+    if ((st = mn_agree(c, st)) == MN_OK) t = mn_comm_create_like(c, &st);
+    if (st == MN_OK) st = mn_comm_select(t, c->ops->name);
+    if (st == MN_OK) st = mn_comm_set_dtype(t, c->half);
+    *status = mn_agree(c, st);
+    if (*status != MN_OK) {
+        mn_comm_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+static const mn_comm_ops *lookup(const char *name)
+{
+    for (int i = 0; i < NREG; ++i)
+        if (strcmp(registry[i]->name, name) == 0) return registry[i];
+    return NULL;
+}
+
+const char *mn_comm_check_name(const char *name)
+{
+    if (!name || !*name || lookup(name)) return NULL;
+    return "is unknown";
+}
+
+/* The new algorithm is set up next to the old one; if any rank refuses it,
+ * every rank tears down what it built and keeps the old one. */
+mn_status mn_comm_select(mn_comm *c, const char *name)
+{
+    const char *fallback;
+    MN_CHECK(mn_gpu_check(c, name, &fallback));
+    if (!name || !*name) name = fallback;
+    const mn_comm_ops *ops = lookup(name);
+    if (!ops) {
+        if (c->rank == 0)
+            mn_error(c, "communicator '%s' %s; valid communicators: %s", name, mn_comm_check_name(name), mn_comm_names());
+        return MN_ERR_USER;
+    }
+    if (ops == c->ops) return MN_OK;
+    const mn_comm_ops *old_ops = c->ops;
+    void *old_state = c->state;
+    int old_f32 = c->device_f32, old_f16 = c->device_f16;
+    c->ops = ops;
+    c->state = NULL;
+    c->device_f32 = c->device_f16 = 0;
+    mn_status s = mn_agree(c, ops->setup ? ops->setup(c) : MN_OK);
+    void *new_state = c->state;
+    if (s != MN_OK) {
+        if (ops->teardown) ops->teardown(c);
+        c->ops = old_ops;
+        c->state = old_state;
+        c->device_f32 = old_f32;
+        c->device_f16 = old_f16;
+        return s;
+    }
+    if (old_ops && old_ops->teardown) {
+        c->state = old_state;
+        old_ops->teardown(c);
+    }
+    c->state = new_state;
+    return MN_OK;
+}
+
+mn_status mn_comm_set_dtype(mn_comm *c, int half)
+{
+    if (half && c->half_sum == MPI_OP_NULL) MN_CHECK(mn_half_op_create(c, &c->half_sum));
+    c->half = half != 0;
+    return MN_OK;
+}
+
+void mn_comm_free(mn_comm *c)
+{
+    if (!c) return;
+    if (c->ops && c->ops->teardown) c->ops->teardown(c);
+    mn_comm_arena_release(c);
+    if (c->intra != MPI_COMM_NULL && c->intra) MPI_Comm_free(&c->intra);
+    if (c->inter != MPI_COMM_NULL && c->inter) MPI_Comm_free(&c->inter);
+    if (c->world != MPI_COMM_NULL && c->world) MPI_Comm_free(&c->world);
+    if (c->half_sum != MPI_OP_NULL) MPI_Op_free(&c->half_sum);
+    free(c->fused);
+    free(c);
+}
+
+mn_status mn_comm_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int n)
+{
+    if (c->ops->mean_grad) return c->ops->mean_grad(c, arrays, lens, n);
+    return mn_mean_by_pieces(c, arrays, lens, n, c->piece_floats, c->ops->sum);
+}
+
+int mn_comm_rank(const mn_comm *c) { return c->rank; }
+int mn_comm_size(const mn_comm *c) { return c->size; }
+int mn_comm_intra_rank(const mn_comm *c) { return c->intra_rank; }
+int mn_comm_intra_size(const mn_comm *c) { return c->intra_size; }
+int mn_comm_inter_rank(const mn_comm *c) { return c->inter_rank; }
+int mn_comm_inter_size(const mn_comm *c) { return c->inter_size; }
+const char *mn_comm_name(const mn_comm *c) { return c->ops->name; }
+MPI_Comm mn_comm_world(const mn_comm *c) { return c->world; }

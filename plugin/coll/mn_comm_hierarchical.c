@@ -1,0 +1,73 @@
+/* hierarchical: three legs per piece. (1) The node's sum at its leader
+ * (intra_rank 0); (2) MPI_Allreduce among the node leaders only (c->inter of
+ * intra_rank 0), so each node puts one copy of the gradient on the network
+ * instead of one per rank; (3) the result to every rank of the node. Legs
+ * (1) and (3) go through the node's shared-memory window where there is one
+ * (mn_shm.c: reduce-scatter, the leader gathers the chunks; the leader
+ * publishes, the others copy), else MPI_Reduce and MPI_Bcast over c->intra.
+ * Nodes may hold different rank counts (2+1): the leaders' communicator has
+ * one member per node either way. For a node with one NIC, as in ChainerMN's
+ * table. In GPU runs legs (1) and (3) go through NCCL on the device
+ * (mn_nccl_node.c) where every rank has a GPU of its own. */
+#include "mn_coll.h"
+
+#include <stdlib.h>
+
+typedef struct {
+    mn_shm *shm;          /* the node's window, or NULL */
+    mn_nccl_node *nccl;   /* GPU runs: the in-node legs through NCCL (mn_nccl_node.c), or NULL */
+} hierarchical;
+
+static void hierarchical_teardown(mn_comm *c)
+{
+    hierarchical *h = c->state;
+    if (!h) return;
+    mn_shm_close(h->shm);
+    mn_nccl_node_close(h->nccl);
+    free(h);
+    c->state = NULL;
+}
+
+static mn_status hierarchical_setup(mn_comm *c)
+{
+    hierarchical *h = calloc(1, sizeof *h);
+    c->state = h;
+    MN_CHECK(mn_agree(c, h ? MN_OK : MN_ERR_NOMEM));
+    MN_CHECK(mn_shm_open(c, &h->shm));
+    MN_CHECK(mn_nccl_node_open(c, &h->nccl));
+    c->device_f32 = h->nccl != NULL;
+    return MN_OK;
+}
+
+static mn_status hierarchical_mean_grad_device(mn_comm *c, float **dev, const size_t *lens, int n)
+{
+    return mn_nccl_node_mean(c, ((hierarchical *)c->state)->nccl, dev, lens, n, 0);
+}
+
+static mn_status hierarchical_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
+{
+    mn_shm *s = ((hierarchical *)c->state)->shm;
+    mn_wire sum_only = *w;   /* the in-node legs sum; the leader divides at the end */
+    sum_only.div = 1.0f;
+    if (s && mn_shm_fits(s, count, w)) {
+        if (c->nodes == 1) return mn_shm_allreduce(c, s, buf, count, w);
+        MN_CHECK(mn_shm_reduce_scatter(c, s, buf, count, &sum_only));
+        MN_CHECK(mn_shm_allgather(c, s, buf, count, w, 0));
+        if (c->intra_rank == 0) MN_CHECK(mn_allreduce_wire(c, c->inter, buf, count, w));
+        return mn_shm_bcast(c, s, buf, count, w, 0);
+    }
+    if (c->intra_size > 1)
+        MN_MPI(c, MPI_Reduce(c->intra_rank == 0 ? MPI_IN_PLACE : buf, buf, count, w->type, w->op, 0, c->intra));
+    if (c->intra_rank == 0) MN_CHECK(mn_allreduce_wire(c, c->inter, buf, count, w));
+    if (c->intra_size > 1)
+        MN_MPI(c, MPI_Bcast(buf, count, w->type, 0, c->intra));
+    return MN_OK;
+}
+
+const mn_comm_ops mn_comm_hierarchical_ops = {
+    .name = "hierarchical",
+    .setup = hierarchical_setup,
+    .sum = hierarchical_sum,
+    .mean_grad_device = hierarchical_mean_grad_device,
+    .teardown = hierarchical_teardown,
+};

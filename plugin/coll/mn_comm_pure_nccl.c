@@ -1,0 +1,181 @@
+/* pure_nccl: one ncclAllReduce over all ranks, each rank on a GPU of its own
+ * (mn_gpu_place; refused where ranks share one) and its own CUDA stream. Rank 0 makes the NCCL unique
+ * id and broadcasts it over MPI; NCCL then builds its rings and trees over
+ * NVLink, PCIe and the network by itself, which is why ChainerMN recommends
+ * it wherever NCCL 2 is available.
+ *
+ * In a GPU run the optimizer hands mean_grad_device Darknet's DEVICE update
+ * arrays: float32 goes as one ncclGroup of in-place ncclAllReduce calls with
+ * ncclAvg (no host copy, no extra pass); float16 is cast on the device into
+ * one half buffer with the 1/N scale folded in (mn_kernels.cu), reduced with
+ * one ncclAllReduce of ncclFloat16, checked for Inf/NaN and cast back, or,
+ * when the check finds any, reduced again in float32 from the untouched
+ * arrays. Darknet's kernels run on the legacy default stream; ours waits for
+ * them through an event, and the host waits for ours before returning.
+ * mean_grad (host arrays, as the tests and the bench pass) copies a host
+ * piece to the device, reduces it and copies it back.
+ *
+ * The NCCL communicator, stream and ordering event are mn_nccl's
+ * (mn_nccl_node.c), shared with the node legs of hierarchical and
+ * two_dimensional. A build without NCCL=1 and GPU=1 compiles the stub at the
+ * end, which refuses the algorithm by name. */
+#include "mn_coll.h"
+
+#if defined(MN_NCCL) && defined(GPU)
+#include <limits.h>
+#include <stdlib.h>
+
+typedef struct {
+    mn_nccl nc;             /* over c->world */
+    void *dev;              /* the device copy of one piece, or the float16 buffer */
+    size_t dev_bytes;
+    int *flag;              /* device: a reduced half was Inf or NaN */
+} pure_nccl;
+
+static void pure_nccl_teardown(mn_comm *c)
+{
+    pure_nccl *s = c->state;
+    if (!s) return;
+    mn_nccl_close(&s->nc);
+    if (s->dev) cudaFree(s->dev);
+    if (s->flag) cudaFree(s->flag);
+    free(s);
+    c->state = NULL;
+}
+
+static mn_status pure_nccl_setup(mn_comm *c)
+{
+    pure_nccl *s = calloc(1, sizeof *s);
+    c->state = s;
+    MN_CHECK(mn_agree(c, s ? MN_OK : MN_ERR_NOMEM));
+    MN_CHECK(mn_nccl_open(c, c->world, c->size, c->rank, &s->nc));
+    MN_CUDA_CHECK(c, cudaMalloc((void **)&s->flag, sizeof(int)));
+    c->device_f32 = c->device_f16 = 1;
+    return MN_OK;
+}
+
+static mn_status device_buffer(mn_comm *c, pure_nccl *s, size_t bytes)
+{
+    if (bytes <= s->dev_bytes) return MN_OK;
+    if (s->dev) cudaFree(s->dev);
+    s->dev = NULL;
+    s->dev_bytes = 0;
+    MN_CUDA_CHECK(c, cudaMalloc(&s->dev, bytes));
+    s->dev_bytes = bytes;
+    return MN_OK;
+}
+
+/* Host piece -> device, ncclAllReduce in place, device -> host. */
+static mn_status reduce_on_device(mn_comm *c, pure_nccl *s, void *buf, int count, const mn_wire *w)
+{
+    size_t bytes = (size_t)count * (w->half ? 2 : 4);
+    MN_CHECK(device_buffer(c, s, bytes));
+    MN_CUDA_CHECK(c, cudaMemcpyAsync(s->dev, buf, bytes, cudaMemcpyHostToDevice, s->nc.stream));
+    MN_NCCL_CHECK(c, ncclAllReduce(s->dev, s->dev, (size_t)count, w->half ? ncclFloat16 : ncclFloat32,
+                                ncclSum, s->nc.comm, s->nc.stream));
+    MN_CUDA_CHECK(c, cudaMemcpyAsync(buf, s->dev, bytes, cudaMemcpyDeviceToHost, s->nc.stream));
+    MN_CUDA_CHECK(c, cudaStreamSynchronize(s->nc.stream));
+    mn_wire_div(w, buf, count);
+    return MN_OK;
+}
+
+static mn_status pure_nccl_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
+{
+    pure_nccl *s = c->state;
+    MN_CHECK(mn_nccl_enter(c, &s->nc));
+    return reduce_on_device(c, s, buf, count, w);
+}
+
+/* The whole gradient as one piece: one ncclAllReduce per update. */
+static mn_status pure_nccl_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int n)
+{
+    return mn_mean_by_pieces(c, arrays, lens, n, INT_MAX, pure_nccl_sum);
+}
+
+/* Every array in place, float32, averaged by NCCL itself (ncclAvg). */
+static mn_status mean_float32(mn_comm *c, pure_nccl *s, float **dev, const size_t *lens, int n)
+{
+    MN_NCCL_CHECK(c, ncclGroupStart());
+    for (int i = 0; i < n; ++i)
+        if (lens[i]) MN_NCCL_CHECK(c, ncclAllReduce(dev[i], dev[i], lens[i], ncclFloat32, ncclAvg, s->nc.comm, s->nc.stream));
+    MN_NCCL_CHECK(c, ncclGroupEnd());
+    return MN_OK;
+}
+
+/* Cast (x/N) into one half buffer, one reduction, check, cast back; or, if
+ * the reduced halves hold Inf/NaN, float32 from the arrays, untouched so far. */
+static mn_status mean_float16(mn_comm *c, pure_nccl *s, float **dev, const size_t *lens, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; ++i) total += lens[i];
+    if (!total) return MN_OK;
+    MN_CHECK(device_buffer(c, s, total * 2));
+    uint16_t *h = s->dev;
+    const float scale = 1.0f / (float)c->size;
+    size_t off = 0;
+    for (int i = 0; i < n; off += lens[i], ++i)
+        if (mn_gpu_floats_to_halves(h + off, dev[i], lens[i], scale, s->nc.stream)) {
+            mn_error(c, "the float16 cast kernel failed to launch: %s", cudaGetErrorString(cudaGetLastError()));
+            return MN_ERR_UNAVAILABLE;
+        }
+    MN_NCCL_CHECK(c, ncclAllReduce(h, h, total, ncclFloat16, ncclSum, s->nc.comm, s->nc.stream));
+    int bad = 0;
+    MN_CUDA_CHECK(c, cudaMemsetAsync(s->flag, 0, sizeof(int), s->nc.stream));
+    if (mn_gpu_halves_nonfinite(h, total, s->flag, s->nc.stream)) return MN_ERR_UNAVAILABLE;
+    MN_CUDA_CHECK(c, cudaMemcpyAsync(&bad, s->flag, sizeof(int), cudaMemcpyDeviceToHost, s->nc.stream));
+    MN_CUDA_CHECK(c, cudaStreamSynchronize(s->nc.stream));
+    if (bad) return mean_float32(c, s, dev, lens, n);   /* every rank holds the same halves */
+    off = 0;
+    for (int i = 0; i < n; off += lens[i], ++i)
+        if (mn_gpu_halves_to_floats(dev[i], h + off, lens[i], s->nc.stream)) return MN_ERR_UNAVAILABLE;
+    return MN_OK;
+}
+
+static mn_status pure_nccl_mean_grad_device(mn_comm *c, float **dev, const size_t *lens, int n)
+{
+    pure_nccl *s = c->state;
+    MN_CHECK(mn_nccl_enter(c, &s->nc));
+    mn_status st = mn_nccl_after_darknet(c, &s->nc);
+    if (st == MN_OK) st = c->half ? mean_float16(c, s, dev, lens, n) : mean_float32(c, s, dev, lens, n);
+    if (st == MN_OK && cudaStreamSynchronize(s->nc.stream) != cudaSuccess) {
+        mn_error(c, "the device allreduce failed: %s", cudaGetErrorString(cudaGetLastError()));
+        st = MN_ERR_UNAVAILABLE;
+    }
+    return st;
+}
+
+const mn_comm_ops mn_comm_pure_nccl_ops = {
+    .name = "pure_nccl",
+    .setup = pure_nccl_setup,
+    .mean_grad = pure_nccl_mean_grad,
+    .mean_grad_device = pure_nccl_mean_grad_device,
+    .teardown = pure_nccl_teardown,
+};
+
+#else /* no NCCL: the algorithm is named, and refused when selected */
+
+static mn_status pure_nccl_setup(mn_comm *c)
+{
+    if (c->rank == 0) {
+#ifdef MN_NCCL
+        mn_error(c, "communicator 'pure_nccl' needs a build with GPU=1 NCCL=1 (this build has NCCL=1 but no GPU)");
+#else
+        mn_error(c, "communicator 'pure_nccl' needs a build with NCCL=1 (this build has none)");
+#endif
+    }
+    return MN_ERR_UNAVAILABLE;
+}
+
+static mn_status pure_nccl_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int n)
+{
+    (void)arrays; (void)lens; (void)n;
+    mn_error(c, "communicator 'pure_nccl' is not built in");
+    return MN_ERR_UNAVAILABLE;
+}
+
+const mn_comm_ops mn_comm_pure_nccl_ops = {
+    .name = "pure_nccl",
+    .setup = pure_nccl_setup,
+    .mean_grad = pure_nccl_mean_grad,
+};
+#endif

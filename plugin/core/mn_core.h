@@ -1,0 +1,75 @@
+/* The process layer (plugin/core), below every other: the job's handle
+ * (struct mn_comm), errors and the one abort path, agreement of a status,
+ * the watchdog over collectives, time, checksums and durable files. It calls
+ * nothing of the layers above (docs/design.md). */
+#ifndef MN_CORE_H
+#define MN_CORE_H
+
+#include <stdint.h>
+#include "darknet_mn.h"
+#include "mn_output.h"
+#include "mn_fault.h"
+#include "mn_watchdog.h"
+
+/* Propagate a non-OK status to the caller. */
+#define MN_CHECK(expr) do { mn_status mn_s_ = (expr); if (mn_s_ != MN_OK) return mn_s_; } while (0)
+/* Check an MPI call; report it with the rank and return MN_ERR_MPI. */
+#define MN_MPI(c, call) do { int mn_e_ = (call); if (mn_e_ != MPI_SUCCESS) { \
+    mn_error((c), "%s failed (MPI error %d) at %s:%d", #call, mn_e_, __FILE__, __LINE__); \
+    return MN_ERR_MPI; } } while (0)
+
+/* What decides a rank's GPU. A rank's group: the ranks of its host that see
+ * the same devices (the same CUDA_VISIBLE_DEVICES, or each its own under
+ * Slurm's --gpus-per-task=1 with device cgroups). */
+typedef struct {
+    int visible;      /* CUDA devices this rank sees: 0 with -nogpu, without any, in CPU builds */
+    int local_rank;   /* this rank within its group */
+    int local_size;   /* ranks in the group */
+    int nogpu;        /* -nogpu */
+    int nccl;         /* the build has GPU=1 NCCL=1 */
+    int sharers;      /* ranks of the host on this rank's physical device, counted once it
+                         is chosen (0: not counted); more than 1 where visible sets overlap */
+} mn_gpu_in;
+
+/* The job's handle, passed to every layer: the process's identity (world,
+ * rank, node, host, the watchdog) is this layer's; the fields from ops on
+ * belong to the collectives (plugin/coll) and the transports under them,
+ * which this layer never reads. */
+struct mn_comm {
+    MPI_Comm world, intra, inter;
+    int rank, size;
+    int intra_rank, intra_size;   /* within the node */
+    int inter_rank, inter_size;   /* among ranks with the same intra_rank */
+    int nodes;                    /* number of nodes (inter_size of intra_rank 0) */
+    char host[64];
+    struct mn_watchdog *watch;    /* the training job's watchdog (mn_guard), or NULL */
+    const struct mn_comm_ops *ops; /* the algorithm (plugin/coll) */
+    void *state;                  /* the algorithm's own */
+    size_t piece_floats;          /* largest single MPI message of a fused reduction (MN_PIECE_BYTES) */
+    long ranks_per_node;          /* MN_RANKS_PER_NODE, 0 when unset (nodes are hosts) */
+    int shm_off;                  /* MN_SHM=0 (these three: rank 0's environment, on every rank) */
+    mn_gpu_in gpu;                /* this rank's GPU placement (mn_gpu_place; zero: the CPU) */
+    float *fused;                 /* scratch shared by algorithms that pack */
+    size_t fused_cap;
+    int half;                     /* gradients travel as IEEE half (mn_comm_set_dtype) */
+    MPI_Op half_sum;              /* the MPI op summing halves; MPI_OP_NULL until needed */
+    struct mn_arena *arena;       /* the gradient arena's node-shared window, or NULL (mn_shm.c) */
+    int arena_borrowed;           /* arena is another communicator's (mn_comm_arena_borrow) */
+    int device_f32, device_f16;   /* set up by the algorithm: mean_grad_device takes float32 / float16 jobs */
+};
+
+/* Agreement (mn_agree), errors and mn_abort are declared in darknet_mn.h. */
+
+/* Seconds since the epoch, to the microsecond. */
+double mn_now(void);
+/* 64-bit FNV-1a, for signatures and checksums. */
+#define MN_FNV_SEED 1469598103934665603ULL
+uint64_t mn_fnv1a(uint64_t h, const void *p, size_t n);
+
+/* <path>.tmp.<host>.<pid> into buf: unique per process, so jobs sharing a
+ * folder never write the same temporary file. 0 when it does not fit. */
+int mn_tmp_path(const mn_comm *c, char *buf, size_t n, const char *path);
+/* fsync tmp, rename it to path, fsync the folder: after a power loss path is
+ * the old file or the new one, never an empty one. tmp is removed on failure. */
+mn_status mn_commit_file(const mn_comm *c, const char *tmp, const char *path);
+#endif

@@ -1,0 +1,90 @@
+/* Fatal signals on any rank end the whole job at once. Without this a rank
+ * that crashes (SIGSEGV in a layer, Darknet's error() -> assert -> SIGABRT)
+ * can leave the others blocked in the next allreduce until mpiexec notices. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "mn_core.h"
+#include "mn_fault.h"
+#include "mn_output.h"
+
+/* A signal handler can only reach static storage: the rank/host prefix, the
+ * main thread and the MPI thread level are recorded once here, the one piece
+ * of process-wide state the plugin keeps. */
+static char fault_prefix[160];
+static pthread_t main_thread;
+static int thread_level = MPI_THREAD_SINGLE, installed;
+static volatile sig_atomic_t exit_code = 1;
+
+static void on_deadline(int sig)
+{
+    (void)sig;
+    _exit(exit_code);
+}
+
+void mn_die(int code)
+{
+    exit_code = code;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_deadline;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(MN_ABORT_DEADLINE);
+    /* MPI_Abort from a thread that may not call MPI, or interrupting MPI on
+     * this thread, can block for ever: the alarm ends that. */
+    if (!installed || thread_level == MPI_THREAD_MULTIPLE || pthread_equal(pthread_self(), main_thread))
+        MPI_Abort(MPI_COMM_WORLD, code);
+    _exit(code);
+}
+
+static void append(char *buf, size_t *n, size_t cap, const char *s)
+{
+    while (*s && *n + 1 < cap) buf[(*n)++] = *s++;
+}
+
+/* One write, so that another thread's output cannot split the line. A second
+ * fatal signal while the first is handled (Darknet's loader threads often
+ * fail together) waits for the first to take the job down; if it came from
+ * the handling thread itself (MPI_Abort crashed), it exits after the wait. */
+static void on_fatal(int sig)
+{
+    static volatile int busy;
+    if (__sync_lock_test_and_set(&busy, 1)) {
+        sleep(MN_ABORT_DEADLINE);
+        _exit(128 + sig);
+    }
+    const char *name = sig == SIGSEGV ? "SIGSEGV (invalid memory access)"
+                     : sig == SIGBUS ? "SIGBUS (bus error)"
+                     : sig == SIGFPE ? "SIGFPE (arithmetic exception)"
+                     : sig == SIGABRT ? "SIGABRT (abort: an assertion or Darknet's error())"
+                     : sig == SIGTERM ? "SIGTERM" : "a fatal signal";
+    char msg[512];
+    size_t n = 0;
+    append(msg, &n, sizeof msg, fault_prefix);
+    append(msg, &n, sizeof msg, name);
+    append(msg, &n, sizeof msg, "; aborting all ranks\n");
+    mn_output_replay();   /* a rank > 0: what Darknet said last (its error()) */
+    ssize_t r = write(mn_output_error_fd(), msg, n);
+    (void)r;
+    mn_die(128 + sig);
+}
+
+void mn_install_fault_handlers(const mn_comm *c)
+{
+    snprintf(fault_prefix, sizeof fault_prefix, "darknet-mn: rank %d (%s): fatal: ", c->rank, c->host);
+    main_thread = pthread_self();
+    MPI_Query_thread(&thread_level);
+    installed = 1;
+    const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGABRT};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; ++i) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_NODEFER;   /* a crash inside the handler re-enters it and exits */
+        sigaction(sigs[i], &sa, NULL);
+    }
+}

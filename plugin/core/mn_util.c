@@ -1,0 +1,56 @@
+/* Time, checksums and durable files, for every layer. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include "mn_core.h"
+
+double mn_now(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + tv.tv_usec * 1e-6;
+}
+
+uint64_t mn_fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; ++i) { h ^= b[i]; h *= 1099511628211ULL; }
+    return h;
+}
+
+int mn_tmp_path(const mn_comm *c, char *buf, size_t n, const char *path)
+{
+    int k = snprintf(buf, n, "%s.tmp.%s.%ld", path, c->host, (long)getpid());
+    return k > 0 && (size_t)k < n;
+}
+
+mn_status mn_commit_file(const mn_comm *c, const char *tmp, const char *path)
+{
+    int fd = open(tmp, O_RDONLY | O_CLOEXEC);
+    int ok = fd >= 0 && fsync(fd) == 0, err = errno;
+    if (fd >= 0) close(fd);
+    if (ok && rename(tmp, path) != 0) { ok = 0; err = errno; }
+    if (!ok) {
+        mn_error(c, "cannot write %s (syncing or renaming %s): %s", path, tmp, strerror(err));
+        remove(tmp);
+        return MN_ERR_USER;
+    }
+    /* The rename lives in the folder: sync it too, before anything older goes. */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) strcpy(dir, ".");
+    else slash[slash == dir] = 0;
+    int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ok = d >= 0 && fsync(d) == 0;
+    err = errno;
+    if (d >= 0) close(d);
+    if (!ok) {
+        mn_error(c, "cannot sync folder %s after writing %s: %s", dir, path, strerror(err));
+        return MN_ERR_USER;
+    }
+    return MN_OK;
+}

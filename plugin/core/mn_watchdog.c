@@ -1,0 +1,206 @@
+/* The collective watchdog: a collective that does not complete in time is
+ * reported and the job aborted, instead of hanging forever.
+ *
+ * Before each gradient allreduce every rank sends rank 0 a tiny arrival token
+ * (on a private communicator). Rank 0 waits for all tokens with a deadline,
+ * so it can name exactly the ranks that did not arrive. Every rank then runs
+ * the blocking collective under a timer thread that aborts the job if the
+ * collective itself outlives the deadline (rank 0 stalled, or a rank died in
+ * the middle). Every other collective of the training loop runs under the
+ * timer alone (mn_guard): tokens for each of sync_bn's many small allreduces
+ * would cost more than they tell.
+ *
+ * The timer thread never calls MPI under MPI_THREAD_FUNNELED: mn_die ends
+ * the process, and mpiexec the job. */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "mn_core.h"
+#include "mn_fault.h"
+
+struct mn_watchdog {
+    mn_comm *comm;
+    MPI_Comm tokens;
+    double timeout;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int depth, quit;      /* depth: guards entered and not left; armed while > 0 */
+    double deadline;
+    size_t iteration;     /* the last gradient allreduce's, for messages */
+    const char *what;
+    MPI_Request *reqs;    /* rank 0: one Irecv per other rank */
+    unsigned long long *incoming;   /* their receive buffers, read only once complete */
+    unsigned long long *got;        /* the newest token of each rank */
+};
+
+static void *timer_main(void *arg)
+{
+    mn_watchdog *w = arg;
+    pthread_mutex_lock(&w->lock);
+    while (!w->quit) {
+        if (w->depth == 0) { pthread_cond_wait(&w->wake, &w->lock); continue; }
+        double left = w->deadline - mn_now();
+        if (left <= 0) {
+            mn_error(w->comm, "%s at iteration %zu did not complete in time (collective_timeout=%.0f s): "
+                     "another rank stalled or died; aborting the job", w->what, w->iteration, w->timeout);
+            mn_die(3);
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double until = ts.tv_sec + ts.tv_nsec * 1e-9 + (left < 0.5 ? left : 0.5);
+        ts.tv_sec = (time_t)until;
+        ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
+        pthread_cond_timedwait(&w->wake, &w->lock, &ts);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+static void free_watchdog(mn_watchdog *w)
+{
+    free(w->reqs);
+    free(w->incoming);
+    free(w->got);
+    free(w);
+}
+
+mn_status mn_watchdog_start(mn_comm *c, double timeout, mn_watchdog **out)
+{
+    *out = NULL;
+    mn_watchdog *w = calloc(1, sizeof *w);
+    if (!w) return MN_ERR_NOMEM;
+    w->comm = c;
+    w->timeout = timeout;
+    w->what = "a collective";
+    if (MPI_Comm_dup(c->world, &w->tokens) != MPI_SUCCESS) {
+        mn_error(c, "MPI_Comm_dup failed starting the collective watchdog");
+        free(w);
+        return MN_ERR_MPI;
+    }
+    w->reqs = calloc((size_t)c->size, sizeof *w->reqs);
+    w->incoming = calloc((size_t)c->size, sizeof *w->incoming);
+    w->got = calloc((size_t)c->size, sizeof *w->got);
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->wake, NULL);
+    if (!w->reqs || !w->incoming || !w->got || pthread_create(&w->thread, NULL, timer_main, w) != 0) {
+        mn_error(c, "cannot start the collective watchdog");
+        MPI_Comm_free(&w->tokens);
+        free_watchdog(w);
+        return MN_ERR_NOMEM;
+    }
+    for (int r = 1; c->rank == 0 && r < c->size; ++r)
+        MPI_Irecv(&w->incoming[r], 1, MPI_UNSIGNED_LONG_LONG, r, 0, w->tokens, &w->reqs[r]);
+    *out = w;
+    return MN_OK;
+}
+
+/* Rank 0: wait for every token of this iteration, naming the late ranks. */
+static void wait_tokens(mn_watchdog *w, size_t iteration)
+{
+    mn_comm *c = w->comm;
+    double deadline = mn_now() + w->timeout;
+    for (;;) {
+        int done = 1;
+        for (int r = 1; r < c->size; ++r) {
+            int flag = 0;
+            MPI_Test(&w->reqs[r], &flag, MPI_STATUS_IGNORE);
+            if (flag) {
+                w->got[r] = w->incoming[r];
+                MPI_Irecv(&w->incoming[r], 1, MPI_UNSIGNED_LONG_LONG, r, 0, w->tokens, &w->reqs[r]);
+            }
+            /* A token is this iteration's once got[r] reached it. */
+            if (w->got[r] < iteration) done = 0;
+        }
+        if (done) return;
+        if (mn_now() > deadline) {
+            char late[1024] = "";
+            size_t n = 0;
+            int count = 0;
+            for (int r = 1; r < c->size; ++r)
+                if (w->got[r] < iteration) {
+                    ++count;
+                    if (n < sizeof late - 16) n += (size_t)snprintf(late + n, sizeof late - n, "%s%d", n ? ", " : "", r);
+                }
+            mn_error(c, "%s at iteration %zu: rank%s %s did not arrive within %.0f s (collective_timeout); aborting the job",
+                     w->what, iteration, count > 1 ? "s" : "", late, w->timeout);
+            mn_die(3);
+        }
+        /* Poll like MPI's own blocking wait does, rather than sleep: a sleep
+         * would delay every step by its wake-up latency. */
+        sched_yield();
+    }
+}
+
+/* Arms the timer (the outermost guard sets what and the deadline). */
+static void arm(mn_watchdog *w, const char *what, double timeout)
+{
+    pthread_mutex_lock(&w->lock);
+    if (w->depth++ == 0) {
+        w->what = what;
+        w->deadline = mn_now() + timeout;
+        pthread_cond_signal(&w->wake);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+static void disarm(mn_watchdog *w)
+{
+    pthread_mutex_lock(&w->lock);
+    if (w->depth > 0) --w->depth;
+    pthread_mutex_unlock(&w->lock);
+}
+
+void mn_watchdog_enter(mn_watchdog *w, const char *what, size_t iteration)
+{
+    if (!w) return;
+    mn_comm *c = w->comm;
+    w->what = what;
+    /* Tokens count iterations from 1 so that 0 means "none yet". */
+    unsigned long long token = iteration + 1;
+    if (c->rank != 0) MPI_Send(&token, 1, MPI_UNSIGNED_LONG_LONG, 0, 0, w->tokens);
+    else wait_tokens(w, (size_t)token);
+    pthread_mutex_lock(&w->lock);
+    w->iteration = iteration;
+    pthread_mutex_unlock(&w->lock);
+    /* Other ranks give rank 0, which can name the late ranks, time to report first. */
+    arm(w, what, c->rank == 0 ? w->timeout : 1.5 * w->timeout + 2);
+}
+
+void mn_watchdog_leave(mn_watchdog *w)
+{
+    if (w) disarm(w);
+}
+
+void mn_guard(const mn_comm *c, const char *what)
+{
+    if (c && c->watch) arm(c->watch, what, c->watch->timeout);
+}
+
+void mn_unguard(const mn_comm *c)
+{
+    if (c && c->watch) disarm(c->watch);
+}
+
+void mn_watchdog_stop(mn_watchdog *w)
+{
+    if (!w) return;
+    pthread_mutex_lock(&w->lock);
+    w->quit = 1;
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+    for (int r = 1; w->comm->rank == 0 && r < w->comm->size; ++r) {
+        MPI_Cancel(&w->reqs[r]);
+        MPI_Request_free(&w->reqs[r]);
+    }
+    MPI_Comm_free(&w->tokens);
+    pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->wake);
+    free_watchdog(w);
+}

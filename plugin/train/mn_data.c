@@ -1,0 +1,335 @@
+/* Data files shared by training and evaluation: the data cfg, labels, images. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include "mn_internal.h"
+#include "mn_input.h"
+#include "option_list.h"
+#include "utils.h"
+
+static char *str_or(list *o, const char *key, char *def)
+{
+    char *v = option_find(o, (char *)key);
+    return v ? v : def;
+}
+
+/* Classifier labels: one a line, the first `classes` lines name the classes. */
+static mn_status read_labels(mn_comm *c, const char *datacfg, mn_data_cfg *d)
+{
+    if (d->classes < 1) {
+        if (c->rank == 0) mn_error(c, "%s: 'classes' must be a positive integer", datacfg);
+        return MN_ERR_USER;
+    }
+    if (!d->labels_file) {
+        if (c->rank == 0) mn_error(c, "%s: no 'labels' file given", datacfg);
+        return MN_ERR_USER;
+    }
+    FILE *fp = fopen(d->labels_file, "r");
+    if (!fp) {
+        if (c->rank == 0) mn_error(c, "cannot open labels file %s (from %s): %s", d->labels_file, datacfg, strerror(errno));
+        return MN_ERR_USER;
+    }
+    fclose(fp);
+    list *l = get_paths(d->labels_file);
+    d->nlabels = l->size;
+    d->labels = (char **)list_to_array(l);
+    free_list(l);
+    if (d->nlabels < d->classes) {
+        if (c->rank == 0)
+            mn_error(c, "labels file %s has %d labels, but %s says classes=%d", d->labels_file, d->nlabels, datacfg, d->classes);
+        return MN_ERR_USER;
+    }
+    /* An empty label is a substring of every path: no image would have one class. */
+    for (int i = 0; i < d->classes; ++i)
+        if (!d->labels[i][0]) {
+            if (c->rank == 0) mn_error(c, "labels file %s: line %d is empty; its first %d lines name the classes", d->labels_file, i + 1, d->classes);
+            return MN_ERR_USER;
+        }
+    return MN_OK;
+}
+
+mn_status mn_read_data_cfg(mn_comm *c, const char *datacfg, mn_task task, mn_data_cfg *d)
+{
+    memset(d, 0, sizeof *d);
+    FILE *fp = fopen(datacfg, "r");
+    if (!fp) {
+        if (c->rank == 0) mn_error(c, "cannot open data file %s: %s", datacfg, strerror(errno));
+        return MN_ERR_USER;
+    }
+    fclose(fp);
+    list *o = read_data_cfg((char *)datacfg);
+    d->options = o;
+    d->train = str_or(o, "train", NULL);
+    d->valid = str_or(o, "valid", NULL);
+    d->backup = str_or(o, "backup", "backup");
+    d->classes = option_find_int_quiet(o, "classes", 0);
+    d->labels_file = str_or(o, "labels", NULL);
+    mn_status s = task == MN_TASK_CLASSIFIER ? read_labels(c, datacfg, d) : MN_OK;
+    if (s != MN_OK) mn_free_data_cfg(d);
+    return s;
+}
+
+void mn_free_data_cfg(mn_data_cfg *d)
+{
+    for (int i = 0; d->labels && i < d->nlabels; ++i) free(d->labels[i]);
+    free(d->labels);
+    if (d->options) {
+        /* Darknet's kvp: key and value share the line that key points to. */
+        for (node *n = d->options->front; n; n = n->next) {
+            kvp *p = n->val;
+            free(p->key);
+            free(p);
+        }
+        free_list(d->options);
+    }
+    memset(d, 0, sizeof *d);
+}
+
+/* The class of a path: the one label it contains (Darknet matches labels as
+ * substrings). -1 when none or several match. */
+int mn_path_class(char **labels, int k, const char *path, int *matches)
+{
+    int cls = -1;
+    *matches = 0;
+    for (int i = 0; i < k; ++i)
+        if (strstr(path, labels[i])) { cls = i; ++*matches; }
+    return *matches == 1 ? cls : -1;
+}
+
+mn_status mn_check_readable(const mn_comm *c, const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) { mn_error(c, "cannot read image %s: %s", path, strerror(errno)); return MN_ERR_USER; }
+    fclose(fp);
+    return MN_OK;
+}
+
+void mn_train_label_path(const char *path, char *out, size_t cap)
+{
+    static const char *const from[] = {"images", "JPEGImages", "raw", ".jpg", ".png", ".JPG", ".JPEG"};
+    static const char *const to[] = {"labels", "labels", "labels", ".txt", ".txt", ".txt", ".txt"};
+    char tmp[4096];
+    if (mn_base_label_path(path, out, cap)) return;
+    snprintf(out, cap, "%s", path);
+    /* find_replace replaces the first match only, as Darknet's loader does. */
+    for (int i = 0; i < 7; ++i) {
+        char *at = strstr(out, from[i]);
+        if (!at) continue;
+        snprintf(tmp, sizeof tmp, "%.*s%s%s", (int)(at - out), out, to[i], at + strlen(from[i]));
+        snprintf(out, cap, "%s", tmp);
+    }
+}
+
+/* YOLO label coordinates are relative to the image; a float rounding past
+ * the edge by this much is not a mistake. */
+#define MN_LABEL_SLACK 1e-5
+
+int mn_label_line_bad(const char *line, int classes, char *why, size_t cap)
+{
+    char tok[6][64];
+    int n = sscanf(line, "%63s %63s %63s %63s %63s %63s", tok[0], tok[1], tok[2], tok[3], tok[4], tok[5]);
+    if (n <= 0) return 0;   /* a blank line: Darknet's reader skips it */
+    if (n != 5) {
+        snprintf(why, cap, "%d field%s; a label line is 'class x y w h'", n, n == 1 ? "" : "s");
+        return 1;
+    }
+    char *end;
+    long id = strtol(tok[0], &end, 10);
+    if (*end || end == tok[0]) {
+        snprintf(why, cap, "class '%s' is not an integer; a label line is 'class x y w h'", tok[0]);
+        return 1;
+    }
+    if (id < 0 || id >= classes) {
+        snprintf(why, cap, "class id %ld is outside 0..%d (the cfg's last layer has classes=%d)", id, classes - 1, classes);
+        return 1;
+    }
+    static const char *const name[4] = {"x", "y", "w", "h"};
+    float v[4];
+    for (int i = 0; i < 4; ++i) {
+        v[i] = strtof(tok[i + 1], &end);
+        if (*end || end == tok[i + 1]) {
+            snprintf(why, cap, "%s='%s' is not a number; a label line is 'class x y w h'", name[i], tok[i + 1]);
+            return 1;
+        }
+        if (!isfinite(v[i])) {
+            snprintf(why, cap, "%s=%s is not a finite number", name[i], tok[i + 1]);
+            return 1;
+        }
+    }
+    for (int i = 0; i < 4; ++i)
+        if (v[i] > 2) {
+            snprintf(why, cap, "%s=%s: coordinates look like pixels; YOLO labels are relative to the image size "
+                     "(x, y, w, h in 0..1: divide by the image's width or height)", name[i], tok[i + 1]);
+            return 1;
+        }
+    for (int i = 0; i < 4; ++i) {
+        int size = i >= 2;
+        int too_low = size ? v[i] <= 0 : v[i] < -MN_LABEL_SLACK;
+        if (too_low || v[i] > 1 + MN_LABEL_SLACK) {
+            snprintf(why, cap, "%s=%s is outside %s (the box's %s, relative to the image)", name[i], tok[i + 1],
+                     size ? "(0, 1]" : "[0, 1]", size ? (i == 2 ? "width" : "height") : "centre");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The first bad lines of a rank that bad_labels=skip prints. */
+#define MN_SKIP_SHOWN 3
+
+mn_status mn_check_label_lines(const mn_comm *c, const char *image, const char *lp, int classes, mn_label_skip *skip)
+{
+    FILE *fp = fopen(lp, "r");
+    if (!fp) { mn_error(c, "cannot read the labels of %s: %s: %s", image, lp, strerror(errno)); return MN_ERR_USER; }
+    char line[1024], why[256];
+    mn_status s = MN_OK;
+    int dropped = 0;
+    for (int no = 1; s == MN_OK && fgets(line, sizeof line, fp); ++no) {
+        if (!mn_label_line_bad(line, classes, why, sizeof why)) continue;
+        if (!skip) {
+            mn_error(c, "%s:%d: %s", lp, no, why);
+            s = MN_ERR_USER;
+        } else {
+            if (skip->shown < MN_SKIP_SHOWN) mn_error(c, "bad_labels=skip drops %s:%d: %s", lp, no, why);
+            skip->shown += skip->shown < MN_SKIP_SHOWN;
+            ++skip->lines;
+            dropped = 1;
+        }
+    }
+    if (skip) skip->files += dropped;
+    fclose(fp);
+    return s;
+}
+
+mn_status mn_label_skip_report(mn_comm *c, const mn_label_skip *skip, const char *what)
+{
+    long mine[2] = {skip->lines, skip->files}, all[2];
+    if (MPI_Allreduce(mine, all, 2, MPI_LONG, MPI_SUM, c->world) != MPI_SUCCESS) {
+        mn_error(c, "MPI_Allreduce of the dropped label lines failed");
+        return MN_ERR_MPI;
+    }
+    if (c->rank == 0 && all[0] > 0)
+        printf("darknet-mn: bad_labels=skip: dropped %ld bad label line%s in %ld file%s of %s (the first of each "
+               "rank are above)\n", all[0], all[0] == 1 ? "" : "s", all[1], all[1] == 1 ? "" : "s", what);
+    return MN_OK;
+}
+
+/* read_boxes' filter: keep the lines the check accepts. */
+static int keep_label_line(void *ctx, const char *line)
+{
+    char why[256];
+    return !mn_label_line_bad(line, ((const mn_label_skip *)ctx)->classes, why, sizeof why);
+}
+
+void mn_label_filter_install(mn_label_skip *skip)
+{
+    read_boxes_line_hook_ctx = skip;
+    read_boxes_line_hook = keep_label_line;
+}
+
+void mn_label_filter_uninstall(void)
+{
+    read_boxes_line_hook = NULL;
+    read_boxes_line_hook_ctx = NULL;
+}
+
+/* A detector image's label file, where the training loader looks for it. */
+static mn_status check_label_file(const mn_comm *c, const char *image, int classes, mn_label_skip *skip)
+{
+    char lp[4096];
+    mn_train_label_path(image, lp, sizeof lp);
+    return mn_check_label_lines(c, image, lp, classes, skip);
+}
+
+/* Non-empty lines of a names file, or -1 when it cannot be read. */
+static int count_names(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) return -1;
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof line, fp)) {
+        char *p = line;
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') ++p;
+        n += *p != 0;
+    }
+    fclose(fp);
+    return n;
+}
+
+mn_status mn_check_detector_classes(const mn_comm *c, const char *datacfg, const char *cfgfile,
+                                    const mn_data_cfg *dc, const network *net)
+{
+    if (c->rank != 0) return MN_OK;
+    int classes = net->layers[net->n - 1].classes;
+    char layers[256] = "";
+    size_t len = 0;
+    for (int i = 0; i < net->n; ++i) {
+        const layer *l = &net->layers[i];
+        if (l->type != YOLO && l->type != REGION && l->type != DETECTION) continue;
+        if (l->classes != classes) {
+            mn_error(c, "%s: layer %d (%s) has classes=%d but the last layer %d has classes=%d; every detection "
+                     "layer must have the same", cfgfile, i, l->type == YOLO ? "yolo" : l->type == REGION ? "region" : "detection", l->classes, net->n - 1, classes);
+            return MN_ERR_USER;
+        }
+        if (len + 16 < sizeof layers) len += (size_t)snprintf(layers + len, sizeof layers - len, "%s%d", len ? ", " : "", i);
+    }
+    const char *nf = option_find(dc->options, "names");
+    int names = nf ? count_names(nf) : -2;
+    if (names == -1) {
+        mn_error(c, "cannot read names file %s (from %s): %s", nf, datacfg, strerror(errno));
+        return MN_ERR_USER;
+    }
+    int data_says = option_find(dc->options, "classes") != NULL;
+    if ((data_says && dc->classes != classes) || (names >= 0 && names != classes)) {
+        char n_part[600] = "";
+        if (names >= 0) snprintf(n_part, sizeof n_part, ", and names file %s has %d names", nf, names);
+        char d_part[600] = "no classes=";
+        if (data_says) snprintf(d_part, sizeof d_part, "classes=%d", dc->classes);
+        mn_error(c, "%s says %s, the detection layers (%s) of %s have classes=%d%s: the three must agree", datacfg,
+                 d_part, layers, cfgfile, classes, n_part);
+        return MN_ERR_USER;
+    }
+    return MN_OK;
+}
+
+mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *dc, const mn_options *opt,
+                                  const network *net, const mn_list *shard, mn_label_skip *skip)
+{
+    mn_status s = MN_OK;
+    memset(skip, 0, sizeof *skip);
+    skip->classes = net->layers[net->n - 1].classes;
+    /* A deterministic run holds the whole list on every rank: each checks its part. */
+    size_t from = 0, count = shard->n;
+    if (opt->deterministic) mn_shard_bounds(shard->n, c->size, c->rank, &from, &count);
+    for (size_t i = from; s == MN_OK && i < from + count; ++i) {
+        const char *p = shard->paths[i];
+        if (access(p, R_OK) != 0) s = mn_check_readable(c, p);
+        else if (task == MN_TASK_CLASSIFIER) {
+            int m;
+            if (mn_path_class(dc->labels, dc->classes, p, &m) < 0) {
+                mn_error(c, "image %s matches %d labels of %s; it must contain exactly one", p, m, dc->labels_file);
+                s = MN_ERR_USER;
+            }
+        } else s = check_label_file(c, p, skip->classes, opt->bad_labels_skip ? skip : NULL);
+    }
+    if (task == MN_TASK_DETECTOR && opt->bad_labels_skip) {
+        s = mn_agree(c, s);
+        if (s == MN_OK) s = mn_label_skip_report(c, skip, "the training list");
+    }
+    if (c->rank == 0 && s == MN_OK && opt->eval_interval > 0) {
+        const char *list = opt->eval_list ? opt->eval_list : dc->valid;
+        FILE *fp = list ? fopen(list, "r") : NULL;
+        if (!list) mn_error(c, "eval_interval=%d but there is nothing to evaluate: give eval_list in [distributed] "
+                            "or 'valid' in the data cfg", opt->eval_interval);
+        else if (!fp) mn_error(c, "cannot open list %s (evaluated every %d iterations): %s", list, opt->eval_interval,
+                               strerror(errno));
+        if (fp) fclose(fp);
+        else s = MN_ERR_USER;
+    }
+    return mn_agree(c, s);
+}

@@ -1,0 +1,15 @@
+/* The training layer's headers (plugin/train), and every layer below it:
+ * the subsystems and the commands include this one. */
+#ifndef MN_INTERNAL_H
+#define MN_INTERNAL_H
+
+#include "mn_coll.h"
+#include "mn_base.h"
+#include "mn_dbuf.h"
+#include "mn_params.h"
+#include "mn_data.h"
+#include "mn_eval.h"
+#include "mn_optimizer.h"
+#include "mn_checkpoint.h"
+
+#endif

@@ -1,0 +1,313 @@
+/* Parameters of a network: enumeration in weights-file order, the weights-file
+ * size check, atomic saves, and the start-up broadcast from rank 0. */
+#include <errno.h>
+#include <math.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "mn_internal.h"
+#include "mn_input.h"
+#include "mn_engine.h"
+#include "option_list.h"
+#include "parser.h"
+#ifdef GPU
+#include "convolutional_layer.h"
+#include "connected_layer.h"
+#include "batchnorm_layer.h"
+#include "local_layer.h"
+#endif
+
+/* Bytes that load_weights reads for layer l (dontload / dontloadscales honoured). */
+static size_t layer_load_bytes(const layer *l)
+{
+    if (l->dontload) return 0;
+    mn_param p[MN_MAX_LAYER_PARAMS];
+    int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
+    size_t floats = 0;
+    for (int i = 0; i < k; ++i) floats += p[i].n;
+    if ((l->type == CONVOLUTIONAL || l->type == DECONVOLUTIONAL) && l->batch_normalize && l->dontloadscales)
+        floats -= 3 * (size_t)l->n;
+    return floats * sizeof(float);
+}
+
+#define HEADER_BYTES (3 * sizeof(int) + sizeof(size_t))
+
+size_t mn_weights_bytes(const network *net)
+{
+    size_t b = HEADER_BYTES;
+    for (int i = 0; i < net->n; ++i) {
+        const layer *l = &net->layers[i];
+        if (l->dontsave) continue;
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < k; ++j) b += p[j].n * sizeof(float);
+    }
+    return b;
+}
+
+/* A file may hold fewer layers than the cfg (a pretrained backbone such as
+ * darknet53.conv.74: the rest keep their init), but it must end on a layer
+ * boundary and must not be longer than the whole network. */
+mn_status mn_check_weights_file(const mn_comm *c, const network *net, const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) { mn_error(c, "cannot open weights file %s: %s", path, strerror(errno)); return MN_ERR_USER; }
+    int hdr[3] = {0, 0, 0};
+    size_t got = fread(hdr, sizeof(int), 3, fp);
+    struct stat st;
+    int ok = fstat(fileno(fp), &st) == 0;
+    fclose(fp);
+    if (!ok || got != 3) { mn_error(c, "weights file %s is too short for a header", path); return MN_ERR_USER; }
+    /* Darknet has written versions 0.1.0 (int seen) and 0.2.0 (size_t seen);
+     * its loader takes major or minor > 1000 for a transposed format that
+     * no Darknet writes, so anything else is no weights file of ours. */
+    if (hdr[0] < 0 || hdr[1] < 0 || hdr[2] < 0 || hdr[0] > 1000 || hdr[1] > 1000) {
+        mn_error(c, "weights file %s has header version %d.%d.%d; Darknet writes 0.1.0 or 0.2.0 (is it a weights file?)",
+                 path, hdr[0], hdr[1], hdr[2]);
+        return MN_ERR_USER;
+    }
+    size_t header = (hdr[0] * 10 + hdr[1]) >= 2 ? HEADER_BYTES : 4 * sizeof(int);
+    size_t size = (size_t)st.st_size, at = header;
+    if (size < header) { mn_error(c, "weights file %s is too short for a header", path); return MN_ERR_USER; }
+    int i;
+    for (i = 0; i < net->n && at < size; ++i) {
+        size_t b = layer_load_bytes(&net->layers[i]);
+        if (at + b > size) {
+            mn_error(c, "weights file %s is truncated: it ends inside layer %d (%zu of its %zu bytes present)",
+                     path, i, size - at, b);
+            return MN_ERR_USER;
+        }
+        at += b;
+    }
+    if (at < size) {
+        mn_error(c, "weights file %s does not fit the cfg: %zu bytes left over after all %d layers "
+                 "(the file is for a larger network)", path, size - at, net->n);
+        return MN_ERR_USER;
+    }
+    if (i < net->n) {
+        int rest = 0;
+        for (int j = i; j < net->n; ++j) rest += layer_load_bytes(&net->layers[j]) > 0;
+        if (rest)
+            fprintf(stderr, "darknet-mn: %s holds layers 0..%d; the %d trainable layers after them keep their initial values\n",
+                    path, i - 1, rest);
+    }
+    return MN_OK;
+}
+
+mn_status mn_save_weights(const mn_comm *c, network *net, const char *path)
+{
+    char tmp[4096];
+    if (!mn_tmp_path(c, tmp, sizeof tmp, path)) {
+        mn_error(c, "weights path too long: %s", path);
+        return MN_ERR_USER;
+    }
+    FILE *probe = fopen(tmp, "wb");
+    if (!probe) { mn_error(c, "cannot write %s: %s", tmp, strerror(errno)); return MN_ERR_USER; }
+    fclose(probe);
+    mn_base_save_weights(net, tmp, net->n);
+    struct stat st;
+    size_t want = mn_weights_bytes(net);
+    if (stat(tmp, &st) != 0 || (size_t)st.st_size != want) {
+        mn_error(c, "writing %s failed (%lld of %zu bytes; disk full?)", tmp,
+                 (long long)st.st_size, want);
+        remove(tmp);
+        return MN_ERR_USER;
+    }
+    return mn_commit_file(c, tmp, path);
+}
+
+/* Collective: every rank calls it at the same point; with bn_average the
+ * running statistics are averaged first; rank 0 writes. */
+mn_status mn_save_weights_all(mn_comm *c, network *net, const mn_options *o, const char *path)
+{
+    if (o->bn_average) MN_CHECK(mn_agree(c, mn_average_bn_stats(c, net)));
+    mn_status s = c->rank == 0 ? mn_save_weights(c, net, path) : MN_OK;
+    return mn_agree(c, s);
+}
+
+#ifdef GPU
+/* In a GPU run the device copies are the live ones. */
+static void move_layer(const layer *l, int to_device)
+{
+    if (gpu_index < 0) return;
+    if (l->type == CONVOLUTIONAL) (to_device ? push_convolutional_layer : pull_convolutional_layer)(*l);
+    else if (l->type == CONNECTED) (to_device ? push_connected_layer : pull_connected_layer)(*l);
+    else if (l->type == BATCHNORM) (to_device ? push_batchnorm_layer : pull_batchnorm_layer)(*l);
+    else if (l->type == LOCAL) (to_device ? push_local_layer : pull_local_layer)(*l);
+    else mn_base_move_layer(l, to_device);
+}
+#else
+static void move_layer(const layer *l, int to_device) { (void)l; (void)to_device; }
+#endif
+
+size_t mn_params_count(const network *net)
+{
+    size_t n = 0;
+    for (int i = 0; i < net->n; ++i) {
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < k; ++j) n += p[j].n;
+    }
+    return n;
+}
+
+/* One walk for both directions: buf <- parameters, or parameters <- buf. */
+static void copy_params(network *net, float *buf, int into_net)
+{
+    size_t off = 0;
+    for (int i = 0; i < net->n; ++i) {
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        if (!into_net) move_layer(&net->layers[i], 0);
+        for (int j = 0; j < k; ++j) {
+            if (into_net) memcpy(p[j].data, buf + off, p[j].n * sizeof(float));
+            else memcpy(buf + off, p[j].data, p[j].n * sizeof(float));
+            off += p[j].n;
+        }
+        if (into_net) move_layer(&net->layers[i], 1);
+    }
+}
+
+void mn_params_pack(network *net, float *buf) { copy_params(net, buf, 0); }
+
+mn_status mn_check_finite_params(const mn_comm *c, network *net, const char *path)
+{
+    for (int i = 0; i < net->n; ++i) {
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        move_layer(&net->layers[i], 0);
+        for (int j = 0; j < k; ++j)
+            for (size_t m = 0; m < p[j].n; ++m)
+                if (!isfinite(p[j].data[m])) {
+                    mn_error(c, "weights file %s: layer %d holds %g (value %zu of its array %d); every weight must be finite",
+                             path, i, p[j].data[m], m, j);
+                    return MN_ERR_USER;
+                }
+    }
+    return MN_OK;
+}
+void mn_params_unpack(network *net, const float *buf) { copy_params(net, (float *)buf, 1); }
+
+static uint64_t network_signature(const network *net)
+{
+    uint64_t h = MN_FNV_SEED;
+    int v[8] = {net->n, net->batch, net->subdivisions, net->w, net->h, net->c, net->inputs, net->outputs};
+    h = mn_fnv1a(h, v, sizeof v);
+    for (int i = 0; i < net->n; ++i) {
+        const layer *l = &net->layers[i];
+        int s[6] = {(int)l->type, l->inputs, l->outputs, l->batch_normalize, l->n, l->size};
+        h = mn_fnv1a(h, s, sizeof s);
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < k; ++j) h = mn_fnv1a(h, &p[j].n, sizeof p[j].n);
+    }
+    if (net->distributed) {
+        for (node *n = net->distributed->front; n; n = n->next) {
+            const kvp *kv = n->val;
+            h = mn_fnv1a(h, kv->key, strlen(kv->key) + 1);
+            if (kv->val) h = mn_fnv1a(h, kv->val, strlen(kv->val) + 1);   /* NULL: a line without '=' */
+        }
+    }
+    return mn_fnv1a(h, MN_VERSION, sizeof MN_VERSION);
+}
+
+/* Every rank must have parsed the same network, or the collectives that follow
+ * would mix buffers of different sizes (or deadlock). */
+static mn_status check_same_network(mn_comm *c, const network *net, const char *cfgfile)
+{
+    uint64_t mine = network_signature(net);
+    uint64_t *all = malloc(sizeof(uint64_t) * (size_t)c->size);
+    if (!all) return MN_ERR_NOMEM;
+    MN_MPI(c, MPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, c->world));
+    mn_status s = MN_OK;
+    for (int r = 1; r < c->size; ++r) {
+        if (all[r] != all[0]) {
+            if (c->rank == 0)
+                mn_error(c, "rank %d parsed a different network from %s than rank 0 "
+                         "(layers, sizes or [distributed] options differ); every rank must use the same cfg",
+                         r, cfgfile);
+            s = MN_ERR_USER;
+            break;
+        }
+    }
+    free(all);
+    return s;
+}
+
+mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfile,
+                          int clear, network **out)
+{
+    *out = NULL;
+    mn_engine_blas_threads();   /* before the first gemm of any command */
+    /* Darknet's parser exits, warns or crashes on a bad cfg: check first, on every rank. */
+    mn_status s = MN_OK;
+    MN_CHECK(mn_cfg_check(c, cfgfile));
+
+    network *net = mn_base_parse(cfgfile);
+    s = mn_check_net_size(c, net, cfgfile);
+    for (int i = 0; i < net->n && s == MN_OK; ++i) {
+        mn_param p[1];
+        const char *refused = mn_base_refused_layer(&net->layers[i]);
+        if (mn_layer_params(&net->layers[i], p, 0) < 0) {
+            if (c->rank == 0)
+                mn_error(c, "%s: layer %d is %s, which darknet-mn cannot average across ranks (%s Darknet)",
+                         cfgfile, i, refused, mn_base_name());
+            s = MN_ERR_USER;
+        } else if (refused) {   /* averaged well, but the base cannot train it */
+            if (c->rank == 0)
+                mn_error(c, "%s: layer %d is %s; not supported on %s Darknet", cfgfile, i, refused, mn_base_name());
+            s = MN_ERR_USER;
+        }
+    }
+    MN_CHECK(mn_agree(c, s));
+    MN_CHECK(mn_agree(c, check_same_network(c, net, cfgfile)));
+
+    if (c->rank == 0 && weightfile && *weightfile) {
+        s = mn_check_weights_file(c, net, weightfile);
+        if (s == MN_OK) load_weights(net, (char *)weightfile);
+        if (s == MN_OK) s = mn_check_finite_params(c, net, weightfile);
+    }
+    if (clear) *net->seen = 0;
+    MN_CHECK(mn_agree(c, s));
+
+    /* One fused broadcast of every parameter and running statistic. */
+    size_t total = mn_params_count(net);
+    float *buf = malloc((total + 1) * sizeof(float));
+    if (!buf) { mn_error(c, "out of memory broadcasting %zu parameters", total); return MN_ERR_NOMEM; }
+    if (c->rank == 0) mn_params_pack(net, buf);
+    s = mn_bcast_floats(c, buf, total);
+    uint64_t seen = *net->seen;
+    if (s == MN_OK) MN_MPI(c, MPI_Bcast(&seen, 1, MPI_UINT64_T, 0, c->world));
+    if (s == MN_OK && c->rank != 0) mn_params_unpack(net, buf);
+    free(buf);
+    MN_CHECK(s);
+    /* Darknet updates when seen reaches a multiple of the global batch: a file
+     * from stock Darknet, another rank count or a mid-way backup would update
+     * in the middle of a step, each rank with its own unaveraged remainder. */
+    uint64_t global = (uint64_t)net->batch * net->subdivisions * c->size;
+    if (seen % global) {
+        if (c->rank == 0)
+            printf("darknet-mn: %s: seen %llu is not a multiple of the global batch %llu (%d images x %d ranks): "
+                   "rounded down to %llu (iteration %llu)\n", weightfile, (unsigned long long)seen,
+                   (unsigned long long)global, net->batch * net->subdivisions, c->size,
+                   (unsigned long long)(seen - seen % global), (unsigned long long)(seen / global));
+        seen -= seen % global;
+    }
+    *net->seen = (size_t)seen;
+    *out = net;
+    return MN_OK;
+}
+
+mn_status mn_bcast_floats(mn_comm *c, float *p, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        int m = n - done > (1u << 30) ? (1 << 30) : (int)(n - done);
+        MN_MPI(c, MPI_Bcast(p + done, m, MPI_FLOAT, 0, c->world));
+        done += (size_t)m;
+    }
+    return MN_OK;
+}

@@ -1,0 +1,13 @@
+/* A network's parameters in weights-file order (mn_params.c). */
+#ifndef MN_MN_PARAMS_H
+#define MN_MN_PARAMS_H
+
+#include "mn_internal.h"
+
+/* All parameters and running statistics of net, in weights-file order:
+ * their count, and copies to / from one flat buffer (pulling from or pushing
+ * to the GPU in a GPU run). */
+size_t mn_params_count(const network *net);
+void mn_params_pack(network *net, float *buf);
+void mn_params_unpack(network *net, const float *buf);
+#endif

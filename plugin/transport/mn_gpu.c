@@ -1,0 +1,196 @@
+/* GPU placement: which device each rank uses, decided once at start by a
+ * pure function of what the rank sees (mn_gpu_select), and what that allows.
+ *
+ * Order of CUDA calls: until mn_gpu_place has chosen this rank's device,
+ * only cudaGetDeviceCount and cudaGetDeviceProperties run, which query the
+ * driver and create no context. The first call that needs one is
+ * cudaSetDevice on the rank's own device; any call before it would create a
+ * context on device 0 in every rank, which a GPU in EXCLUSIVE_PROCESS mode
+ * (common on clusters) refuses to all ranks but one. After it, the plugin
+ * never selects another device. A CUDA error that is tolerated is cleared
+ * (cudaGetLastError): Darknet's next check_error would abort on it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mn_transport.h"
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+
+void mn_gpu_select(const mn_gpu_in *in, const char *requested, mn_gpu_out *out)
+{
+    out->device = in->nogpu || in->visible <= 0 || in->local_size <= 0 ? -1 : in->local_rank % in->visible;
+    out->own = out->device >= 0 && in->local_size <= in->visible && in->sharers <= 1;
+    out->fallback = in->nccl && out->own ? "pure_nccl" : "flat";
+    out->error[0] = 0;
+    /* A build without NCCL refuses pure_nccl by its own message (mn_comm_pure_nccl.c). */
+    if (!requested || strcmp(requested, "pure_nccl") || !in->nccl) return;
+    if (out->device < 0)
+        snprintf(out->error, sizeof out->error, "communicator 'pure_nccl' needs a GPU per rank; this rank runs on the CPU (%s)",
+                 in->nogpu ? "-nogpu" : "no CUDA device visible");
+    else if (in->local_size > in->visible)
+        snprintf(out->error, sizeof out->error,
+                 "communicator 'pure_nccl' needs a GPU of its own per rank: %d ranks of this host share %d visible GPU%s; "
+                 "start at most %d rank%s per host, or use flat, hierarchical or two_dimensional",
+                 in->local_size, in->visible, in->visible > 1 ? "s" : "", in->visible, in->visible > 1 ? "s" : "");
+    else if (!out->own)
+        snprintf(out->error, sizeof out->error,
+                 "communicator 'pure_nccl' needs a GPU of its own per rank: %d ranks of this host are on this rank's GPU "
+                 "(their CUDA_VISIBLE_DEVICES overlap); give each rank other devices, or use flat, hierarchical or "
+                 "two_dimensional", in->sharers);
+}
+
+/* Collective: whether this rank is the lowest one where cond holds. */
+static int first_with(mn_comm *c, int cond)
+{
+    int r = cond ? c->rank : c->size;
+    if (MPI_Allreduce(MPI_IN_PLACE, &r, 1, MPI_INT, MPI_MIN, c->world) != MPI_SUCCESS)
+        mn_abort(c, "MPI_Allreduce failed while placing ranks on GPUs");
+    return cond && r == c->rank;
+}
+
+mn_status mn_gpu_check(mn_comm *c, const char *requested, const char **fallback)
+{
+    mn_gpu_out o;
+    mn_gpu_select(&c->gpu, requested, &o);
+    if (first_with(c, o.error[0] != 0)) mn_error(c, "%s", o.error);
+    MN_CHECK(mn_agree(c, o.error[0] ? MN_ERR_USER : MN_OK));
+    int nccl = !strcmp(o.fallback, "pure_nccl");
+    MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &nccl, 1, MPI_INT, MPI_MIN, c->world));
+    *fallback = nccl ? "pure_nccl" : "flat";
+    return MN_OK;
+}
+
+int mn_gpu_device(const mn_comm *c)
+{
+    mn_gpu_out o;
+    mn_gpu_select(&c->gpu, NULL, &o);
+    return o.device;
+}
+
+int mn_nccl_usable(const mn_comm *c)
+{
+    mn_gpu_out o;
+    mn_gpu_select(&c->gpu, NULL, &o);
+    return c->gpu.nccl && o.own;
+}
+
+#ifdef GPU
+/* A device's UUID, hashed, into *h (a query that creates no context). */
+static cudaError_t device_key(int d, uint64_t *h)
+{
+    struct cudaDeviceProp p;
+    cudaError_t e = cudaGetDeviceProperties(&p, d);
+    if (e == cudaSuccess) *h = mn_fnv1a(*h, p.uuid.bytes, sizeof p.uuid.bytes);
+    return e;
+}
+
+/* The number of visible devices and a hash of their UUIDs, from queries that
+ * create no context. A GPU build needs a device even with -nogpu: Darknet's
+ * layers (maxpool, connected, ...) keep device buffers whatever gpu_index
+ * says, and would abort on their first allocation. */
+static mn_status visible_devices(int *count, uint64_t *key, const char **why)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e == cudaSuccess && n == 0) e = cudaErrorNoDevice;
+    uint64_t h = MN_FNV_SEED;
+    for (int d = 0; e == cudaSuccess && d < n; ++d) e = device_key(d, &h);
+    if (e != cudaSuccess) {
+        *why = cudaGetErrorString(e);
+        (void)cudaGetLastError();
+        return MN_ERR_UNAVAILABLE;
+    }
+    *count = n;
+    *key = h;
+    return MN_OK;
+}
+
+/* The device's context is made here, so that a device that is busy
+ * (EXCLUSIVE_PROCESS) or broken is reported now, with the rank. */
+static mn_status use_device(mn_comm *c, int device, int visible)
+{
+    cudaError_t e = cudaSetDevice(device);
+    if (e == cudaSuccess) e = cudaFree(0);
+    if (e == cudaSuccess) return MN_OK;
+    mn_error(c, "cannot use CUDA device %d (of %d visible): %s", device, visible, cudaGetErrorString(e));
+    (void)cudaGetLastError();
+    return MN_ERR_UNAVAILABLE;
+}
+#endif
+
+/* This rank's place among the ranks of its host with the same key. */
+static mn_status group(mn_comm *c, uint64_t key, int *local_rank, int *local_size)
+{
+    MPI_Comm host;
+    MN_MPI(c, MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &host));
+    int r, n;
+    MPI_Comm_rank(host, &r);
+    MPI_Comm_size(host, &n);
+    uint64_t *keys = malloc(sizeof *keys * (size_t)n);
+    int e = keys ? MPI_Allgather(&key, 1, MPI_UINT64_T, keys, 1, MPI_UINT64_T, host) : MPI_SUCCESS;
+    *local_rank = *local_size = 0;
+    for (int i = 0; keys && e == MPI_SUCCESS && i < n; ++i) {
+        if (keys[i] != key) continue;
+        *local_rank += i < r;
+        ++*local_size;
+    }
+    free(keys);
+    MPI_Comm_free(&host);
+    if (!keys) { mn_error(c, "out of memory placing ranks on GPUs"); return MN_ERR_NOMEM; }
+    if (e != MPI_SUCCESS) { mn_error(c, "MPI_Allgather failed (MPI error %d) placing ranks on GPUs", e); return MN_ERR_MPI; }
+    return MN_OK;
+}
+
+mn_status mn_gpu_place(mn_comm *c, int nogpu)
+{
+    mn_gpu_in *g = &c->gpu;
+    memset(g, 0, sizeof *g);
+    uint64_t key = 0;
+    const char *why = "";
+    mn_status st = MN_OK;
+#ifdef GPU
+#ifdef MN_NCCL
+    g->nccl = 1;
+#endif
+    st = visible_devices(&g->visible, &key, &why);
+#endif
+    if (first_with(c, st != MN_OK))
+        mn_error(c, "this GPU build needs a CUDA device, also with -nogpu (Darknet's layers keep device buffers), "
+                    "and CUDA has none usable: %s; run the CPU build (make) instead", why);
+    MN_CHECK(mn_agree(c, st));
+    MN_CHECK(mn_agree(c, group(c, key, &g->local_rank, &g->local_size)));
+    /* With -nogpu Darknet computes on the CPU, but a GPU build's layers still
+     * allocate on the current device: the rank's own, never GPU 0 for all. */
+    mn_gpu_out home, o;
+    mn_gpu_select(g, NULL, &home);
+#ifdef GPU
+    uint64_t on = MN_FNV_SEED;   /* the physical device, which overlapping visible sets may share */
+    int unused;
+    if (device_key(home.device, &on) != cudaSuccess) {   /* then counted alone */
+        (void)cudaGetLastError();
+        on = mn_fnv1a(on, &c->rank, sizeof c->rank);
+    }
+    MN_CHECK(mn_agree(c, group(c, on, &unused, &g->sharers)));
+    st = use_device(c, home.device, g->visible);
+#endif
+    g->nogpu = nogpu != 0;
+    mn_gpu_select(g, NULL, &o);
+    gpu_index = o.device;   /* Darknet's: networks parsed from now on compute there (-1: the CPU) */
+    MN_CHECK(mn_agree(c, st));
+    if (first_with(c, o.device >= 0 && !o.own))
+        printf("darknet-mn: rank %d (%s): %d ranks of this host use its GPU (device %d of the %d it sees; "
+               "rank k of the ranks that see the same devices takes device k mod %d)\n",
+               c->rank, c->host, g->sharers, o.device, g->visible, g->visible);
+    fflush(stdout);
+    return MN_OK;
+}
+
+int mn_mpi_cuda_aware(void)
+{
+#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+    return MPIX_Query_cuda_support();
+#else
+    return 0;
+#endif
+}
