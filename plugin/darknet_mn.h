@@ -31,12 +31,11 @@ typedef struct {
     int double_buffering;
     int overlap;             /* overlap=1: buckets are averaged during backward (mn_overlap.h) */
     double bucket_mb;        /* overlap's bucket size in MiB (whole pieces of MN_PIECE_BYTES at least) */
-    const char *timeline;    /* Chrome-trace file of every rank's phases (mn_timeline.h), or NULL */
+    char timeline[4096];     /* Chrome-trace file of every rank's phases (mn_timeline.h); "": none */
     int bn_average;
     int sync_bn;             /* batch norm in training uses the global batch's statistics */
     int eval_interval;       /* iterations between evaluations during training; 0 = never */
-    const char *eval_list;   /* evaluated during training (points into the network's
-                                [distributed] options); NULL = the data cfg's valid list */
+    char eval_list[4096];    /* evaluated during training; "": the data cfg's valid list */
     int deterministic;       /* global batch = next N*b paths in order, no augmentation */
     int shuffle;             /* rank 0 shuffles the list before scattering */
     int seed;
@@ -51,10 +50,11 @@ typedef struct {
     int cache_mb;            /* MiB of decoded images a rank keeps; -1 = the default (mn_engine.h) */
 } mn_options;
 
-/* Parses net->distributed (a kvp list from the cfg) into opt. Unknown keys and
- * bad values are reported (when report is set) with the cfg file name. */
-mn_status mn_parse_options(const network *net, const char *cfgfile, int report, mn_options *opt);
+/* The defaults; mn_load_network gives the cfg's options (mn_cfg_read). */
 void mn_default_options(mn_options *opt);
+/* One [distributed] key=value into opt: 1, or 0 with what is wrong in why
+ * (without the file and line, which the cfg's reader adds). */
+int mn_option_set(mn_options *opt, const char *key, const char *value, char *why, size_t cap);
 /* Whether cfgfile asks for double_buffering=1 or overlap=1, which average on
  * a thread of their own (read before MPI_Init, to
  * choose the thread level). */
@@ -111,11 +111,12 @@ void mn_abort(const mn_comm *c, const char *fmt, ...) __attribute__((format(prin
  * cause, then abort every rank (MPI_Abort). */
 void mn_install_fault_handlers(const mn_comm *c);
 
-/* Loads the network on every rank; rank 0 alone reads the weights file (after
- * checking that it fits the cfg) and broadcasts all parameters, running
- * statistics and seen. Also checks that every rank parsed the same network. */
+/* Loads the network on every rank from the cfg mn_cfg_read checked (the
+ * same on every rank), and gives its [distributed] options in opt (may be
+ * NULL); rank 0 alone reads the weights file (after checking that it fits
+ * the cfg) and broadcasts all parameters, running statistics and seen. */
 mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfile,
-                          int clear, network **out);
+                          int clear, network **out, mn_options *opt);
 
 /* Attach the multi-node optimizer: gradients are averaged over all ranks in
  * update_network, and seen/iterations count the global batch. */

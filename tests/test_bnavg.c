@@ -82,7 +82,7 @@ int main(int argc, char **argv)
     mn_status st;
     mn_comm *c = mn_comm_create(MPI_COMM_WORLD, &st);
     network *net;
-    EXPECT(mn_load_network(c, cfg, NULL, 0, &net) == MN_OK, "load");
+    EXPECT(mn_load_network(c, cfg, NULL, 0, &net, NULL) == MN_OK, "load");
     mn_options opt;
     mn_default_options(&opt);
     mn_optimizer *o;

@@ -1,5 +1,5 @@
 /* The cfg check must not refuse a cfg Darknet itself takes: every cfg given
- * (run.sh passes every cfg of Darknet's source package and ours) passes mn_cfg_check. */
+ * (run.sh passes every cfg of Darknet's source package and ours) passes mn_cfg_read. */
 #include <stdio.h>
 #include "mn_internal.h"
 #include "mn_input.h"
@@ -11,7 +11,7 @@ int main(int argc, char **argv)
     mn_comm *c = mn_comm_create(MPI_COMM_WORLD, &st);
     int refused = 0;
     for (int i = 1; c && i < argc; ++i)
-        if (mn_cfg_check(c, argv[i]) != MN_OK) {
+        if (mn_cfg_read(c, argv[i], NULL) != MN_OK) {
             if (mn_comm_rank(c) == 0) printf("test_cfg: FAIL %s refused\n", argv[i]);
             ++refused;
         }

@@ -68,10 +68,9 @@ int main(int argc, char **argv)
     mn_comm *c = mn_comm_create(MPI_COMM_WORLD, &st);
     srand(1000 + rank);   /* each rank's own random init: the broadcast must fix it */
     network *net;
-    EXPECT(mn_load_network(c, cfg_n, NULL, 0, &net) == MN_OK, "load");
-    check_same_on_all_ranks(c, net, "random init");
     mn_options opt;
-    EXPECT(mn_parse_options(net, cfg_n, rank == 0, &opt) == MN_OK, "options");
+    EXPECT(mn_load_network(c, cfg_n, NULL, 0, &net, &opt) == MN_OK, "load");
+    check_same_on_all_ranks(c, net, "random init");
     EXPECT(mn_comm_select(c, opt.communicator) == MN_OK, "select");
     /* Rank 0 saves its start so that the reference starts there too. */
     if (rank == 0) EXPECT(mn_save_weights(c, net, wfile) == MN_OK, "save init");
@@ -91,7 +90,7 @@ int main(int argc, char **argv)
     /* A weights file: every rank ends up with rank 0's copy of it. */
     network *loaded;
     srand(2000 + rank);
-    EXPECT(mn_load_network(c, cfg_n, wfile, 0, &loaded) == MN_OK, "load with weights");
+    EXPECT(mn_load_network(c, cfg_n, wfile, 0, &loaded, NULL) == MN_OK, "load with weights");
     check_same_on_all_ranks(c, loaded, "weights file");
     mn_base_free(loaded);
 

@@ -83,9 +83,8 @@ int main(int argc, char **argv)
     mn_status st;
     mn_comm *c = mn_comm_create(MPI_COMM_WORLD, &st);
     network *net;
-    EXPECT(mn_load_network(c, cfg, NULL, 0, &net) == MN_OK, "load");
     mn_options opt;
-    EXPECT(mn_parse_options(net, cfg, rank == 0, &opt) == MN_OK, "options");
+    EXPECT(mn_load_network(c, cfg, NULL, 0, &net, &opt) == MN_OK, "load");
     EXPECT(opt.nonfinite_skip == 1, "nonfinite=skip not parsed");
     mn_optimizer *o;
     EXPECT(mn_attach(c, net, &opt, &o) == MN_OK, "attach");

@@ -55,9 +55,8 @@ int main(int argc, char **argv)
     mn_status st;
     mn_comm *c = mn_comm_create(MPI_COMM_WORLD, &st);
     network *net;
-    EXPECT(mn_load_network(c, cfg_n, NULL, 0, &net) == MN_OK, "load");
     mn_options opt;
-    EXPECT(mn_parse_options(net, cfg_n, rank == 0, &opt) == MN_OK, "options");
+    EXPECT(mn_load_network(c, cfg_n, NULL, 0, &net, &opt) == MN_OK, "load");
     EXPECT(opt.sync_bn == sync, "sync_bn parsed as %d", opt.sync_bn);
     EXPECT(mn_comm_select(c, opt.communicator) == MN_OK, "select");
     if (rank == 0) EXPECT(mn_save_weights(c, net, wfile) == MN_OK, "save init");

@@ -235,7 +235,7 @@ static void keep_freed_memory(void)
 static mn_status bench_model(mn_comm *c, const char *cfg, int iters)
 {
     network *net;
-    MN_CHECK(mn_load_network(c, cfg, NULL, 0, &net));
+    MN_CHECK(mn_load_network(c, cfg, NULL, 0, &net, NULL));
     mn_options opt;
     mn_default_options(&opt);
     mn_optimizer *o;
@@ -341,7 +341,7 @@ static double median_of_slowest(mn_comm *c, double *t, int k)
 static mn_status run(mn_comm *c, const char *cfg, int iters)
 {
     network *net;
-    MN_CHECK(mn_load_network(c, cfg, NULL, 0, &net));
+    MN_CHECK(mn_load_network(c, cfg, NULL, 0, &net, NULL));
     mn_options opt;
     mn_default_options(&opt);
     opt.collective_timeout = 0;
@@ -435,7 +435,7 @@ static double thread_cpu_now(void)
 static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
 {
     network *net;
-    MN_CHECK(mn_load_network(c, cfg, NULL, 0, &net));
+    MN_CHECK(mn_load_network(c, cfg, NULL, 0, &net, NULL));
     int cfg_batch = net->batch;
     mn_status s = MN_OK;
     if (batch > cfg_batch) {

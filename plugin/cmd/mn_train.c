@@ -345,8 +345,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         s = mn_agree(c, MN_ERR_USER);
         goto out;
     }
-    if ((s = mn_load_network(c, cfgfile, weightfile, clear, &net)) != MN_OK) goto out;
-    if ((s = mn_agree(c, mn_parse_options(net, cfgfile, c->rank == 0, &opt))) != MN_OK) goto out;
+    if ((s = mn_load_network(c, cfgfile, weightfile, clear, &net, &opt)) != MN_OK) goto out;
     if (net->adam) {   /* what holds instead: README, "Limits of this version" */
         if (c->rank == 0)
             mn_error(c, "%s: adam=1 is not supported: Darknet's CPU update ignores it, and on a GPU the mean over "
@@ -385,7 +384,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     if ((s = mn_backup_lock(c, dc.backup, &lock)) != MN_OK) goto out;
     if ((s = mn_agree(c, mn_attach(c, net, &opt, &mo))) != MN_OK) goto out;
     if ((s = mn_agree(c, mn_attach_sync_bn(c, net, &opt))) != MN_OK) goto out;
-    if ((s = mn_timeline_open(c, opt.timeline, &tl)) != MN_OK) goto out;
+    if ((s = mn_timeline_open(c, opt.timeline[0] ? opt.timeline : NULL, &tl)) != MN_OK) goto out;
     mn_optimizer_set_timeline(mo, net, tl);
     base = basecfg((char *)cfgfile);
     if ((s = resume(c, net, mo, &opt, dc.backup, base, cfgfile, weightfile, clear, lock)) != MN_OK) goto out;

@@ -1,7 +1,10 @@
-/* The network cfg, read and checked before Darknet parses it: Darknet's
- * parser names neither file nor line, replaces an unknown activation or
- * policy with a default, reads "nan" as a number, and crashes on a line
- * before the first section or on subdivisions=0. */
+/* The network cfg, read and checked before Darknet parses it, and the one
+ * place that reads it: Darknet's parser names neither file nor line,
+ * replaces an unknown activation or policy with a default, reads "nan" as a
+ * number, and crashes on a line before the first section or on
+ * subdivisions=0. The [distributed] options come from here too
+ * (mn_option_set checks each key), and before MPI_Init mn_cfg_peek reads
+ * single keys with the same reader. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -475,15 +478,55 @@ static mn_status compare_with_rank0(mn_comm *c, const cfg *g)
     return report_lowest(c, me, msg);
 }
 
-mn_status mn_cfg_check(mn_comm *c, const char *cfgfile)
+/* The [distributed] section's keys into opt, in order (a repeated key: the
+ * last wins, as Darknet's option_find). */
+static int read_options(cfg *g, mn_options *opt)
+{
+    mn_default_options(opt);
+    for (int i = 0; i < g->n; ++i) {
+        const entry *e = &g->e[i];
+        if (!e->val || strcmp(g->e[e->section].key, "[distributed]")) continue;
+        char why[600];
+        if (!mn_option_set(opt, e->key, e->val, why, sizeof why)) return fail(g, e->line, "%s", why);
+    }
+    return 1;
+}
+
+mn_status mn_cfg_read(mn_comm *c, const char *cfgfile, mn_options *opt)
 {
     cfg g = {0};
+    mn_options scratch;
     g.file = cfgfile;
-    int ok = read_cfg_file(&g) && check_entries(&g, c->size) && check_shapes(&g);
+    int ok = read_cfg_file(&g) && check_entries(&g, c->size) && check_shapes(&g) && read_options(&g, opt ? opt : &scratch);
     mn_status s = report_lowest(c, !ok, g.err);
     if (s == MN_OK) s = compare_with_rank0(c, &g);
     cfg_free(&g);
     return s;
+}
+
+int mn_cfg_peek(const char *cfgfile, const char *key, char *out, size_t cap)
+{
+    cfg g = {0};
+    g.file = cfgfile;
+    int found = 0;
+    if (cfgfile && read_cfg_file(&g)) {
+        for (int i = 0; i < g.n; ++i) {
+            const entry *e = &g.e[i];
+            if (e->val && !strcmp(g.e[e->section].key, "[distributed]") && !strcmp(e->key, key)) {
+                snprintf(out, cap, "%s", e->val);
+                found = 1;
+            }
+        }
+    }
+    cfg_free(&g);
+    return found;
+}
+
+int mn_cfg_wants_threads(const char *cfgfile)
+{
+    char v[32], w[32];
+    return (mn_cfg_peek(cfgfile, "double_buffering", v, sizeof v) && !strcmp(v, "1")) ||
+           (mn_cfg_peek(cfgfile, "overlap", w, sizeof w) && !strcmp(w, "1"));
 }
 
 mn_status mn_check_net_size(const mn_comm *c, const network *net, const char *cfgfile)

@@ -322,7 +322,7 @@ mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *d
         if (s == MN_OK) s = mn_label_skip_report(c, skip, "the training list");
     }
     if (c->rank == 0 && s == MN_OK && opt->eval_interval > 0) {
-        const char *list = opt->eval_list ? opt->eval_list : dc->valid;
+        const char *list = opt->eval_list[0] ? opt->eval_list : dc->valid;
         FILE *fp = list ? fopen(list, "r") : NULL;
         if (!list) mn_error(c, "eval_interval=%d but there is nothing to evaluate: give eval_list in [distributed] "
                             "or 'valid' in the data cfg", opt->eval_interval);

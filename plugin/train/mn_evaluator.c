@@ -115,9 +115,8 @@ static mn_status open_run(mn_comm *c, const char *datacfg, mn_task task, const c
         close_run(r);
         return mn_agree(c, MN_ERR_USER);
     }
-    mn_status s = mn_load_network(c, cfgfile, weightfile, 0, &r->net);
     mn_options opt;
-    if (s == MN_OK) s = mn_agree(c, mn_parse_options(r->net, cfgfile, c->rank == 0, &opt));
+    mn_status s = mn_load_network(c, cfgfile, weightfile, 0, &r->net, &opt);
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = read_det_keys(c, datacfg, cfgfile, need_names, r);
     if (s == MN_OK && task == MN_TASK_DETECTOR && opt.bad_labels_skip) {
         r->skip_on = 1;
@@ -494,7 +493,7 @@ struct mn_eval_state {
 
 static mn_status open_state(mn_comm *c, const mn_data_cfg *dc, const mn_options *opt, mn_eval_state **out)
 {
-    const char *list = opt->eval_list ? opt->eval_list : dc->valid;
+    const char *list = opt->eval_list[0] ? opt->eval_list : dc->valid;
     if (!list) {
         if (c->rank == 0) mn_error(c, "eval_interval=%d but there is nothing to evaluate: give eval_list in [distributed] "
                                    "or 'valid' in the data cfg", opt->eval_interval);

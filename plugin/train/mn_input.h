@@ -6,14 +6,15 @@
 
 #include "darknet_mn.h"
 
-/* Reads the network cfg as Darknet will (whitespace dropped, CRLF and
- * inline '#' comments accepted) and checks it: text, section headers,
- * key=value lines, known section types, activations and policy, finite
- * numbers, and the [net] batch geometry for this many ranks. Then every
- * rank's whole cfg (sections and options in order) must equal rank 0's:
- * the first differing rank names itself and the first differing key.
- * Collective; the lowest failing rank prints. */
-mn_status mn_cfg_check(mn_comm *c, const char *cfgfile);
+/* The one reading of a network cfg (mn_cfg.c): as Darknet will read it
+ * (whitespace dropped, CRLF and inline '#' comments accepted), checked:
+ * text, section headers, key=value lines, known section types, activations
+ * and policy, finite numbers, the [net] batch geometry for this many ranks,
+ * the layers' shapes, and every [distributed] key (into opt, which may be
+ * NULL). Then every rank's whole cfg (sections and options in order) must
+ * equal rank 0's: the first differing rank names itself and the first
+ * differing key. Collective; the lowest failing rank prints, with file:line. */
+mn_status mn_cfg_read(mn_comm *c, const char *cfgfile, mn_options *opt);
 
 /* After parsing (arrays are allocated but not yet touched): each layer's
  * batch*outputs fits Darknet's int sizes, and outputs and deltas fit the

@@ -192,60 +192,14 @@ mn_status mn_check_finite_params(const mn_comm *c, network *net, const char *pat
 }
 void mn_params_unpack(network *net, const float *buf) { copy_params(net, (float *)buf, 1); }
 
-static uint64_t network_signature(const network *net)
-{
-    uint64_t h = MN_FNV_SEED;
-    int v[8] = {net->n, net->batch, net->subdivisions, net->w, net->h, net->c, net->inputs, net->outputs};
-    h = mn_fnv1a(h, v, sizeof v);
-    for (int i = 0; i < net->n; ++i) {
-        const layer *l = &net->layers[i];
-        int s[6] = {(int)l->type, l->inputs, l->outputs, l->batch_normalize, l->n, l->size};
-        h = mn_fnv1a(h, s, sizeof s);
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < k; ++j) h = mn_fnv1a(h, &p[j].n, sizeof p[j].n);
-    }
-    if (net->distributed) {
-        for (node *n = net->distributed->front; n; n = n->next) {
-            const kvp *kv = n->val;
-            h = mn_fnv1a(h, kv->key, strlen(kv->key) + 1);
-            if (kv->val) h = mn_fnv1a(h, kv->val, strlen(kv->val) + 1);   /* NULL: a line without '=' */
-        }
-    }
-    return mn_fnv1a(h, MN_VERSION, sizeof MN_VERSION);
-}
-
-/* Every rank must have parsed the same network, or the collectives that follow
- * would mix buffers of different sizes (or deadlock). */
-static mn_status check_same_network(mn_comm *c, const network *net, const char *cfgfile)
-{
-    uint64_t mine = network_signature(net);
-    uint64_t *all = malloc(sizeof(uint64_t) * (size_t)c->size);
-    if (!all) return MN_ERR_NOMEM;
-    MN_MPI(c, MPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, c->world));
-    mn_status s = MN_OK;
-    for (int r = 1; r < c->size; ++r) {
-        if (all[r] != all[0]) {
-            if (c->rank == 0)
-                mn_error(c, "rank %d parsed a different network from %s than rank 0 "
-                         "(layers, sizes or [distributed] options differ); every rank must use the same cfg",
-                         r, cfgfile);
-            s = MN_ERR_USER;
-            break;
-        }
-    }
-    free(all);
-    return s;
-}
-
 mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfile,
-                          int clear, network **out)
+                          int clear, network **out, mn_options *opt)
 {
     *out = NULL;
     mn_engine_blas_threads();   /* before the first gemm of any command */
     /* Darknet's parser exits, warns or crashes on a bad cfg: check first, on every rank. */
     mn_status s = MN_OK;
-    MN_CHECK(mn_cfg_check(c, cfgfile));
+    MN_CHECK(mn_cfg_read(c, cfgfile, opt));
 
     network *net = mn_base_parse(cfgfile);
     s = mn_check_net_size(c, net, cfgfile);
@@ -264,7 +218,6 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
         }
     }
     MN_CHECK(mn_agree(c, s));
-    MN_CHECK(mn_agree(c, check_same_network(c, net, cfgfile)));
 
     if (c->rank == 0 && weightfile && *weightfile) {
         s = mn_check_weights_file(c, net, weightfile);

@@ -1,4 +1,4 @@
-/* libFuzzer target: the network cfg check (mn_cfg_check) that runs before
+/* libFuzzer target: the network cfg check (mn_cfg_read) that runs before
  * Darknet's parser, on one MPI rank (run under `mpiexec -n 1`). The input is
  * the cfg file. Checks: no crash, no leak; the status is MN_OK or
  * MN_ERR_USER; what it accepts starts with [net] or [network] (after blank
@@ -42,7 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     FILE *fp = fopen(cfgfile, "wb");
     CHECK(fp && fwrite(data, 1, size, fp) == size && fclose(fp) == 0);
-    mn_status s = mn_cfg_check(fuzz_comm, cfgfile);
+    mn_options opt;
+    mn_status s = mn_cfg_read(fuzz_comm, cfgfile, &opt);
     CHECK(s == MN_OK || s == MN_ERR_USER);
     if (s == MN_OK) {
         list *sections = read_cfg(cfgfile);
