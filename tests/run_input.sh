@@ -158,11 +158,11 @@ row good-crlf 0 '^2: loss' "good-crlf_chart.png good-crlf_final.weights good-crl
 sed -e 's/^batch=4$/batch = 4   # images per update on one rank/' -e 's/^\[maxpool\]$/[maxpool]  # halves the size/' \
     -e 's/^filters=4$/filters=4#no space/' "$(cfg good-comments)" > "$I/c.t" && mv "$I/c.t" "$I/good-comments.cfg"
 row good-comments 0 'batch 4 x 2 ranks' "good-comments_chart.png good-comments_final.weights good-comments_log.csv" classifier train "$(data good-comments)" "$I/good-comments.cfg"
-# The README's own [distributed] block, pasted as it stands.
-{ cat "$(cfg good-readme-net)"; echo; awk '/^\[distributed\]$/ { f = 1 } f && /^```$/ { exit } f' README.md; } > "$I/good-readme.cfg"
+# docs/config.md's own [distributed] block, pasted as it stands.
+{ cat "$(cfg good-readme-net)"; echo; awk '/^\[distributed\]$/ { f = 1 } f && /^```$/ { exit } f' docs/config.md; } > "$I/good-readme.cfg"
 if grep -q '^eval_list=' "$I/good-readme.cfg"; then
     row good-readme 0 'communicator flat' "good-readme_chart.png good-readme_final.weights good-readme_log.csv" classifier train "$(data good-readme)" "$I/good-readme.cfg"
-else bad "good-readme: no [distributed] block found in README.md"; fi
+else bad "good-readme: no [distributed] block found in docs/config.md"; fi
 # Comments, blank lines and spaces differ between the ranks' cfgs: the same cfg.
 cfg good-mpmd > /dev/null; sed -e 's/^momentum=0.9$/momentum = 0.9  # as rank 0/' -e 's/^\[softmax\]$/\n\n[softmax]/' "$I/good-mpmd.cfg" > "$I/good-mpmd-b.cfg"
 row good-mpmd 0 '^2: loss' "good-mpmd_chart.png good-mpmd_final.weights good-mpmd_log.csv" classifier train "$(data good-mpmd)" "$I/good-mpmd.cfg" : classifier train "$I/good-mpmd.data" "$I/good-mpmd-b.cfg"

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The README's commands run, so its instructions cannot drift from the code.
-# Every line of a ```sh block in README.md is a command; they run in README
-# order, word for word, in a scratch tree (build/ links to the test data, the
-# cfgs are copies that train a few iterations). A command marked
-# "# needs: hosts" or "# needs: gpu" cannot run on this machine and is
-# listed, not run; a `make` line must name a target of the Makefiles (the
-# targets themselves run in .ci/run). Outside sh blocks a line that runs
-# ./darknet_mn must be a synopsis (holding <...>, [...] or "-n N"), so that
-# no concrete command escapes the test. Run by tests/run.sh (T, D, BUILD,
-# MPI set there).
+# The documentation's commands run, so its instructions cannot drift from the
+# code. Every line of a ```sh block in README.md and in docs/*.md is a
+# command; they run in that order (README.md first, then docs/ in
+# alphabetical order, each file top to bottom), word for word, in one scratch
+# tree (build/ links to the test data, the cfgs are copies that train a few
+# iterations), so a page's command may use what an earlier page's made. A
+# command marked "# needs: hosts" or "# needs: gpu" cannot run on this
+# machine and is listed, not run; a `make` line must name a target of the
+# Makefiles (the targets themselves run in .ci/run). Outside sh blocks a line
+# that runs ./darknet_mn must be a synopsis (holding <...>, [...] or "-n N"),
+# so that no concrete command escapes the test. Messages name file:line. Run
+# by tests/run.sh (T, D, BUILD, MPI set there).
 set -u
 R=$T/readme
 W=$R/tree
@@ -17,11 +19,15 @@ fail=0
 ok() { echo "ok   $*"; }
 bad() { fail=1; echo "FAIL $*"; }
 
+# The pages, in the order their commands run.
+pages=(README.md $(LC_ALL=C ls docs/*.md))
+
 # Synopses only outside sh blocks.
-awk '/^```/ { if (inb) { inb = 0 } else { inb = 1; sh = ($0 == "```sh") } ; next }
-     inb && !sh && /\.\/darknet_mn/ && !/<|\[|-n N/ { print FILENAME ":" NR ": " $0 }' README.md > "$R/loose"
+awk 'FNR == 1 { inb = 0 }
+     /^```/ { if (inb) { inb = 0 } else { inb = 1; sh = ($0 == "```sh") } ; next }
+     inb && !sh && /\.\/darknet_mn/ && !/<|\[|-n N/ { print FILENAME ":" FNR ": " $0 }' "${pages[@]}" > "$R/loose"
 if [ -s "$R/loose" ]; then bad "concrete commands outside \`\`\`sh blocks (make them sh, or synopses): $(head -3 "$R/loose")"
-else ok "every README line outside sh blocks that runs ./darknet_mn is a synopsis"; fi
+else ok "every line outside sh blocks that runs ./darknet_mn is a synopsis (${#pages[@]} pages)"; fi
 
 # The scratch tree: the binary, cfg/ and data/ copies with short trainings,
 # the classifier subset of the tests and a small detection set.
@@ -32,22 +38,25 @@ ln -s "$D" "$W/build/fashion"
 "$BUILD/tools/mn_fashion_det" /usr/share/datasets/fashion-mnist "$W/build/fashion-det" --train 48 --valid 8 --seed 1 --net 128 \
     > "$R/det-data.log" 2>&1 || bad "mn_fashion_det (see $R/det-data.log)"
 
-awk '/^```/ { if (inb) { inb = 0 } else { inb = 1; sh = ($0 == "```sh") } ; next } inb && sh' README.md > "$R/commands"
+# Each command line as FILE:LINE, a tab, the line.
+awk 'FNR == 1 { inb = 0 }
+     /^```/ { if (inb) { inb = 0 } else { inb = 1; sh = ($0 == "```sh") } ; next }
+     inb && sh { print FILENAME ":" FNR "\t" $0 }' "${pages[@]}" > "$R/commands"
 ran=0 skipped=0 k=0
-while IFS= read -r line; do
+while IFS=$'\t' read -r where line; do
     case "$line" in ""|"#"*) continue ;; esac
     k=$((k + 1))
     case "$line" in
-        *"# needs: hosts"*|*"# needs: gpu"*) skipped=$((skipped + 1)); echo "     (not run here: ${line%%#*})"; continue ;;
+        *"# needs: hosts"*|*"# needs: gpu"*) skipped=$((skipped + 1)); echo "     (not run here: $where: ${line%%#*})"; continue ;;
         make\ *)
             target=$(echo "$line" | awk '{print $2}')
             if grep -qE "^([^:#]* )?$target( [^:#]*)?:" Makefile tests/*.mk tests/fuzz/*.mk tools/*.mk; then ran=$((ran + 1))
-            else bad "README: 'make $target' is no target of the Makefiles"; fi
+            else bad "$where: 'make $target' is no target of the Makefiles"; fi
             continue ;;
     esac
     cmd=${line%%  #*}
     if (cd "$W" && timeout 300 bash -c "$cmd") < /dev/null > "$R/cmd$k.log" 2>&1; then ran=$((ran + 1))
-    else bad "README command exited non-zero: $cmd (see $R/cmd$k.log)"; tail -3 "$R/cmd$k.log"; fi
+    else bad "$where: command exited non-zero: $cmd (see $R/cmd$k.log)"; tail -3 "$R/cmd$k.log"; fi
 done < "$R/commands"
-[ $fail = 0 ] && ok "README: $ran commands ran (or name make targets), $skipped need several hosts or a GPU"
+[ $fail = 0 ] && ok "${#pages[@]} pages: $ran commands ran (or name make targets), $skipped need several hosts or a GPU"
 exit $fail
