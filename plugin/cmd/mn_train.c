@@ -346,7 +346,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         goto out;
     }
     if ((s = mn_load_network(c, cfgfile, weightfile, clear, &net, &opt)) != MN_OK) goto out;
-    if (net->adam) {   /* what holds instead: README, "Limits of this version" */
+    if (net->adam) {   /* what holds instead: docs/troubleshooting.md, "Limits of this version" */
         if (c->rank == 0)
             mn_error(c, "%s: adam=1 is not supported: Darknet's CPU update ignores it, and on a GPU the mean over "
                         "N ranks would turn Adam's eps into N*eps; remove it to train with momentum SGD", cfgfile);
