@@ -9,6 +9,8 @@
 #               mn-2 (on a VM two vCPUs need not be two whole cores)
 #   ddp-1/2     PyTorch DDP (gloo), 1 and 2 processes (bench/ddp_fashion.py;
 #               classifier only; skipped with the reason without torch)
+#   base-1/2    with SPEED_BASELINE=<another build's darknet_mn>: that build on
+#               1 and 2 ranks, e.g. the commit before a refactor (A/B)
 # A system's images/s is the images of (LONG - SHORT) updates over the time of
 # a LONG-update run minus that of a SHORT-update run, both whole processes, so
 # startup and the final save cancel; the systems alternate within a round;
@@ -56,8 +58,9 @@ prepare() {   # prepare NET
 
 systems() {   # systems NET: the systems that train NET (those of SPEED_SYSTEMS only, where set)
     local s
-    for s in stock-1t stock-omp2 mn-1 mn-2 mn-1x2 ddp-1 ddp-2; do
+    for s in stock-1t stock-omp2 mn-1 mn-2 mn-1x2 ddp-1 ddp-2 base-1 base-2; do
         [ "$1" != fashion ] && [[ $s == ddp-* ]] && continue
+        [ -z "${SPEED_BASELINE:-}" ] && [[ $s == base-* ]] && continue
         [ "$s" = mn-1x2 ] && [ "$(nproc)" -lt 2 ] && continue   # it pins a run to core 1
         [ -n "${SPEED_SYSTEMS:-}" ] && [[ " $SPEED_SYSTEMS " != *" $s "* ]] && continue
         echo "$s"
@@ -71,13 +74,14 @@ command_of() {   # command_of SYS NET N
         stock-1t) echo "$STOCK $task train $W/$2.data $W/$2-stock-$3.cfg" ;;
         stock-omp2) echo "env OMP_NUM_THREADS=2 $OMP $task train $W/$2.data $W/$2-stock-$3.cfg" ;;
         mn-1 | mn-2) echo "$MPI -n ${1#mn-} ./darknet_mn $task train $W/$2.data $W/$2-mn-$3.cfg" ;;
+        base-1 | base-2) echo "$MPI -n ${1#base-} $SPEED_BASELINE $task train $W/$2.data $W/$2-mn-$3.cfg" ;;
         mn-1x2) echo "bench/both.sh taskset -c 0 $MPI -n 1 --bind-to none ./darknet_mn $task train $W/$2.data $W/$2-mn-$3.cfg" \
                      "-- taskset -c 1 $MPI -n 1 --bind-to none ./darknet_mn $task train $W/$2-b.data $W/$2-mn-$3.cfg" ;;
         ddp-1 | ddp-2) echo "$PY bench/ddp_fashion.py --cfg $W/$2-mn-$3.cfg --procs ${1#ddp-} --iters $3" ;;
     esac
 }
 
-ranks_of() { case $1 in mn-2 | mn-1x2 | ddp-2) echo 2 ;; *) echo 1 ;; esac; }   # processes, each with a batch
+ranks_of() { case $1 in mn-2 | mn-1x2 | ddp-2 | base-2) echo 2 ;; *) echo 1 ;; esac; }   # processes, each with a batch
 cores_of() { case $1 in *2) echo 2 ;; *) echo 1 ;; esac; }   # processes or threads
 
 # Wall seconds of one run, under the lock; "fail" when it fails (its
@@ -100,7 +104,8 @@ speed() {   # speed NET: the table of one net
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"
     load_line before
     echo "# cfg/$net.cfg, batch $batch per rank or process, runs of $SHORT and $LONG updates, $ROUNDS rounds, systems alternating"
-    echo "# made by: ${SPEED_SYSTEMS:+SPEED_SYSTEMS=\"$SPEED_SYSTEMS\" }SPEED_NETS=$net bench/speed.sh (make bench, part speed)"
+    echo "# made by: ${SPEED_SYSTEMS:+SPEED_SYSTEMS=\"$SPEED_SYSTEMS\" }${SPEED_BASELINE:+SPEED_BASELINE=$SPEED_BASELINE }SPEED_NETS=$net bench/speed.sh (make bench, part speed)"
+    [ -n "${SPEED_BASELINE:-}" ] && echo "# base: ${SPEED_BASELINE_NAME:-$SPEED_BASELINE}; mn: $(git describe --always --dirty 2>/dev/null)"
     for sys in $(systems "$net"); do echo "# $sys: $(command_of "$sys" "$net" N)"; done
     : > "$W/$net.ips"
     if ! $PY -c 'import torch' 2> /dev/null && [ "$net" = fashion ]; then
@@ -130,6 +135,7 @@ speed() {   # speed NET: the table of one net
             stock-omp2) one=$base ;;
             mn-2 | mn-1x2) one=$(awk '$1 == "mn-1" { print $5 }' "$W/$net.ips" | median) ;;
             ddp-2) one=$(awk '$1 == "ddp-1" { print $5 }' "$W/$net.ips" | median) ;;
+            base-2) one=$(awk '$1 == "base-1" { print $5 }' "$W/$net.ips" | median) ;;
             *) one= ;;
         esac
         [ -n "$one" ] && scale=$(awk -v m="$m" -v o="$one" 'BEGIN { printf "%.0f%%", 100 * m / (2 * o) }')
@@ -142,6 +148,13 @@ speed() {   # speed NET: the table of one net
          END { for (r in two) if (ceil[r] > 0) print two[r] / ceil[r] }' "$W/$net.ips" | sort -n |
         awk '{ a[NR] = 100 * $1; s = s (NR > 1 ? ", " : "") sprintf("%.0f%%", 100 * $1) }
             END { if (NR) printf "# mn-2 over mn-1x2 of the same round (darknet-mn against the machine'"'"'s two-core ceiling): median %.0f%% (%s)\n", a[int((NR + 1) / 2)], s }'
+    local n
+    for n in 1 2; do   # A/B: this build over the baseline, round by round
+        awk -v n=$n '$1 == "mn-" n { me[$2] = $5 } $1 == "base-" n { b[$2] = $5 }
+             END { for (r in me) if (b[r] > 0) print me[r] / b[r] }' "$W/$net.ips" | sort -n |
+            awk -v n=$n '{ a[NR] = 100 * $1; s = s (NR > 1 ? ", " : "") sprintf("%.1f%%", 100 * $1) }
+                END { if (NR) printf "# mn-%d over base-%d of the same round: median %.1f%% (%s)\n", n, n, a[int((NR + 1) / 2)], s }'
+    done
     # The allreduce's share of a 2-rank step.
     local ar step
     ar=$(locked $MPI -n 2 ./darknet_mn bench allreduce "$W/$net-mn-$LONG.cfg" -iters 20 2> /dev/null |
