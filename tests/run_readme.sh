@@ -9,13 +9,10 @@
 # ./darknet_mn must be a synopsis (holding <...>, [...] or "-n N"), so that
 # no concrete command escapes the test. Run by tests/run.sh (T, D, BUILD,
 # MPI set there).
-set -u
+. "$(dirname "$0")/lib.sh"
 R=$T/readme
 W=$R/tree
 rm -rf "$R" && mkdir -p "$W/build"
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=1; echo "FAIL $*"; }
 
 # Synopses only outside sh blocks.
 awk '/^```/ { if (inb) { inb = 0 } else { inb = 1; sh = ($0 == "```sh") } ; next }
@@ -50,4 +47,4 @@ while IFS= read -r line; do
     else bad "README command exited non-zero: $cmd (see $R/cmd$k.log)"; tail -3 "$R/cmd$k.log"; fi
 done < "$R/commands"
 [ $fail = 0 ] && ok "README: $ran commands ran (or name make targets), $skipped need several hosts or a GPU"
-exit $fail
+finish
