@@ -3,30 +3,18 @@
 # ./darknet_mn on a small Fashion-MNIST subset: equivalence of N ranks against
 # one, rank-0-only output, stock-Darknet compatibility, and every user error
 # (clear message, non-zero exit on every rank, no hang, no partial file).
-set -u
-cd "$(dirname "$0")/.."
+# This script sets T (build/test), D (T/fashion) and MPI for its suites.
+unset T D MPI
+. "$(dirname "$0")/lib.sh"
 # make test SANITIZE=1: the unit tests under ASan+UBSan instead (tests/sanitize.sh).
 if [ "${SANITIZE:-0}" = 1 ]; then exec ./tests/sanitize.sh; fi
-BUILD=${BUILD:-build}
-TEST_BIN=${TEST_BIN:-$BUILD/cpu/tests}
-T=$(pwd)/$BUILD/test
 rm -rf "$T" && mkdir -p "$T"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-MPI="mpiexec --oversubscribe"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 
 # run_unit NAME NP [ENV=V] -- CMD...: a unit test under mpiexec with a time limit.
 run_unit() {
-    local name=$1 np=$2; shift 2
-    local envs=()
-    while [ "$1" != "--" ]; do envs+=(-x "$1"); export "${1%%=*}=${1#*=}"; shift; done
-    shift
-    if timeout 120 $MPI "${envs[@]}" -n "$np" "$@" > "$T/$name.log" 2>&1; then ok "$name"
+    local name=$1; shift
+    if on_mpi "$T/$name.log" 120 "$@"; then ok "$name"
     else bad "$name (see $T/$name.log)"; tail -5 "$T/$name.log"; fi
-    for e in "${envs[@]}"; do [ "$e" = -x ] || unset "${e%%=*}"; done
 }
 
 echo "== unit tests"
@@ -90,49 +78,13 @@ if [ $rc != 0 ] && grep -q '^communicator: two_dimensional: REFUSED' "$T/info-2d
     ok "info with a cfg naming two_dimensional on 2+1 ranks: refused with the reason, exit $rc"
 else bad "info with an uneven two_dimensional: exit $rc (see $T/info-2d.out)"; fi
 # A small real data set: 512 training and 200 test images of Fashion-MNIST.
-D=$T/fashion
-"$BUILD/tools/mn_fashion" /usr/share/datasets/fashion-mnist "$D" --limit-train 512 --limit-test 200 > "$T/fashion.log" 2>&1 \
-    || { bad "mn_fashion (see $T/fashion.log)"; }
+fashion_slice "$D" 512 200 "$T/fashion.log" || bad "mn_fashion (see $T/fashion.log)"
 
-# cfg NAME BATCH SUBDIV MAXB [extra [distributed] lines...]: a conv+connected
-# classifier without batch norm or dropout.
+# cfg NAME BATCH SUBDIV MAXB [extra [distributed] lines...]: the tiny
+# classifier (conv+connected, without batch norm or dropout; tests/lib.sh).
 cfg() {
     local f=$T/$1.cfg b=$2 s=$3 m=$4; shift 4
-    cat > "$f" <<CFG
-[net]
-batch=$((b * s))
-subdivisions=$s
-width=28
-height=28
-channels=3
-learning_rate=0.05
-momentum=0.9
-decay=0.0005
-burn_in=2
-policy=steps
-steps=3
-scales=0.5
-max_batches=$m
-
-[convolutional]
-filters=8
-size=3
-stride=1
-pad=1
-activation=leaky
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=10
-activation=linear
-
-[softmax]
-
-CFG
-    if [ $# -gt 0 ]; then printf '[distributed]\n' >> "$f"; printf '%s\n' "$@" >> "$f"; fi
+    mn_cfg "$f" batch=$((b * s)) subdivisions="$s" max_batches="$m" ${1+-- "$@"}
     echo "$f"
 }
 data() {   # data NAME [train-list]
@@ -142,20 +94,8 @@ data() {   # data NAME [train-list]
     echo "$f"
 }
 
-# train NAME NP CFG DATA [weights]: every rank's exit code lands in $T/NAME.rc.<rank>.
-train() {
-    local name=$1 np=$2 c=$3 d=$4 w=${5:-}
-    timeout 120 $MPI -n "$np" sh -c "./darknet_mn classifier train $d $c $w > $T/$name.out.\$OMPI_COMM_WORLD_RANK 2> $T/$name.err.\$OMPI_COMM_WORLD_RANK; echo \$? > $T/$name.rc.\$OMPI_COMM_WORLD_RANK"
-    echo $? > "$T/$name.rc"
-}
-all_rc() {   # all_rc NAME NP WANT: WANT is 0 or nonzero
-    local name=$1 np=$2 want=$3 r
-    for ((r = 0; r < np; ++r)); do
-        [ -f "$T/$name.rc.$r" ] || return 1
-        local rc; rc=$(cat "$T/$name.rc.$r")
-        if [ "$want" = 0 ]; then [ "$rc" = 0 ] || return 1; else [ "$rc" != 0 ] || return 1; fi
-    done
-}
+# train NAME NP CFG DATA [weights]: every rank's output and exit code in $T/NAME.{out,err,rc}.<rank> (mn).
+train() { mn "$T/$1" "$2" classifier train "$4" "$3" ${5:-}; }
 
 # Equivalence end to end: N ranks x batch b against 1 rank x batch N*b, deterministic data.
 for s in 1 2; do
@@ -167,7 +107,7 @@ for s in 1 2; do
         train "one-$n-$s" 1 "$c1" "$d1"
         train "many-$n-$s" $n "$cn" "$dn"
         w1=$T/one-$n-$s/one-$n-${s}_final.weights wn=$T/many-$n-$s/many-$n-${s}_final.weights
-        if all_rc "one-$n-$s" 1 0 && all_rc "many-$n-$s" $n 0 && "$TEST_BIN/mn_wcmp" "$wn" "$w1" 1e-5 > "$T/cmp-$n-$s.log"; then
+        if all_rc "$T/one-$n-$s" 1 0 && all_rc "$T/many-$n-$s" $n 0 && "$TEST_BIN/mn_wcmp" "$wn" "$w1" 1e-5 > "$T/cmp-$n-$s.log"; then
             ok "e2e equivalence: $n ranks x batch $b vs 1 x $((n * b)), subdivisions $s ($(cat "$T/cmp-$n-$s.log"))"
         else
             bad "e2e equivalence $n x $b sub $s: $(cat "$T/cmp-$n-$s.log" 2>/dev/null) (see $T/many-$n-$s.err.*)"
@@ -185,7 +125,7 @@ for dt in float32 float16; do
 done
 l32=$(sed -n 's/^40: loss [0-9.]*, avg \([0-9.]*\).*/\1/p' "$T/dt-float32.out.0")
 l16=$(sed -n 's/^40: loss [0-9.]*, avg \([0-9.]*\).*/\1/p' "$T/dt-float16.out.0")
-if all_rc dt-float16 2 0 && [ -n "$l32" ] && [ -n "$l16" ] && awk "BEGIN{d=$l16-$l32; if(d<0)d=-d; exit !(d <= 0.05*$l32)}" &&
+if all_rc "$T/dt-float16" 2 0 && [ -n "$l32" ] && [ -n "$l16" ] && awk "BEGIN{d=$l16-$l32; if(d<0)d=-d; exit !(d <= 0.05*$l32)}" &&
    "$TEST_BIN/mn_wcmp" "$T/dt-float16/dt-float16_final.weights" "$T/dt-float32/dt-float32_final.weights" 0.05 > "$T/dt.log"; then
     ok "float16 allreduce: average loss after 40 updates $l16 vs float32 $l32; $(cat "$T/dt.log")"
 else bad "float16 vs float32: avg loss '$l16' vs '$l32'; $(cat "$T/dt.log" 2>/dev/null)"; fi
@@ -196,15 +136,14 @@ else bad "float16 vs float32: avg loss '$l16' vs '$l32'; $(cat "$T/dt.log" 2>/de
 # leaves the weights as they were, 2 steps with it equal 1 step without it,
 # bit for bit; and N ranks x b equal 1 rank x N*b with it too.
 db_cfg() {   # db_cfg NAME BATCH MAX_BATCHES DB
-    local f; f=$(cfg "$1" "$2" 1 "$3" deterministic=1 shuffle=0 double_buffering="$4")
-    sed -i -e 's/^policy=steps/policy=constant/' -e '/^burn_in=/d' -e '/^steps=/d' -e '/^scales=/d' "$f"
-    echo "$f"
+    mn_cfg "$T/$1.cfg" batch="$2" max_batches="$3" policy=constant -burn_in -steps -scales -- deterministic=1 shuffle=0 double_buffering="$4"
+    echo "$T/$1.cfg"
 }
 w0=$T/one-2-1/one-2-1_final.weights
 train db-one1 1 "$(db_cfg db-one1 4 6 1)" "$(data db-one1)" "$w0"
 train db-one2 1 "$(db_cfg db-one2 4 7 1)" "$(data db-one2)" "$w0"
 train db-off1 1 "$(db_cfg db-off1 4 6 0)" "$(data db-off1)" "$w0"
-if all_rc db-one1 1 0 && all_rc db-one2 1 0 && all_rc db-off1 1 0 &&
+if all_rc "$T/db-one1" 1 0 && all_rc "$T/db-one2" 1 0 && all_rc "$T/db-off1" 1 0 &&
    "$TEST_BIN/mn_wcmp" "$T/db-one1/db-one1_final.weights" "$w0" 0 > "$T/db1.log" &&
    "$TEST_BIN/mn_wcmp" "$T/db-one2/db-one2_final.weights" "$T/db-off1/db-off1_final.weights" 0 > "$T/db2.log" &&
    ! "$TEST_BIN/mn_wcmp" "$T/db-off1/db-off1_final.weights" "$w0" 0 > "$T/db0.log"; then
@@ -214,7 +153,7 @@ for n in 2 4; do
     b=$((4 / n))
     train "db-$n" $n "$(db_cfg "db-$n" $b 10 1)" "$(data "db-$n")" "$w0"
     [ -f "$T/db-1x4.done" ] || { train db-1x4 1 "$(db_cfg db-1x4 4 10 1)" "$(data db-1x4)" "$w0"; touch "$T/db-1x4.done"; }
-    if all_rc "db-$n" $n 0 && all_rc db-1x4 1 0 &&
+    if all_rc "$T/db-$n" $n 0 && all_rc "$T/db-1x4" 1 0 &&
        "$TEST_BIN/mn_wcmp" "$T/db-$n/db-${n}_final.weights" "$T/db-1x4/db-1x4_final.weights" 1e-5 > "$T/db-$n.log"; then
         ok "double_buffering: $n ranks x batch $b = 1 x 4 over 5 updates ($(cat "$T/db-$n.log"))"
     else bad "double_buffering $n ranks: $(cat "$T/db-$n.log" 2>/dev/null) (see $T/db-$n.err.0)"; fi
@@ -230,7 +169,7 @@ if ls "$T"/many-4-2/*.tmp > /dev/null 2>&1; then bad "temporary weights file lef
 # Random (non-deterministic) mode runs too, on 3 ranks (shards of 171/171/170).
 c=$(cfg rand 4 1 4 communicator=naive seed=7); d=$(data rand)
 train rand 3 "$c" "$d"
-if all_rc rand 3 0 && [ -s "$T/rand/rand_final.weights" ]; then ok "random-sampling training on 3 ranks, naive"
+if all_rc "$T/rand" 3 0 && [ -s "$T/rand/rand_final.weights" ]; then ok "random-sampling training on 3 ranks, naive"
 else bad "random training (see $T/rand.err.*)"; fi
 
 # Weights from darknet-mn load in Debian's stock darknet, and stock weights load in darknet-mn:
@@ -261,40 +200,33 @@ for n in 2 3 4; do
 done
 
 echo "== user errors (clear message, every rank exits non-zero, within the time limit, no partial file)"
-# expect_error NAME NP CFG DATA WEIGHTS PATTERN
-expect_error() {
-    local name=$1 np=$2 c=$3 d=$4 w=$5 pat=$6
-    local t0=$SECONDS
-    train "$name" "$np" "$c" "$d" "$w"
-    local took=$((SECONDS - t0))
-    if ! all_rc "$name" "$np" nonzero; then bad "$name: not every rank exited non-zero ($(cat "$T/$name".rc.* 2>/dev/null | tr '\n' ' '); mpiexec $(cat "$T/$name.rc"))"; return; fi
-    if [ "$(cat "$T/$name.rc")" = 124 ]; then bad "$name: hung (killed by the time limit)"; return; fi
-    if ! cat "$T/$name".err.* | grep -q -- "$pat"; then bad "$name: message does not match '$pat': $(cat "$T/$name".err.* | head -3)"; return; fi
-    if ls "$T/$name"/* > /dev/null 2>&1; then bad "$name: left files in its backup folder"; return; fi
-    ok "$name (${took}s): $(cat "$T/$name".err.* | grep -m1 -- "$pat")"
-}
+# expect_error (tests/lib.sh): classifier train on NP ranks, backup folder $T/NAME.
 good=$(cfg good 2 1 3)
-expect_error bad-comm 2 "$(cfg bad-comm 2 1 3 communicator=ring)" "$(data bad-comm)" "" "bad-comm.cfg.*communicator 'ring' is unknown; valid communicators: naive, flat"
-expect_error bad-dtype 2 "$(cfg bad-dtype 2 1 3 allreduce_grad_dtype=int8)" "$(data bad-dtype)" "" "bad-dtype.cfg.*allreduce_grad_dtype='int8'"
-expect_error bad-number 2 "$(cfg bad-number 2 1 3 seed=seven)" "$(data bad-number)" "" "bad-number.cfg.*seed='seven' must be"
-expect_error bad-key 2 "$(cfg bad-key 2 1 3 comunicator=flat)" "$(data bad-key)" "" "unknown key 'comunicator'"
-expect_error missing-list 2 "$good" "$(data missing-list "$T/nope.list")" "" "cannot open list $T/nope.list"
+expect_error "$T/bad-comm" 2 "bad-comm.cfg.*communicator 'ring' is unknown; valid communicators: naive, flat" -- \
+    "$PROG" classifier train "$(data bad-comm)" "$(cfg bad-comm 2 1 3 communicator=ring)"
+expect_error "$T/bad-dtype" 2 "bad-dtype.cfg.*allreduce_grad_dtype='int8'" -- \
+    "$PROG" classifier train "$(data bad-dtype)" "$(cfg bad-dtype 2 1 3 allreduce_grad_dtype=int8)"
+expect_error "$T/bad-number" 2 "bad-number.cfg.*seed='seven' must be" -- "$PROG" classifier train "$(data bad-number)" "$(cfg bad-number 2 1 3 seed=seven)"
+expect_error "$T/bad-key" 2 "unknown key 'comunicator'" -- "$PROG" classifier train "$(data bad-key)" "$(cfg bad-key 2 1 3 comunicator=flat)"
+expect_error "$T/missing-list" 2 "cannot open list $T/nope.list" -- "$PROG" classifier train "$(data missing-list "$T/nope.list")" "$good"
 : > "$T/empty.list"
-expect_error empty-list 2 "$good" "$(data empty-list "$T/empty.list")" "" "list $T/empty.list is empty"
+expect_error "$T/empty-list" 2 "list $T/empty.list is empty" -- "$PROG" classifier train "$(data empty-list "$T/empty.list")" "$good"
 head -2 "$D/train.list" > "$T/two.list"
-expect_error too-few-images 3 "$good" "$(data too-few-images "$T/two.list")" "" "has 2 paths, fewer than the 3 ranks"
+expect_error "$T/too-few-images" 3 "has 2 paths, fewer than the 3 ranks" -- "$PROG" classifier train "$(data too-few-images "$T/two.list")" "$good"
 { head -3 "$D/train.list"; echo "$T/missing_$(sed -n 1p "$D/labels.txt").png"; } > "$T/badimg.list"
-expect_error unreadable-image 2 "$(cfg unreadable 2 1 3 deterministic=1 shuffle=0)" "$(data unreadable-image "$T/badimg.list")" "" "cannot read image $T/missing_"
+expect_error "$T/unreadable-image" 2 "cannot read image $T/missing_" -- \
+    "$PROG" classifier train "$(data unreadable-image "$T/badimg.list")" "$(cfg unreadable 2 1 3 deterministic=1 shuffle=0)"
 w=$T/many-4-1/many-4-1_final.weights
 head -c 1000 "$w" > "$T/truncated.weights"
-expect_error truncated-weights 2 "$good" "$(data truncated-weights)" "$T/truncated.weights" "truncated.weights is truncated: it ends inside layer"
+expect_error "$T/truncated-weights" 2 "truncated.weights is truncated: it ends inside layer" -- \
+    "$PROG" classifier train "$(data truncated-weights)" "$good" "$T/truncated.weights"
 { cat "$w"; head -c 64 "$w"; } > "$T/long.weights"
-expect_error misfit-weights 2 "$good" "$(data misfit-weights)" "$T/long.weights" "does not fit the cfg"
+expect_error "$T/misfit-weights" 2 "does not fit the cfg" -- "$PROG" classifier train "$(data misfit-weights)" "$good" "$T/long.weights"
 # Different cfgs on different ranks.
-other=$(cfg other 2 1 3); sed -i 's/filters=8/filters=16/' "$other"; dd=$(data mixed)
-timeout 60 $MPI -n 1 sh -c "./darknet_mn classifier train $dd $good 2> $T/mixed.err.0; echo \$? > $T/mixed.rc.0" : \
-    -n 1 sh -c "./darknet_mn classifier train $dd $other 2> $T/mixed.err.1; echo \$? > $T/mixed.rc.1"
-if all_rc mixed 2 nonzero && grep -q "rank 1 .*other.cfg:17: \[convolutional\] 'filters=16' here, but 'filters=8' in rank 0's" "$T/mixed.err.1"; then ok "different cfgs on two ranks: $(head -1 "$T/mixed.err.1")"
+other=$T/other.cfg; mn_cfg "$other" batch=2 max_batches=3 filters=16; dd=$(data mixed)
+timeout 60 $MPI -n 1 sh -c "$(rank_cmd "$T/mixed" "$PROG" classifier train "$dd" "$good")" : \
+    -n 1 sh -c "$(rank_cmd "$T/mixed" "$PROG" classifier train "$dd" "$other")"
+if all_rc "$T/mixed" 2 nonzero && grep -q "rank 1 .*other.cfg:17: \[convolutional\] 'filters=16' here, but 'filters=8' in rank 0's" "$T/mixed.err.1"; then ok "different cfgs on two ranks: $(head -1 "$T/mixed.err.1")"
 else bad "different cfgs: $(cat "$T"/mixed.err.* | head -3)"; fi
 
 # Further suites (tests/run_<topic>.sh) share this script's folders and data;
@@ -312,10 +244,10 @@ if command -v nvcc > /dev/null; then
     # Without a usable GPU the GPU build stops at start, with the reason, on every rank
     # (Darknet's layers would abort on their first device buffer, -nogpu or not).
     if [ -x "$BUILD/gpu/darknet_mn" ] && ! nvidia-smi -L > /dev/null 2>&1; then
-        timeout 60 $MPI -n 2 sh -c "$BUILD/gpu/darknet_mn classifier train $(data gpu-none) $T/good.cfg -nogpu 2> $T/gpu-none.err.\$OMPI_COMM_WORLD_RANK; echo \$? > $T/gpu-none.rc.\$OMPI_COMM_WORLD_RANK"
-        if all_rc gpu-none 2 nonzero && grep -q "this GPU build needs a CUDA device, also with -nogpu" "$T/gpu-none.err.0" && [ ! -s "$T/gpu-none.err.1" ]; then
+        on_ranks "$T/gpu-none" 60 2 -- "$BUILD/gpu/darknet_mn" classifier train "$(data gpu-none)" "$T/good.cfg" -nogpu
+        if all_rc "$T/gpu-none" 2 nonzero && grep -q "this GPU build needs a CUDA device, also with -nogpu" "$T/gpu-none.err.0" && [ ! -s "$T/gpu-none.err.1" ]; then
             ok "GPU build without a GPU: $(head -1 "$T/gpu-none.err.0")"
-        else bad "GPU build without a GPU: $(cat "$T"/gpu-none.rc.* 2>/dev/null | tr '\n' ' '); $(cat "$T"/gpu-none.err.* | head -3)"; fi
+        else bad "GPU build without a GPU: $(rcs "$T/gpu-none" 2); $(cat "$T"/gpu-none.err.* | head -3)"; fi
     fi
 else
     bad "nvcc not found: the GPU build was not checked"
@@ -337,5 +269,4 @@ if [ $rc != 0 ] && grep -q "low/mn_a calls up into high/mn_b (mn_high)" "$L/out"
    grep -q "a cycle of calls among 2 files: high/mn_b, low/mn_a" "$L/out"; then ok "layers: a planted upward call and cycle are named"
 else bad "layers: the planted cycle was not reported (rc $rc): $(head -3 "$L/out")"; fi
 
-echo "== $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -13,22 +13,14 @@
 # plugin's calls go one way in this build too (tests/layers.py). Skipped (ok)
 # when neither source is here.
 # Run by tests/run.sh (env T, MPI, BUILD), or alone from the repository root.
-set -u
-BUILD=${BUILD:-build}
-TEST_BIN=${TEST_BIN:-$BUILD/cpu/tests}
-T=${T:-$(pwd)/$BUILD/test}
+. "$(dirname "$0")/lib.sh"
 T=$T/alexeyab
-MPI=${MPI:-mpiexec --oversubscribe}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 rm -rf "$T" && mkdir -p "$T"
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 
 SNAPSHOT=${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}
 if [ -z "${DARKNET_SRC:-}" ] && [ ! -f "$SNAPSHOT" ]; then
     ok "AlexeyAB base skipped: neither DARKNET_SRC nor $SNAPSHOT is here"
-    exit 0
+    finish
 fi
 AB=$BUILD/alexeyab-cpu
 TB=$AB/tests
@@ -37,33 +29,23 @@ if make -s DARKNET=alexeyab "$AB/darknet_mn" "$TB/test_equiv" "$TB/test_syncbn" 
         "$BUILD/tools/mn_fashion_det" > "$T/build.log" 2>&1; then
     ok "make DARKNET=alexeyab builds $AB/darknet_mn and the fork's own $DK/darknet"
 else
-    bad "make DARKNET=alexeyab (see $T/build.log)"; tail -5 "$T/build.log"; exit 1
+    bad "make DARKNET=alexeyab (see $T/build.log)"; tail -5 "$T/build.log"; finish
 fi
 if python3 tests/layers.py "$(make -s --no-print-directory print-layers)" "$AB/libdarknet_mn.a" > "$T/layers.out" 2>&1; then cat "$T/layers.out"
 else sed 's/^/     /' "$T/layers.out" | cut -c1-600; bad "layers: $AB/libdarknet_mn.a (tests/layers.py)"; fi
 
 # The classifier's Fashion-MNIST slice: tests/run.sh's, or one of our own when run alone.
-if [ -z "${D:-}" ]; then
-    D=$T/fashion
-    make -s "$BUILD/tools/mn_fashion" > /dev/null && "$BUILD/tools/mn_fashion" /usr/share/datasets/fashion-mnist "$D" --limit-train 512 --limit-test 200 > "$T/fashion.log" 2>&1
-fi
+[ -n "$D_GIVEN" ] || { make -s "$BUILD/tools/mn_fashion" > /dev/null && fashion_slice "$T/fashion" 512 200 "$T/fashion.log"; }
 
-summary() { grep -ao 'test_[a-z]*: .*' "$1" | awk 'length > length(best) { best = $0 } END { print best }'; }
-run() {   # run NAME NP ENV... -- CMD...
-    local name=$1 np=$2; shift 2
-    local envs=()
-    while [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
-    shift
-    if timeout 60 $MPI "${envs[@]}" -n "$np" "$@" > "$T/$name.log" 2>&1; then ok "alexeyab $name: $(summary "$T/$name.log")"
-    else bad "alexeyab $name (see $T/$name.log)"; grep -ah "FAIL" "$T/$name.log" | head -5; fi
-}
+# unit_test NAME NP ENV... -- CMD... (tests/lib.sh), named "alexeyab NAME".
+SUITE_LABEL=alexeyab
 
 # The cfg check takes every cfg of the fork (mish, [sam], route groups, ...)
 # and ours, but for its ResNets: written for pjreddie's shortcut (which
 # resamples), they add layers of two sizes, which the fork's parser asserts
 # against; refused with the layer and both sizes instead.
 PJ_STYLE='/(resnet50|resnet101|resnet152|resnext152-32x4d)\.cfg$'
-run fork-cfgs-accepted 2 -- "$TB/test_cfg" $(ls "$DK"/cfg/*.cfg | grep -Ev "$PJ_STYLE") cfg/*.cfg
+unit_test fork-cfgs-accepted 2 -- "$TB/test_cfg" $(ls "$DK"/cfg/*.cfg | grep -Ev "$PJ_STYLE") cfg/*.cfg
 for c in $(ls "$DK"/cfg/*.cfg | grep -E "$PJ_STYLE"); do
     if ! timeout 60 $MPI -n 2 "$TB/test_cfg" "$c" > "$T/pjstyle.log" 2>&1 &&
        grep -aq "$c:[0-9]*: layer 17 (\[shortcut\]) takes layer 16, 32x32, and layer 13, 64x64: AlexeyAB's Darknet adds only layers of one size" "$T/pjstyle.log"; then
@@ -75,21 +57,21 @@ done
 eq() {   # eq COMM NP [RANKS_PER_NODE]
     local d=$T/eq-$1-$2-${3:-real}
     mkdir -p "$d"
-    if [ -n "${3:-}" ]; then run "equiv-$1-np$2-${3}pernode" "$2" MN_RANKS_PER_NODE=$3 -- "$TB/test_equiv" "$1" 2 "$d"
-    else run "equiv-$1-np$2" "$2" -- "$TB/test_equiv" "$1" 2 "$d"; fi
+    if [ -n "${3:-}" ]; then unit_test "equiv-$1-np$2-${3}pernode" "$2" MN_RANKS_PER_NODE=$3 -- "$TB/test_equiv" "$1" 2 "$d"
+    else unit_test "equiv-$1-np$2" "$2" -- "$TB/test_equiv" "$1" 2 "$d"; fi
 }
 for n in 1 2 3 4; do eq naive $n; eq flat $n; eq single_node $n; done
 eq hierarchical 2 1; eq hierarchical 3 2; eq hierarchical 4 2
 eq two_dimensional 2 1; eq two_dimensional 4 2
-for n in 1 2 3 4; do mkdir -p "$T/sbn-$n" && run "syncbn-np$n" $n -- "$TB/test_syncbn" 1 2 "$T/sbn-$n"; done
-mkdir -p "$T/sbn-off" && run "syncbn-off-np2" 2 -- "$TB/test_syncbn" 0 2 "$T/sbn-off"
-for n in 1 2 3; do mkdir -p "$T/rep-$n" && run "replica-np$n" $n -- "$TB/test_replica" "$T/rep-$n"; done
-mkdir -p "$T/bnavg" && run "bnavg-np2" 2 -- "$TB/test_bnavg" "$T/bnavg"
+for n in 1 2 3 4; do mkdir -p "$T/sbn-$n" && unit_test "syncbn-np$n" $n -- "$TB/test_syncbn" 1 2 "$T/sbn-$n"; done
+mkdir -p "$T/sbn-off" && unit_test "syncbn-off-np2" 2 -- "$TB/test_syncbn" 0 2 "$T/sbn-off"
+for n in 1 2 3; do mkdir -p "$T/rep-$n" && unit_test "replica-np$n" $n -- "$TB/test_replica" "$T/rep-$n"; done
+mkdir -p "$T/bnavg" && unit_test "bnavg-np2" 2 -- "$TB/test_bnavg" "$T/bnavg"
 
 # The detection set in the fork's layout: each label file beside its image
 # (its replace_image_to_label maps only COCO's and VOC's folders).
 DET=$BUILD/fashion-det
-if [ ! -f "$DET/.stamp" ]; then make -s fashion-det-data > "$T/det-data.log" 2>&1 || { bad "make fashion-det-data"; exit 1; }; fi
+if [ ! -f "$DET/.stamp" ]; then make -s fashion-det-data > "$T/det-data.log" 2>&1 || { bad "make fashion-det-data"; finish; }; fi
 M=$T/det
 for s in train valid; do
     mkdir -p "$M/$s"
@@ -198,11 +180,11 @@ else bad "valgrind not installed: the NaN-input memory check did not run"; fi
 
 # A weighted shortcut: refused before training, naming the cfg, the layer and its kind, on every rank.
 printf '[net]\nbatch=2\nwidth=32\nheight=32\nchannels=3\nmax_batches=2\n\n[convolutional]\nfilters=4\nsize=3\npad=1\nactivation=leaky\n\n[convolutional]\nfilters=4\nsize=3\npad=1\nactivation=leaky\n\n[shortcut]\nfrom=-2\nweights_type=per_feature\nweights_normalization=softmax\nactivation=linear\n\n[convolutional]\nfilters=45\nsize=1\nactivation=linear\n\n[yolo]\nmask=0,1,2\nanchors=18,36, 37,18, 29,45\nclasses=10\nnum=3\n' > "$T/wsc.cfg"
-timeout 60 $MPI -n 2 sh -c "$AB/darknet_mn detector train $T/y4.data $T/wsc.cfg > /dev/null 2> $T/wsc.err.\$OMPI_COMM_WORLD_RANK; echo \$? > $T/wsc.rc.\$OMPI_COMM_WORLD_RANK"
+on_ranks "$T/wsc" 60 2 -- "$AB/darknet_mn" detector train "$T/y4.data" "$T/wsc.cfg"
 if [ "$(cat "$T/wsc.rc.0" 2>/dev/null)" != 0 ] && [ "$(cat "$T/wsc.rc.1" 2>/dev/null)" != 0 ] && [ -f "$T/wsc.rc.1" ] &&
    grep -aq "$T/wsc.cfg: layer 2 is a shortcut layer with weights_type (weighted shortcut), which darknet-mn cannot average across ranks (AlexeyAB's Darknet)" "$T/wsc.err.0"; then
     ok "alexeyab weighted shortcut refused: $(grep -a 'cannot average' "$T/wsc.err.0" | head -1)"
-else bad "alexeyab weighted shortcut: exit $(cat "$T"/wsc.rc.* 2>/dev/null | tr '\n' ' '); $(grep -av '^ \|^$' "$T"/wsc.err.0 | tail -2)"; fi
+else bad "alexeyab weighted shortcut: exit $(rcs "$T/wsc" 2); $(grep -av '^ \|^$' "$T"/wsc.err.0 | tail -2)"; fi
 
 # The detection rows of the bad-input matrix (issue 25) on this base, its
 # label files beside the images: every bad label line, class count and image.
@@ -210,4 +192,4 @@ if DARKNET=alexeyab PROG="$AB/darknet_mn" T="$T" BUILD="$BUILD" MPI="$MPI" bash 
     ok "alexeyab: the bad-input matrix's detection rows ($(grep -c '^ok' "$T/input.log") ok)"
 else bad "alexeyab: the bad-input matrix's detection rows: $(grep -a '^FAIL' "$T/input.log" | head -3)"; fi
 
-[ "$fail" = 0 ]
+finish

@@ -3,12 +3,9 @@
 # its min and max, the memcpy reference beside them, and no page faults per
 # call (Open MPI's temporaries of a large bare MPI_Allreduce once faulted
 # 4324 times per call, 10x its time). Run by tests/run.sh (T, MPI set there).
-set -u
+. "$(dirname "$0")/lib.sh"
 B=$T/bench
 mkdir -p "$B"
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=1; echo "FAIL $*"; }
 
 # rows_sane FILE: algo bytes median min max ...: min <= median <= max, a
 # memcpy row per size, and the faults (last column) of every row.
@@ -70,4 +67,4 @@ ours=$(other our); theirs=$(other their)
 if awk -v o="$ours" -v t="$theirs" 'BEGIN { exit !(o != "" && t != "" && o < 0.5 && t >= 0.8) }'; then
     ok "load_line: other work $theirs cores beside 2 busy loops of someone else's, $ours beside 2 of our own"
 else bad "load_line: other work '$theirs' cores beside 2 busy loops of someone else's (want >= 0.8), '$ours' beside our own (want < 0.5)"; fi
-exit $fail
+finish

@@ -4,34 +4,28 @@
 # end, pruning of only the job's own generations, fsync/rename order, and the
 # backup folder's lock. Run by tests/run.sh (T, D, TEST_BIN, MPI set there);
 # ONLY=name runs one section.
-set -u
+. "$(dirname "$0")/lib.sh"
 F=$T/ckpt
 rm -rf "$F" && mkdir -p "$F"
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=1; echo "FAIL $*"; }
 want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
 
-# cfg FILE BATCH SUBDIV MAXB [distributed lines...]: a small classifier, constant rate.
+# cfg FILE BATCH SUBDIV MAXB [distributed lines...]: the tiny classifier
+# (tests/lib.sh) at a constant rate of 0.01, deterministic and unshuffled.
 cfg() {
     local f=$1 b=$2 s=$3 m=$4; shift 4
-    mkdir -p "$(dirname "$f")"
-    printf '[net]\nbatch=%d\nsubdivisions=%d\nwidth=28\nheight=28\nchannels=3\nlearning_rate=0.01\nmomentum=0.9\n' \
-        $((b * s)) "$s" > "$f"
-    printf 'decay=0.0005\nmax_batches=%d\n\n[convolutional]\nfilters=8\nsize=3\nstride=1\npad=1\nactivation=leaky\n' "$m" >> "$f"
-    printf '\n[maxpool]\nsize=2\nstride=2\n\n[connected]\noutput=10\nactivation=linear\n\n[softmax]\n\n[distributed]\n' >> "$f"
-    printf '%s\n' deterministic=1 shuffle=0 "$@" >> "$f"
+    mn_cfg "$f" batch=$((b * s)) subdivisions="$s" learning_rate=0.01 -burn_in -policy -steps -scales max_batches="$m" \
+        -- deterministic=1 shuffle=0 "$@"
 }
 # data NAME: $F/NAME.data with backup folder $F/NAME.
 data() { printf 'classes=10\ntrain=%s/train.list\nvalid=%s/test.list\nlabels=%s/labels.txt\nbackup=%s/%s\n' "$D" "$D" "$D" "$F" "$1" > "$F/$1.data"; }
-# run NAME NP CFG [args...]: every rank's status in $F/NAME.rc.<rank>, rank 0's output in NAME.out / NAME.err.
+# run NAME NP CFG [args...]: every rank's status in $F/NAME.rc.<rank> (mn,
+# tests/lib.sh), all ranks' output in NAME.out / NAME.err.
 run() {
     local name=$1 np=$2 c=$3; shift 3
     rm -f "$F/$name".rc.* "$F/$name".out "$F/$name".err
-    timeout 120 $MPI -n "$np" sh -c "./darknet_mn classifier train $F/$name.data $c $* > $F/$name.out.\$OMPI_COMM_WORLD_RANK 2> $F/$name.err.\$OMPI_COMM_WORLD_RANK; echo \$? > $F/$name.rc.\$OMPI_COMM_WORLD_RANK"
+    mn "$F/$name" "$np" classifier train "$F/$name.data" "$c" "$@"
     cat "$F/$name".out.* > "$F/$name.out"; cat "$F/$name".err.* > "$F/$name.err"
 }
-rcs() { local r s=""; for r in "$F/$1".rc.*; do s="$s$(cat "$r")"; done; echo "$s"; }   # "000" / "111"
 seen_of() { od -An -t u8 -j 12 -N 8 "$1" | tr -d ' '; }
 set_seen() { perl -e 'open F, "+<", $ARGV[0] or die; seek F, 12, 0; print F pack("Q<", $ARGV[1]); close F' "$1" "$2"; }
 W=$TEST_BIN/mn_wcmp
@@ -45,7 +39,7 @@ if want seen; then
     cfg "$F/s.cfg" 2 2 8 allreduce_grad_dtype=float16
     data s24; data s28
     run s24 2 "$F/s.cfg" "$F/s24.weights"; run s28 2 "$F/s.cfg" "$F/s28.weights"
-    if [ "$(seen_of "$F/s24.weights")" = 24 ] && [ "$(rcs s28)" = 00 ] &&
+    if [ "$(seen_of "$F/s24.weights")" = 24 ] && all_rc "$F/s28" 2 0 &&
        grep -q "s28.weights: seen 28 is not a multiple of the global batch 8 .*rounded down to 24 (iteration 3)" "$F/s28.out" &&
        "$W" "$F/s28/s_final.weights" "$F/s24/s_final.weights" 0 > "$F/s.log"; then
         ok "seen 28 with a global batch of 8 is rounded to 24: the same weights as a start from seen 24 ($(cat "$F/s.log"))"
@@ -67,12 +61,12 @@ if want ranks; then
         cp "$F/r4/r_4.weights" "$F/r${n}ref.weights"; set_seen "$F/r${n}ref.weights" $((4 * 2 * n))
         sed -i 's/^checkpoint_interval=.*/checkpoint_interval=0/' "$F/r.cfg"
         run "r${n}ref" $n "$F/r.cfg" "$F/r${n}ref.weights"
-        if [ "$(rcs "r$n")" = "$(printf '0%.0s' $(seq $n))" ] &&
+        if all_rc "$F/r$n" $n 0 &&
            grep -q "resuming from checkpoint $F/r$n/r.ckpt-4: iteration 4 of max_batches 9, written by 4 ranks (global batch 8); now $n ranks (global batch $((2 * n))), seen = 4 x $((2 * n))" "$F/r$n.out" &&
            [ "$(grep -c ': loss' "$F/r$n.out")" = 5 ] && [ "$(seen_of "$F/r$n/r_final.weights")" = $((9 * 2 * n)) ] &&
            "$W" "$F/r$n/r_final.weights" "$F/r${n}ref/r_final.weights" 0 > "$F/r$n.log"; then
             ok "checkpoint of 4 ranks resumed on $n at iteration 4: 5 updates, seen $((9 * 2 * n)), equal to a $n-rank run from that state ($(cat "$F/r$n.log"))"
-        else bad "resume on $n ranks: rc $(rcs "r$n"); $(grep -h 'resum' "$F/r$n.out" | head -2); $(cat "$F/r$n.log" 2>/dev/null); $(head -3 "$F/r$n.err")"; fi
+        else bad "resume on $n ranks: rc $(rcs "$F/r$n" $n); $(grep -h 'resum' "$F/r$n.out" | head -2); $(cat "$F/r$n.log" 2>/dev/null); $(head -3 "$F/r$n.err")"; fi
     done
 fi
 
@@ -85,31 +79,31 @@ if want refuse; then
     data e; run e 2 "$F/e.cfg"
     before=$(ls -l --time-style=full-iso "$F/e")
     run e 2 "$F/e.cfg"
-    if [ "$(rcs e)" = 11 ] && [ "$before" = "$(ls -l --time-style=full-iso "$F/e")" ] &&
+    if all_rc "$F/e" 2 1 && [ "$before" = "$(ls -l --time-style=full-iso "$F/e")" ] &&
        grep -q "checkpoint $F/e/e.ckpt-6 is at iteration 6 and the cfg's max_batches is 6: nothing to train; raise max_batches to go on, or add -clear" "$F/e.err" &&
        [ "$(grep -c 'nothing to train' "$F/e.err")" = 1 ]; then
         ok "a re-run after a finished run is refused on every rank, nothing written: $(grep -o 'checkpoint .*' "$F/e.err" | cut -c1-110)"
-    else bad "re-run after the end: rc $(rcs e); $(head -2 "$F/e.err"); $(grep -h 'resumed\|wrote' "$F/e.out")"; fi
+    else bad "re-run after the end: rc $(rcs "$F/e" 2); $(head -2 "$F/e.err"); $(grep -h 'resumed\|wrote' "$F/e.out")"; fi
     cfg "$F/e.cfg" 2 1 6
     data ew; run ew 2 "$F/e.cfg" "$F/e/e_final.weights"
-    if [ "$(rcs ew)" = 11 ] && [ ! -e "$F/ew" -o -z "$(ls "$F/ew" 2> /dev/null)" ] &&
+    if all_rc "$F/ew" 2 1 && [ ! -e "$F/ew" -o -z "$(ls "$F/ew" 2> /dev/null)" ] &&
        grep -q "weights file $F/e/e_final.weights is at iteration 6 and the cfg's max_batches is 6: nothing to train; raise max_batches to go on, or add -clear" "$F/ew.err"; then
         ok "a weights file at max_batches is refused: $(grep -o 'weights file .*' "$F/ew.err" | cut -c1-80)"
-    else bad "weights at the end: rc $(rcs ew); $(head -2 "$F/ew.err")"; fi
+    else bad "weights at the end: rc $(rcs "$F/ew" 2); $(head -2 "$F/ew.err")"; fi
     cfg "$F/e.cfg" 2 1 0
     data ez; run ez 2 "$F/e.cfg"
-    if [ "$(rcs ez)" = 11 ] && [ -z "$(ls "$F/ez" 2> /dev/null)" ] &&
+    if all_rc "$F/ez" 2 1 && [ -z "$(ls "$F/ez" 2> /dev/null)" ] &&
        grep -q "max_batches is 0: nothing to train" "$F/ez.err"; then ok "max_batches=0 is refused, nothing written"
-    else bad "max_batches=0: rc $(rcs ez); $(head -2 "$F/ez.err"); $(ls "$F/ez" 2> /dev/null)"; fi
+    else bad "max_batches=0: rc $(rcs "$F/ez" 2); $(head -2 "$F/ez.err"); $(ls "$F/ez" 2> /dev/null)"; fi
     # -clear with a weights file: from it at iteration 0, the checkpoints untouched.
     cfg "$F/e.cfg" 2 1 4 checkpoint_interval=3
     cp "$F/e/e.ckpt-6" "$F/e.ckpt-6.before"
     run e 2 "$F/e.cfg" "$F/e/e_3.weights" -clear
     data ec; run ec 2 "$F/e.cfg" "$F/e/e_3.weights" -clear
-    if [ "$(rcs e)" = 00 ] && grep -q "^1: loss" "$F/e.out" && grep -q "starting from $F/e/e_3.weights at iteration 0 (-clear: seen set to 0, checkpoints not used)" "$F/e.out" &&
+    if all_rc "$F/e" 2 0 && grep -q "^1: loss" "$F/e.out" && grep -q "starting from $F/e/e_3.weights at iteration 0 (-clear: seen set to 0, checkpoints not used)" "$F/e.out" &&
        cmp -s "$F/e.ckpt-6.before" "$F/e/e.ckpt-6" && "$W" "$F/e/e_final.weights" "$F/ec/e_final.weights" 0 > "$F/ec.log"; then
         ok "-clear with a weights file ignores the checkpoints: trains 4 updates from it, as in an empty folder ($(cat "$F/ec.log"))"
-    else bad "-clear: rc $(rcs e); $(grep -h 'resum\|starting' "$F/e.out"); $(cat "$F/ec.log" 2> /dev/null)"; fi
+    else bad "-clear: rc $(rcs "$F/e" 2); $(grep -h 'resum\|starting' "$F/e.out"); $(cat "$F/ec.log" 2> /dev/null)"; fi
 fi
 
 # 5. Pruning keeps an older run's generations: a -clear run on 1 rank with
@@ -121,9 +115,9 @@ if want prune; then
     cfg "$F/p.cfg" 2 1 6 checkpoint_interval=2 checkpoint_keep=2
     run p 1 "$F/p.cfg" -clear
     got=$(ls "$F/p" | grep ckpt | sort -t- -k2 -n | tr '\n' ' ')
-    if [ "$(rcs p)" = 0 ] && [ "$got" = "p.ckpt-4 p.ckpt-6 p.ckpt-8 p.ckpt-10 p.ckpt-12 " ]; then
+    if all_rc "$F/p" 1 0 && [ "$got" = "p.ckpt-4 p.ckpt-6 p.ckpt-8 p.ckpt-10 p.ckpt-12 " ]; then
         ok "pruning removes only the job's own generations: $got"
-    else bad "pruning: rc $(rcs p), left: $got"; fi
+    else bad "pruning: rc $(rcs "$F/p" 1), left: $got"; fi
 fi
 
 # 8. Durability, seen through strace: the tmp file is fsync'ed, renamed, the
@@ -166,9 +160,9 @@ if want lock; then
     took=$((SECONDS - t0))
     kill -CONT "$(cat "$F/l1.pid.0")" "$(cat "$F/l1.pid.1")"
     wait $first; rc1=$?
-    if [ "$(rcs l)" = 11 ] && [ "$took" -le 20 ] && [ $rc1 = 0 ] && [ -f "$F/l/l_final.weights" ] &&
+    if all_rc "$F/l" 2 1 && [ "$took" -le 20 ] && [ $rc1 = 0 ] && [ -f "$F/l/l_final.weights" ] &&
        grep -q "backup folder $F/l is in use by another job (host $(hostname), pid $(cat "$F/l1.pid.0")); lock file $F/l/.darknet_mn.lock" "$F/l.err"; then
         ok "a second job on the same backup folder fails in ${took}s naming the holder; the first finishes: $(grep -o 'backup folder.*' "$F/l.err" | cut -c1-100)"
-    else bad "lock: second rc $(rcs l) in ${took}s, first rc $rc1; $(head -2 "$F/l.err")"; fi
+    else bad "lock: second rc $(rcs "$F/l" 2) in ${took}s, first rc $rc1; $(head -2 "$F/l.err")"; fi
 fi
-exit $fail
+finish

@@ -7,21 +7,10 @@
 # hold on every rank; adam=1 is refused at start.
 # Run by tests/run.sh (env T, D, TEST_BIN, MPI), or alone from the repository
 # root (it then makes its own small data set).
-set -u
-BUILD=${BUILD:-build}
-TEST_BIN=${TEST_BIN:-$BUILD/cpu/tests}
-T=${T:-$(pwd)/$BUILD/test}
-MPI=${MPI:-mpiexec --oversubscribe}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+. "$(dirname "$0")/lib.sh"
 C=$T/cli
 rm -rf "$C" && mkdir -p "$C"
-if [ -z "${D:-}" ]; then
-    D=$C/fashion
-    "$BUILD/tools/mn_fashion" /usr/share/datasets/fashion-mnist "$D" --limit-train 64 --limit-test 16 > "$C/fashion.log" 2>&1
-fi
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+[ -n "$D_GIVEN" ] || fashion_slice "$C/fashion" 64 16 "$C/fashion.log"
 
 # The demo's network, small and short: batch 4, 3 updates, deterministic data.
 sed -e 's/^batch=.*/batch=4/' -e 's/^subdivisions=.*/subdivisions=1/' -e 's/^max_batches=.*/max_batches=3/' \
@@ -31,24 +20,15 @@ data() {   # data NAME: a data cfg whose backup folder is $C/NAME
         "$D" "$D" "$D" "$C" "$1" > "$C/$1.data"
     echo "$C/$1.data"
 }
-# rank_cmd NAME ARGS...: one rank's command line; its output and exit code land in $C/NAME.{out,err,rc}.<rank>.
-rank_cmd() {
-    local name=$1; shift
-    echo "./darknet_mn $* > $C/$name.out.\$OMPI_COMM_WORLD_RANK 2> $C/$name.err.\$OMPI_COMM_WORLD_RANK; echo \$? > $C/$name.rc.\$OMPI_COMM_WORLD_RANK"
-}
-# cli NAME NP ARGS...: ./darknet_mn ARGS on NP ranks with a time limit.
-cli() {
-    local name=$1 np=$2; shift 2
-    timeout 60 $MPI -n "$np" sh -c "$(rank_cmd "$name" "$@")"
-    echo $? > "$C/$name.rc"
-}
-rcs() { local r; for r in 0 1; do cat "$C/$1.rc.$r" 2> /dev/null || echo none; done | tr '\n' ' '; }
+# cli NAME NP ARGS...: ./darknet_mn ARGS on NP ranks with a time limit; rank
+# r's output and exit code in $C/NAME.{out,err,rc}.r (on_ranks, tests/lib.sh).
+cli() { local name=$1 np=$2; shift 2; on_ranks "$C/$name" 60 "$np" -- "$PROG" "$@"; }
 
 # expect_usage NAME PATTERN ARGS...: 2 ranks exit 2, PATTERN on rank 0's stderr, nothing on rank 1's.
 expect_usage() {
     local name=$1 pat=$2; shift 2
     cli "$name" 2 "$@"
-    if [ "$(rcs "$name")" != "2 2 " ]; then bad "$name: exit codes $(rcs "$name")(want 2 2); $(head -2 "$C/$name.err.0")"
+    if ! all_rc "$C/$name" 2 2; then bad "$name: exit codes $(rcs "$C/$name" 2)(want 2 2); $(head -2 "$C/$name.err.0")"
     elif ! grep -q -- "$pat" "$C/$name.err.0"; then bad "$name: rank 0 does not say '$pat': $(head -3 "$C/$name.err.0")"
     elif [ -s "$C/$name.err.1" ] || [ -s "$C/$name.out.1" ]; then bad "$name: rank 1 printed: $(head -2 "$C/$name.err.1")"
     elif ls "$C/$name"/* > /dev/null 2>&1; then bad "$name: wrote into its backup folder"
@@ -69,40 +49,40 @@ expect_usage extra-argument "too many arguments for 'classifier train'" \
     classifier train "$(data extra-argument)" "$C/c.cfg" "$C/w.weights" "$C/more.weights"
 # -clear and -nogpu are accepted (-nogpu: the CPU, as in every CPU build).
 cli flags 2 classifier train "$(data flags)" "$C/c.cfg" -nogpu -clear
-if [ "$(rcs flags)" = "0 0 " ] && [ -s "$C/flags/c_final.weights" ]; then ok "-nogpu -clear: trained on 2 ranks"
-else bad "-nogpu -clear: exit codes $(rcs flags); $(head -3 "$C/flags.err.0")"; fi
+if all_rc "$C/flags" 2 0 && [ -s "$C/flags/c_final.weights" ]; then ok "-nogpu -clear: trained on 2 ranks"
+else bad "-nogpu -clear: exit codes $(rcs "$C/flags" 2); $(head -3 "$C/flags.err.0")"; fi
 
 echo "== settings from rank 0's environment (MPMD launch: rank 1 lacks them)"
 # mpmd NAME VAR=VALUE: rank 0 with VAR=VALUE, rank 1 without, training 3 steps.
 mpmd() {
     local name=$1 kv=$2 d; d=$(data "$1")
-    timeout 60 $MPI -n 1 -x "$kv" sh -c "$(rank_cmd "$name" classifier train "$d" "$C/c.cfg")" : \
-        -n 1 sh -c "unset ${kv%%=*}; $(rank_cmd "$name" classifier train "$d" "$C/c.cfg")"
+    timeout 60 $MPI -n 1 -x "$kv" sh -c "$(rank_cmd "$C/$name" "$PROG" classifier train "$d" "$C/c.cfg")" : \
+        -n 1 sh -c "unset ${kv%%=*}; $(rank_cmd "$C/$name" "$PROG" classifier train "$d" "$C/c.cfg")"
     echo $? > "$C/$name.rc"
 }
 cli plain 2 classifier train "$(data plain)" "$C/c.cfg"
-[ "$(rcs plain)" = "0 0 " ] || bad "plain 2-rank run: exit codes $(rcs plain); $(head -3 "$C/plain.err.0")"
+all_rc "$C/plain" 2 0 || bad "plain 2-rank run: exit codes $(rcs "$C/plain" 2); $(head -3 "$C/plain.err.0")"
 for kv in MN_PIECE_BYTES=4096 MN_RANKS_PER_NODE=1 MN_SHM=0; do
     name=env-${kv%%=*}
     mpmd "$name" "$kv"
-    if [ "$(cat "$C/$name.rc")" = 124 ]; then bad "$name: hung (killed by the time limit; exit codes $(rcs "$name"))"
-    elif [ "$(rcs "$name")" != "0 0 " ]; then bad "$name: exit codes $(rcs "$name"); $(cat "$C/$name".err.* | head -3)"
+    if [ "$(cat "$C/$name.rc")" = 124 ]; then bad "$name: hung (killed by the time limit; exit codes $(rcs "$C/$name" 2))"
+    elif ! all_rc "$C/$name" 2 0; then bad "$name: exit codes $(rcs "$C/$name" 2); $(cat "$C/$name".err.* | head -3)"
     elif ! grep -q "rank 0's environment holds on every rank: $kv" "$C/$name.out.0"; then bad "$name: rank 0 does not say it uses $kv: $(head -2 "$C/$name.out.0")"
     elif [ "$kv" = MN_RANKS_PER_NODE=1 ] && ! grep -q "on 2 ranks (2 nodes)" "$C/$name.out.0"; then bad "$name: not 2 nodes: $(grep -m1 " on 2 ranks" "$C/$name.out.0")"
     elif ! "$TEST_BIN/mn_wcmp" "$C/$name/c_final.weights" "$C/plain/c_final.weights" 1e-6 > "$C/$name.cmp"; then bad "$name: weights differ from the plain run: $(cat "$C/$name.cmp")"
     else ok "$name: $(grep -m1 "rank 0's environment" "$C/$name.out.0"); weights as without it ($(cat "$C/$name.cmp"))"; fi
 done
 # A bad value on rank 0 stops every rank with its name.
-timeout 60 $MPI -x MN_PIECE_BYTES=lots -n 2 sh -c "$(rank_cmd bad-piece classifier train "$(data bad-piece)" "$C/c.cfg")"
-if [ "$(rcs bad-piece)" = "1 1 " ] && grep -q "MN_PIECE_BYTES='lots' is not an integer of at least 4" "$C/bad-piece.err.0"; then
+on_ranks "$C/bad-piece" 60 2 MN_PIECE_BYTES=lots -- "$PROG" classifier train "$(data bad-piece)" "$C/c.cfg"
+if all_rc "$C/bad-piece" 2 1 && grep -q "MN_PIECE_BYTES='lots' is not an integer of at least 4" "$C/bad-piece.err.0"; then
     ok "bad MN_PIECE_BYTES: exit 1 on both ranks: $(head -1 "$C/bad-piece.err.0")"
-else bad "bad MN_PIECE_BYTES: exit codes $(rcs bad-piece); $(cat "$C"/bad-piece.err.* | head -3)"; fi
+else bad "bad MN_PIECE_BYTES: exit codes $(rcs "$C/bad-piece" 2); $(cat "$C"/bad-piece.err.* | head -3)"; fi
 
 echo "== adam=1"
 sed 's/^momentum=\(.*\)/momentum=\1\nadam=1/' "$C/c.cfg" > "$C/adam.cfg"
 cli adam 2 classifier train "$(data adam)" "$C/adam.cfg"
-if [ "$(rcs adam)" = "1 1 " ] && grep -q "adam.cfg: adam=1 is not supported" "$C/adam.err.0" && ! ls "$C/adam"/* > /dev/null 2>&1; then
+if all_rc "$C/adam" 2 1 && grep -q "adam.cfg: adam=1 is not supported" "$C/adam.err.0" && ! ls "$C/adam"/* > /dev/null 2>&1; then
     ok "adam=1 refused: exit 1 on both ranks: $(grep -m1 "adam=1" "$C/adam.err.0")"
-else bad "adam=1: exit codes $(rcs adam); $(cat "$C"/adam.err.* | head -3)"; fi
+else bad "adam=1: exit codes $(rcs "$C/adam" 2); $(cat "$C"/adam.err.* | head -3)"; fi
 
-[ "$fail" = 0 ]
+finish

@@ -7,60 +7,36 @@
 # never hang; N x b against 1 x N*b training equivalence through each new
 # communicator; the allreduce bench runs every variant.
 # Run by tests/run.sh (env T, TEST_BIN, MPI, BUILD), or alone from the repository root.
-set -u
-BUILD=${BUILD:-build}
-TEST_BIN=${TEST_BIN:-$BUILD/cpu/tests}
-T=${T:-$(pwd)/$BUILD/test}
+. "$(dirname "$0")/lib.sh"
 T=$T/comm
-MPI=${MPI:-mpiexec --oversubscribe}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 rm -rf "$T" && mkdir -p "$T"
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 
-# The longest result line of a test's log (other ranks' output may share its line).
-summary() { grep -o 'test_[a-z]*: .*' "$1" | awk 'length > length(best) { best = $0 } END { print best }'; }
-
-# run NAME NP ENV... -- CMD...: under mpiexec with a time limit; ENV is
-# KEY=VALUE pairs passed to every rank.
-run() {
-    local name=$1 np=$2; shift 2
-    local envs=()
-    while [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
-    shift
-    if timeout 60 $MPI "${envs[@]}" -n "$np" "$@" > "$T/$name.log" 2>&1; then ok "$name: $(summary "$T/$name.log")"
-    else bad "$name (see $T/$name.log)"; grep -h "FAIL" "$T/$name.log" | head -5; fi
-}
-
+# unit_test NAME NP ENV... -- CMD... (tests/lib.sh): under mpiexec with a
+# time limit; ENV is KEY=VALUE pairs passed to every rank.
 for n in 1 2 3 4; do
-    run "comm-np$n" $n -- "$TEST_BIN/test_comm"
+    unit_test "comm-np$n" $n -- "$TEST_BIN/test_comm"
 done
-run comm-2x2 4 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
-run comm-2+1 3 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
+unit_test comm-2x2 4 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
+unit_test comm-2+1 3 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
 # 1001-float pieces: every piece odd, none divisible by the node size, many of them.
-run comm-2x2-odd-pieces 4 MN_RANKS_PER_NODE=2 MN_PIECE_BYTES=4004 -- "$TEST_BIN/test_comm"
-run comm-2+1-odd-pieces 3 MN_RANKS_PER_NODE=2 MN_PIECE_BYTES=4004 -- "$TEST_BIN/test_comm"
-run comm-288MiB-2x1 2 -- "$TEST_BIN/test_big"
-run comm-288MiB-2x2 4 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_big"
+unit_test comm-2x2-odd-pieces 4 MN_RANKS_PER_NODE=2 MN_PIECE_BYTES=4004 -- "$TEST_BIN/test_comm"
+unit_test comm-2+1-odd-pieces 3 MN_RANKS_PER_NODE=2 MN_PIECE_BYTES=4004 -- "$TEST_BIN/test_comm"
+unit_test comm-288MiB-2x1 2 -- "$TEST_BIN/test_big"
+unit_test comm-288MiB-2x2 4 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_big"
 # The same layouts through MPI messages only (no shared-memory window).
-run comm-2x2-mpi 4 MN_RANKS_PER_NODE=2 MN_SHM=0 -- "$TEST_BIN/test_comm"
-run comm-2+1-mpi-odd-pieces 3 MN_RANKS_PER_NODE=2 MN_SHM=0 MN_PIECE_BYTES=4004 -- "$TEST_BIN/test_comm"
-run comm-np2-mpi 2 MN_SHM=0 -- "$TEST_BIN/test_comm"
+unit_test comm-2x2-mpi 4 MN_RANKS_PER_NODE=2 MN_SHM=0 -- "$TEST_BIN/test_comm"
+unit_test comm-2+1-mpi-odd-pieces 3 MN_RANKS_PER_NODE=2 MN_SHM=0 MN_PIECE_BYTES=4004 -- "$TEST_BIN/test_comm"
+unit_test comm-np2-mpi 2 MN_SHM=0 -- "$TEST_BIN/test_comm"
 
 # refused NAME NP RPN ALGO PATTERN: test_comm ALGO must fail on every rank (own
 # exit code each), within the time limit, with PATTERN in the message.
 refused() {
-    local name=$1 np=$2 rpn=$3 algo=$4 pat=$5 r
+    local name=$1 np=$2 rpn=$3 algo=$4 pat=$5
     local t0=$SECONDS
-    timeout 60 $MPI -x MN_RANKS_PER_NODE=$rpn -n "$np" sh -c "$TEST_BIN/test_comm $algo > $T/$name.out.\$OMPI_COMM_WORLD_RANK 2> $T/$name.err.\$OMPI_COMM_WORLD_RANK; echo \$? > $T/$name.rc.\$OMPI_COMM_WORLD_RANK"
-    local rc=$? took=$((SECONDS - t0))
-    if [ $rc = 124 ]; then bad "$name: hung (killed after 60 s)"; return; fi
-    for ((r = 0; r < np; ++r)); do
-        if [ ! -f "$T/$name.rc.$r" ] || [ "$(cat "$T/$name.rc.$r")" = 0 ]; then
-            bad "$name: rank $r did not exit non-zero ($(cat "$T/$name.rc.$r" 2>/dev/null))"; return
-        fi
-    done
+    on_ranks "$T/$name" 60 "$np" MN_RANKS_PER_NODE="$rpn" -- "$TEST_BIN/test_comm" "$algo"
+    local took=$((SECONDS - t0))
+    if [ "$(cat "$T/$name.rc")" = 124 ]; then bad "$name: hung (killed after 60 s)"; return; fi
+    if ! all_rc "$T/$name" "$np" nonzero; then bad "$name: not every rank exited non-zero ($(rcs "$T/$name" "$np"))"; return; fi
     if ! cat "$T/$name".err.* | grep -q -- "$pat"; then bad "$name: no message matching '$pat': $(cat "$T/$name".err.* | head -3)"; return; fi
     ok "$name (${took}s, every rank exits $(cat "$T/$name".rc.* | sort -u | paste -sd,)): $(cat "$T/$name".err.* | grep -m1 -- "$pat")"
 }
@@ -76,13 +52,13 @@ for comm in hierarchical two_dimensional single_node; do
         [ $comm = single_node ] && rpn=$n
         for s in 1 2; do
             mkdir -p "$T/eq-$comm-$n-$s"
-            run "equiv-$comm-np$n-rpn$rpn-sub$s" $n MN_RANKS_PER_NODE=$rpn -- "$TEST_BIN/test_equiv" $comm $s "$T/eq-$comm-$n-$s"
+            unit_test "equiv-$comm-np$n-rpn$rpn-sub$s" $n MN_RANKS_PER_NODE=$rpn -- "$TEST_BIN/test_equiv" $comm $s "$T/eq-$comm-$n-$s"
         done
     done
 done
 for comm in flat hierarchical two_dimensional; do
     mkdir -p "$T/eq-$comm-mpi"
-    run "equiv-$comm-np4-rpn2-sub2-mpi" 4 MN_RANKS_PER_NODE=2 MN_SHM=0 -- "$TEST_BIN/test_equiv" $comm 2 "$T/eq-$comm-mpi"
+    unit_test "equiv-$comm-np4-rpn2-sub2-mpi" 4 MN_RANKS_PER_NODE=2 MN_SHM=0 -- "$TEST_BIN/test_equiv" $comm 2 "$T/eq-$comm-mpi"
 done
 
 # The bench runs every variant (float32 and float16 of each algorithm that this layout allows).
@@ -95,4 +71,4 @@ else
     bad "bench allreduce (see $T/bench.log, $T/bench.err)"
 fi
 
-[ $fail = 0 ]
+finish

@@ -11,22 +11,14 @@
 #    by the ranks sharing them.
 # Run by tests/run.sh (T, D, TEST_BIN, MPI set there), or alone after make:
 # tests/run_engine.sh makes its own 512-image subset.
-set -u
-cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
-TEST_BIN=${TEST_BIN:-$BUILD/cpu/tests}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-MPI=${MPI:-mpiexec --oversubscribe}
-if [ -z "${T:-}" ]; then
-    T=$(pwd)/$BUILD/test-engine D=$(pwd)/$BUILD/test-engine/fashion
+. "$(dirname "$0")/lib.sh"
+if [ -z "$T_GIVEN" ]; then
+    T=$T-engine
     rm -rf "$T" && mkdir -p "$T"
-    "$BUILD/tools/mn_fashion" /usr/share/datasets/fashion-mnist "$D" --limit-train 512 --limit-test 200 > "$T/fashion.log" 2>&1
+    fashion_slice "$T/fashion" 512 200 "$T/fashion.log"
 fi
 G=$T/engine
 rm -rf "$G" && mkdir -p "$G"
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=1; echo "FAIL $*"; }
 
 # setup NAME BATCH MAXB [distributed lines...]: cfg/fashion.cfg with that
 # batch and length, and a data cfg of the 512 training images.
@@ -121,4 +113,4 @@ if [ "$(gemm thr-np2)" = "gemm OpenBLAS sgemm, 1 thread" ]; then
 elif [ "$(gemm thr-np2)" = "gemm Darknet's own (BLAS=0)" ]; then ok "startup line: $(gemm thr-np2)"
 else bad "startup line: '$(gemm thr-np2)'"; fi
 
-exit $fail
+finish

@@ -9,73 +9,34 @@
 #    score is the score of <base>_best.weights;
 #  - user errors: one clear message, every rank exits non-zero, no hang.
 # Run by tests/run.sh (T, D, TEST_BIN, MPI set there).
-set -u
+. "$(dirname "$0")/lib.sh"
 E=$T/eval
 rm -rf "$E" && mkdir -p "$E"
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=1; echo "FAIL $*"; }
 
-# unit NAME NP CMD...: a C test under mpiexec with a time limit.
+# unit NAME NP -- CMD...: a C test under mpiexec with a time limit.
 unit() {
-    local name=$1 np=$2; shift 2
-    if timeout 120 $MPI -n "$np" "$@" > "$E/$name.log" 2>&1; then ok "$name: $(grep -m1 '^test_[a-z]*: [a-z]' "$E/$name.log")"
+    local name=$1; shift
+    if on_mpi "$E/$name.log" 120 "$@"; then ok "$name: $(grep -m1 '^test_[a-z]*: [a-z]' "$E/$name.log")"
     else bad "$name (see $E/$name.log)"; tail -5 "$E/$name.log"; fi
 }
-
-# mn NAME NP ARGS...: ./darknet_mn ARGS on NP ranks; rank r's stdout, stderr
-# and exit code in $E/NAME.{out,err,rc}.r, mpiexec's in $E/NAME.rc.
-mn() {
-    local name=$1 np=$2; shift 2
-    timeout 120 $MPI -n "$np" sh -c "./darknet_mn $* > $E/$name.out.\$OMPI_COMM_WORLD_RANK 2> $E/$name.err.\$OMPI_COMM_WORLD_RANK; echo \$? > $E/$name.rc.\$OMPI_COMM_WORLD_RANK"
-    echo $? > "$E/$name.rc"
-}
-all_zero() {   # all_zero NAME NP
-    local r
-    for ((r = 0; r < $2; ++r)); do [ "$(cat "$E/$1.rc.$r" 2>/dev/null)" = 0 ] || return 1; done
-}
+# mn OUT NP ARGS... (tests/lib.sh): ./darknet_mn ARGS on NP ranks; rank r's
+# stdout, stderr and exit code in OUT.{out,err,rc}.r, mpiexec's in OUT.rc.
 
 echo "-- unit tests"
-unit map 1 "$TEST_BIN/test_map"
-for n in 1 2 3 4; do unit "bnavg-np$n" $n "$TEST_BIN/test_bnavg" "$E"; done
+unit map 1 -- "$TEST_BIN/test_map"
+for n in 1 2 3 4; do unit "bnavg-np$n" $n -- "$TEST_BIN/test_bnavg" "$E"; done
 for s in 1 2; do
-    for n in 1 2 3 4; do mkdir -p "$E/sb1-$n-$s"; unit "syncbn-np$n-sub$s" $n "$TEST_BIN/test_syncbn" 1 $s "$E/sb1-$n-$s"; done
+    for n in 1 2 3 4; do mkdir -p "$E/sb1-$n-$s"; unit "syncbn-np$n-sub$s" $n -- "$TEST_BIN/test_syncbn" 1 $s "$E/sb1-$n-$s"; done
 done
-for n in 2 4; do mkdir -p "$E/sb0-$n"; unit "no-syncbn-differs-np$n" $n "$TEST_BIN/test_syncbn" 0 1 "$E/sb0-$n"; done
+for n in 2 4; do mkdir -p "$E/sb0-$n"; unit "no-syncbn-differs-np$n" $n -- "$TEST_BIN/test_syncbn" 0 1 "$E/sb0-$n"; done
 
 echo "-- detector evaluation"
 S=$E/shapes
 "$TEST_BIN/mn_shapes" "$S" train 64 1 jpg && "$TEST_BIN/mn_shapes" "$S" valid 24 2 png \
     || bad "mn_shapes could not write the synthetic data set"
-distributed() {   # distributed FILE [lines...]: appends a [distributed] section when lines are given
-    local f=$1; shift
-    if [ $# -gt 0 ]; then printf '\n[distributed]\n' >> "$f"; printf '%s\n' "$@" >> "$f"; fi
-}
-# A tiny yolo: three conv+bn+maxpool stages to an 8x8 grid, 3 anchors, 3 classes.
-detcfg() {   # detcfg FILE MAXB [distributed lines...]
-    local f=$1 m=$2; shift 2
-    cat > "$f" <<CFG
-[net]
-batch=8
-subdivisions=1
-width=64
-height=64
-channels=3
-momentum=0.9
-decay=0.0005
-learning_rate=0.001
-burn_in=10
-policy=steps
-steps=1000
-scales=.1
-max_batches=$m
-CFG
-    for filters in 8 16 32; do
-        printf '\n[convolutional]\nbatch_normalize=1\nfilters=%d\nsize=3\nstride=1\npad=1\nactivation=leaky\n\n[maxpool]\nsize=2\nstride=2\n' $filters >> "$f"
-    done
-    printf '\n[convolutional]\nsize=1\nstride=1\npad=1\nfilters=24\nactivation=linear\n\n[yolo]\nmask=0,1,2\nanchors=12,12, 20,20, 30,30\nclasses=3\nnum=3\njitter=.1\nignore_thresh=.5\ntruth_thresh=1\nrandom=0\n' >> "$f"
-    distributed "$f" "$@"
-}
+# detcfg FILE MAXB [distributed lines...]: the tiny yolo (tests/lib.sh): three
+# conv+bn+maxpool stages to an 8x8 grid, 3 anchors, 3 classes.
+detcfg() { local f=$1 m=$2; shift 2; mn_cfg "$f" detector max_batches="$m" ${1+-- "$@"}; }
 detdata() {   # detdata FILE RESULTS [valid-list]
     mkdir -p "$2"
     printf 'classes=3\ntrain=%s/train.list\nvalid=%s\nnames=%s/names.txt\nbackup=%s/backup\nresults=%s\n' \
@@ -84,10 +45,10 @@ detdata() {   # detdata FILE RESULTS [valid-list]
 detcfg "$E/shapes.cfg" 150 eval_interval=50 bn_average=1
 detdata "$E/shapes.data" "$E/results"
 t0=$SECONDS
-mn dtrain 2 detector train "$E/shapes.data" "$E/shapes.cfg"
+mn "$E/dtrain" 2 detector train "$E/shapes.data" "$E/shapes.cfg"
 best=$E/backup/shapes_best.weights
 evals=$(grep -c '^[0-9]*: eval mAP@0.5' "$E/dtrain.out.0")
-if all_zero dtrain 2 && [ "$evals" = 3 ] && [ -s "$best" ] && ! ls "$E"/backup/*.tmp > /dev/null 2>&1; then
+if all_rc "$E/dtrain" 2 0 && [ "$evals" = 3 ] && [ -s "$best" ] && ! ls "$E"/backup/*.tmp > /dev/null 2>&1; then
     ok "detector training on 2 ranks with eval_interval=50 ($((SECONDS - t0))s): $(grep '^150: eval' "$E/dtrain.out.0")"
 else
     bad "detector training with evaluation: $evals eval lines (see $E/dtrain.out.0, $E/dtrain.err.*)"
@@ -96,11 +57,11 @@ trained_best=$(sed -n 's/.*best \([0-9.]*\).*/\1/p' "$E/dtrain.out.0" | tail -1)
 
 for n in 1 2 3; do
     detdata "$E/v$n.data" "$E/res$n"
-    mn "valid$n" $n detector valid "$E/v$n.data" "$E/shapes.cfg" "$best"
-    mn "map$n" $n detector map "$E/v$n.data" "$E/shapes.cfg" "$best"
-    mn "recall$n" $n detector recall "$E/v$n.data" "$E/shapes.cfg" "$best"
+    mn "$E/valid$n" $n detector valid "$E/v$n.data" "$E/shapes.cfg" "$best"
+    mn "$E/map$n" $n detector map "$E/v$n.data" "$E/shapes.cfg" "$best"
+    mn "$E/recall$n" $n detector recall "$E/v$n.data" "$E/shapes.cfg" "$best"
 done
-if all_zero valid1 1 && [ "$(cat "$E"/res1/comp4_det_test_*.txt | wc -l)" -gt 0 ] && ! ls "$E"/res1/*.tmp > /dev/null 2>&1; then
+if all_rc "$E/valid1" 1 0 && [ "$(cat "$E"/res1/comp4_det_test_*.txt | wc -l)" -gt 0 ] && ! ls "$E"/res1/*.tmp > /dev/null 2>&1; then
     ok "detector valid on 1 rank: $(sed 's/^darknet-mn: //' "$E/valid1.out.0")"
 else bad "detector valid on 1 rank (see $E/valid1.err.0)"; fi
 for n in 2 3; do
@@ -108,15 +69,15 @@ for n in 2 3; do
     for f in "$E"/res1/comp4_det_test_*.txt; do
         cmp -s <(sort "$f") <(sort "$E/res$n/$(basename "$f")") || same=0
     done
-    if all_zero "valid$n" $n && [ $same = 1 ] && [ "$(cat "$E/valid$n".out.[1-9] "$E/valid$n".err.[1-9] 2>/dev/null | wc -c)" = 0 ]; then
+    if all_rc "$E/valid$n" $n 0 && [ $same = 1 ] && [ "$(cat "$E/valid$n".out.[1-9] "$E/valid$n".err.[1-9] 2>/dev/null | wc -c)" = 0 ]; then
         ok "detector valid on $n ranks: the same VOC files as 1 rank, other ranks silent"
     else bad "detector valid on $n ranks differs from 1 rank (see $E/res$n, $E/valid$n.err.*)"; fi
     m1=$(grep mAP "$E/map1.out.0" | sed 's/ on 1 ranks//'); mn_=$(grep mAP "$E/map$n.out.0" | sed "s/ on $n ranks//")
-    if all_zero "map$n" $n && [ -n "$m1" ] && [ "$m1" = "$mn_" ] && cmp -s <(grep AP "$E/map1.out.0") <(grep AP "$E/map$n.out.0" | sed "s/ on $n ranks/ on 1 ranks/"); then
+    if all_rc "$E/map$n" $n 0 && [ -n "$m1" ] && [ "$m1" = "$mn_" ] && cmp -s <(grep AP "$E/map1.out.0") <(grep AP "$E/map$n.out.0" | sed "s/ on $n ranks/ on 1 ranks/"); then
         ok "detector map on $n ranks = 1 rank (${m1#darknet-mn: })"
     else bad "detector map on $n ranks: '$mn_' vs '$m1'"; fi
     r1=$(sed 's/ on 1 ranks//' "$E/recall1.out.0"); rn=$(sed "s/ on $n ranks//" "$E/recall$n.out.0")
-    if all_zero "recall$n" $n && [ -n "$r1" ] && [ "$r1" = "$rn" ]; then ok "detector recall on $n ranks = 1 rank (${r1#darknet-mn: })"
+    if all_rc "$E/recall$n" $n 0 && [ -n "$r1" ] && [ "$r1" = "$rn" ]; then ok "detector recall on $n ranks = 1 rank (${r1#darknet-mn: })"
     else bad "detector recall on $n ranks: '$rn' vs '$r1'"; fi
 done
 map1=$(sed -n 's/.*mAP@0.50 \([0-9.]*\)$/\1/p' "$E/map1.out.0")
@@ -135,11 +96,11 @@ sed -e 's/^width=64/width=96/; s/^height=64/height=96/; s/^random=0/random=1/; s
 detdata "$E/rnd.data" "$E/rnd-res"
 sed -i "s|^backup=.*|backup=$E/rnd|" "$E/rnd.data"
 mkdir -p "$E/rnd"
-mn rtrain 2 detector train "$E/rnd.data" "$E/rnd.cfg" "$best"
-mn rmap 2 detector map "$E/rnd.data" "$E/rnd.cfg" "$E/rnd/rnd_best.weights"
+mn "$E/rtrain" 2 detector train "$E/rnd.data" "$E/rnd.cfg" "$best"
+mn "$E/rmap" 2 detector map "$E/rnd.data" "$E/rnd.cfg" "$E/rnd/rnd_best.weights"
 rbest=$(sed -n 's/.*best \([0-9.]*\).*/\1/p' "$E/rtrain.out.0" | tail -1)
 rmap=$(sed -n 's/.*mAP@0.50 \([0-9.]*\)$/\1/p' "$E/rmap.out.0")
-if all_zero rtrain 2 && grep -q "resizing to 128x128" "$E/rtrain.out.0" && [ -n "$rbest" ] && [ -n "$rmap" ] &&
+if all_rc "$E/rtrain" 2 0 && grep -q "resizing to 128x128" "$E/rtrain.out.0" && [ -n "$rbest" ] && [ -n "$rmap" ] &&
    awk "BEGIN{d=$rmap-$rbest; if(d<0)d=-d; exit !(d <= 0.0000505)}"; then
     ok "random=1 training at 128x128 evaluates at the cfg's 96x96: best mAP $rbest = detector map $rmap"
 else bad "random=1: best mAP printed during training '$rbest' vs detector map of rnd_best.weights '$rmap' (see $E/rtrain.out.0)"; fi
@@ -209,23 +170,21 @@ else
 fi
 
 echo "-- classifier evaluation during training"
-# clscfg FILE BATCH MAXB RATE CONNECTED_BN [distributed lines...]: a 28x28
-# classifier, conv with batch norm + maxpool + connected (+bn) + softmax.
+# clscfg FILE BATCH MAXB RATE CONNECTED_BN [distributed lines...]: the tiny
+# classifier (tests/lib.sh) at a constant rate, its conv with batch norm,
+# its connected layer with it or not.
 clscfg() {
     local f=$1 b=$2 m=$3 lr=$4 cbn=$5; shift 5
-    printf '[net]\nbatch=%d\nsubdivisions=1\nwidth=28\nheight=28\nchannels=3\nlearning_rate=%s\nmomentum=0.9\ndecay=0.0005\nmax_batches=%d\n\n' \
-        "$b" "$lr" "$m" > "$f"
-    printf '[convolutional]\nbatch_normalize=1\nfilters=8\nsize=3\nstride=1\npad=1\nactivation=leaky\n\n[maxpool]\nsize=2\nstride=2\n\n' >> "$f"
-    printf '[connected]\nbatch_normalize=%d\noutput=10\nactivation=linear\n\n[softmax]\n' "$cbn" >> "$f"
-    distributed "$f" "$@"
+    mn_cfg "$f" batch="$b" learning_rate="$lr" -burn_in -policy -steps -scales max_batches="$m" \
+        '[convolutional]' batch_normalize=1 '[maxpool]' '[connected]' batch_normalize="$cbn" '[softmax]' ${1+-- "$@"}
 }
 clscfg "$E/cls.cfg" 16 10 0.05 0 eval_interval=5
 printf 'classes=10\ntrain=%s/train.list\nvalid=%s/test.list\nlabels=%s/labels.txt\nbackup=%s/cls\n' "$D" "$D" "$D" "$E" > "$E/cls.data"
-mn ctrain 2 classifier train "$E/cls.data" "$E/cls.cfg"
+mn "$E/ctrain" 2 classifier train "$E/cls.data" "$E/cls.cfg"
 cbest=$(sed -n 's/^[0-9]*: eval top-1 .* best \([0-9.]*\).*/\1/p' "$E/ctrain.out.0" | tail -1)
-mn cvalid 2 classifier valid "$E/cls.data" "$E/cls.cfg" "$E/cls/cls_best.weights"
+mn "$E/cvalid" 2 classifier valid "$E/cls.data" "$E/cls.cfg" "$E/cls/cls_best.weights"
 got=$(sed -n 's/.*top-1 \([0-9.]*\).*/\1/p' "$E/cvalid.out.0")
-if all_zero ctrain 2 && [ "$(grep -c '^[0-9]*: eval top-1' "$E/ctrain.out.0")" = 2 ] && [ -n "$cbest" ] && [ "$got" = "$cbest" ]; then
+if all_rc "$E/ctrain" 2 0 && [ "$(grep -c '^[0-9]*: eval top-1' "$E/ctrain.out.0")" = 2 ] && [ -n "$cbest" ] && [ "$got" = "$cbest" ]; then
     ok "classifier eval_interval=5 on 2 ranks: best top-1 $cbest = classifier valid of cls_best.weights"
 else bad "classifier evaluation during training: best '$cbest', valid of best weights '$got' (see $E/ctrain.out.0)"; fi
 
@@ -237,31 +196,21 @@ for sync in 1 0; do
     clscfg "$E/one$sync.cfg" 8 3 0.01 0 deterministic=1 shuffle=0 sync_bn=$sync
     clscfg "$E/two$sync.cfg" 4 3 0.01 0 deterministic=1 shuffle=0 sync_bn=$sync
     printf 'classes=10\ntrain=%s/train.list\nlabels=%s/labels.txt\nbackup=%s/bn%s\n' "$D" "$D" "$E" $sync > "$E/bn$sync.data"
-    mn "one$sync" 1 classifier train "$E/bn$sync.data" "$E/one$sync.cfg"
-    mn "two$sync" 2 classifier train "$E/bn$sync.data" "$E/two$sync.cfg"
+    mn "$E/one$sync" 1 classifier train "$E/bn$sync.data" "$E/one$sync.cfg"
+    mn "$E/two$sync" 2 classifier train "$E/bn$sync.data" "$E/two$sync.cfg"
     "$TEST_BIN/mn_wcmp" "$E/bn$sync/two${sync}_final.weights" "$E/bn$sync/one${sync}_final.weights" 1 > "$E/bn$sync.cmp" 2>&1
 done
 rel1=$(sed -n 's/.*relative difference \([^,]*\),.*/\1/p' "$E/bn1.cmp"); rel0=$(sed -n 's/.*relative difference \([^,]*\),.*/\1/p' "$E/bn0.cmp")
-if all_zero two1 2 && [ -n "$rel1" ] && awk "BEGIN{exit !($rel1 <= 1e-5)}"; then ok "sync_bn=1: 2 ranks x 4 = 1 x 8 through ./darknet_mn (relative difference $rel1)"
+if all_rc "$E/two1" 2 0 && [ -n "$rel1" ] && awk "BEGIN{exit !($rel1 <= 1e-5)}"; then ok "sync_bn=1: 2 ranks x 4 = 1 x 8 through ./darknet_mn (relative difference $rel1)"
 else bad "sync_bn=1 end to end: relative difference '$rel1' (see $E/two1.err.*)"; fi
-if all_zero two0 2 && [ -n "$rel0" ] && awk "BEGIN{exit !($rel0 > 1e-4)}"; then ok "sync_bn=0: per-rank batch norm differs measurably (relative difference $rel0)"
+if all_rc "$E/two0" 2 0 && [ -n "$rel0" ] && awk "BEGIN{exit !($rel0 > 1e-4)}"; then ok "sync_bn=0: per-rank batch norm differs measurably (relative difference $rel0)"
 else bad "sync_bn=0 end to end: relative difference '$rel0'"; fi
 
 echo "-- user errors (one message, every rank exits non-zero, no hang)"
-# expect NAME NP PATTERN ARGS...: ./darknet_mn ARGS fails everywhere with PATTERN.
-expect() {
-    local name=$1 np=$2 pat=$3 t0=$SECONDS r; shift 3
-    mn "$name" "$np" "$@"
-    for ((r = 0; r < np; ++r)); do
-        if [ "$(cat "$E/$name.rc.$r" 2>/dev/null || echo missing)" = 0 ] || [ ! -f "$E/$name.rc.$r" ]; then
-            bad "$name: rank $r did not exit non-zero (mpiexec $(cat "$E/$name.rc"))"; return
-        fi
-    done
-    if [ "$(cat "$E/$name.rc")" = 124 ]; then bad "$name: hung"; return; fi
-    local msgs; msgs=$(cat "$E/$name".err.* | grep -c -- "$pat")
-    if [ "$msgs" != 1 ]; then bad "$name: $msgs messages match '$pat': $(cat "$E/$name".err.* | grep darknet-mn | head -3)"; return; fi
-    ok "$name ($((SECONDS - t0))s): $(cat "$E/$name".err.* | grep -m1 -- "$pat")"
-}
+# expect NAME NP PATTERN ARGS...: ./darknet_mn ARGS fails everywhere with
+# PATTERN on one line (expect_error, tests/lib.sh).
+ERROR_LINES=1
+expect() { local name=$1 np=$2 pat=$3; shift 3; expect_error "$E/$name" "$np" "$pat" -- "$PROG" "$@"; }
 cfgd=$E/shapes.cfg
 detdata "$E/e-missing.data" "$E/e-res" "$E/nope.list"
 expect valid-missing-list 2 "cannot open list $E/nope.list" detector valid "$E/e-missing.data" "$cfgd" "$best"
@@ -293,4 +242,4 @@ clscfg "$E/e-sync1.cfg" 1 10 0.05 1 sync_bn=1
 expect sync-bn-batch-one 2 "sync_bn=1: layer 2 normalizes over batch 1 x 1x1" classifier train "$E/cls.data" "$E/e-sync1.cfg"
 [ "$(ls "$E"/cls/*.tmp "$E"/e-res/*.tmp 2>/dev/null | wc -l)" = 0 ] && ok "no temporary files left" || bad "temporary files left in $E/cls or $E/e-res"
 
-exit $fail
+finish

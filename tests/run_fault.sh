@@ -3,57 +3,18 @@
 # within seconds with a message naming it; checkpoints resume exactly; a kill
 # during a save leaves the previous files intact. Run by tests/run.sh (T, D,
 # TEST_BIN, MPI set there).
-set -u
+. "$(dirname "$0")/lib.sh"
 F=$T/fault
 mkdir -p "$F"
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=1; echo "FAIL $*"; }
 
-# A classifier heavy enough (tens of ms per iteration) to be hit mid-training;
-# BATCH (32) sets its batch per rank.
+# A classifier heavy enough (tens of ms per iteration) to be hit mid-training:
+# the tiny one (tests/lib.sh) at a constant rate with 32 filters and a second
+# convolution; BATCH (32) sets its batch per rank.
 cfg() {   # [BATCH=N] cfg NAME MAXB [distributed lines...]
-    local n=$1 f=$F/$1.cfg m=$2; shift 2
+    local n=$1 m=$2; shift 2
     rm -rf "${F:?}/$n"
-    cat > "$f" <<CFG
-[net]
-batch=${BATCH:-32}
-subdivisions=1
-width=28
-height=28
-channels=3
-learning_rate=0.02
-momentum=0.9
-decay=0.0005
-max_batches=$m
-
-[convolutional]
-filters=32
-size=3
-stride=1
-pad=1
-activation=leaky
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-filters=32
-size=3
-stride=1
-pad=1
-activation=leaky
-
-[connected]
-output=10
-activation=linear
-
-[softmax]
-
-[distributed]
-CFG
-    printf '%s\n' "$@" >> "$f"
+    mn_cfg "$F/$n.cfg" batch="${BATCH:-32}" learning_rate=0.02 -burn_in -policy -steps -scales max_batches="$m" \
+        '[convolutional]' filters=32 '[maxpool]' '[convolutional]' filters=32 '[connected]' '[softmax]' -- "$@"
     printf 'classes=10\ntrain=%s/train.list\nvalid=%s/test.list\nlabels=%s/labels.txt\nbackup=%s/%s\n' "$D" "$D" "$D" "$F" "$n" > "$F/$n.data"
 }
 
@@ -229,4 +190,4 @@ done
 if [ $intact = 1 ] && timeout 60 $MPI -n 2 ./darknet_mn classifier train "$F/saves.data" "$F/saves.cfg" 2> /dev/null | grep -q "resuming from checkpoint" ; then
     ok "three kill -9 during saves: the backup always loads and a checkpoint always resumes"
 else bad "kill during save: backup loads=$intact"; fi
-exit $fail
+finish

@@ -7,24 +7,12 @@
 # backup folder holds afterwards.
 # Run by tests/run.sh (T, D, TEST_BIN, BUILD, MPI set there), or alone:
 # tests/run_input.sh [NAME-PATTERN] (builds its own small data set).
-set -u
-cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
-TEST_BIN=${TEST_BIN:-$BUILD/cpu/tests}
-MPI=${MPI:-mpiexec --oversubscribe}
-PROG=${PROG:-./darknet_mn}
+. "$(dirname "$0")/lib.sh"
 ONLY=${1:-}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-if [ -z "${T:-}" ]; then T=$(pwd)/$BUILD/test-input; mkdir -p "$T"; fi
+[ -n "$T_GIVEN" ] || { T=$T-input; mkdir -p "$T"; }
 I=$T/input
 rm -rf "$I" && mkdir -p "$I"
-if [ -z "${D:-}" ]; then
-    D=$I/fashion
-    "$BUILD/tools/mn_fashion" /usr/share/datasets/fashion-mnist "$D" --limit-train 64 --limit-test 20 > /dev/null
-fi
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=1; echo "FAIL $*"; }
+[ -n "$D_GIVEN" ] || fashion_slice "$I/fashion" 64 20
 
 # row NAME RC PATTERN FILES ARGS...: ./darknet_mn ARGS on 2 ranks; a ':' in
 # ARGS starts the next rank's arguments (MPMD, one rank per group).
@@ -84,52 +72,10 @@ row() {
     else bad "$name: $why (see $I/$name.*)"; fi
 }
 
-# A small classifier (conv, maxpool, connected, softmax) on 28x28 images:
-# cfg NAME [KEY=VALUE...] sets each key's first line (adds it to [net] when
-# absent); [distributed] lines follow a '--'.
-cfg() {
-    local f=$I/$1.cfg kv; shift
-    cat > "$f" <<'CFG'
-[net]
-batch=4
-subdivisions=1
-width=28
-height=28
-channels=3
-learning_rate=0.05
-momentum=0.9
-decay=0.0005
-policy=steps
-steps=100
-scales=0.5
-max_batches=2
-
-[convolutional]
-filters=4
-size=3
-stride=1
-pad=1
-activation=leaky
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=10
-activation=linear
-
-[softmax]
-CFG
-    while [ $# -gt 0 ] && [ "$1" != -- ]; do
-        kv=$1; shift
-        if grep -q "^${kv%%=*}=" "$f"; then
-            awk -v k="${kv%%=*}" -v l="$kv" '!done && index($0, k "=") == 1 { print l; done = 1; next } 1' "$f" > "$f.t" && mv "$f.t" "$f"
-        else sed -i "s|^\[net\]\$|[net]\n$kv|" "$f"; fi
-    done
-    if [ "${1:-}" = -- ]; then shift; printf '\n[distributed]\n' >> "$f"; printf '%s\n' "$@" >> "$f"; fi
-    echo "$f"
-}
+# cfg NAME [KEY=VALUE...] [-- LINE...]: the tiny classifier (tests/lib.sh's
+# mn_cfg and its edits: a KEY the cfg lacks goes to the top of [net]) with 4
+# filters, no burn_in and steps=100: [net] on lines 1-13, as the messages below say.
+cfg() { local f=$I/$1.cfg; shift; mn_cfg "$f" -burn_in steps=100 filters=4 "$@" && echo "$f"; }
 # data NAME [TRAIN-LIST [LABELS]]: a classifier data cfg, backup folder $I/NAME.
 data() {
     printf 'classes=10\ntrain=%s\nvalid=%s/test.list\nlabels=%s\nbackup=%s/%s\n' \
@@ -254,12 +200,13 @@ if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
     # labels/, AlexeyAB's (PROG=build/alexeyab-cpu/darknet_mn) reads them beside the image.
     LBL=$I/det/labels
     if [ "${DARKNET:-pjreddie}" = alexeyab ]; then LBL=$I/det/images; cp "$S"/labels/*.txt "$S/images/"; fi
+    # detcfg NAME [-- LINE...]: the tiny detector (tests/lib.sh) at 32x32: one
+    # convolution of stride 2, the 1x1 one, the yolo layer with Darknet's
+    # jitter and thresholds.
     detcfg() {
-        local f=$I/$1.cfg; shift
-        printf '[net]\nbatch=2\nsubdivisions=1\nwidth=32\nheight=32\nchannels=3\nlearning_rate=0.001\nmomentum=0.9\ndecay=0.0005\nmax_batches=1\n' > "$f"
-        printf '\n[convolutional]\nfilters=8\nsize=3\nstride=2\npad=1\nactivation=leaky\n' >> "$f"
-        printf '\n[convolutional]\nsize=1\nstride=1\npad=1\nfilters=24\nactivation=linear\n\n[yolo]\nmask=0,1,2\nanchors=4,4, 8,8, 16,16\nclasses=3\nnum=3\nrandom=0\n' >> "$f"
-        echo "$f"
+        mn_cfg "$I/$1.cfg" detector batch=2 width=32 height=32 -burn_in -policy -steps -scales max_batches=1 \
+            '[convolutional]' stride=2 '[convolutional]' size=1 filters=24 activation=linear \
+            '[yolo]' 'anchors=4,4, 8,8, 16,16' -jitter -ignore_thresh -truth_thresh "${@:2}" && echo "$I/$1.cfg"
     }
     detdata() { printf 'classes=3\ntrain=%s\nnames=%s/names.txt\nbackup=%s/%s\n' "$2" "$S" "$I" "$1" > "$I/$1.data"; echo "$I/$1.data"; }
     row det-good 0 '^1: loss' "det-good_chart.png det-good_final.weights det-good_log.csv" detector train "$(detdata det-good "$S/train.list")" "$(detcfg det-good)"
@@ -293,7 +240,7 @@ if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
     # bad_labels=skip trains on the good lines only, and says what it dropped:
     # its first loss equals that of a file holding just the good lines (the
     # stock reader would clip the pixel box, and stop at 'hello world').
-    skipcfg() { local f; f=$(detcfg "$1"); printf '\n[distributed]\ndeterministic=1\nbad_labels=%s\n' "$2" >> "$f"; echo "$f"; }
+    skipcfg() { detcfg "$1" -- deterministic=1 "bad_labels=$2"; }
     printf '1 0.5 0.5 0.2 0.2\n2 320 240 50 60\nhello world\n2 0.3 0.3 0.1 0.1\n' > "$LBL/train0003.txt"
     row det-label-skip 0 '^darknet-mn: bad_labels=skip: dropped 2 bad label lines in 1 file of the training list' \
         "det-label-skip_chart.png det-label-skip_final.weights det-label-skip_log.csv" \
@@ -433,4 +380,4 @@ row unknown-flag 2 "unknown flag '-fullscreen' for 'classifier train'; valid fla
 # A second job on a busy backup folder: tests/run_ckpt.sh (it needs a first
 # job held running); a crash whose MPI_Abort hangs: tests/run_fault.sh.
 
-[ "$fail" = 0 ]
+finish

@@ -9,20 +9,13 @@
 # time). The floors, 0.40 and 0.15, leave that margin, so a detector path
 # that stops learning fails here, not in `make demo`.
 # Run by tests/run.sh (T, BUILD, MPI set there), or alone from the repository root.
-set -u
-BUILD=${BUILD:-build}
-T=${T:-$(pwd)/$BUILD/test}
+. "$(dirname "$0")/lib.sh"
 X=$T/learn
-MPI=${MPI:-mpiexec --oversubscribe}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 rm -rf "$X" && mkdir -p "$X"
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=1; echo "FAIL $*"; }
 ITERS=${ITERS:-240}
 
 "$BUILD/tools/mn_fashion_det" /usr/share/datasets/fashion-mnist "$X/set" --train 64 --valid 0 --seed 5 > "$X/gen.log" 2>&1 ||
-    { bad "mn_fashion_det: $(tail -1 "$X/gen.log")"; exit 1; }
+    { bad "mn_fashion_det: $(tail -1 "$X/gen.log")"; finish; }
 printf 'classes=10\ntrain=%s\nvalid=%s\nnames=%s\nbackup=%s\n' "$X/set/train.list" "$X/set/train.list" \
     "$(pwd)/data/fashion.names" "$X/backup" > "$X/learn.data"
 
@@ -46,4 +39,4 @@ learn pjreddie ./darknet_mn cfg/fashion-det.cfg "${FLOOR_PJ:-0.40}"
 if make -s DARKNET=alexeyab BUILD="$BUILD" > "$X/build-alexeyab.log" 2>&1; then
     learn alexeyab "$BUILD/alexeyab-cpu/darknet_mn" cfg/yolov4-tiny-fashion.cfg "${FLOOR_AB:-0.15}"
 else bad "make DARKNET=alexeyab failed (see $X/build-alexeyab.log)"; fi
-exit $fail
+finish

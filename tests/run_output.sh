@@ -5,19 +5,16 @@
 # in <dir>/rank-<N>.log; a rank > 0 that fails still shows its message on
 # the terminal.
 # Run by tests/run.sh (T, D, BUILD, MPI set there), or alone after it.
-set -u
+. "$(dirname "$0")/lib.sh"
 X=$T/output
 rm -rf "$X" && mkdir -p "$X"
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=1; echo "FAIL $*"; }
 AB=$BUILD/alexeyab-cpu/darknet_mn
-make -s DARKNET=alexeyab "$AB" > "$X/build.log" 2>&1 || { bad "make DARKNET=alexeyab (see $X/build.log)"; exit 1; }
+make -s DARKNET=alexeyab "$AB" > "$X/build.log" 2>&1 || { bad "make DARKNET=alexeyab (see $X/build.log)"; finish; }
 
 # A detection slice in both layouts: labels/ beside images/ (pjreddie) and
 # each label beside its image (the fork maps only COCO's and VOC's folders).
 "$BUILD/tools/mn_fashion_det" /usr/share/datasets/fashion-mnist "$X/det" --train 16 --valid 6 > "$X/gen.log" 2>&1 ||
-    { bad "mn_fashion_det (see $X/gen.log)"; exit 1; }
+    { bad "mn_fashion_det (see $X/gen.log)"; finish; }
 mkdir -p "$X/flat"
 ln -s "$X/det/images/train"/*.jpg "$X/det/labels/train"/*.txt "$X/flat/"
 ls "$X/flat"/*.jpg > "$X/flat.list"
@@ -80,4 +77,4 @@ if [ $rc != 0 ] && grep -aq "^darknet-mn: rank 2 (.*): image $X/flat/bad.jpg is 
     ok "rank 2 fails: exit $rc; the terminal has its message: $(grep -a '^darknet-mn: rank 2' "$X/die.out" | head -1 | cut -c1-100)"
 else bad "rank 2 fails: exit $rc (see $X/die.out)"; fi
 
-[ "$fail" = 0 ]
+finish

@@ -4,65 +4,19 @@
 # start while backward still runs; timeline= writes a valid Chrome trace
 # with a row per rank and thread, and a picture. Run by tests/run.sh (T, D,
 # TEST_BIN, MPI set there).
-set -u
+. "$(dirname "$0")/lib.sh"
 O=$T/overlap
 mkdir -p "$O"
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=1; echo "FAIL $*"; }
 
 # Two convolutions, two connected layers: several layers' arrays per bucket
 # and buckets across layer boundaries, with 4 KiB pieces and 8 KiB buckets.
+# (the tiny classifier of tests/lib.sh with these layers; deterministic, unshuffled)
 cfg() {   # cfg NAME SUBDIV BN [distributed lines...]
     local n=$1 s=$2 bn=$3; shift 3
     rm -rf "${O:?}/$n"
-    cat > "$O/$n.cfg" <<CFG
-[net]
-batch=$((4 * s))
-subdivisions=$s
-width=28
-height=28
-channels=3
-learning_rate=0.05
-momentum=0.9
-decay=0.0005
-burn_in=2
-policy=steps
-steps=3
-scales=0.5
-max_batches=5
-
-[convolutional]
-batch_normalize=$bn
-filters=8
-size=3
-stride=1
-pad=1
-activation=leaky
-
-[convolutional]
-batch_normalize=$bn
-filters=16
-size=3
-stride=2
-pad=1
-activation=leaky
-
-[connected]
-output=48
-activation=leaky
-
-[connected]
-output=10
-activation=linear
-
-[softmax]
-
-[distributed]
-deterministic=1
-shuffle=0
-CFG
-    printf '%s\n' "$@" >> "$O/$n.cfg"
+    mn_cfg "$O/$n.cfg" batch=$((4 * s)) subdivisions="$s" max_batches=5 '[convolutional]' batch_normalize="$bn" \
+        '[convolutional]' batch_normalize="$bn" filters=16 stride=2 '[connected]' output=48 activation=leaky '[connected]' '[softmax]' \
+        -- deterministic=1 shuffle=0 "$@"
     printf 'classes=10\ntrain=%s/train.list\nvalid=%s/test.list\nlabels=%s/labels.txt\nbackup=%s/%s\n' "$D" "$D" "$D" "$O" "$n" > "$O/$n.data"
 }
 run() {   # run NAME NP [env...]: exit status into NAME.rc
@@ -152,4 +106,4 @@ then
 else bad "timeline: exit $(cat "$O/tl.rc"); $(tail -3 "$O/tl.check" 2> /dev/null)"; fi
 ls "$O"/tl.json.tmp.* > /dev/null 2>&1 && bad "timeline: a temporary file left behind"
 
-exit $fail
+finish

@@ -11,13 +11,10 @@
 # that runs ./darknet_mn must be a synopsis (holding <...>, [...] or "-n N"),
 # so that no concrete command escapes the test. Messages name file:line. Run
 # by tests/run.sh (T, D, BUILD, MPI set there).
-set -u
+. "$(dirname "$0")/lib.sh"
 R=$T/readme
 W=$R/tree
 rm -rf "$R" && mkdir -p "$W/build"
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=1; echo "FAIL $*"; }
 
 # The pages, in the order their commands run.
 pages=(README.md $(LC_ALL=C ls docs/*.md))
@@ -59,4 +56,4 @@ while IFS=$'\t' read -r where line; do
     else bad "$where: command exited non-zero: $cmd (see $R/cmd$k.log)"; tail -3 "$R/cmd$k.log"; fi
 done < "$R/commands"
 [ $fail = 0 ] && ok "${#pages[@]} pages: $ran commands ran (or name make targets), $skipped need several hosts or a GPU"
-exit $fail
+finish

@@ -3,15 +3,12 @@
 # node layout detected from the hostnames, not forced. Every communicator's
 # sums, and hierarchical / two_dimensional training equal to one process.
 # Run by tests/run.sh (T, D, TEST_BIN set there). Needs root (ip netns).
-set -u
+. "$(dirname "$0")/lib.sh"
 B=$T/testbed
 mkdir -p "$B"
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=1; echo "FAIL $*"; }
 tb=scripts/testbed.sh
 trap '$tb down' EXIT
-if ! $tb up > "$B/up.log" 2>&1; then bad "testbed up: $(tail -2 "$B/up.log")"; exit 1; fi
+if ! $tb up > "$B/up.log" 2>&1; then bad "testbed up: $(tail -2 "$B/up.log")"; finish; fi
 
 if timeout 120 $tb run 4 "$TEST_BIN/test_comm" > "$B/comm.log" 2>&1 && grep -q "test_comm: 4 ranks: ok" "$B/comm.log"; then
     ok "every communicator's sums across 2 hosts x 2 ranks"
@@ -46,4 +43,4 @@ if "$TEST_BIN/mn_wcmp" "$B/ov/ov_final.weights" "$B/blk/blk_final.weights" 0 > "
    grep -q '"rank 0 (mnA)"' "$B/ov.json" && grep -q '"rank 3 (mnB)"' "$B/ov.json" && grep -q '"allreduce bucket"' "$B/ov.json"; then
     ok "overlap=1 on 2 hosts x 2 ranks = blocking, bit for bit ($(cat "$B/ov.cmp")); the timeline names both hosts"
 else bad "overlap=1 across hosts: $(cat "$B/ov.cmp" 2> /dev/null) $(tail -2 "$B/ov.err")"; fi
-exit $fail
+finish

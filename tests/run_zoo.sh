@@ -9,19 +9,11 @@
 # what reordering the images of a one-rank batch changes (float32 batch norm);
 # and deterministic runs do not depend on the seed (box order).
 # Run by tests/run.sh (env T, MPI, BUILD, TEST_BIN, D), or alone from the repository root.
-set -u
-BUILD=${BUILD:-build}
-T=${T:-$(pwd)/$BUILD/test}
+. "$(dirname "$0")/lib.sh"
 T=$T/zoo
-TEST_BIN=${TEST_BIN:-$BUILD/cpu/tests}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 rm -rf "$T" && mkdir -p "$T"
-fail=0
-ok() { echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-D=${D:-$BUILD/test/fashion}
 DET=$BUILD/fashion-det
-[ -f "$DET/.stamp" ] || make -s fashion-det-data > "$T/det-data.log" 2>&1 || { bad "make fashion-det-data"; exit 1; }
+[ -f "$DET/.stamp" ] || make -s fashion-det-data > "$T/det-data.log" 2>&1 || { bad "make fashion-det-data"; finish; }
 make -s "$TEST_BIN/mn_wcmp" > /dev/null
 
 # expect BASE LOG CFG OUTCOME [PATTERN]: the tool's line for CFG says OUTCOME (and matches PATTERN).
@@ -77,7 +69,7 @@ if [ -z "${DARKNET_SRC:-}" ] && [ ! -f "$SNAPSHOT" ]; then
 else
     AB=$BUILD/alexeyab-cpu
     FK=third_party/darknet-alexeyab-cpu
-    make -s DARKNET=alexeyab "$AB/darknet_mn" > "$T/ab-build.log" 2>&1 || { bad "make DARKNET=alexeyab (see $T/ab-build.log)"; exit 1; }
+    make -s DARKNET=alexeyab "$AB/darknet_mn" > "$T/ab-build.log" 2>&1 || { bad "make DARKNET=alexeyab (see $T/ab-build.log)"; finish; }
     zoo alexeyab "$AB/darknet_mn" "$FK/darknet" "$FK/cfg" yolov4-tiny.cfg yolov3-tiny.cfg yolov4.cfg resnet50.cfg efficientnet_b0.cfg \
         darknet19.cfg
     L=$T/alexeyab.log
@@ -87,4 +79,4 @@ else
     equiv alexeyab "$AB/darknet_mn" "$FK/darknet" "$FK/cfg" yolov4-tiny.cfg yolov7-tiny.cfg darknet19.cfg
     seeds alexeyab "$AB/darknet_mn" yolov4-tiny.cfg
 fi
-[ "$fail" = 0 ]
+finish

@@ -9,23 +9,17 @@
 # which needs the slow, complete unwinder on malloc (fast_unwind_on_malloc=0).
 # ./darknet_mn's training driver leaves what it set up to the exit on its
 # error paths, so training and the user errors run without leak checks.
-set -u
-cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
-TEST_BIN=${TEST_BIN:-$BUILD/cpu-asan/tests}
+TEST_BIN=${TEST_BIN:-${BUILD:-build}/cpu-asan/tests}
 PROG=${PROG:-$(dirname "$TEST_BIN")/darknet_mn}
+. "$(dirname "$0")/lib.sh"
 DK=${DK:-third_party/darknet-cpu}
 T=$(pwd)/$BUILD/test-sanitize
 rm -rf "$T" && mkdir -p "$T"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 ASAN=halt_on_error=1:fast_unwind_on_malloc=0:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:suppressions=$(pwd)/tests/asan.supp
 export ASAN_OPTIONS=$ASAN:detect_leaks=1
 export LSAN_OPTIONS=suppressions=$(pwd)/tests/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-MPI="mpiexec --oversubscribe"
 REPORT='ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|WARNING: AddressSanitizer'
-pass=0
-fail=0
 skipped=0
 ran=" "
 
@@ -40,9 +34,9 @@ run() {
     local launch=(timeout 300) t0=$SECONDS
     [ "$np" = 0 ] || launch+=($MPI -n "$np")
     if env "${envs[@]}" "${launch[@]}" "$@" > "$T/$name.log" 2>&1 && ! grep -Eq "$REPORT" "$T/$name.log"; then
-        pass=$((pass + 1)); echo "ok   $name ($((SECONDS - t0))s)"
+        ok "$name ($((SECONDS - t0))s)"
     else
-        fail=$((fail + 1)); echo "FAIL $name (see $T/$name.log)"
+        bad "$name (see $T/$name.log)"
         grep -E -m1 -A12 "$REPORT" "$T/$name.log" || tail -5 "$T/$name.log"
     fi
 }
@@ -91,12 +85,10 @@ for f in "$S"/images/*.jpg "$S"/images/*.png; do   # a classifier set from the s
 done > "$T/cls/all.list"
 run cache 0 -- "$TEST_BIN/test_cache" "$T/cls/all.list"   # 8 loader threads on the image cache
 printf 'classes=2\ntrain=%s/cls/all.list\nvalid=%s/cls/all.list\nlabels=%s/cls/labels.txt\nbackup=%s/cls/backup\ntop=1\n' "$T" "$T" "$T" "$T" > "$T/cls.data"
-clscfg() {   # clscfg FILE [distributed lines...]
+clscfg() {   # clscfg FILE [distributed lines...]: the tiny classifier (tests/lib.sh), 32x32, batch norm, 2 classes
     local f=$1; shift
-    printf '[net]\nbatch=2\nsubdivisions=1\nwidth=32\nheight=32\nchannels=3\nlearning_rate=0.01\nmomentum=0.9\ndecay=0.0005\nmax_batches=3\n' > "$f"
-    printf '\n[convolutional]\nbatch_normalize=1\nfilters=4\nsize=3\nstride=1\npad=1\nactivation=leaky\n\n[maxpool]\nsize=2\nstride=2\n' >> "$f"
-    printf '\n[connected]\noutput=2\nactivation=linear\n\n[softmax]\n' >> "$f"
-    if [ $# -gt 0 ]; then printf '\n[distributed]\n' >> "$f"; printf '%s\n' "$@" >> "$f"; fi
+    mn_cfg "$f" batch=2 width=32 height=32 learning_rate=0.01 -burn_in -policy -steps -scales max_batches=3 \
+        '[convolutional]' batch_normalize=1 filters=4 '[maxpool]' '[connected]' output=2 '[softmax]' ${1+-- "$@"}
 }
 clscfg "$T/cls.cfg" eval_interval=2 bn_average=1 sync_bn=1
 NOLEAK=ASAN_OPTIONS=$ASAN:detect_leaks=0
@@ -110,36 +102,34 @@ run classifier-train-dbuf 2 "$NOLEAK" -- "$PROG" classifier train "$T/cls.data" 
 clscfg "$T/clsov.cfg" overlap=1 bucket_mb=0.001 allreduce_grad_dtype=float16 sync_bn=1 checkpoint_interval=2 "timeline=$T/clsov.json"
 sed -i 's/^max_batches=3/max_batches=5/' "$T/clsov.cfg"
 run classifier-train-overlap 3 "$NOLEAK" MN_PIECE_BYTES=1024 -- "$PROG" classifier train "$T/cls.data" "$T/clsov.cfg"
-printf '[net]\nbatch=2\nsubdivisions=1\nwidth=64\nheight=64\nchannels=3\nlearning_rate=0.001\nmomentum=0.9\ndecay=0.0005\nmax_batches=2\n' > "$T/det.cfg"
-printf '\n[convolutional]\nbatch_normalize=1\nfilters=8\nsize=3\nstride=2\npad=1\nactivation=leaky\n' >> "$T/det.cfg"
-printf '\n[maxpool]\nsize=2\nstride=2\n\n[maxpool]\nsize=2\nstride=2\n' >> "$T/det.cfg"
-printf '\n[convolutional]\nsize=1\nstride=1\npad=1\nfilters=24\nactivation=linear\n\n[yolo]\nmask=0,1,2\nanchors=12,12, 20,20, 30,30\nclasses=3\nnum=3\njitter=.1\nignore_thresh=.5\ntruth_thresh=1\nrandom=1\n' >> "$T/det.cfg"
-printf '\n[distributed]\neval_interval=1\n' >> "$T/det.cfg"
+# The tiny detector (tests/lib.sh) with one stage of stride 2 and two maxpools, random=1.
+mn_cfg "$T/det.cfg" detector batch=2 -burn_in -policy -steps -scales max_batches=2 '[convolutional]' batch_normalize=1 stride=2 \
+    '[maxpool]' '[maxpool]' '[convolutional]' size=1 filters=24 activation=linear '[yolo]' random=1 -- eval_interval=1
 printf 'classes=3\ntrain=%s/valid.list\nvalid=%s/valid.list\nnames=%s/names.txt\nbackup=%s/det\nresults=%s/det\n' "$S" "$S" "$S" "$T" "$T" > "$T/det.data"
 mkdir -p "$T/det"
 run detector-train 2 "$NOLEAK" -- "$PROG" detector train "$T/det.data" "$T/det.cfg"
 run detector-map 2 -- "$PROG" detector map "$T/det.data" "$T/det.cfg" "$T/det/det_final.weights"
 
-# expect_error NAME PATTERN DATA CFG: every rank fails with the message, and no sanitizer report.
-expect_error() {
+# refused_clean NAME PATTERN DATA CFG: every rank fails with the message, and no sanitizer report.
+refused_clean() {
     local name=$1 pat=$2
     shift 2
     if env "$NOLEAK" timeout 120 $MPI -n 2 "$PROG" classifier train "$@" > "$T/$name.log" 2>&1; then
-        fail=$((fail + 1)); echo "FAIL $name: exit status 0 (see $T/$name.log)"
+        bad "$name: exit status 0 (see $T/$name.log)"
     elif grep -Eq "$REPORT" "$T/$name.log" || ! grep -q -- "$pat" "$T/$name.log"; then
-        fail=$((fail + 1)); echo "FAIL $name (see $T/$name.log)"; grep -E -m1 -A12 "$REPORT" "$T/$name.log"
+        bad "$name (see $T/$name.log)"; grep -E -m1 -A12 "$REPORT" "$T/$name.log"
     else
-        pass=$((pass + 1)); echo "ok   $name: $(grep -m1 -- "$pat" "$T/$name.log")"
+        ok "$name: $(grep -m1 -- "$pat" "$T/$name.log")"
     fi
 }
 clscfg "$T/novalue.cfg" shuffle
-expect_error error-no-value "novalue.cfg:[0-9]*: 'shuffle' is not key=value" "$T/cls.data" "$T/novalue.cfg"
+refused_clean error-no-value "novalue.cfg:[0-9]*: 'shuffle' is not key=value" "$T/cls.data" "$T/novalue.cfg"
 printf '%s\n\0x.png\n' "$(head -1 "$T/cls/all.list")" > "$T/nul.list"
 sed "s|^train=.*|train=$T/nul.list|" "$T/cls.data" > "$T/nul.data"
-expect_error error-nul-list "nul.list: line 2 holds a NUL byte" "$T/nul.data" "$T/cls.cfg"
+refused_clean error-nul-list "nul.list: line 2 holds a NUL byte" "$T/nul.data" "$T/cls.cfg"
 printf 'class0\n\nclass1\n' > "$T/cls/empty-label.txt"
 sed "s|^labels=.*|labels=$T/cls/empty-label.txt|" "$T/cls.data" > "$T/empty-label.data"
-expect_error error-empty-label "empty-label.txt: line 2 is empty" "$T/empty-label.data" "$T/cls.cfg"
+refused_clean error-empty-label "empty-label.txt: line 2 is empty" "$T/empty-label.data" "$T/cls.cfg"
 
 # A unit test added to TESTS without an invocation here is named, not silently left out.
 for t in "$TEST_BIN"/test_*; do
@@ -147,5 +137,4 @@ for t in "$TEST_BIN"/test_*; do
     case "$ran" in *" $(basename "$t") "*) ;; *) skipped=$((skipped + 1)); echo "SKIP $(basename "$t"): no invocation in tests/sanitize.sh";; esac
 done
 
-echo "== sanitizers: $pass passed, $fail failed, $skipped skipped"
-[ "$fail" = 0 ]
+finish sanitizers

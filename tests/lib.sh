@@ -1,0 +1,189 @@
+# The shell suites' library, sourced first by tests/run.sh, every
+# tests/run_*.sh and tests/sanitize.sh: . "$(dirname "$0")/lib.sh"
+#  - the preamble: set -u, the repository root as the working folder, the
+#    defaults of BUILD, TEST_BIN, PROG, MPI, T and D, Open MPI as root and
+#    oversubscribed;
+#  - the counters, ok, bad and finish;
+#  - launches: a command on N ranks under a time limit keeping each rank's
+#    output and exit code (rank_cmd, on_ranks, mn), their checks (all_rc,
+#    rcs), a user error every rank stops on (expect_error), a C test under
+#    mpiexec (on_mpi, unit_test);
+#  - the cfgs: one generator, mn_cfg, of the tiny classifier and detector.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+BUILD=${BUILD:-build}
+TEST_BIN=${TEST_BIN:-$BUILD/cpu/tests}
+PROG=${PROG:-./darknet_mn}
+MPI=${MPI:-mpiexec --oversubscribe}
+# tests/run.sh hands its suites T (their scratch folder) and D (its slice of
+# Fashion-MNIST); run alone, a suite has tests/run.sh's folders, or makes its
+# own (T_GIVEN and D_GIVEN say which were handed over).
+T_GIVEN=${T:+1} D_GIVEN=${D:+1}
+T=${T:-$(pwd)/$BUILD/test}
+D=${D:-$T/fashion}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+# finish [LABEL]: the suite's summary line; exits non-zero on any failure.
+finish() {
+    echo "== ${1:+$1: }$pass passed, $fail failed${skipped:+, $skipped skipped}"
+    [ "$fail" = 0 ] && exit 0
+    exit 1
+}
+
+# fashion_slice DIR NTRAIN NTEST [LOG]: D becomes a new slice of Fashion-MNIST in DIR.
+fashion_slice() {
+    D=$1
+    "$BUILD/tools/mn_fashion" /usr/share/datasets/fashion-mnist "$D" --limit-train "$2" --limit-test "$3" > "${4:-/dev/null}" 2>&1
+}
+
+# rank_cmd OUT CMD...: one rank's shell command line running CMD, its
+# stdout, stderr and exit code in OUT.out.<rank>, OUT.err.<rank>, OUT.rc.<rank>.
+rank_cmd() {
+    local o=$1; shift
+    echo "$* > $o.out.\$OMPI_COMM_WORLD_RANK 2> $o.err.\$OMPI_COMM_WORLD_RANK; echo \$? > $o.rc.\$OMPI_COMM_WORLD_RANK"
+}
+# on_ranks OUT SECONDS NP [ENV=VALUE...] -- CMD...: CMD on NP ranks (each
+# with every ENV) within SECONDS, kept as rank_cmd keeps it; mpiexec's own
+# status in OUT.rc (124: killed by the time limit).
+on_ranks() {
+    local o=$1 s=$2 np=$3 envs=(); shift 3
+    while [ "$1" != -- ]; do envs+=(-x "$1"); shift; done
+    shift
+    timeout "$s" $MPI "${envs[@]}" -n "$np" sh -c "$(rank_cmd "$o" "$@")"
+    echo $? > "$o.rc"
+}
+# mn OUT NP ARGS...: $PROG ARGS on NP ranks within 120 s (on_ranks).
+mn() { local o=$1 np=$2; shift 2; on_ranks "$o" 120 "$np" -- "$PROG" "$@"; }
+# all_rc OUT NP WANT: every rank's exit code (on_ranks) is WANT, or not 0 for WANT 'nonzero'.
+all_rc() {
+    local r rc
+    for ((r = 0; r < $2; ++r)); do
+        rc=$(cat "$1.rc.$r" 2> /dev/null) || return 1
+        if [ "$3" = nonzero ]; then [ "$rc" != 0 ] || return 1; else [ "$rc" = "$3" ] || return 1; fi
+    done
+}
+# rcs OUT NP: the ranks' exit codes, "0 0 " ("none" for a rank that left none).
+rcs() { local r; for ((r = 0; r < $2; ++r)); do cat "$1.rc.$r" 2> /dev/null || echo none; done | tr '\n' ' '; }
+
+# expect_error OUT NP PATTERN [ENV=VALUE...] -- CMD...: CMD, a user error,
+# on NP ranks within 120 s (on_ranks): every rank exits non-zero, none
+# hangs, a line of their stderr matches PATTERN (exactly ERROR_LINES lines
+# where a suite sets it), and OUT/ (the run's backup folder) holds no file.
+expect_error() {
+    local out=$1 np=$2 pat=$3 t0=$SECONDS n; shift 3
+    on_ranks "$out" 120 "$np" "$@"
+    local name=${out##*/} took=$((SECONDS - t0))
+    n=$(cat "$out".err.* 2> /dev/null | grep -c -- "$pat")
+    if ! all_rc "$out" "$np" nonzero; then bad "$name: not every rank exited non-zero ($(rcs "$out" "$np"); mpiexec $(cat "$out.rc"))"
+    elif [ "$(cat "$out.rc")" = 124 ]; then bad "$name: hung (killed by the time limit)"
+    elif [ "$n" = 0 ] || [ "$n" != "${ERROR_LINES:-$n}" ]; then
+        bad "$name: $n lines match '$pat', not ${ERROR_LINES:-one or more}: $(cat "$out".err.* | grep -v '^ ' | head -3)"
+    elif ls "$out"/* > /dev/null 2>&1; then bad "$name: left files in its backup folder"
+    else ok "$name (${took}s): $(cat "$out".err.* | grep -m1 -- "$pat")"; fi
+}
+
+# on_mpi LOG SECONDS NP [ENV=VALUE...] -- CMD...: CMD on NP ranks (each with
+# every ENV) within SECONDS, its output in LOG; CMD's status.
+on_mpi() {
+    local log=$1 s=$2 np=$3 envs=(); shift 3
+    while [ "$1" != -- ]; do envs+=(-x "$1"); shift; done
+    shift
+    timeout "$s" $MPI "${envs[@]}" -n "$np" "$@" > "$log" 2>&1
+}
+# summary LOG: a C test's longest result line (other ranks' output may share its line).
+summary() { grep -ao 'test_[a-z]*: .*' "$1" | awk 'length > length(best) { best = $0 } END { print best }'; }
+# unit_test NAME NP [ENV=VALUE...] -- CMD...: a C test on NP ranks within 60 s
+# (on_mpi, log $T/NAME.log): ok with its summary, or its FAIL lines.
+# SUITE_LABEL, where set, begins its name.
+unit_test() {
+    local name=$1 np=$2; shift 2
+    local label=${SUITE_LABEL:+$SUITE_LABEL }$name
+    if on_mpi "$T/$name.log" 60 "$np" "$@"; then ok "$label: $(summary "$T/$name.log")"
+    else bad "$label (see $T/$name.log)"; grep -ah "FAIL" "$T/$name.log" | head -5; fi
+}
+
+# mn_cfg FILE [classifier|detector] [EDIT...] [LAYER [EDIT...]...] [-- LINE...]
+# writes a tiny network's cfg (sections one blank line apart):
+#   classifier (the default): 28x28x3, batch 4, rate 0.05 with burn_in=2 and
+#     steps, max_batches=2; a 3x3 convolution (8 filters, leaky), 2x2
+#     maxpool, connected to 10 outputs, softmax;
+#   detector: 64x64x3, batch 8, rate 0.001 with burn_in=10 and steps; three
+#     3x3 convolutions with batch norm (8, 16, 32 filters) each with a 2x2
+#     maxpool, to an 8x8 grid; a 1x1 convolution to 24 outputs and a yolo
+#     layer of 3 anchors and 3 classes.
+# EDIT, before any LAYER: KEY=VALUE sets the cfg's first KEY line (the
+# first convolution's filters=, the [net] keys), a KEY it lacks goes to the
+# top of [net], in order; -KEY removes the first KEY line.
+# LAYER ([convolutional], [maxpool], [connected], [softmax], [yolo], ...):
+# the layers are these in this order instead of the shape's, each with the
+# keys the shape's layer of that kind has (none for other kinds) and the
+# EDITs that follow it, KEY=VALUE or -KEY on this layer's lines (a new key
+# goes after the last one set, or first).
+# "-- LINE..." ends the cfg with a [distributed] section of these lines.
+mn_cfg() {
+    local file=$1 shape=classifier; shift
+    case ${1:-} in classifier|detector) shape=$1; shift ;; esac
+    local lines layers=() edits=() e i start=0 cur
+    if [ "$shape" = classifier ]; then
+        lines=('[net]' batch=4 subdivisions=1 width=28 height=28 channels=3 learning_rate=0.05 momentum=0.9 decay=0.0005
+               burn_in=2 policy=steps steps=3 scales=0.5 max_batches=2)
+    else
+        lines=('[net]' batch=8 subdivisions=1 width=64 height=64 channels=3 learning_rate=0.001 momentum=0.9 decay=0.0005
+               burn_in=10 policy=steps steps=1000 scales=.1 max_batches=2)
+    fi
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        if [[ $1 == \[*\] ]] || [ ${#layers[@]} -gt 0 ]; then layers+=("$1"); else edits+=("$1"); fi
+        shift
+    done
+    if [ ${#layers[@]} = 0 ] && [ "$shape" = classifier ]; then layers=('[convolutional]' '[maxpool]' '[connected]' '[softmax]')
+    elif [ ${#layers[@]} = 0 ]; then
+        layers=('[convolutional]' batch_normalize=1 '[maxpool]' '[convolutional]' batch_normalize=1 filters=16 '[maxpool]'
+                '[convolutional]' batch_normalize=1 filters=32 '[maxpool]' '[convolutional]' size=1 filters=24 activation=linear '[yolo]')
+    fi
+    for e in "${layers[@]}"; do
+        if [[ $e == \[*\] ]]; then
+            lines+=("$e"); start=${#lines[@]}; cur=$start
+            case $e in
+            '[convolutional]') lines+=(filters=8 size=3 stride=1 pad=1 activation=leaky) ;;
+            '[maxpool]') lines+=(size=2 stride=2) ;;
+            '[connected]') lines+=(output=10 activation=linear) ;;
+            '[yolo]') lines+=(mask=0,1,2 'anchors=12,12, 20,20, 30,30' classes=3 num=3 jitter=.1 ignore_thresh=.5 truth_thresh=1 random=0) ;;
+            esac
+        else mn_cfg_edit "$e" "$start" 1 || return 1; fi
+    done
+    cur=1
+    for e in "${edits[@]}"; do mn_cfg_edit "$e" 0 0 || return 1; done
+    mkdir -p "$(dirname "$file")"
+    for ((i = 0; i < ${#lines[@]}; ++i)); do
+        [[ $i -gt 0 && ${lines[i]} == \[*\] ]] && echo
+        printf '%s\n' "${lines[i]}"
+    done > "$file"
+    if [ "${1:-}" = -- ]; then shift; printf '\n[distributed]\n' >> "$file"; printf '%s\n' "$@" >> "$file"; fi
+}
+# mn_cfg_edit EDIT FROM FOLLOW: mn_cfg's EDIT on its lines from index FROM
+# on; a new key goes to index cur, and cur moves past it (past a key set
+# too, with FOLLOW 1).
+mn_cfg_edit() {
+    local key at
+    case $1 in
+    *=*) key=${1%%=*} ;;
+    -?*) key=${1#-} ;;
+    *) echo "mn_cfg: '$1' is neither KEY=VALUE nor -KEY" >&2; return 1 ;;
+    esac
+    for ((at = $2; at < ${#lines[@]}; ++at)); do [[ ${lines[at]} == "$key="* ]] && break; done
+    if [[ $1 == -* && $1 != *=* ]]; then
+        [ "$at" -lt ${#lines[@]} ] || return 0
+        lines=("${lines[@]:0:at}" "${lines[@]:at+1}")
+        [ "$at" -ge "$cur" ] || cur=$((cur - 1))
+    elif [ "$at" -lt ${#lines[@]} ]; then
+        lines[at]=$1
+        [ "$3" = 0 ] || cur=$((at + 1))
+    else
+        lines=("${lines[@]:0:cur}" "$1" "${lines[@]:cur}")
+        cur=$((cur + 1))
+    fi
+}
