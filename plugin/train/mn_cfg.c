@@ -480,12 +480,17 @@ static mn_status compare_with_rank0(mn_comm *c, const cfg *g)
 
 /* The [distributed] section's keys into opt, in order (a repeated key: the
  * last wins, as Darknet's option_find). */
+static int in_distributed(const cfg *g, const entry *e)
+{
+    return e->val && !strcmp(g->e[e->section].key, "[distributed]");
+}
+
 static int read_options(cfg *g, mn_options *opt)
 {
     mn_default_options(opt);
     for (int i = 0; i < g->n; ++i) {
         const entry *e = &g->e[i];
-        if (!e->val || strcmp(g->e[e->section].key, "[distributed]")) continue;
+        if (!in_distributed(g, e)) continue;
         char why[600];
         if (!mn_option_set(opt, e->key, e->val, why, sizeof why)) return fail(g, e->line, "%s", why);
     }
@@ -504,29 +509,37 @@ mn_status mn_cfg_read(mn_comm *c, const char *cfgfile, mn_options *opt)
     return s;
 }
 
+/* The last value of key in the [distributed] section, into out; 0: none. */
+static int distributed_value(const cfg *g, const char *key, char *out, size_t cap)
+{
+    int found = 0;
+    for (int i = 0; i < g->n; ++i)
+        if (in_distributed(g, &g->e[i]) && !strcmp(g->e[i].key, key)) {
+            snprintf(out, cap, "%s", g->e[i].val);
+            found = 1;
+        }
+    return found;
+}
+
 int mn_cfg_peek(const char *cfgfile, const char *key, char *out, size_t cap)
 {
     cfg g = {0};
     g.file = cfgfile;
-    int found = 0;
-    if (cfgfile && read_cfg_file(&g)) {
-        for (int i = 0; i < g.n; ++i) {
-            const entry *e = &g.e[i];
-            if (e->val && !strcmp(g.e[e->section].key, "[distributed]") && !strcmp(e->key, key)) {
-                snprintf(out, cap, "%s", e->val);
-                found = 1;
-            }
-        }
-    }
+    int found = cfgfile && read_cfg_file(&g) && distributed_value(&g, key, out, cap);
     cfg_free(&g);
     return found;
 }
 
 int mn_cfg_wants_threads(const char *cfgfile)
 {
+    cfg g = {0};
     char v[32], w[32];
-    return (mn_cfg_peek(cfgfile, "double_buffering", v, sizeof v) && !strcmp(v, "1")) ||
-           (mn_cfg_peek(cfgfile, "overlap", w, sizeof w) && !strcmp(w, "1"));
+    g.file = cfgfile;
+    int ok = cfgfile && read_cfg_file(&g);   /* read once for both keys */
+    int threads = ok && ((distributed_value(&g, "double_buffering", v, sizeof v) && !strcmp(v, "1")) ||
+                         (distributed_value(&g, "overlap", w, sizeof w) && !strcmp(w, "1")));
+    cfg_free(&g);
+    return threads;
 }
 
 mn_status mn_check_net_size(const mn_comm *c, const network *net, const char *cfgfile)

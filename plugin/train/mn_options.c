@@ -94,7 +94,8 @@ int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size
             snprintf(why, cap, "[distributed] %s='%s' is invalid; valid: stop, skip", k, v);
             return 0;
         }
-        *(k[0] == 'n' ? &opt->nonfinite_skip : &opt->bad_labels_skip) = !strcmp(v, "skip");
+        int *skip = !strcmp(k, "nonfinite") ? &opt->nonfinite_skip : &opt->bad_labels_skip;
+        *skip = !strcmp(v, "skip");
     } else {
         snprintf(why, cap, "unknown key '%s' in [distributed]; valid keys: %s", k, keys);
         return 0;
