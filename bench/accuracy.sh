@@ -13,6 +13,7 @@
 # goes on where it stopped; FRESH=1 starts over.
 set -eu
 cd "$(dirname "$0")/.."
+. bench/common.sh
 ITERS=${ITERS:-1300}
 SEEDS=${SEEDS:-1 2 3}
 ROWS=${ROWS:-1x16 2x8 4x4 2x8-float16 2x8-overlap 2x8-sync_bn 2x8-double_buffering}
@@ -67,14 +68,5 @@ done
     echo "# each run: mpiexec -n NP ./darknet_mn detector train DATA $W/ROW-SEED/det.cfg $W/backbone.weights"
     echo "#   (cfg/fashion-det.cfg with batch=B, max_batches=$ITERS, steps at 80%/90%, seed=SEED, the row's key),"
     echo "#   then detector map of its final weights on the 200 validation images"
-    printf '%-22s %-26s %7s %7s %9s\n' row "mAP@0.50 per seed" mean spread "vs 1x16"
-    base=
-    for row in $ROWS; do
-        maps=$(for s in $SEEDS; do mapof "$row" "$s"; done | tr '\n' ' ')
-        stats=$(echo "$maps" | awk '{ s = 0; lo = 9; hi = -9; for (i = 1; i <= NF; i++) { s += $i; if ($i < lo) lo = $i; if ($i > hi) hi = $i }
-                                   printf "%.4f %.4f", s / NF, hi - lo }')
-        mean=${stats% *}
-        [ -n "$base" ] || base=$mean
-        printf '%-22s %-26s %7s %7s %+9.4f\n' "$row" "$maps" "$mean" "${stats#* }" "$(echo "$mean - $base" | bc -l)"
-    done
+    seed_table mapof mAP@0.50 $ROWS
 } | tee "$OUT"

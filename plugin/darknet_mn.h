@@ -29,6 +29,7 @@ typedef struct {
     char communicator[32];   /* naive | flat | ... ; "" = the build's default */
     int grad_dtype_half;     /* allreduce_grad_dtype=float16 */
     int double_buffering;
+    int dbuf_fresh;          /* double_buffering_fresh: iterations averaged fresh before the stale means; -1: burn_in */
     int overlap;             /* overlap=1: buckets are averaged during backward (mn_overlap.h) */
     double bucket_mb;        /* overlap's bucket size in MiB (whole pieces of MN_PIECE_BYTES at least) */
     char timeline[4096];     /* Chrome-trace file of every rank's phases (mn_timeline.h); "": none */

@@ -149,6 +149,27 @@ if all_rc "$T/db-one1" 1 0 && all_rc "$T/db-one2" 1 0 && all_rc "$T/db-off1" 1 0
    ! "$TEST_BIN/mn_wcmp" "$T/db-off1/db-off1_final.weights" "$w0" 0 > "$T/db0.log"; then
     ok "double_buffering: 1 step keeps the weights ($(cat "$T/db1.log")); 2 steps = 1 step without it ($(cat "$T/db2.log")); without it 1 step moves them ($(cat "$T/db0.log"))"
 else bad "double_buffering semantics: $(cat "$T"/db[012].log 2>/dev/null) (see $T/db-one2.err.0)"; fi
+# double_buffering_fresh (default: the cfg's burn_in) averages the first
+# iterations fresh. One step from one-2-1's weights is iteration 6: with
+# burn_in=6 double buffering moves the weights bit for bit as none does;
+# with double_buffering_fresh=0 it keeps them (ChainerMN's first step); with
+# double_buffering_fresh=7 two steps are two fresh steps.
+fresh_cfg() {   # fresh_cfg NAME BATCH MAX_BATCHES DB [DISTRIBUTED-LINE...]
+    mn_cfg "$T/$1.cfg" batch="$2" max_batches="$3" policy=constant burn_in=6 -steps -scales -- deterministic=1 shuffle=0 double_buffering="$4" "${@:5}"
+    echo "$T/$1.cfg"
+}
+train dbf-on 1 "$(fresh_cfg dbf-on 4 6 1)" "$(data dbf-on)" "$w0"
+train dbf-off 1 "$(fresh_cfg dbf-off 4 6 0)" "$(data dbf-off)" "$w0"
+train dbf-zero 1 "$(fresh_cfg dbf-zero 4 6 1 double_buffering_fresh=0)" "$(data dbf-zero)" "$w0"
+train dbf-on2 2 "$(fresh_cfg dbf-on2 2 7 1 double_buffering_fresh=7)" "$(data dbf-on2)" "$w0"
+train dbf-off2 1 "$(fresh_cfg dbf-off2 4 7 0)" "$(data dbf-off2)" "$w0"
+if all_rc "$T/dbf-on" 1 0 && all_rc "$T/dbf-off" 1 0 && all_rc "$T/dbf-zero" 1 0 && all_rc "$T/dbf-on2" 2 0 && all_rc "$T/dbf-off2" 1 0 &&
+   grep -q "double_buffering=1: iterations 1-6 averaged fresh" "$T/dbf-on.out.0" &&
+   "$TEST_BIN/mn_wcmp" "$T/dbf-on/dbf-on_final.weights" "$T/dbf-off/dbf-off_final.weights" 0 > "$T/dbf1.log" &&
+   "$TEST_BIN/mn_wcmp" "$T/dbf-zero/dbf-zero_final.weights" "$w0" 0 > "$T/dbf0.log" &&
+   "$TEST_BIN/mn_wcmp" "$T/dbf-on2/dbf-on2_final.weights" "$T/dbf-off2/dbf-off2_final.weights" 1e-5 > "$T/dbf2.log"; then
+    ok "double_buffering_fresh: during burn_in a step = one without it ($(cat "$T/dbf1.log")); =0 keeps the first ($(cat "$T/dbf0.log")); 2 ranks x 2, 2 fresh steps = 1 x 4 without it ($(cat "$T/dbf2.log"))"
+else bad "double_buffering_fresh: $(cat "$T"/dbf[012].log 2>/dev/null) (see $T/dbf-on.err.0, $T/dbf-on2.err.0)"; fi
 for n in 2 4; do
     b=$((4 / n))
     train "db-$n" $n "$(db_cfg "db-$n" $b 10 1)" "$(data "db-$n")" "$w0"

@@ -126,10 +126,11 @@ if [ "$s60" = 960 ] && timeout 120 $MPI -n 2 "$AB/darknet_mn" detector train "$T
     ok "alexeyab seen 960 after 60 iterations of 2 x 8 images; resumed from checkpoint 60 to 64, seen $(seen_of "$W")"
 else bad "alexeyab seen $s60 (want 960), resume (see $T/y4-resume.log), seen $(seen_of "$W") (want 1024)"; fi
 
-# float16 gradients with double buffering and the hierarchical communicator
-# on 2 forced nodes: trains, and the replica check at the end passes.
+# float16 gradients with double buffering (2 fresh iterations, then stale)
+# and the hierarchical communicator on 2 forced nodes: trains, and the
+# replica check at the end passes.
 sed 's/^max_batches=.*/max_batches=6/' cfg/yolov4-tiny-fashion.cfg > "$T/y4h.cfg"
-printf '\n[distributed]\ncommunicator=hierarchical\nallreduce_grad_dtype=float16\ndouble_buffering=1\n' >> "$T/y4h.cfg"
+printf '\n[distributed]\ncommunicator=hierarchical\nallreduce_grad_dtype=float16\ndouble_buffering=1\ndouble_buffering_fresh=2\n' >> "$T/y4h.cfg"
 if timeout 120 $MPI -x MN_RANKS_PER_NODE=1 -n 2 "$AB/darknet_mn" detector train "$T/y4.data" "$T/y4h.cfg" > "$T/y4h.log" 2>&1 &&
    grep -q '^6: loss' "$T/y4h.log" && [ -f "$T/backup/y4h_final.weights" ]; then
     ok "alexeyab float16 + double buffering + hierarchical on 2 nodes: $(grep -a '^6: loss' "$T/y4h.log" | cut -d, -f1)"

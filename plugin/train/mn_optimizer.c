@@ -39,6 +39,7 @@ struct mn_optimizer {
     int on_device;        /* GPU run whose communicator averages device arrays */
     int pinned;           /* the arena is page-locked for the device copies */
     mn_dbuf *dbuf;        /* double_buffering=1, else NULL */
+    size_t fresh_until;   /* double buffering averages iterations 1..fresh_until fresh */
     float *state;         /* double buffering: the arena, then the mean in flight (checkpoints) */
     int *layer_of;        /* the layer owning each array */
     mn_overlap *ov;       /* overlap=1, else NULL */
@@ -214,11 +215,24 @@ static int sync_overlap(network *net, mn_optimizer *o, int poison)
     return after_mean(o);
 }
 
+/* Double buffering averages the first fresh_until iterations (the cfg's
+ * burn_in by default) fresh, on the main thread's communicator, and only
+ * then goes one step stale: during the warm-up the rate climbs and a stale
+ * step costs most (bench/results/accuracy-dbuf.txt). A mean already in
+ * flight (a resumed run) keeps it stale. */
+static int fresh_step(network *net, mn_optimizer *o)
+{
+    int pending = 0;
+    if (mn_base_iteration(net) > o->fresh_until) return 0;
+    mn_dbuf_pending(o->dbuf, &pending);
+    return !pending;
+}
+
 static int sync_all(network *net, mn_optimizer *o)
 {
     int poison = !isfinite(mn_base_cost(net)) && o->total > 0;
     if (o->ov) return sync_overlap(net, o, poison);
-    if (o->dbuf) {
+    if (o->dbuf && !fresh_step(net, o)) {
         if (poison) o->arena[0] = NAN;
         mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
         int apply = mn_dbuf_exchange(o->dbuf, o->arena);
@@ -382,6 +396,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
         mn_status sa = mn_comm_arena_alloc(c, o->total, &o->arena);
         st = mn_agree(c, sw != MN_OK ? sw : sa);
         if (st == MN_OK && opt->double_buffering) st = mn_dbuf_start(c, o->lens, o->n, o->total, &o->dbuf);
+        if (o->dbuf) o->fresh_until = opt->dbuf_fresh < 0 ? (size_t)net->burn_in : (size_t)opt->dbuf_fresh;
         if (st == MN_OK && opt->overlap) {
             for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++]) o->arrays[i] = o->arena + off;
             st = mn_overlap_start(c, o->arrays, o->lens, o->layer_of, o->n, opt->bucket_mb, &o->ov);
@@ -422,6 +437,11 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     net->sync = sync_hook;
     net->backward_hook = o->ov ? backward_hook : NULL;
     net->sync_arg = o;
+    if (o->dbuf && c->rank == 0 && o->fresh_until)
+        printf("darknet-mn: double_buffering=1: iterations 1-%zu averaged fresh (double_buffering_fresh), then each "
+               "update applies the previous step's mean\n", o->fresh_until);
+    else if (o->dbuf && c->rank == 0)
+        printf("darknet-mn: double_buffering=1: each update applies the previous step's mean, from the first iteration\n");
     if (o->ov && c->rank == 0)
         printf("darknet-mn: overlap=1: %d bucket%s of at most %g MiB, averaged during backward\n",
                mn_overlap_buckets(o->ov), mn_overlap_buckets(o->ov) == 1 ? "" : "s", opt->bucket_mb);

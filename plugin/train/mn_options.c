@@ -19,6 +19,7 @@ void mn_default_options(mn_options *opt)
     opt->chart = 1;
     opt->bucket_mb = 1;
     opt->cache_mb = -1;
+    opt->dbuf_fresh = -1;
 }
 
 static int parse_int(const char *v, long lo, long hi, int *out)
@@ -42,7 +43,7 @@ static int copy_path(char *dst, size_t n, const char *k, const char *v, char *wh
 }
 
 static const char *const keys =
-    "communicator, allreduce_grad_dtype, double_buffering, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
+    "communicator, allreduce_grad_dtype, double_buffering, double_buffering_fresh, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
     "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, bad_labels, collective_timeout, chart, cache_mb";
 
 int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size_t cap)
@@ -64,6 +65,7 @@ int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size
             return 0;
         }
     } else if (!strcmp(k, "double_buffering")) flag = &opt->double_buffering;
+    else if (!strcmp(k, "double_buffering_fresh")) num = *v ? &opt->dbuf_fresh : NULL;   /* empty: burn_in */
     else if (!strcmp(k, "overlap")) flag = &opt->overlap;
     else if (!strcmp(k, "bucket_mb")) {
         char *end;
