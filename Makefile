@@ -148,7 +148,7 @@ $(OBJ)/plugin/%.o: plugin/%.c $(PLUGIN_HDR) $(DK)/.patched
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(OBJ)/plugin/transport/mn_kernels.o: plugin/transport/mn_kernels.cu
+$(OBJ)/plugin/transport/mn_kernels.o: plugin/transport/mn_kernels.cu plugin/transport/mn_wait.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
@@ -169,6 +169,7 @@ comma := ,
 # The CUDA build only compiles and links on a machine without a GPU.
 gpu-build:
 	$(MAKE) GPU=1 CUDNN=1 NCCL=1
+
 
 include tools/fashion.mk
 include tools/fashion_det.mk
