@@ -60,9 +60,10 @@ static mn_status pure_nccl_setup(mn_comm *c)
 static mn_status device_buffer(mn_comm *c, pure_nccl *s, size_t bytes)
 {
     if (bytes <= s->dev_bytes) return MN_OK;
-    if (s->dev) MN_CUDA_CHECK(c, cudaFree(s->dev));
+    void *old = s->dev;
     s->dev = NULL;
     s->dev_bytes = 0;
+    if (old) MN_CUDA_CHECK(c, cudaFree(old));
     MN_CUDA_CHECK(c, cudaMalloc(&s->dev, bytes));
     s->dev_bytes = bytes;
     return MN_OK;

@@ -177,7 +177,7 @@ static mn_status init_rank(mn_comm *c, mn_nccl *n, int size, ncclUniqueId id, in
         return MN_ERR_UNAVAILABLE;
     }
     n->has_comm = 1;
-    return nccl_wait(c, n, 0, n->timeout / 2, "creating the NCCL communicator");
+    return nccl_wait(c, n, 0, mn_watchdog_timeout(c) / 2, "creating the NCCL communicator");
 }
 
 /* Every step is agreed before the next collective one, so a rank that fails
