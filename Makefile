@@ -148,7 +148,7 @@ $(OBJ)/plugin/%.o: plugin/%.c $(PLUGIN_HDR) $(DK)/.patched
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(OBJ)/plugin/transport/mn_kernels.o: plugin/transport/mn_kernels.cu
+$(OBJ)/plugin/transport/mn_kernels.o: plugin/transport/mn_kernels.cu plugin/transport/mn_wait.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
@@ -169,6 +169,15 @@ comma := ,
 # The CUDA build only compiles and links on a machine without a GPU.
 gpu-build:
 	$(MAKE) GPU=1 CUDNN=1 NCCL=1
+
+# The GPU test plan on a machine with a GPU (docs/gpu-check.md): this
+# base's GPU build, then scripts/gpu_check.sh (about 10 minutes on one GPU).
+.PHONY: gpu-check
+gpu-check:
+	$(MAKE) GPU=1 CUDNN=1 NCCL=1 DARKNET=$(DARKNET) $(BUILD)/tools/mn_fashion
+	$(MAKE) GPU=0 DARKNET=pjreddie $(BUILD)/cpu/tests/mn_wcmp
+	$(MAKE) GPU=1 CUDNN=1 NCCL=1 DARKNET=$(DARKNET) $(if $(filter alexeyab,$(DARKNET)),$(BUILD)/alexeyab-gpu/darknet_mn,$(BUILD)/gpu/darknet_mn)
+	BUILD=$(BUILD) PROG=$(if $(filter alexeyab,$(DARKNET)),$(BUILD)/alexeyab-gpu/darknet_mn,$(BUILD)/gpu/darknet_mn) ./scripts/gpu_check.sh
 
 include tools/fashion.mk
 include tools/fashion_det.mk

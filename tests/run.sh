@@ -23,6 +23,17 @@ for n in 1 2 3 4; do
     run_unit "scatter-np$n" $n -- "$TEST_BIN/test_scatter" "$T"
 done
 run_unit gpu-select 1 -- "$TEST_BIN/test_gpu_select"
+run_unit gpu-logic 1 -- "$TEST_BIN/test_gpu_logic"
+# The guard over communicator setup (tests/test_guard.c): a setup stuck on
+# rank 1 while rank 0 waits in the setup's own collective ends the job
+# within the 2 s timeout, every rank naming it (without it: a hang).
+t0=$SECONDS
+timeout 60 $MPI -n 2 "$TEST_BIN/test_guard" guard > "$T/guard.log" 2>&1
+rc=$? took=$((SECONDS - t0))
+if [ $rc != 0 ] && [ $rc != 124 ] && [ $took -lt 30 ] &&
+   [ "$(grep -c '^darknet-mn: rank [01] (.*): communicator setup at iteration 0 did not complete in time (collective_timeout=2 s)' "$T/guard.log")" -ge 1 ]; then
+    ok "a communicator setup stalled on rank 1 ends the job in ${took}s (exit $rc): $(grep -m1 'did not complete' "$T/guard.log")"
+else bad "guarded setup: exit $rc after ${took}s (see $T/guard.log)"; fi
 run_unit stock-cfgs-accepted 2 -- "$TEST_BIN/test_cfg" third_party/darknet-cpu/cfg/*.cfg cfg/*.cfg
 run_unit comm-forced-2x2 4 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
 for n in 1 2 3; do run_unit "replica-np$n" $n -- "$TEST_BIN/test_replica" "$T"; done
@@ -258,10 +269,15 @@ for extra in tests/run_*.sh; do
     if T=$T D=$D TEST_BIN=$TEST_BIN BUILD=$BUILD MPI="$MPI" bash "$extra"; then ok "$extra"; else bad "$extra"; fi
 done
 
-echo "== GPU build (compile and link only; no GPU here)"
+echo "== GPU builds of both bases (compile and link only; no GPU here)"
 if command -v nvcc > /dev/null; then
     if make -s GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build.log" 2>&1; then ok "make GPU=1 CUDNN=1 NCCL=1 builds $BUILD/gpu/darknet_mn"
     else bad "GPU build (see $T/gpu-build.log)"; tail -5 "$T/gpu-build.log"; fi
+    if [ -n "${DARKNET_SRC:-}" ] || [ -f "${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}" ]; then
+        if make -s DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build-alexeyab.log" 2>&1; then
+            ok "make DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 builds $BUILD/alexeyab-gpu/darknet_mn"
+        else bad "AlexeyAB's GPU build (see $T/gpu-build-alexeyab.log)"; tail -5 "$T/gpu-build-alexeyab.log"; fi
+    else ok "AlexeyAB's GPU build skipped: neither DARKNET_SRC nor its snapshot is here"; fi
     # Without a usable GPU the GPU build stops at start, with the reason, on every rank
     # (Darknet's layers would abort on their first device buffer, -nogpu or not).
     if [ -x "$BUILD/gpu/darknet_mn" ] && ! nvidia-smi -L > /dev/null 2>&1; then
@@ -276,7 +292,8 @@ fi
 
 echo "== The plugin's layers: calls go one way (tests/layers.py, docs/design.md)"
 LAYERS=$(make -s --no-print-directory print-layers)
-for lib in "$BUILD/cpu/libdarknet_mn.a" "$BUILD/gpu/libdarknet_mn.a"; do
+for lib in "$BUILD/cpu/libdarknet_mn.a" "$BUILD/gpu/libdarknet_mn.a" "$BUILD/alexeyab-gpu/libdarknet_mn.a"; do
+    [ -f "$lib" ] || [ "$lib" != "$BUILD/alexeyab-gpu/libdarknet_mn.a" ] || continue   # the fork's skipped above
     if python3 tests/layers.py "$LAYERS" "$lib" > "$T/layers.out" 2>&1; then cat "$T/layers.out"; pass=$((pass + 1))
     else sed 's/^/     /' "$T/layers.out" | cut -c1-600; bad "layers: $lib"; fi
 done
@@ -289,5 +306,32 @@ python3 tests/layers.py --src "$L/src" low,high "$L/lib.a" > "$L/out" 2>&1; rc=$
 if [ $rc != 0 ] && grep -q "low/mn_a calls up into high/mn_b (mn_high)" "$L/out" &&
    grep -q "a cycle of calls among 2 files: high/mn_b, low/mn_a" "$L/out"; then ok "layers: a planted upward call and cycle are named"
 else bad "layers: the planted cycle was not reported (rc $rc): $(head -3 "$L/out")"; fi
+
+echo "== The plugin's CUDA, cuDNN and NCCL calls (tests/gpu_calls.py)"
+if python3 tests/gpu_calls.py plugin > "$T/gpu-calls.out" 2>&1; then ok "$(tail -1 "$T/gpu-calls.out")"
+else bad "gpu_calls: $(tail -1 "$T/gpu-calls.out")"; sed 's/^/     /' "$T/gpu-calls.out" | head -20; fi
+# The check itself: each kind of planted bad line is named with its file and line.
+G=$T/gpu-calls-self && rm -rf "$G" && mkdir -p "$G/p"
+cat > "$G/p/mn_bad.c" <<'BAD'
+static int f(float *d, float *h, int *flag, cudaStream_t s, ncclComm_t comm)
+{
+    cudaMemcpyAsync(h, d, 4, cudaMemcpyDeviceToHost, s);
+    if (cudaMemsetAsync(flag, 0, 4, NULL) != cudaSuccess) return 1;
+    if (mn_gpu_add(d, h, 1, 0)) return 1;
+    cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost) == cudaSuccess;
+    (void)ncclCommAbort(comm);
+    return ncclAllReduce(d, d, 1, ncclFloat32, ncclSum, comm, (cudaStream_t)0) != ncclSuccess;
+}
+BAD
+python3 tests/gpu_calls.py "$G/p" > "$G/out" 2>&1; rc=$?
+want="mn_bad.c:3: the status of cudaMemcpyAsync is not checked
+mn_bad.c:4: cudaMemsetAsync on a literal NULL stream
+mn_bad.c:5: mn_gpu_add on a literal NULL stream
+mn_bad.c:6: cudaMemcpy runs on the legacy default stream
+mn_bad.c:7: the status of ncclCommAbort is not checked
+mn_bad.c:8: ncclAllReduce on a literal NULL stream"
+missing=$(echo "$want" | while read -r w; do grep -qF "$w" "$G/out" || echo "$w"; done)
+if [ $rc != 0 ] && [ -z "$missing" ] && [ "$(grep -c 'mn_bad.c:' "$G/out")" = 7 ]; then ok "gpu_calls: 6 planted bad lines named with file:line (7 problems)"
+else bad "gpu_calls self-test (rc $rc): missing '$missing'; $(head -8 "$G/out")"; fi
 
 finish

@@ -37,6 +37,20 @@ extern const char *const mn_base_activations[];
 extern const char *const mn_base_policies[];
 /* 1 where a shortcut's inputs must be of one width and height (the fork's parser asserts it). */
 int mn_base_shortcut_same_size(void);
+/* The CUDA stream Darknet computes on, as a void * (a cudaStream_t): NULL
+ * (the legacy default stream) on pjreddie's, the fork's get_cuda_stream()
+ * (cudaStreamNonBlocking under CUDNN=1, which does not synchronise with the
+ * legacy stream). Every device launch, event, memset and copy of the
+ * plugin goes on it, or on a stream ordered after it by an event. NULL in
+ * CPU builds. */
+void *mn_base_stream(void);
+/* The network evaluation during training runs on: parsed from cfgfile at
+ * batch 1, so that its cuDNN descriptors and workspace are made for one
+ * image by Darknet's own parser, and the training network's are never
+ * touched (pjreddie's set_batch_network leaves a deconvolutional layer's
+ * dstTensorDesc at N=1 and keeps the workspace size of the batch it was
+ * parsed at). */
+network *mn_base_parse_batch1(const char *cfgfile);
 /* "pjreddie" or "AlexeyAB's". */
 const char *mn_base_name(void);
 /* parse_network_cfg on the heap (the fork returns the network by value). */

@@ -40,6 +40,24 @@ network *mn_base_parse(const char *cfgfile)
     return net;
 }
 
+/* As the fork's validate_detector_map parses its network. */
+network *mn_base_parse_batch1(const char *cfgfile)
+{
+    network *net = malloc(sizeof *net);
+    if (!net) return NULL;
+    *net = parse_network_cfg_custom((char *)cfgfile, 1, 1);
+    return net;
+}
+
+void *mn_base_stream(void)
+{
+#ifdef GPU
+    return gpu_index >= 0 ? (void *)get_cuda_stream() : NULL;
+#else
+    return NULL;
+#endif
+}
+
 void mn_base_free(network *net)
 {
     free_network(*net);

@@ -25,6 +25,10 @@ const char *const mn_base_policies[] = {"random", "poly", "constant", "step", "e
 int mn_base_shortcut_same_size(void) { return 0; }
 const char *mn_base_name(void) { return "pjreddie"; }
 network *mn_base_parse(const char *cfgfile) { return parse_network_cfg((char *)cfgfile); }
+/* parse_network_cfg_batch: patch 0012. */
+network *mn_base_parse_batch1(const char *cfgfile) { return parse_network_cfg_batch((char *)cfgfile, 1); }
+/* Darknet's kernels, cuBLAS and cuDNN handles use the legacy default stream. */
+void *mn_base_stream(void) { return NULL; }
 void mn_base_free(network *net) { free_network(net); }
 size_t mn_base_iteration(const network *net) { return get_current_batch((network *)net); }
 float mn_base_rate(const network *net) { return get_current_rate((network *)net); }

@@ -24,6 +24,9 @@
 #include "mn_internal.h"
 #include "mn_replica.h"
 
+/* The guard of bench allreduce (per size) and bench replica (the run), in
+ * seconds; NCCL's waits take twice it (mn_nccl_open). */
+#define BENCH_TIMEOUT 600
 static const char *const algos[] = {"naive", "flat", "hierarchical", "two_dimensional", "single_node", "pure_nccl"};
 #define MAX_VARIANTS 16
 
@@ -45,6 +48,7 @@ static mn_status make_variants(mn_comm *c, variant *v, int *nv)
             mn_status s;
             mn_comm *x = mn_comm_create_like(c, &s);
             if (!x) return s;
+            x->watch = c->watch;   /* its NCCL waits take the bench's deadline */
             if (mn_comm_select(x, algos[a]) != MN_OK) { mn_comm_free(x); break; }
             mn_comm_arena_borrow(x, c);
             MN_CHECK(mn_comm_set_dtype(x, half));
@@ -262,7 +266,9 @@ static mn_status bench_model(mn_comm *c, const char *cfg, int iters)
     stats t[MAX_VARIANTS + 1];
     copy_ref ref = {NULL, NULL};
     mn_status s = copy_ref_alloc(c, total * sizeof(float), &ref);
+    mn_guard(c, "bench allreduce");
     if (mn_agree(c, s) == MN_OK) s = time_all(c, vs, nv, arrays, lens, n, iters, &ref, t);
+    mn_unguard(c);
     if (s == MN_OK) rows(c, vs, nv, total * sizeof(float), t);
     copy_ref_free(&ref);
     free_variants(vs, nv);
@@ -288,7 +294,9 @@ static mn_status bench_sweep(mn_comm *c, int iters, size_t max_bytes)
         size_t n = bytes / 4;
         int k = bytes >= (64u << 20) ? (iters + 4) / 5 : iters;
         stats t[MAX_VARIANTS + 1];
+        mn_guard(c, "bench allreduce");
         s = time_all(c, vs, nv, &buf, &n, 1, k, &ref, t);
+        mn_unguard(c);
         if (s == MN_OK) rows(c, vs, nv, bytes, t);
     }
     copy_ref_free(&ref);
@@ -321,7 +329,10 @@ mn_status mn_bench_allreduce(mn_comm *c, int argc, char **argv)
         return mn_agree(c, MN_ERR_USER);
     }
     keep_freed_memory();
-    return mn_agree(c, cfg ? bench_model(c, cfg, (int)iters) : bench_sweep(c, (int)iters, (size_t)max_bytes));
+    mn_status s = mn_agree(c, mn_watchdog_open(c, BENCH_TIMEOUT));
+    if (s == MN_OK) s = mn_agree(c, cfg ? bench_model(c, cfg, (int)iters) : bench_sweep(c, (int)iters, (size_t)max_bytes));
+    mn_watchdog_close(c);
+    return s;
 }
 
 /* ./darknet_mn bench replica <cfg> [-iters K]: what the replica check costs.
@@ -397,7 +408,12 @@ mn_status mn_bench_replica(mn_comm *c, int argc, char **argv)
         if (c->rank == 0) mn_error(c, "usage: bench replica <cfg> [-iters K] (K >= 1)");
         return MN_ERR_USER;
     }
-    return mn_agree(c, run(c, cfg, iters));
+    mn_status s = mn_agree(c, mn_watchdog_open(c, BENCH_TIMEOUT));
+    mn_guard(c, "bench replica");
+    if (s == MN_OK) s = mn_agree(c, run(c, cfg, iters));
+    mn_unguard(c);
+    mn_watchdog_close(c);
+    return s;
 }
 
 /* ./darknet_mn bench step <cfg> [-iters K] [-batch N]: one rank's compute per
@@ -418,10 +434,14 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
     return MN_ERR_UNAVAILABLE;
 }
 #else
-static void sync_device(void)
+static void sync_device(const mn_comm *c)
 {
 #ifdef GPU
-    if (gpu_index >= 0) cudaDeviceSynchronize();   /* the passes launch asynchronously */
+    if (gpu_index < 0) return;
+    cudaError_t e = cudaDeviceSynchronize();   /* the passes launch asynchronously */
+    if (e != cudaSuccess) mn_abort(c, "bench step: the device failed: %s", cudaGetErrorString(e));
+#else
+    (void)c;
 #endif
 }
 
@@ -460,13 +480,13 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
         w[0] = mn_now(), u[0] = thread_cpu_now();
         net->train = 1;
         forward_network(net);
-        sync_device();
+        sync_device(c);
         w[1] = mn_now(), u[1] = thread_cpu_now();
         backward_network(net);
-        sync_device();
+        sync_device(c);
         w[2] = mn_now(), u[2] = thread_cpu_now();
         update_network(net);
-        sync_device();
+        sync_device(c);
         w[3] = mn_now(), u[3] = thread_cpu_now();
         for (int k = 0; k < 3 && it >= 0; ++k) {
             t[k * iters + it] = w[k + 1] - w[k];

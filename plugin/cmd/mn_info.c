@@ -44,7 +44,7 @@ static void my_info(mn_comm *c, rank_info *me)
         snprintf(me->gpu_name, sizeof me->gpu_name, "%s", p.name);
         me->gpu_gib = p.totalGlobalMem / 1073741824.0;
     }
-    cudaGetLastError();   /* a failed query is reported as no GPU, not left pending */
+    (void)cudaGetLastError();   /* a failed query is reported as no GPU, not left pending */
 #endif
 }
 
@@ -64,11 +64,11 @@ static void print_build(void)
     printf("darknet-mn %s\n", MN_VERSION);
     printf("mpi: %s; thread level %s; CUDA-aware: %s\n", lib, lv, mn_mpi_cuda_aware() ? "yes" : "no");
 #ifdef GPU
-    int rt = 0, drv = 0, devices = 0;
-    cudaRuntimeGetVersion(&rt);
-    cudaDriverGetVersion(&drv);
-    cudaGetDeviceCount(&devices);
-    cudaGetLastError();
+    int rt = 0, drv = 0, devices = 0;   /* a failed query prints 0 */
+    if (cudaRuntimeGetVersion(&rt) != cudaSuccess) rt = 0;
+    if (cudaDriverGetVersion(&drv) != cudaSuccess) drv = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+    (void)cudaGetLastError();
     printf("build: GPU=1 CUDNN=%d NCCL=%d; CUDA runtime %d.%d, driver %d.%d, %d device%s visible to rank 0\n",
 #ifdef CUDNN
            1,
@@ -82,13 +82,15 @@ static void print_build(void)
 #endif
            rt / 1000, rt % 1000 / 10, drv / 1000, drv % 1000 / 10, devices, devices == 1 ? "" : "s");
 #ifdef CUDNN
-    size_t v = cudnnGetVersion();
-    printf("cudnn: %zu.%zu.%zu\n", v / 10000, v / 100 % 100, v % 100);
+    int major, minor, patch;   /* cuDNN 8 and 9 count differently (mn_cudnn_version) */
+    mn_cudnn_version(cudnnGetVersion(), &major, &minor, &patch);
+    printf("cudnn: %d.%d.%d\n", major, minor, patch);
 #endif
 #if defined(MN_NCCL)
     int nv = 0;
-    ncclGetVersion(&nv);
-    printf("nccl: %d.%d.%d\n", nv / 10000, nv / 100 % 100, nv % 100);
+    if (ncclGetVersion(&nv) == ncclSuccess)
+        printf("nccl: %d.%d.%d\n", nv / 10000, nv / 100 % 100, nv % 100);
+    else printf("nccl: version unknown\n");
 #endif
 #else
     printf("build: CPU (GPU=0 CUDNN=0 NCCL=0)\n");
@@ -161,7 +163,22 @@ static int allreduce_ok(mn_comm *c, double *secs)
     return all;
 }
 
+static mn_status info(mn_comm *c, const char *cfgfile);
+
+/* Every collective of info under the guard: a rank that stalls (in NCCL's
+ * creation, say) ends the job after INFO_TIMEOUT seconds. */
+#define INFO_TIMEOUT 120
 mn_status mn_info(mn_comm *c, const char *cfgfile)
+{
+    mn_status s = mn_agree(c, mn_watchdog_open(c, INFO_TIMEOUT));
+    mn_guard(c, "info");
+    if (s == MN_OK) s = info(c, cfgfile);
+    mn_unguard(c);
+    mn_watchdog_close(c);
+    return s;
+}
+
+static mn_status info(mn_comm *c, const char *cfgfile)
 {
     rank_info me, *all = c->rank == 0 ? calloc((size_t)c->size, sizeof *all) : NULL;
     if (mn_agree(c, c->rank != 0 || all ? MN_OK : MN_ERR_NOMEM) != MN_OK) return MN_ERR_NOMEM;

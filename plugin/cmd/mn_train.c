@@ -117,7 +117,8 @@ static mn_status ensure_dir(mn_comm *c, const char *dir)
 
 /* The loop itself: load, train (the hook averages gradients), report, save. */
 static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, const mn_options *opt,
-                            network *net, mn_optimizer *mo, const mn_list *shard, const char *base, mn_timeline *tl)
+                            network *net, mn_optimizer *mo, const mn_list *shard, const char *base, const char *cfgfile,
+                            mn_timeline *tl)
 {
     int imgs = net->batch * net->subdivisions;         /* per rank, per update */
     long global_imgs = (long)imgs * c->size;
@@ -148,7 +149,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
     data train = {0}, buffer = {0};
     load_args args = random_args(net, task, dc, shard, &buffer, threads);
     pthread_t loader = 0;
-    int dim = net->w, base_w = net->w, base_h = net->h, count = 0;
+    int dim = net->w, base_w = net->w, count = 0;
     layer last = net->layers[net->n - 1];
     int resizes = task == MN_TASK_DETECTOR && last.random && !opt->deterministic;
     /* Each batch's random draws (which images, their augmentation) start
@@ -242,7 +243,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         double ts = mn_now();
         if (s == MN_OK && saves) s = mn_replica_check(c, net, mo, opt->sync_bn, it, NULL);
         double te = mn_now();
-        if (s == MN_OK) s = mn_eval_during_training(c, net, task, dc, opt, it, base, base_w, base_h, &ev);
+        if (s == MN_OK) s = mn_eval_during_training(c, net, task, dc, opt, it, base, cfgfile, &ev);
         double tw = mn_now();
         mn_timeline_add(tl, 0, MN_TL_EVAL, te, tw, 0, 0, 0);
         if (s == MN_OK) mn_report_iteration(&rep, c, net, opt, dc->backup, base, loss, avg_loss,
@@ -346,6 +347,10 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         goto out;
     }
     if ((s = mn_load_network(c, cfgfile, weightfile, clear, &net, &opt)) != MN_OK) goto out;
+    /* The watchdog, as soon as the cfg gave its timeout: every setup
+     * collective from here on (the communicator's, NCCL's creation among
+     * them) is guarded, so a rank that stalls in one ends the job. */
+    if ((s = mn_agree(c, mn_watchdog_open(c, opt.collective_timeout))) != MN_OK) goto out;
     if (net->adam) {   /* what holds instead: docs/troubleshooting.md, "Limits of this version" */
         if (c->rank == 0)
             mn_error(c, "%s: adam=1 is not supported: Darknet's CPU update ignores it, and on a GPU the mean over "
@@ -388,7 +393,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     mn_optimizer_set_timeline(mo, net, tl);
     base = basecfg((char *)cfgfile);
     if ((s = resume(c, net, mo, &opt, dc.backup, base, cfgfile, weightfile, clear, lock)) != MN_OK) goto out;
-    s = train_loop(c, task, &dc, &opt, net, mo, &shard, base, tl);
+    s = train_loop(c, task, &dc, &opt, net, mo, &shard, base, cfgfile, tl);
     if (mn_timeline_close(tl, s == MN_OK) != MN_OK && s == MN_OK) s = MN_ERR_MPI;
     tl = NULL;
 out:
@@ -396,6 +401,7 @@ out:
     mn_timeline_close(tl, 0);
     mn_backup_unlock(lock);
     if (mo) mn_detach(net, mo);
+    mn_watchdog_close(c);
     if (net) mn_base_free(net);
     mn_free_list(&shard);
     mn_free_data_cfg(&dc);

@@ -46,6 +46,9 @@ extern const mn_comm_ops mn_comm_pure_nccl_ops;
 /* A communicator over c's world with c's GPU placement (the bench's
  * variants, double buffering's thread). Collective. */
 mn_comm *mn_comm_create_like(const mn_comm *c, mn_status *status);
+/* mn_comm_select with the algorithm itself (a test's fake among them):
+ * collective, its setup under the guard. */
+mn_status mn_comm_select_ops(mn_comm *c, const mn_comm_ops *ops);
 /* The communicator of a thread of its own (double buffering, overlap): c's
  * algorithm and dtype, once MPI granted MPI_THREAD_MULTIPLE (feature names
  * the key in the refusal). Collective; NULL with the agreed status. */

@@ -143,6 +143,8 @@ mn_comm *mn_comm_for_thread(mn_comm *c, const char *feature, mn_status *status)
     return t;
 }
 
+static mn_status setup_ops(mn_comm *c, const mn_comm_ops *ops);
+
 static const mn_comm_ops *lookup(const char *name)
 {
     for (int i = 0; i < NREG; ++i)
@@ -156,9 +158,7 @@ const char *mn_comm_check_name(const char *name)
     return "is unknown";
 }
 
-/* The new algorithm is set up next to the old one; if any rank refuses it,
- * every rank tears down what it built and keeps the old one. */
-mn_status mn_comm_select(mn_comm *c, const char *name)
+static mn_status select_named(mn_comm *c, const char *name)
 {
     const char *fallback;
     MN_CHECK(mn_gpu_check(c, name, &fallback));
@@ -169,7 +169,33 @@ mn_status mn_comm_select(mn_comm *c, const char *name)
             mn_error(c, "communicator '%s' %s; valid communicators: %s", name, mn_comm_check_name(name), mn_comm_names());
         return MN_ERR_USER;
     }
+    return mn_comm_select_ops(c, ops);
+}
+
+/* Setup is collective (NCCL's creation, shared memory, agreements): under
+ * the guard (c->watch), a rank that stalls in it ends the job after the
+ * collective timeout instead of leaving the others waiting. */
+mn_status mn_comm_select(mn_comm *c, const char *name)
+{
+    mn_guard(c, "communicator setup");
+    mn_status s = select_named(c, name);
+    mn_unguard(c);
+    return s;
+}
+
+/* The new algorithm is set up next to the old one; if any rank refuses it,
+ * every rank tears down what it built and keeps the old one. */
+mn_status mn_comm_select_ops(mn_comm *c, const mn_comm_ops *ops)
+{
     if (ops == c->ops) return MN_OK;
+    mn_guard(c, "communicator setup");
+    mn_status s = setup_ops(c, ops);
+    mn_unguard(c);
+    return s;
+}
+
+static mn_status setup_ops(mn_comm *c, const mn_comm_ops *ops)
+{
     const mn_comm_ops *old_ops = c->ops;
     void *old_state = c->state;
     int old_f32 = c->device_f32, old_f16 = c->device_f16;

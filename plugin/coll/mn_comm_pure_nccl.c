@@ -10,8 +10,11 @@
  * one half buffer with the 1/N scale folded in (mn_kernels.cu), reduced with
  * one ncclAllReduce of ncclFloat16, checked for Inf/NaN and cast back, or,
  * when the check finds any, reduced again in float32 from the untouched
- * arrays. Darknet's kernels run on the legacy default stream; ours waits for
- * them through an event, and the host waits for ours before returning.
+ * arrays. Darknet computes on the base's stream (mn_base_stream: the legacy
+ * default stream on pjreddie's, its own non-blocking one on the fork's);
+ * ours waits for it through an event recorded there, and the host polls
+ * ours and NCCL's asynchronous error, with a deadline, before returning
+ * (mn_nccl_sync).
  * mean_grad (host arrays, as the tests and the bench pass) copies a host
  * piece to the device, reduces it and copies it back.
  *
@@ -37,8 +40,8 @@ static void pure_nccl_teardown(mn_comm *c)
     pure_nccl *s = c->state;
     if (!s) return;
     mn_nccl_close(&s->nc);
-    if (s->dev) cudaFree(s->dev);
-    if (s->flag) cudaFree(s->flag);
+    if (s->dev) mn_cuda_ok(c, cudaFree(s->dev), "cudaFree");
+    if (s->flag) mn_cuda_ok(c, cudaFree(s->flag), "cudaFree");
     free(s);
     c->state = NULL;
 }
@@ -57,9 +60,10 @@ static mn_status pure_nccl_setup(mn_comm *c)
 static mn_status device_buffer(mn_comm *c, pure_nccl *s, size_t bytes)
 {
     if (bytes <= s->dev_bytes) return MN_OK;
-    if (s->dev) cudaFree(s->dev);
+    void *old = s->dev;
     s->dev = NULL;
     s->dev_bytes = 0;
+    if (old) MN_CUDA_CHECK(c, cudaFree(old));
     MN_CUDA_CHECK(c, cudaMalloc(&s->dev, bytes));
     s->dev_bytes = bytes;
     return MN_OK;
@@ -71,10 +75,10 @@ static mn_status reduce_on_device(mn_comm *c, pure_nccl *s, void *buf, int count
     size_t bytes = (size_t)count * (w->half ? 2 : 4);
     MN_CHECK(device_buffer(c, s, bytes));
     MN_CUDA_CHECK(c, cudaMemcpyAsync(s->dev, buf, bytes, cudaMemcpyHostToDevice, s->nc.stream));
-    MN_NCCL_CHECK(c, ncclAllReduce(s->dev, s->dev, (size_t)count, w->half ? ncclFloat16 : ncclFloat32,
-                                ncclSum, s->nc.comm, s->nc.stream));
+    MN_NCCL_CALL(c, &s->nc, ncclAllReduce(s->dev, s->dev, (size_t)count, w->half ? ncclFloat16 : ncclFloat32,
+                                         ncclSum, s->nc.comm, s->nc.stream));
     MN_CUDA_CHECK(c, cudaMemcpyAsync(buf, s->dev, bytes, cudaMemcpyDeviceToHost, s->nc.stream));
-    MN_CUDA_CHECK(c, cudaStreamSynchronize(s->nc.stream));
+    MN_CHECK(mn_nccl_sync(c, &s->nc, "pure_nccl allreduce"));
     mn_wire_div(w, buf, count);
     return MN_OK;
 }
@@ -92,14 +96,25 @@ static mn_status pure_nccl_mean_grad(mn_comm *c, float **arrays, const size_t *l
     return mn_mean_by_pieces(c, arrays, lens, n, INT_MAX, pure_nccl_sum);
 }
 
-/* Every array in place, float32, averaged by NCCL itself (ncclAvg). */
+/* Every array in place, float32, averaged by NCCL itself (ncclAvg). The
+ * group is always ended, also after a failed call inside it. */
 static mn_status mean_float32(mn_comm *c, pure_nccl *s, float **dev, const size_t *lens, int n)
 {
-    MN_NCCL_CHECK(c, ncclGroupStart());
-    for (int i = 0; i < n; ++i)
-        if (lens[i]) MN_NCCL_CHECK(c, ncclAllReduce(dev[i], dev[i], lens[i], ncclFloat32, ncclAvg, s->nc.comm, s->nc.stream));
-    MN_NCCL_CHECK(c, ncclGroupEnd());
+    MN_NCCL_CALL(c, &s->nc, ncclGroupStart());
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; i < n && (r == ncclSuccess || r == ncclInProgress); ++i)
+        if (lens[i]) r = ncclAllReduce(dev[i], dev[i], lens[i], ncclFloat32, ncclAvg, s->nc.comm, s->nc.stream);
+    ncclResult_t end = ncclGroupEnd();
+    MN_NCCL_CALL(c, &s->nc, r != ncclSuccess && r != ncclInProgress ? r : end);
     return MN_OK;
+}
+
+/* A launch's error (mn_kernels.cu returns it, already cleared). */
+static mn_status launched(mn_comm *c, int e, const char *what)
+{
+    if (e == cudaSuccess) return MN_OK;
+    mn_error(c, "the %s kernel failed to launch: %s", what, cudaGetErrorString((cudaError_t)e));
+    return MN_ERR_UNAVAILABLE;
 }
 
 /* Cast (x/N) into one half buffer, one reduction, check, cast back; or, if
@@ -114,20 +129,17 @@ static mn_status mean_float16(mn_comm *c, pure_nccl *s, float **dev, const size_
     const float scale = 1.0f / (float)c->size;
     size_t off = 0;
     for (int i = 0; i < n; off += lens[i], ++i)
-        if (mn_gpu_floats_to_halves(h + off, dev[i], lens[i], scale, s->nc.stream)) {
-            mn_error(c, "the float16 cast kernel failed to launch: %s", cudaGetErrorString(cudaGetLastError()));
-            return MN_ERR_UNAVAILABLE;
-        }
-    MN_NCCL_CHECK(c, ncclAllReduce(h, h, total, ncclFloat16, ncclSum, s->nc.comm, s->nc.stream));
+        MN_CHECK(launched(c, mn_gpu_floats_to_halves(h + off, dev[i], lens[i], scale, s->nc.stream), "float16 cast"));
+    MN_NCCL_CALL(c, &s->nc, ncclAllReduce(h, h, total, ncclFloat16, ncclSum, s->nc.comm, s->nc.stream));
     int bad = 0;
     MN_CUDA_CHECK(c, cudaMemsetAsync(s->flag, 0, sizeof(int), s->nc.stream));
-    if (mn_gpu_halves_nonfinite(h, total, s->flag, s->nc.stream)) return MN_ERR_UNAVAILABLE;
+    MN_CHECK(launched(c, mn_gpu_halves_nonfinite(h, total, s->flag, s->nc.stream), "float16 Inf/NaN check"));
     MN_CUDA_CHECK(c, cudaMemcpyAsync(&bad, s->flag, sizeof(int), cudaMemcpyDeviceToHost, s->nc.stream));
-    MN_CUDA_CHECK(c, cudaStreamSynchronize(s->nc.stream));
+    MN_CHECK(mn_nccl_sync(c, &s->nc, "pure_nccl float16 allreduce"));
     if (bad) return mean_float32(c, s, dev, lens, n);   /* every rank holds the same halves */
     off = 0;
     for (int i = 0; i < n; off += lens[i], ++i)
-        if (mn_gpu_halves_to_floats(dev[i], h + off, lens[i], s->nc.stream)) return MN_ERR_UNAVAILABLE;
+        MN_CHECK(launched(c, mn_gpu_halves_to_floats(dev[i], h + off, lens[i], s->nc.stream), "float32 cast"));
     return MN_OK;
 }
 
@@ -135,13 +147,9 @@ static mn_status pure_nccl_mean_grad_device(mn_comm *c, float **dev, const size_
 {
     pure_nccl *s = c->state;
     MN_CHECK(mn_nccl_enter(c, &s->nc));
-    mn_status st = mn_nccl_after_darknet(c, &s->nc);
-    if (st == MN_OK) st = c->half ? mean_float16(c, s, dev, lens, n) : mean_float32(c, s, dev, lens, n);
-    if (st == MN_OK && cudaStreamSynchronize(s->nc.stream) != cudaSuccess) {
-        mn_error(c, "the device allreduce failed: %s", cudaGetErrorString(cudaGetLastError()));
-        st = MN_ERR_UNAVAILABLE;
-    }
-    return st;
+    MN_CHECK(mn_nccl_after_darknet(c, &s->nc));
+    MN_CHECK(c->half ? mean_float16(c, s, dev, lens, n) : mean_float32(c, s, dev, lens, n));
+    return mn_nccl_sync(c, &s->nc, "the device allreduce");
 }
 
 const mn_comm_ops mn_comm_pure_nccl_ops = {

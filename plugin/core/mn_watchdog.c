@@ -182,6 +182,24 @@ void mn_guard(const mn_comm *c, const char *what)
     if (c && c->watch) arm(c->watch, what, c->watch->timeout);
 }
 
+mn_status mn_watchdog_open(mn_comm *c, double timeout)
+{
+    if (timeout <= 0 || c->size < 2) return MN_OK;
+    return mn_watchdog_start(c, timeout, &c->watch);
+}
+
+void mn_watchdog_close(mn_comm *c)
+{
+    mn_watchdog *w = c->watch;
+    c->watch = NULL;
+    mn_watchdog_stop(w);
+}
+
+double mn_watchdog_timeout(const mn_comm *c)
+{
+    return c && c->watch ? c->watch->timeout : 0;
+}
+
 void mn_unguard(const mn_comm *c)
 {
     if (c && c->watch) disarm(c->watch);

@@ -22,6 +22,15 @@ void mn_watchdog_stop(mn_watchdog *w);
  * timeout. Nested guards extend the outermost one. No-ops when c->watch is
  * NULL (no training job, or collective_timeout=0). */
 void mn_guard(const mn_comm *c, const char *what);
+/* Collective: a watchdog of timeout seconds in c->watch (none for timeout
+ * 0 or one rank), so the command's collectives can be guarded; the caller
+ * agrees on the status (and closes on failure: the others may hold one);
+ * close stops it. The training driver, info and bench allreduce/replica
+ * use these. */
+mn_status mn_watchdog_open(mn_comm *c, double timeout);
+void mn_watchdog_close(mn_comm *c);
+/* c->watch's timeout in seconds; 0 without one (collective_timeout=0). */
+double mn_watchdog_timeout(const mn_comm *c);
 void mn_unguard(const mn_comm *c);
 
 #endif

@@ -6,12 +6,15 @@
 
 /* Evaluation during training (mn_evaluator.c). Called by every rank at the end
  * of every iteration; every eval_interval iterations it scores the eval list
- * (classifier top-1, detector mAP) at the cfg's input size w x h (whatever
- * size random=1 trains at now), rank 0 prints it and saves
- * <backup>/<base>_best.weights when it improves. *state starts NULL. */
+ * (classifier top-1, detector mAP) at the cfg's input size (whatever size
+ * random=1 trains at now), rank 0 prints it and saves
+ * <backup>/<base>_best.weights when it improves. It runs on a network of
+ * its own, parsed from cfgfile at batch 1 (mn_base_parse_batch1) and given
+ * net's parameters each time: net's batch, size, buffers and cuDNN
+ * descriptors are never touched. *state starts NULL. */
 typedef struct mn_eval_state mn_eval_state;
 mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
-                                  const mn_options *opt, size_t it, const char *base, int w, int h,
+                                  const mn_options *opt, size_t it, const char *base, const char *cfgfile,
                                   mn_eval_state **state);
 void mn_eval_free(mn_eval_state *state);
 /* The score evaluated at iteration it, or NAN when none was. */

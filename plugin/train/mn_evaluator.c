@@ -485,13 +485,26 @@ mn_status mn_detector_map(mn_comm *c, const char *datacfg, const char *cfgfile, 
 
 struct mn_eval_state {
     mn_list shard;
+    network *net;    /* the evaluation's own network, at batch 1 */
+    float *params;   /* the training network's parameters on their way to it */
     double best;     /* best score so far; -1 before the first */
     double last;     /* the score at iteration last_it (for the chart) */
     size_t last_it;
     mn_label_skip skip;   /* bad_labels=skip: counted afresh at each evaluation */
 };
 
-static mn_status open_state(mn_comm *c, const mn_data_cfg *dc, const mn_options *opt, mn_eval_state **out)
+/* The evaluation network: the same cfg (checked when training loaded it),
+ * parsed at batch 1 on every rank. */
+static mn_status open_net(mn_comm *c, const char *cfgfile, mn_eval_state *e)
+{
+    e->net = mn_base_parse_batch1(cfgfile);
+    if (e->net) e->params = malloc((mn_params_count(e->net) + 1) * sizeof(float));
+    if (!e->net || !e->params) mn_error(c, "out of memory for the evaluation network of %s", cfgfile);
+    return mn_agree(c, e->net && e->params ? MN_OK : MN_ERR_NOMEM);
+}
+
+static mn_status open_state(mn_comm *c, const mn_data_cfg *dc, const mn_options *opt, const char *cfgfile,
+                            mn_eval_state **out)
 {
     const char *list = opt->eval_list[0] ? opt->eval_list : dc->valid;
     if (!list) {
@@ -503,44 +516,41 @@ static mn_status open_state(mn_comm *c, const mn_data_cfg *dc, const mn_options 
     MN_CHECK(mn_agree(c, e ? MN_OK : MN_ERR_NOMEM));
     e->best = -1;
     mn_status s = mn_scatter_list(c, list, 0, 0, &e->shard);
-    if (s != MN_OK) { free(e); return s; }
+    if (s == MN_OK) s = open_net(c, cfgfile, e);
+    if (s != MN_OK) { mn_eval_free(e); return s; }
     *out = e;
     return MN_OK;
 }
 
 mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
-                                  const mn_options *opt, size_t it, const char *base, int w, int h,
+                                  const mn_options *opt, size_t it, const char *base, const char *cfgfile,
                                   mn_eval_state **state)
 {
     if (opt->eval_interval <= 0 || it % (size_t)opt->eval_interval != 0) return MN_OK;
-    if (!*state) MN_CHECK(open_state(c, dc, opt, state));
+    if (!*state) MN_CHECK(open_state(c, dc, opt, cfgfile, state));
     mn_eval_state *e = *state;
     double t0 = mn_now(), score = 0;
     /* Evaluate the model that is saved: averaged statistics, or rank 0's. */
     MN_CHECK(mn_agree(c, opt->bn_average ? mn_average_bn_stats(c, net) : mn_bcast_bn_stats(c, net)));
-    /* The best weights are chosen on a fixed yardstick: the cfg's own size.
-     * Batch 1 first, so the resize allocates for one image; the training
-     * batch is set back before the size, which then allocates for it. */
-    int batch = net->batch, train_w = net->w, train_h = net->h, resized = train_w != w || train_h != h;
-    set_batch_network(net, 1);
-    if (resized) resize_network(net, w, h);
+    /* The best weights are chosen on a fixed yardstick: the cfg's own size,
+     * which the evaluation network keeps whatever size random=1 trains at. */
+    mn_params_pack(net, e->params);
+    mn_params_unpack(e->net, e->params);
     mn_status s;
     if (task == MN_TASK_CLASSIFIER) {
         long hits[3] = {0, 0, 0};
-        s = mn_agree(c, classify_shard(c, net, dc, &e->shard, 1, hits));
+        s = mn_agree(c, classify_shard(c, e->net, dc, &e->shard, 1, hits));
         if (s == MN_OK) {
             MPI_Allreduce(MPI_IN_PLACE, hits, 3, MPI_LONG, MPI_SUM, c->world);
             score = (double)hits[0] / (double)hits[2];
         }
     } else {
         e->skip.lines = e->skip.files = 0;
-        e->skip.classes = net->layers[net->n - 1].classes;
-        s = shard_map(c, net, &e->shard, opt->bad_labels_skip ? &e->skip : NULL, &score, NULL, NULL);
+        e->skip.classes = e->net->layers[e->net->n - 1].classes;
+        s = shard_map(c, e->net, &e->shard, opt->bad_labels_skip ? &e->skip : NULL, &score, NULL, NULL);
         if (s == MN_OK && opt->bad_labels_skip) s = mn_label_skip_report(c, &e->skip, "the evaluation list");
         if (score < 0) score = 0;
     }
-    set_batch_network(net, batch);
-    if (resized) resize_network(net, train_w, train_h);
     MN_CHECK(s);
     int better = score > e->best;
     if (better) e->best = score;
@@ -569,5 +579,7 @@ void mn_eval_free(mn_eval_state *state)
 {
     if (!state) return;
     mn_free_list(&state->shard);
+    if (state->net) mn_base_free(state->net);
+    free(state->params);
     free(state);
 }

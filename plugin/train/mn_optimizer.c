@@ -36,8 +36,12 @@ struct mn_optimizer {
     float *stats_saved;   /* their values before this step's forward pass */
     int *flag_gpu;        /* device: a gradient held Inf or NaN */
     int is_aside;
-    int on_device;        /* GPU run whose communicator averages device arrays */
+    mn_route route;       /* where the mean is taken (mn_sync_route) */
     int pinned;           /* the arena is page-locked for the device copies */
+    float *packed_gpu;    /* MN_ROUTE_STAGED: the gradient packed on the device, */
+    float **ptrs_gpu;     /* the device arrays' addresses */
+    size_t *offs_gpu;     /* and their offsets in it (mn_pack_offsets), device tables */
+    int own_watch;        /* watch was started here (no caller started one) */
     mn_dbuf *dbuf;        /* double_buffering=1, else NULL */
     size_t fresh_until;   /* double buffering averages iterations 1..fresh_until fresh */
     float *state;         /* double buffering: the arena, then the mean in flight (checkpoints) */
@@ -80,8 +84,15 @@ static int layer_grads(layer *l, float ***slots, float ***slots_gpu, size_t *len
 }
 
 #ifdef GPU
+/* A CUDA call or launch of the update step: a failure ends the job. */
+static void step_ok(mn_optimizer *o, cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) mn_abort(o->comm, "%s failed: %s", what, cudaGetErrorString(e));
+}
+
 /* finish_mean for the device update arrays: the momentum part set aside on
- * the device comes back, or stands alone when the mean is not finite. */
+ * the device comes back, or stands alone when the mean is not finite.
+ * Darknet's copy_gpu and fill_gpu run on the base's stream, as ours do. */
 static void finish_mean_gpu(mn_optimizer *o, int bad)
 {
     size_t off = 0;
@@ -90,30 +101,79 @@ static void finish_mean_gpu(mn_optimizer *o, int bad)
         int n = (int)o->lens[i];
         if (bad && o->is_aside) copy_gpu(n, o->aside_gpu + off, 1, o->arrays_gpu[i], 1);
         else if (bad) fill_gpu(n, 0, o->arrays_gpu[i], 1);
-        else if (o->is_aside && mn_gpu_add(o->arrays_gpu[i], o->aside_gpu + off, o->lens[i], NULL))
-            mn_abort(o->comm, "adding the momentum part back failed to launch");
+        else if (o->is_aside)
+            step_ok(o, (cudaError_t)mn_gpu_add(o->arrays_gpu[i], o->aside_gpu + off, o->lens[i], mn_base_stream()),
+                    "adding the momentum part back");
     }
     o->is_aside = 0;
 }
 
-/* A GPU run whose communicator set up device legs (pure_nccl; hierarchical
- * and two_dimensional in float32): Darknet's device update arrays are
- * averaged where they are; the host arena is only filled for checkpoints. */
+/* Whether the device update arrays hold Inf or NaN (or bad already), on
+ * the base's stream, then the momentum part back (finish_mean_gpu). */
+static void check_on_device(mn_optimizer *o, int bad)
+{
+    cudaStream_t st = MN_STREAM();
+    int flag = 0;
+    step_ok(o, cudaMemsetAsync(o->flag_gpu, 0, sizeof(int), st), "clearing the Inf/NaN flag");
+    for (int i = 0; i < o->n; ++i)
+        step_ok(o, (cudaError_t)mn_gpu_floats_nonfinite(o->arrays_gpu[i], o->lens[i], o->flag_gpu, st), "the Inf/NaN check");
+    step_ok(o, cudaMemcpyAsync(&flag, o->flag_gpu, sizeof(int), cudaMemcpyDeviceToHost, st), "reading the Inf/NaN check");
+    step_ok(o, cudaStreamSynchronize(st), "the Inf/NaN check");
+    finish_mean_gpu(o, bad || flag);
+}
+
+/* MN_ROUTE_DEVICE: a GPU run whose communicator set up device legs
+ * (pure_nccl; hierarchical and two_dimensional in float32): Darknet's device
+ * update arrays are averaged where they are; the host arena is only filled
+ * for checkpoints. */
 static void sync_on_device(network *net, mn_optimizer *o)
 {
     mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
     if (o->comm->ops->mean_grad_device(o->comm, o->arrays_gpu, o->lens, o->n) != MN_OK)
         mn_abort(o->comm, "gradient allreduce failed");
     mn_watchdog_leave(o->watch);
-    int bad = 0;
-    if (cudaMemset(o->flag_gpu, 0, sizeof(int)) != cudaSuccess)
-        mn_abort(o->comm, "clearing the Inf/NaN flag failed: %s", cudaGetErrorString(cudaGetLastError()));
-    for (int i = 0; i < o->n; ++i)
-        if (mn_gpu_floats_nonfinite(o->arrays_gpu[i], o->lens[i], o->flag_gpu, NULL))
-            mn_abort(o->comm, "the Inf/NaN check failed to launch");
-    if (cudaMemcpy(&bad, o->flag_gpu, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
-        mn_abort(o->comm, "reading the Inf/NaN check failed: %s", cudaGetErrorString(cudaGetLastError()));
-    finish_mean_gpu(o, bad);
+    check_on_device(o, 0);
+}
+
+/* MN_ROUTE_STAGED, each way: the device update arrays packed into one
+ * buffer and copied to the arena in one copy, or back; asynchronous on the
+ * base's stream, the host waiting only where it reads the arena next. */
+static void staged_copy(mn_optimizer *o, int down)
+{
+    cudaStream_t st = MN_STREAM();
+    size_t bytes = o->total * sizeof(float);
+    size_t *offs = o->offs_gpu;
+    if (down) {
+        step_ok(o, (cudaError_t)mn_gpu_pack(o->packed_gpu, o->ptrs_gpu, offs, o->n, o->total, st), "packing the gradient");
+        step_ok(o, cudaMemcpyAsync(o->arena, o->packed_gpu, bytes, cudaMemcpyDeviceToHost, st), "copying the gradient down");
+        step_ok(o, cudaStreamSynchronize(st), "copying the gradient down");
+    } else {
+        step_ok(o, cudaMemcpyAsync(o->packed_gpu, o->arena, bytes, cudaMemcpyHostToDevice, st), "copying the mean up");
+        step_ok(o, (cudaError_t)mn_gpu_unpack(o->ptrs_gpu, o->packed_gpu, offs, o->n, o->total, st), "unpacking the mean");
+    }
+}
+
+/* The device tables of MN_ROUTE_STAGED: the arrays' addresses and offsets
+ * (mn_pack_offsets), copied once; the packed buffer. */
+static mn_status staged_tables(mn_comm *c, mn_optimizer *o, float **ptrs)
+{
+    size_t *offs = malloc((size_t)(o->n + 1) * sizeof *offs);
+    if (!offs) return MN_ERR_NOMEM;
+    mn_pack_offsets(o->lens, o->n, offs);
+    cudaStream_t st = MN_STREAM();
+    mn_status s = MN_OK;
+    if (!mn_cuda_ok(c, cudaMalloc((void **)&o->packed_gpu, (o->total + 1) * sizeof(float)), "cudaMalloc") ||
+        !mn_cuda_ok(c, cudaMalloc((void **)&o->ptrs_gpu, (size_t)(o->n + 1) * sizeof(float *)), "cudaMalloc") ||
+        !mn_cuda_ok(c, cudaMalloc((void **)&o->offs_gpu, (size_t)(o->n + 1) * sizeof(size_t)), "cudaMalloc"))
+        s = MN_ERR_NOMEM;
+    else if (!mn_cuda_ok(c, cudaMemcpyAsync(o->ptrs_gpu, ptrs, (size_t)o->n * sizeof(float *), cudaMemcpyHostToDevice, st),
+                         "cudaMemcpyAsync") ||
+             !mn_cuda_ok(c, cudaMemcpyAsync(o->offs_gpu, offs, (size_t)(o->n + 1) * sizeof(size_t),
+                                            cudaMemcpyHostToDevice, st), "cudaMemcpyAsync") ||
+             !mn_cuda_ok(c, cudaStreamSynchronize(st), "cudaStreamSynchronize"))
+        s = MN_ERR_UNAVAILABLE;
+    free(offs);
+    return s;
 }
 #endif
 
@@ -241,14 +301,17 @@ static int sync_all(network *net, mn_optimizer *o)
         return after_mean(o) || !apply;
     }
 #ifdef GPU
-    if (o->on_device) {
+    if (o->route == MN_ROUTE_LOCAL) {   /* one rank: its gradient is the mean */
+        check_on_device(o, poison);
+        return after_mean(o);
+    }
+    if (o->route == MN_ROUTE_DEVICE) {
         if (poison) fill_gpu(1, NAN, o->arrays_gpu[0], 1);
         sync_on_device(net, o);
         return after_mean(o);
     }
     /* Debian's Open MPI is not CUDA-aware: stage device gradients through host. */
-    if (net->gpu_index >= 0)
-        for (int i = 0; i < o->n; ++i) cuda_pull_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
+    if (o->route == MN_ROUTE_STAGED) staged_copy(o, 1);
 #endif
     if (poison) o->arena[0] = NAN;
     mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
@@ -256,9 +319,9 @@ static int sync_all(network *net, mn_optimizer *o)
         mn_abort(o->comm, "gradient allreduce failed");
     mn_watchdog_leave(o->watch);
 #ifdef GPU
-    if (net->gpu_index >= 0) {   /* the momentum part was set aside on the device */
+    if (o->route == MN_ROUTE_STAGED) {   /* the momentum part was set aside on the device */
         o->nonfinite = !all_finite(o->arena, o->total);
-        for (int i = 0; i < o->n; ++i) cuda_push_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
+        staged_copy(o, 0);
         finish_mean_gpu(o, o->nonfinite);
         return after_mean(o);
     }
@@ -285,17 +348,20 @@ static void free_optimizer(mn_optimizer *o)
     mn_dbuf_stop(o->dbuf);
     mn_overlap_stop(o->ov);
     free(o->layer_of);
-    if (o->comm->watch == o->watch) o->comm->watch = NULL;
-    mn_watchdog_stop(o->watch);
+    if (o->own_watch) {
+        if (o->comm->watch == o->watch) o->comm->watch = NULL;
+        mn_watchdog_stop(o->watch);
+    }
     free(o->aside);
     free(o->state);
     free(o->stats);
     free(o->stats_lens);
     free(o->stats_saved);
 #ifdef GPU
-    if (o->pinned) cudaHostUnregister(o->arena);
-    if (o->aside_gpu) cuda_free(o->aside_gpu);
-    if (o->flag_gpu) cudaFree(o->flag_gpu);
+    if (o->pinned) mn_cuda_ok(o->comm, cudaHostUnregister(o->arena), "cudaHostUnregister");
+    void *dev[] = {o->aside_gpu, o->flag_gpu, o->packed_gpu, o->ptrs_gpu, o->offs_gpu};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; ++i)
+        if (dev[i]) mn_cuda_ok(o->comm, cudaFree(dev[i]), "cudaFree");
 #endif
     mn_comm_arena_free(o->comm, o->arena);
     free(o->arrays);
@@ -377,21 +443,36 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
                                    opt->overlap ? "overlap" : "double_buffering");
         st = MN_ERR_UNAVAILABLE;
     }
-    o->on_device = net->gpu_index >= 0 && c->size > 1 && c->ops->mean_grad_device &&
-                   (c->half ? c->device_f16 : c->device_f32);
-    if (st == MN_OK && o->on_device) {
-        if (cudaMalloc((void **)&o->flag_gpu, sizeof(int)) != cudaSuccess) st = MN_ERR_NOMEM;
-    }
-    /* The momentum part waits on the device in every GPU run that sets it aside. */
-    if (st == MN_OK && net->gpu_index >= 0 && o->aside && !(o->aside_gpu = cuda_make_array(NULL, o->total + 1)))
+    o->route = mn_sync_route(net->gpu_index >= 0, c->size,
+                             c->ops->mean_grad_device && (c->half ? c->device_f16 : c->device_f32));
+    /* Our own allocations, checked (Darknet's cuda_make_array never returns
+     * NULL: it aborts), so that running out is agreed and said. */
+    if (st == MN_OK && (o->route == MN_ROUTE_DEVICE || o->route == MN_ROUTE_LOCAL) &&
+        !mn_cuda_ok(c, cudaMalloc((void **)&o->flag_gpu, sizeof(int)), "cudaMalloc"))
         st = MN_ERR_NOMEM;
+    /* The momentum part waits on the device in every GPU run that sets it aside. */
+    if (st == MN_OK && net->gpu_index >= 0 && o->aside &&
+        !mn_cuda_ok(c, cudaMalloc((void **)&o->aside_gpu, (o->total + 1) * sizeof(float)), "cudaMalloc"))
+        st = MN_ERR_NOMEM;
+    if (st == MN_OK && o->route == MN_ROUTE_STAGED) {
+        for (int i = 0; i < o->n; ++i) o->arrays_gpu[i] = *slots_gpu[i];
+        st = staged_tables(c, o, o->arrays_gpu);
+    }
+#else
+    o->route = MN_ROUTE_HOST;
 #endif
     if (st == MN_ERR_NOMEM) mn_error(c, "out of memory attaching the optimizer");
     /* The watchdog and the arena's window are collective: every rank goes
      * on to them, or none. */
     if ((st = mn_agree(c, st)) == MN_OK) {
         mn_status sw = MN_OK;
-        if (opt->collective_timeout > 0 && c->size > 1) sw = mn_watchdog_start(c, opt->collective_timeout, &o->watch);
+        /* The training driver starts the watchdog before its setup (mn_train);
+         * a caller that did not (tests, bench step) gets one here. */
+        o->watch = c->watch;
+        if (!o->watch && opt->collective_timeout > 0 && c->size > 1) {
+            sw = mn_watchdog_start(c, opt->collective_timeout, &o->watch);
+            o->own_watch = o->watch != NULL;
+        }
         c->watch = o->watch;   /* every collective of the training loop is guarded from here on */
         mn_status sa = mn_comm_arena_alloc(c, o->total, &o->arena);
         st = mn_agree(c, sw != MN_OK ? sw : sa);
@@ -425,7 +506,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
      * page-locked memory those copies are DMA, not bounced. Best effort: a
      * refusal (e.g. the locked-memory limit) is cleared, or Darknet's next
      * check_error would abort on it. */
-    if (net->gpu_index >= 0 && !o->on_device && c->size > 1) {
+    if (o->route == MN_ROUTE_STAGED) {
         o->pinned = cudaHostRegister(o->arena, (o->total + 1) * sizeof(float), cudaHostRegisterPortable) == cudaSuccess;
         if (!o->pinned) (void)cudaGetLastError();
         if (c->rank == 0)

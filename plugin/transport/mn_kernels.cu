@@ -1,13 +1,17 @@
 /* CUDA kernels for averaging gradients on the device (GPU=1 builds): the
  * float16 casts with the 1/N scale folded in (one pass each way), the check
- * for Inf/NaN in a reduced half buffer or in float gradients, and y += x.
- * Each takes the stream to run on; the C side sees them through the
- * declarations in mn_internal.h (void * for the stream, so that the shared
- * header needs no CUDA include). A launch error comes back as non-zero. */
+ * for Inf/NaN in a reduced half buffer or in float gradients, y += x, and
+ * the packing of many arrays into one buffer and back (its index maths is
+ * mn_pack_find, tested on the host). Each takes the stream to run on; the C
+ * side sees them through mn_nccl.h (void * for the stream, so that the
+ * shared header needs no CUDA include). Each returns the launch's
+ * cudaError_t, read (and so cleared) once, here. Thin by design: the logic
+ * lives in host functions. */
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "mn_wait.h"
 
 static const int threads = 256;
 
@@ -48,36 +52,59 @@ __global__ void floats_nonfinite(const float *x, size_t n, int *flag)
         if (!isfinite(x[i])) *flag = 1;
 }
 
+/* packed[i] = ptrs[k][i - offs[k]] (to) or back (!to). */
+__global__ void pack(float *packed, float *const *ptrs, const size_t *offs, int n, size_t total, int to)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int k = mn_pack_find(offs, n, i);
+        float *p = ptrs[k] + (i - offs[k]);
+        if (to) packed[i] = *p;
+        else *p = packed[i];
+    }
+}
+
 extern "C" {
 
 int mn_gpu_floats_to_halves(uint16_t *out, const float *in, size_t n, float scale, void *stream)
 {
     if (n) to_halves<<<blocks(n), threads, 0, (cudaStream_t)stream>>>((__half *)out, in, n, scale);
-    return cudaGetLastError() != cudaSuccess;
+    return (int)cudaGetLastError();
 }
 
 int mn_gpu_halves_to_floats(float *out, const uint16_t *in, size_t n, void *stream)
 {
     if (n) to_floats<<<blocks(n), threads, 0, (cudaStream_t)stream>>>(out, (const __half *)in, n);
-    return cudaGetLastError() != cudaSuccess;
+    return (int)cudaGetLastError();
 }
 
 int mn_gpu_add(float *y, const float *x, size_t n, void *stream)
 {
     if (n) add<<<blocks(n), threads, 0, (cudaStream_t)stream>>>(y, x, n);
-    return cudaGetLastError() != cudaSuccess;
+    return (int)cudaGetLastError();
 }
 
 int mn_gpu_halves_nonfinite(const uint16_t *h, size_t n, int *dev_flag, void *stream)
 {
     if (n) halves_nonfinite<<<blocks(n), threads, 0, (cudaStream_t)stream>>>(h, n, dev_flag);
-    return cudaGetLastError() != cudaSuccess;
+    return (int)cudaGetLastError();
 }
 
 int mn_gpu_floats_nonfinite(const float *x, size_t n, int *dev_flag, void *stream)
 {
     if (n) floats_nonfinite<<<blocks(n), threads, 0, (cudaStream_t)stream>>>(x, n, dev_flag);
-    return cudaGetLastError() != cudaSuccess;
+    return (int)cudaGetLastError();
+}
+
+int mn_gpu_pack(float *packed, float *const *ptrs, const size_t *offs, int n, size_t total, void *stream)
+{
+    if (total) pack<<<blocks(total), threads, 0, (cudaStream_t)stream>>>(packed, ptrs, offs, n, total, 1);
+    return (int)cudaGetLastError();
+}
+
+int mn_gpu_unpack(float *const *ptrs, const float *packed, const size_t *offs, int n, size_t total, void *stream)
+{
+    if (total) pack<<<blocks(total), threads, 0, (cudaStream_t)stream>>>((float *)packed, ptrs, offs, n, total, 0);
+    return (int)cudaGetLastError();
 }
 
 }

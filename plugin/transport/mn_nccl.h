@@ -4,34 +4,61 @@
 
 #include "mn_transport.h"
 
-/* GPU=1 NCCL=1 code (with cuda_runtime.h and nccl.h included): a failed
- * CUDA or NCCL call is reported with the rank and ends the function. */
+/* GPU=1 code (with cuda_runtime.h included): a failed CUDA call is
+ * reported with the rank, its error cleared (Darknet's next check_error
+ * would abort on it), and the function ends. NCCL calls: MN_NCCL_CALL. */
 #define MN_CUDA_CHECK(c, call) do { cudaError_t mn_e_ = (call); if (mn_e_ != cudaSuccess) { \
-    mn_error((c), "%s failed: %s", #call, cudaGetErrorString(mn_e_)); return MN_ERR_UNAVAILABLE; } } while (0)
-#define MN_NCCL_CHECK(c, call) do { ncclResult_t mn_e_ = (call); if (mn_e_ != ncclSuccess) { \
-    mn_error((c), "%s failed: %s", #call, ncclGetErrorString(mn_e_)); return MN_ERR_UNAVAILABLE; } } while (0)
+    mn_error((c), "%s failed: %s", #call, cudaGetErrorString(mn_e_)); (void)cudaGetLastError(); \
+    return MN_ERR_UNAVAILABLE; } } while (0)
+
+#ifdef GPU
+#include <cuda_runtime.h>
+/* The base's stream (mn_base_stream) as CUDA's type. */
+#define MN_STREAM() ((cudaStream_t)mn_base_stream())
+/* A CUDA call in cleanup: reported with the rank, and the error cleared (a
+ * pending one would make Darknet's next check_error abort). Returns 0 when
+ * it failed. */
+int mn_cuda_ok(const mn_comm *c, cudaError_t e, const char *what);
+#endif
 
 #if defined(MN_NCCL) && defined(GPU)
-#include <cuda_runtime.h>
 #include <nccl.h>
-/* One NCCL communicator (mn_nccl_node.c): this rank's GPU (mn_gpu_device), its
- * own stream, and an event that orders the stream after Darknet's kernels
- * on the legacy default stream. Shared by pure_nccl and the node legs. */
+/* One NCCL communicator (mn_nccl_node.c), non-blocking (created with
+ * blocking=0 so that neither its creation nor a wait can hang for ever):
+ * this rank's GPU (mn_gpu_device), its own stream, and an event that orders
+ * the stream after Darknet's work on the base's stream (mn_base_stream).
+ * Shared by pure_nccl and the node legs. */
 typedef struct {
     ncclComm_t comm;
     cudaStream_t stream;
     cudaEvent_t ready;
     int device, has_comm, has_stream, has_event;
+    double timeout;          /* seconds a wait may take; 0: no limit (collective_timeout=0) */
+    const mn_comm *c;        /* for the waits' messages */
+    ncclResult_t nccl_err;   /* what the last failed poll saw */
+    cudaError_t cuda_err;
+    int with_stream;         /* the poll also waits for the stream */
 } mn_nccl;
 /* Over `over` (rank `rank` of `size`): the unique id from its rank 0 by
- * MPI_Bcast. Collective over c->world, every step agreed. Only after
+ * MPI_Bcast, then ncclCommInitRankConfig polled with a deadline (half the
+ * collective timeout, so NCCL's reason is printed before the guard ends the
+ * job). Collective over c->world, every step agreed. Only after
  * mn_gpu_place, on the rank's own device (mn_nccl_usable). */
 mn_status mn_nccl_open(mn_comm *c, MPI_Comm over, int size, int rank, mn_nccl *n);
 void mn_nccl_close(mn_nccl *n);
 /* Makes n's device (the rank's own) current on the calling thread. */
 mn_status mn_nccl_enter(mn_comm *c, const mn_nccl *n);
-/* The stream waits for everything queued so far on the default stream. */
+/* n's stream waits for everything queued so far on the base's stream. */
 mn_status mn_nccl_after_darknet(mn_comm *c, mn_nccl *n);
+/* A NCCL call's result: ncclInProgress waits for the communicator to settle
+ * (NCCL allows no other call before); an error aborts the communicator and
+ * is reported with NCCL's last error, naming the rank. */
+mn_status mn_nccl_result(mn_comm *c, mn_nccl *n, ncclResult_t r, const char *what);
+#define MN_NCCL_CALL(c, n, call) MN_CHECK(mn_nccl_result((c), (n), (call), #call))
+/* Waits for n's stream by polling it and the communicator's asynchronous
+ * error (mn_wait), never longer than n->timeout; on an error or the deadline
+ * the communicator is aborted and the reason reported. */
+mn_status mn_nccl_sync(mn_comm *c, mn_nccl *n, const char *what);
 #endif
 
 /* The node's NCCL legs of hierarchical and two_dimensional in GPU runs
@@ -43,13 +70,19 @@ mn_status mn_nccl_node_open(mn_comm *c, mn_nccl_node **out);
 void mn_nccl_node_close(mn_nccl_node *nn);
 mn_status mn_nccl_node_mean(mn_comm *c, mn_nccl_node *nn, float **dev, const size_t *lens, int n, int two_dimensional);
 
-/* Device kernels (mn_kernels.cu, GPU=1 builds): on `stream` (a cudaStream_t);
- * non-zero when the launch failed. The *_nonfinite ones set *dev_flag (device
- * memory) to 1 when any element is Inf or NaN. */
+/* Device kernels (mn_kernels.cu, GPU=1 builds): on `stream` (a cudaStream_t;
+ * never a literal NULL: the base's stream or NCCL's); each returns the
+ * launch's cudaError_t (0: cudaSuccess), read and cleared here so that the
+ * caller reports that error, not "no error". The *_nonfinite ones set
+ * *dev_flag (device memory) to 1 when any element is Inf or NaN. pack copies
+ * n device arrays (ptrs, offs: device tables, offs as mn_pack_offsets) into
+ * one buffer of offs[n] floats, unpack back. */
 int mn_gpu_floats_to_halves(uint16_t *out, const float *in, size_t n, float scale, void *stream);
 int mn_gpu_halves_to_floats(float *out, const uint16_t *in, size_t n, void *stream);
 int mn_gpu_add(float *y, const float *x, size_t n, void *stream);
 int mn_gpu_halves_nonfinite(const uint16_t *h, size_t n, int *dev_flag, void *stream);
 int mn_gpu_floats_nonfinite(const float *x, size_t n, int *dev_flag, void *stream);
+int mn_gpu_pack(float *packed, float *const *ptrs, const size_t *offs, int n, size_t total, void *stream);
+int mn_gpu_unpack(float *const *ptrs, const float *packed, const size_t *offs, int n, size_t total, void *stream);
 
 #endif

@@ -19,8 +19,20 @@
  * stubs that never open, so the algorithms keep their host paths. */
 #include "mn_transport.h"
 
+#ifdef GPU
+int mn_cuda_ok(const mn_comm *c, cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess) return 1;
+    mn_error(c, "%s failed: %s", what, cudaGetErrorString(e));
+    (void)cudaGetLastError();
+    return 0;
+}
+#endif
+
 #if defined(MN_NCCL) && defined(GPU)
+#include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 
 struct mn_nccl_node {
     mn_nccl nc;             /* over c->intra */
@@ -30,9 +42,12 @@ struct mn_nccl_node {
 
 void mn_nccl_close(mn_nccl *n)
 {
-    if (n->has_comm) ncclCommDestroy(n->comm);
-    if (n->has_event) cudaEventDestroy(n->ready);
-    if (n->has_stream) cudaStreamDestroy(n->stream);
+    if (n->has_comm) {
+        ncclResult_t r = ncclCommDestroy(n->comm);
+        if (r != ncclSuccess) mn_error(n->c, "ncclCommDestroy failed: %s", ncclGetErrorString(r));
+    }
+    if (n->has_event) mn_cuda_ok(n->c, cudaEventDestroy(n->ready), "cudaEventDestroy");
+    if (n->has_stream) mn_cuda_ok(n->c, cudaStreamDestroy(n->stream), "cudaStreamDestroy");
     n->has_comm = n->has_event = n->has_stream = 0;
 }
 
@@ -43,6 +58,92 @@ mn_status mn_nccl_enter(mn_comm *c, const mn_nccl *n)
 {
     MN_CUDA_CHECK(c, cudaSetDevice(n->device));
     return MN_OK;
+}
+
+/* mn_wait's view of a communicator (and its stream with with_stream). */
+static mn_poll nccl_poll(void *arg)
+{
+    mn_nccl *n = arg;
+    ncclResult_t state = ncclSuccess, r = ncclCommGetAsyncError(n->comm, &state);
+    if (r != ncclSuccess || (state != ncclSuccess && state != ncclInProgress)) {
+        n->nccl_err = r != ncclSuccess ? r : state;
+        return MN_POLL_ERROR;
+    }
+    if (state == ncclInProgress) return MN_POLL_PENDING;
+    if (!n->with_stream) return MN_POLL_DONE;
+    cudaError_t e = cudaStreamQuery(n->stream);
+    if (e == cudaErrorNotReady) return MN_POLL_PENDING;
+    if (e == cudaSuccess) return MN_POLL_DONE;
+    n->cuda_err = e;
+    return MN_POLL_ERROR;
+}
+
+/* After an error or the deadline nothing may use the communicator: abort
+ * frees it and stops its kernels, so the stream drains. */
+static void nccl_abort(void *arg)
+{
+    mn_nccl *n = arg;
+    ncclResult_t r = ncclCommAbort(n->comm);
+    if (r != ncclSuccess) mn_error(n->c, "ncclCommAbort failed: %s", ncclGetErrorString(r));
+    n->has_comm = 0;
+}
+
+static double nccl_now(void *arg)
+{
+    (void)arg;
+    return mn_now();
+}
+
+/* Spin for the first millisecond (a step's waits are short), then sleep a
+ * little, so a long wait (creation, a late rank) leaves the core alone. */
+static void nccl_pause(void *arg, double waited)
+{
+    (void)arg;
+    if (waited < 1e-3) { sched_yield(); return; }
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+}
+
+/* Polls n until it settles (and its stream drains with with_stream); the
+ * failure is reported with NCCL's or CUDA's reason before the abort. */
+static mn_status nccl_wait(mn_comm *c, mn_nccl *n, int with_stream, double timeout, const char *what)
+{
+    n->with_stream = with_stream;
+    n->nccl_err = ncclSuccess;
+    n->cuda_err = cudaSuccess;
+    const char *last = "";
+    mn_waiter w = {nccl_poll, nccl_abort, nccl_now, nccl_pause, n};
+    mn_poll p = mn_wait(&w, timeout);
+    if (p == MN_POLL_DONE) return MN_OK;
+    /* NCCL keeps its last error past the abort (comm unused, so NULL). */
+    if (n->nccl_err != ncclSuccess) last = ncclGetLastError(NULL);
+    if (p == MN_POLL_TIMEOUT)
+        mn_error(c, "%s: NCCL did not complete within %.0f s (collective_timeout); another rank stalled or died; "
+                 "the NCCL communicator was aborted", what, timeout);
+    else if (n->cuda_err != cudaSuccess)
+        mn_error(c, "%s: the CUDA stream failed: %s; the NCCL communicator was aborted", what,
+                 cudaGetErrorString(n->cuda_err));
+    else
+        mn_error(c, "%s: NCCL failed: %s%s%s; the NCCL communicator was aborted", what, ncclGetErrorString(n->nccl_err),
+                 last && *last ? ": " : "", last ? last : "");
+    (void)cudaGetLastError();
+    return MN_ERR_UNAVAILABLE;
+}
+
+mn_status mn_nccl_result(mn_comm *c, mn_nccl *n, ncclResult_t r, const char *what)
+{
+    if (r == ncclSuccess) return MN_OK;
+    if (r == ncclInProgress) return nccl_wait(c, n, 0, n->timeout, what);
+    const char *last = ncclGetLastError(NULL);
+    mn_error(c, "%s failed: %s%s%s; the NCCL communicator was aborted", what, ncclGetErrorString(r),
+             last && *last ? ": " : "", last ? last : "");
+    nccl_abort(n);
+    return MN_ERR_UNAVAILABLE;
+}
+
+mn_status mn_nccl_sync(mn_comm *c, mn_nccl *n, const char *what)
+{
+    return nccl_wait(c, n, 1, n->timeout, what);
 }
 
 static mn_status open_on_device(mn_comm *c, mn_nccl *n)
@@ -60,10 +161,34 @@ static mn_status open_on_device(mn_comm *c, mn_nccl *n)
     return MN_OK;
 }
 
+/* Creation with blocking=0: ncclCommInitRankConfig may return at once with
+ * ncclInProgress, and the communicator is polled until it is ready, fails
+ * or the deadline passes; then it is aborted, so a rank whose peer failed
+ * does not wait in creation for ever. */
+static mn_status init_rank(mn_comm *c, mn_nccl *n, int size, ncclUniqueId id, int rank)
+{
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t r = ncclCommInitRankConfig(&n->comm, size, id, rank, &config);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        const char *last = ncclGetLastError(NULL);
+        mn_error(c, "ncclCommInitRankConfig failed: %s%s%s", ncclGetErrorString(r), last && *last ? ": " : "",
+                 last ? last : "");
+        return MN_ERR_UNAVAILABLE;
+    }
+    n->has_comm = 1;
+    return nccl_wait(c, n, 0, mn_watchdog_timeout(c) / 2, "creating the NCCL communicator");
+}
+
 /* Every step is agreed before the next collective one, so a rank that fails
  * cannot leave the others waiting in MPI_Bcast. */
 mn_status mn_nccl_open(mn_comm *c, MPI_Comm over, int size, int rank, mn_nccl *n)
 {
+    n->c = c;
+    /* A wait outlasts the watchdog (2 t + 5 s against its t and 1.5 t + 2 s),
+     * which names the late ranks; it bounds what no guard covers. */
+    double t = mn_watchdog_timeout(c);
+    n->timeout = t > 0 ? 2 * t + 5 : 0;
     mn_status st = open_on_device(c, n);
     ncclUniqueId id;
     if (st == MN_OK && rank == 0) {
@@ -72,11 +197,7 @@ mn_status mn_nccl_open(mn_comm *c, MPI_Comm over, int size, int rank, mn_nccl *n
     }
     if ((st = mn_agree(c, st)) == MN_OK) {
         if (MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, over) != MPI_SUCCESS) st = MN_ERR_MPI;
-        else {
-            ncclResult_t r = ncclCommInitRank(&n->comm, size, id, rank);
-            if (r == ncclSuccess) n->has_comm = 1;
-            else { mn_error(c, "ncclCommInitRank failed: %s", ncclGetErrorString(r)); st = MN_ERR_UNAVAILABLE; }
-        }
+        else st = init_rank(c, n, size, id, rank);
         st = mn_agree(c, st);
     }
     if (st != MN_OK) mn_nccl_close(n);
@@ -85,17 +206,24 @@ mn_status mn_nccl_open(mn_comm *c, MPI_Comm over, int size, int rank, mn_nccl *n
 
 mn_status mn_nccl_after_darknet(mn_comm *c, mn_nccl *n)
 {
-    MN_CUDA_CHECK(c, cudaEventRecord(n->ready, 0));
+    MN_CUDA_CHECK(c, cudaEventRecord(n->ready, MN_STREAM()));
     MN_CUDA_CHECK(c, cudaStreamWaitEvent(n->stream, n->ready, 0));
     return MN_OK;
+}
+
+static void free_buffers(mn_nccl_node *nn)
+{
+    if (nn->dev) mn_cuda_ok(nn->nc.c, cudaFree(nn->dev), "cudaFree");
+    if (nn->host) mn_cuda_ok(nn->nc.c, cudaFreeHost(nn->host), "cudaFreeHost");
+    nn->dev = nn->host = NULL;
+    nn->cap = 0;
 }
 
 void mn_nccl_node_close(mn_nccl_node *nn)
 {
     if (!nn) return;
     mn_nccl_close(&nn->nc);
-    if (nn->dev) cudaFree(nn->dev);
-    if (nn->host) cudaFreeHost(nn->host);
+    free_buffers(nn);
     free(nn);
 }
 
@@ -122,10 +250,7 @@ mn_status mn_nccl_node_open(mn_comm *c, mn_nccl_node **out)
 static mn_status room(mn_comm *c, mn_nccl_node *nn, size_t n)
 {
     if (n <= nn->cap) return MN_OK;
-    if (nn->dev) cudaFree(nn->dev);
-    if (nn->host) cudaFreeHost(nn->host);
-    nn->dev = nn->host = NULL;
-    nn->cap = 0;
+    free_buffers(nn);
     MN_CUDA_CHECK(c, cudaMalloc((void **)&nn->dev, n * sizeof(float)));
     MN_CUDA_CHECK(c, cudaMallocHost((void **)&nn->host, n * sizeof(float)));
     nn->cap = n;
@@ -136,7 +261,7 @@ static mn_status room(mn_comm *c, mn_nccl_node *nn, size_t n)
 static mn_status inter_leg(mn_comm *c, mn_nccl_node *nn, float *dev, size_t count)
 {
     MN_CUDA_CHECK(c, cudaMemcpyAsync(nn->host, dev, count * sizeof(float), cudaMemcpyDeviceToHost, nn->nc.stream));
-    MN_CUDA_CHECK(c, cudaStreamSynchronize(nn->nc.stream));
+    MN_CHECK(mn_nccl_sync(c, &nn->nc, "the node's NCCL leg"));
     MN_CHECK(mn_sum_floats(c, c->inter, nn->host, count));
     mn_div_floats(nn->host, count, (float)c->size);
     MN_CUDA_CHECK(c, cudaMemcpyAsync(dev, nn->host, count * sizeof(float), cudaMemcpyHostToDevice, nn->nc.stream));
@@ -145,30 +270,37 @@ static mn_status inter_leg(mn_comm *c, mn_nccl_node *nn, float *dev, size_t coun
 
 static mn_status legs(mn_comm *c, mn_nccl_node *nn, float **dev, const size_t *lens, int n, int two_dimensional)
 {
+    mn_nccl *nc = &nn->nc;
     size_t total = 0, off = 0;
     for (int i = 0; i < n; ++i) total += lens[i];
     if (!total) return MN_OK;
     size_t m = (size_t)c->intra_size, shard = (total + m - 1) / m, padded = shard * m;
     MN_CHECK(room(c, nn, padded));
-    MN_CHECK(mn_nccl_after_darknet(c, &nn->nc));
+    MN_CHECK(mn_nccl_after_darknet(c, nc));
     for (int i = 0; i < n; off += lens[i], ++i)
-        MN_CUDA_CHECK(c, cudaMemcpyAsync(nn->dev + off, dev[i], lens[i] * sizeof(float), cudaMemcpyDeviceToDevice, nn->nc.stream));
-    if (two_dimensional) {
+        MN_CUDA_CHECK(c, cudaMemcpyAsync(nn->dev + off, dev[i], lens[i] * sizeof(float), cudaMemcpyDeviceToDevice, nc->stream));
+    switch (mn_nccl_legs(c->nodes, two_dimensional)) {
+    case MN_LEGS_NODE_AVG:   /* one node: no leg through the host */
+        MN_NCCL_CALL(c, nc, ncclAllReduce(nn->dev, nn->dev, total, ncclFloat32, ncclAvg, nc->comm, nc->stream));
+        break;
+    case MN_LEGS_SCATTER_GATHER: {
         float *mine = nn->dev + (size_t)c->intra_rank * shard;
-        MN_CUDA_CHECK(c, cudaMemsetAsync(nn->dev + total, 0, (padded - total) * sizeof(float), nn->nc.stream));
-        MN_NCCL_CHECK(c, ncclReduceScatter(nn->dev, mine, shard, ncclFloat32, ncclSum, nn->nc.comm, nn->nc.stream));
+        MN_CUDA_CHECK(c, cudaMemsetAsync(nn->dev + total, 0, (padded - total) * sizeof(float), nc->stream));
+        MN_NCCL_CALL(c, nc, ncclReduceScatter(nn->dev, mine, shard, ncclFloat32, ncclSum, nc->comm, nc->stream));
         MN_CHECK(inter_leg(c, nn, mine, shard));
-        MN_NCCL_CHECK(c, ncclAllGather(mine, nn->dev, shard, ncclFloat32, nn->nc.comm, nn->nc.stream));
-    } else {
-        MN_NCCL_CHECK(c, ncclReduce(nn->dev, nn->dev, total, ncclFloat32, ncclSum, 0, nn->nc.comm, nn->nc.stream));
+        MN_NCCL_CALL(c, nc, ncclAllGather(mine, nn->dev, shard, ncclFloat32, nc->comm, nc->stream));
+        break;
+    }
+    case MN_LEGS_REDUCE_BCAST:
+        MN_NCCL_CALL(c, nc, ncclReduce(nn->dev, nn->dev, total, ncclFloat32, ncclSum, 0, nc->comm, nc->stream));
         if (c->intra_rank == 0) MN_CHECK(inter_leg(c, nn, nn->dev, total));
-        MN_NCCL_CHECK(c, ncclBroadcast(nn->dev, nn->dev, total, ncclFloat32, 0, nn->nc.comm, nn->nc.stream));
+        MN_NCCL_CALL(c, nc, ncclBroadcast(nn->dev, nn->dev, total, ncclFloat32, 0, nc->comm, nc->stream));
+        break;
     }
     off = 0;
     for (int i = 0; i < n; off += lens[i], ++i)
-        MN_CUDA_CHECK(c, cudaMemcpyAsync(dev[i], nn->dev + off, lens[i] * sizeof(float), cudaMemcpyDeviceToDevice, nn->nc.stream));
-    MN_CUDA_CHECK(c, cudaStreamSynchronize(nn->nc.stream));
-    return MN_OK;
+        MN_CUDA_CHECK(c, cudaMemcpyAsync(dev[i], nn->dev + off, lens[i] * sizeof(float), cudaMemcpyDeviceToDevice, nc->stream));
+    return mn_nccl_sync(c, nc, "the node's NCCL legs");
 }
 
 mn_status mn_nccl_node_mean(mn_comm *c, mn_nccl_node *nn, float **dev, const size_t *lens, int n, int two_dimensional)

@@ -6,6 +6,7 @@
 #define MN_TRANSPORT_H
 
 #include "mn_core.h"
+#include "mn_base.h"
 
 /* How a piece of gradient travels: float32 (MPI_FLOAT, MPI_SUM) or IEEE half
  * (MPI_UINT16_T summed by c->half_sum). A float32 sum is divided by div on
@@ -37,5 +38,6 @@ void mn_split(int count, int parts, int k, int *off, int *n);
 #include "mn_half.h"
 #include "mn_shm.h"
 #include "mn_nccl.h"
+#include "mn_wait.h"
 
 #endif
