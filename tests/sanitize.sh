@@ -64,6 +64,7 @@ mkdir -p "$T/sb0"
 run no-syncbn-np2 2 -- "$TEST_BIN/test_syncbn" 0 1 "$T/sb0"
 run map 1 -- "$TEST_BIN/test_map"
 run gpu-select 0 -- "$TEST_BIN/test_gpu_select"
+run gpu-logic 0 -- "$TEST_BIN/test_gpu_logic"
 for n in 1 2 3; do run "replica-np$n" $n -- "$TEST_BIN/test_replica" "$T"; done
 # The fork cannot load its pjreddie-style ResNets (a shortcut across each stride): refused, as tests/run_alexeyab.sh checks.
 run stock-cfgs-accepted 2 -- "$TEST_BIN/test_cfg" $(ls "$DK"/cfg/*.cfg | grep -Ev "alexeyab.*/(resnet50|resnet101|resnet152|resnext152-32x4d)\.cfg$") cfg/*.cfg
