@@ -4,26 +4,30 @@
 #include <stdio.h>
 #include "mn_core.h"
 
-void mn_error(const mn_comm *c, const char *fmt, ...)
+/* One error line: PREFIX and the formatted message. */
+static void report(const mn_comm *c, const char *prefix, const char *fmt, va_list ap)
 {
     char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    FILE *f = mn_output_errors();
+    if (c) fprintf(f, "darknet-mn: rank %d (%s): %s%s\n", c->rank, c->host, prefix, msg);
+    else fprintf(f, "darknet-mn: %s%s\n", prefix, msg);
+    fflush(f);
+}
+
+void mn_error(const mn_comm *c, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    report(c, "", fmt, ap);
     va_end(ap);
-    FILE *f = mn_output_errors();
-    if (c) fprintf(f, "darknet-mn: rank %d (%s): %s\n", c->rank, c->host, msg);
-    else fprintf(f, "darknet-mn: %s\n", msg);
-    fflush(f);
 }
 
 void mn_abort(const mn_comm *c, const char *fmt, ...)
 {
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    report(c, "fatal: ", fmt, ap);
     va_end(ap);
-    mn_error(c, "fatal: %s", msg);
     mn_die(1);
 }
