@@ -266,16 +266,19 @@ else bad "different cfgs: $(cat "$T"/mixed.err.* | head -3)"; fi
 for extra in tests/run_*.sh; do
     [ -e "$extra" ] || continue
     echo "== $extra"
-    if T=$T D=$D TEST_BIN=$TEST_BIN BUILD=$BUILD MPI="$MPI" bash "$extra"; then ok "$extra"; else bad "$extra"; fi
+    t0=$SECONDS
+    if T=$T D=$D TEST_BIN=$TEST_BIN BUILD=$BUILD MPI="$MPI" bash "$extra"; then ok "$extra ($((SECONDS - t0)) s)"; else bad "$extra ($((SECONDS - t0)) s)"; fi
 done
 
 echo "== GPU builds of both bases (compile and link only; no GPU here)"
 if command -v nvcc > /dev/null; then
-    if make -s GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build.log" 2>&1; then ok "make GPU=1 CUDNN=1 NCCL=1 builds $BUILD/gpu/darknet_mn"
+    t0=$SECONDS
+    if make -s GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build.log" 2>&1; then ok "make GPU=1 CUDNN=1 NCCL=1 builds $BUILD/gpu/darknet_mn ($((SECONDS - t0)) s)"
     else bad "GPU build (see $T/gpu-build.log)"; tail -5 "$T/gpu-build.log"; fi
     if [ -n "${DARKNET_SRC:-}" ] || [ -f "${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}" ]; then
+        t0=$SECONDS
         if make -s DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build-alexeyab.log" 2>&1; then
-            ok "make DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 builds $BUILD/alexeyab-gpu/darknet_mn"
+            ok "make DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 builds $BUILD/alexeyab-gpu/darknet_mn ($((SECONDS - t0)) s)"
         else bad "AlexeyAB's GPU build (see $T/gpu-build-alexeyab.log)"; tail -5 "$T/gpu-build-alexeyab.log"; fi
     else ok "AlexeyAB's GPU build skipped: neither DARKNET_SRC nor its snapshot is here"; fi
     # Without a usable GPU the GPU build stops at start, with the reason, on every rank

@@ -76,6 +76,20 @@ else
     for c in yolov4-tiny yolov3-tiny efficientnet_b0 darknet19; do expect alexeyab "$L" $c.cfg trained 'loss [0-9]'; done
     expect alexeyab "$L" yolov4.cfg refused '\[net\] mosaic=1 in a build without OpenCV \(set mosaic=0\).*; with mosaic=0: trained'
     expect alexeyab "$L" resnet50.cfg refused "resnet50.cfg:[0-9]+: layer 17 \(\[shortcut\]\) takes layer 16, 8x8, and layer 13, 16x16"
+    # Transfer learning with stopbackward=1 (the fork parses the layers before
+    # it frozen): 2 updates on 2 ranks leave layers 0-19 bit for bit as they
+    # were and train the rest (the fork's CPU forward crashed: patch 0011).
+    F=$T/frozen && mkdir -p "$F"
+    awk '{print} /^\[/ { if (n++ == 21) print "stopbackward=1" }' "$T/alexeyab/yolov4-tiny.cfg" |
+        sed 's/^max_batches=.*/max_batches=2/' > "$F/frozen.cfg"
+    sed "s#^backup *=.*#backup=$F#" "$T/alexeyab/data/det.data" > "$F/det.data"
+    w0=$T/alexeyab/data/backup/yolov4-tiny_final.weights
+    timeout 120 $MPI -n 2 "$AB/darknet_mn" detector train "$F/det.data" "$F/frozen.cfg" "$w0" -clear > "$F/train.log" 2>&1
+    rc=$?
+    for w in "$w0" "$F/frozen_final.weights"; do "$FK/darknet" partial "$F/frozen.cfg" "$w" "$w.20" 20 > /dev/null 2>&1; done
+    if [ $rc = 0 ] && cmp -s "$w0.20" "$F/frozen_final.weights.20" && ! cmp -s <(tail -c +21 "$w0") <(tail -c +21 "$F/frozen_final.weights"); then
+        ok "alexeyab yolov4-tiny with stopbackward=1 at layer 20: layers 0-19 unchanged, the rest trained"
+    else bad "alexeyab stopbackward=1: exit $rc, frozen layers $(cmp "$w0.20" "$F/frozen_final.weights.20" 2>&1 | head -1) (see $F/train.log)"; fi
     equiv alexeyab "$AB/darknet_mn" "$FK/darknet" "$FK/cfg" yolov4-tiny.cfg yolov7-tiny.cfg darknet19.cfg
     seeds alexeyab "$AB/darknet_mn" yolov4-tiny.cfg
 fi

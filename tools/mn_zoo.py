@@ -302,9 +302,13 @@ def zoo(a):
                 ok, rc = base_loads(a, what, cfg, w, dfile, det_img, cls_img)
                 if not ok:
                     o2, d2 = "FAILED", d2 + "; the base's own ./darknet did not load the weights (exit %s)" % rc
+            if o2 == "nan":
+                also, rc = base_nans(a, what, cfg, dfile)
+                o2 = "nan-too" if also else "FAILED"
+                d2 = "NaN; the base's own ./darknet: %s" % ("NaN or Inf too" if also else "no NaN (exit %s)" % rc)
             detail += "; with mosaic=0: %s (%s)" % (o2, d2)
             if o2 != "trained":
-                outcome = "FAILED"
+                outcome = "nan-too" if o2 == "nan-too" else "FAILED"
         if outcome == "trained":
             ok, rc = base_loads(a, what, cfg, w, dfile, det_img, cls_img)
             if not ok:
