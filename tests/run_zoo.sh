@@ -7,7 +7,8 @@
 # shortcuts across a stride), or skipped with a reason. Then N x b = 1 x N*b
 # on real cfgs from the same weights: one update agrees to 1e-4, or to 3 times
 # what reordering the images of a one-rank batch changes (float32 batch norm);
-# and deterministic runs do not depend on the seed (box order).
+# and deterministic runs do not depend on the seed (box order), while the
+# initial weights do, and only on it.
 # Run by tests/run.sh (env T, MPI, BUILD, TEST_BIN, D), or alone from the repository root.
 . "$(dirname "$0")/lib.sh"
 T=$T/zoo
@@ -51,6 +52,14 @@ seeds() {
     if "$TEST_BIN/mn_wcmp" "$d/data/backup/$c-seed1_final.weights" "$d/data/backup/$c-seed2_final.weights" 0 > "$d/$c-seeds.cmp"; then
         ok "$base $c: seed=1 and seed=2 train the same weights in deterministic mode ($(cat "$d/$c-seeds.cmp"))"
     else bad "$base $c: seed=1 against seed=2: $(cat "$d/$c-seeds.cmp") (see $d/$c-seed*.log)"; fi
+    # From scratch, the initial weights follow [distributed] seed: a second run
+    # of the first update gives the same file (the fork's yolo layers reseeded
+    # rand() with the time: patch 0012).
+    cp "$d/data/backup/$c-eq-init_final.weights" "$d/$c-init1.weights"
+    timeout 120 "$mn" detector train "$d/data/det.data" "$d/$c-eq-init.cfg" > "$d/$c-init2.log" 2>&1
+    if cmp -s "$d/$c-init1.weights" "$d/data/backup/$c-eq-init_final.weights"; then
+        ok "$base $c: two runs from scratch train the same weights"
+    else bad "$base $c: two runs from scratch differ: $(cmp "$d/$c-init1.weights" "$d/data/backup/$c-eq-init_final.weights" 2>&1) (see $d/$c-init2.log)"; fi
 }
 
 PJ=third_party/darknet-cpu

@@ -201,6 +201,9 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
     mn_status s = MN_OK;
     MN_CHECK(mn_cfg_read(c, cfgfile, opt));
 
+    /* Darknet draws the initial weights with rand(), in whatever state MPI's
+     * start left it: from the seed instead, the same weights every run. */
+    srand(mn_stream_seed(opt->seed, -3, 0));
     network *net = mn_base_parse(cfgfile);
     s = mn_check_net_size(c, net, cfgfile);
     for (int i = 0; i < net->n && s == MN_OK; ++i) {
