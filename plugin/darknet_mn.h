@@ -115,9 +115,13 @@ void mn_install_fault_handlers(const mn_comm *c);
 /* Loads the network on every rank from the cfg mn_cfg_read checked (the
  * same on every rank), and gives its [distributed] options in opt (may be
  * NULL); rank 0 alone reads the weights file (after checking that it fits
- * the cfg) and broadcasts all parameters, running statistics and seen. */
+ * the cfg) and broadcasts all parameters, running statistics and seen.
+ * flags: MN_LOAD_CLEAR sets seen to 0; MN_LOAD_BATCH1 parses the network
+ * at batch 1, for inference (no set_batch_network afterwards, which leaves
+ * cuDNN descriptors and workspace sized for another batch). */
+enum { MN_LOAD_CLEAR = 1, MN_LOAD_BATCH1 = 2 };
 mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfile,
-                          int clear, network **out, mn_options *opt);
+                          int flags, network **out, mn_options *opt);
 
 /* Attach the multi-node optimizer: gradients are averaged over all ranks in
  * update_network, and seen/iterations count the global batch. */

@@ -49,7 +49,7 @@ static mn_status partial_solo(mn_comm *c, const char **a)
         mn_error(c, "partial: the layer count '%s' must be a positive integer", a[3]);
         return MN_ERR_USER;
     }
-    MN_CHECK(mn_load_network(c, a[0], a[1], 1, &net, NULL));
+    MN_CHECK(mn_load_network(c, a[0], a[1], MN_LOAD_CLEAR, &net, NULL));
     mn_status s = MN_OK;
     if (max > net->n) {
         mn_error(c, "partial: %s has %d layers; cannot cut the first %ld", a[0], net->n, max);
@@ -80,8 +80,7 @@ static mn_status load_for_image(mn_comm *c, const char *cfgfile, const char *wei
                                 network **net)
 {
     MN_CHECK(mn_check_readable(c, image));
-    MN_CHECK(mn_load_network(c, cfgfile, weightfile, 0, net, NULL));
-    set_batch_network(*net, 1);
+    MN_CHECK(mn_load_network(c, cfgfile, weightfile, MN_LOAD_BATCH1, net, NULL));
     mn_base_inference(*net);
     return MN_OK;
 }

@@ -346,7 +346,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         s = mn_agree(c, MN_ERR_USER);
         goto out;
     }
-    if ((s = mn_load_network(c, cfgfile, weightfile, clear, &net, &opt)) != MN_OK) goto out;
+    if ((s = mn_load_network(c, cfgfile, weightfile, clear ? MN_LOAD_CLEAR : 0, &net, &opt)) != MN_OK) goto out;
     /* The watchdog, as soon as the cfg gave its timeout: every setup
      * collective from here on (the communicator's, NCCL's creation among
      * them) is guarded, so a rank that stalls in one ends the job. */

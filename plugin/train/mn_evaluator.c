@@ -116,7 +116,7 @@ static mn_status open_run(mn_comm *c, const char *datacfg, mn_task task, const c
         return mn_agree(c, MN_ERR_USER);
     }
     mn_options opt;
-    mn_status s = mn_load_network(c, cfgfile, weightfile, 0, &r->net, &opt);
+    mn_status s = mn_load_network(c, cfgfile, weightfile, MN_LOAD_BATCH1, &r->net, &opt);
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = read_det_keys(c, datacfg, cfgfile, need_names, r);
     if (s == MN_OK && task == MN_TASK_DETECTOR && opt.bad_labels_skip) {
         r->skip_on = 1;
@@ -125,7 +125,6 @@ static mn_status open_run(mn_comm *c, const char *datacfg, mn_task task, const c
     }
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = mn_agree(c, mn_check_detector_classes(c, datacfg, cfgfile, &r->dc, r->net));
     if (s == MN_OK) {
-        set_batch_network(r->net, 1);
         mn_base_inference(r->net);
         s = mn_scatter_list(c, r->dc.valid, 0, 0, &r->shard);
     }

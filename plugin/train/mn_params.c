@@ -193,18 +193,20 @@ mn_status mn_check_finite_params(const mn_comm *c, network *net, const char *pat
 void mn_params_unpack(network *net, const float *buf) { copy_params(net, (float *)buf, 1); }
 
 mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfile,
-                          int clear, network **out, mn_options *opt)
+                          int flags, network **out, mn_options *opt)
 {
     *out = NULL;
     mn_engine_blas_threads();   /* before the first gemm of any command */
     /* Darknet's parser exits, warns or crashes on a bad cfg: check first, on every rank. */
     mn_status s = MN_OK;
+    mn_options scratch;
+    if (!opt) opt = &scratch;
     MN_CHECK(mn_cfg_read(c, cfgfile, opt));
 
     /* Darknet draws the initial weights with rand(), in whatever state MPI's
      * start left it: from the seed instead, the same weights every run. */
     srand(mn_stream_seed(opt->seed, -3, 0));
-    network *net = mn_base_parse(cfgfile);
+    network *net = (flags & MN_LOAD_BATCH1) ? mn_base_parse_batch1(cfgfile) : mn_base_parse(cfgfile);
     s = mn_check_net_size(c, net, cfgfile);
     for (int i = 0; i < net->n && s == MN_OK; ++i) {
         mn_param p[1];
@@ -227,7 +229,7 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
         if (s == MN_OK) load_weights(net, (char *)weightfile);
         if (s == MN_OK) s = mn_check_finite_params(c, net, weightfile);
     }
-    if (clear) *net->seen = 0;
+    if (flags & MN_LOAD_CLEAR) *net->seen = 0;
     MN_CHECK(mn_agree(c, s));
 
     /* One fused broadcast of every parameter and running statistic. */
