@@ -423,7 +423,10 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
         for (int j = 0; j < k; ++j) o->layer_of[o->n + j] = i;
         o->n += k;
     }
-    for (int i = 0; i < o->n; ++i) o->total += o->lens[i];
+    for (int i = 0; i < o->n; ++i) {
+        o->total += o->lens[i];
+        o->arrays_gpu[i] = slots_gpu[i] ? *slots_gpu[i] : NULL;   /* Darknet's, kept: only host arrays move */
+    }
     if (st == MN_OK && opt->grad_dtype_half) st = mn_comm_set_dtype(c, 1);
     /* float16 and double buffering send the fresh gradient alone: the
      * momentum part waits in aside (mn_optimizer_begin_step). */
@@ -454,10 +457,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     if (st == MN_OK && net->gpu_index >= 0 && o->aside &&
         !mn_cuda_ok(c, cudaMalloc((void **)&o->aside_gpu, (o->total + 1) * sizeof(float)), "cudaMalloc"))
         st = MN_ERR_NOMEM;
-    if (st == MN_OK && o->route == MN_ROUTE_STAGED) {
-        for (int i = 0; i < o->n; ++i) o->arrays_gpu[i] = *slots_gpu[i];
-        st = staged_tables(c, o, o->arrays_gpu);
-    }
+    if (st == MN_OK && o->route == MN_ROUTE_STAGED) st = staged_tables(c, o, o->arrays_gpu);
 #else
     o->route = MN_ROUTE_HOST;
 #endif
@@ -496,7 +496,6 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
         free(old);
         *slots[i] = o->arena + off;
         o->arrays[i] = o->arena + off;
-        o->arrays_gpu[i] = slots_gpu[i] ? *slots_gpu[i] : NULL;
         off += o->lens[i];
     }
     free(slots);
