@@ -22,7 +22,7 @@ if [ "$DARKNET" = alexeyab ]; then
     MN=${PROG:-build/alexeyab-cpu/darknet_mn}
     W=build/demo-alexeyab
     DET_ITERS=${DET_ITERS:-2400}
-    DET=yolov4-tiny-fashion CLS=yolov4-tiny-fashion-cls BACKBONE=27
+    DET=yolov4-tiny-fashion CLS=yolov4-tiny-fashion-cls BACKBONE=26
     mkdir -p "$W"
     { printf '[net]\nbatch=64\nsubdivisions=1\nwidth=64\nheight=64\nchannels=3\nmin_crop=64\nmax_crop=64\naspect=1\n'
       printf 'angle=0\nhue=0\nsaturation=1\nexposure=1\nlearning_rate=0.1\npolicy=poly\npower=2\nmax_batches=%s\n' "$CLS_ITERS"

@@ -25,7 +25,7 @@ fi
 AB=$BUILD/alexeyab-cpu
 TB=$AB/tests
 DK=third_party/darknet-alexeyab-cpu
-if make -s DARKNET=alexeyab "$AB/darknet_mn" "$TB/test_equiv" "$TB/test_syncbn" "$TB/test_replica" "$TB/test_bnavg" "$TB/test_cfg" \
+if make -s -j"$(nproc)" DARKNET=alexeyab "$AB/darknet_mn" "$TB/test_equiv" "$TB/test_syncbn" "$TB/test_replica" "$TB/test_bnavg" "$TB/test_cfg" \
         "$BUILD/tools/mn_fashion_det" > "$T/build.log" 2>&1; then
     ok "make DARKNET=alexeyab builds $AB/darknet_mn and the fork's own $DK/darknet"
 else

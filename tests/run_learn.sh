@@ -4,9 +4,9 @@
 # detection set (cfg/fashion-det.cfg on pjreddie's, cfg/yolov4-tiny-fashion.cfg
 # on AlexeyAB's; the cfg's own recipe, max_batches and steps cut), then
 # `detector map` on those 64 images must clear a floor. After 2 iterations
-# both score 0.000; after 240 pjreddie's scores 0.552 (seeded: every run),
-# the fork's 0.241 and 0.244 in two runs (it seeds its yolo layers with the
-# time). The floors, 0.40 and 0.15, leave that margin, so a detector path
+# both score 0.000; after 240 pjreddie's scores 0.552 and the fork's 0.372
+# (the same every run: the initial weights follow the seed). The floors,
+# 0.40 and 0.25, leave a margin for other CPUs' rounding, so a detector path
 # that stops learning fails here, not in `make demo`.
 # Run by tests/run.sh (T, BUILD, MPI set there), or alone from the repository root.
 . "$(dirname "$0")/lib.sh"
@@ -37,6 +37,6 @@ learn() {
 
 learn pjreddie ./darknet_mn cfg/fashion-det.cfg "${FLOOR_PJ:-0.40}"
 if make -s DARKNET=alexeyab BUILD="$BUILD" > "$X/build-alexeyab.log" 2>&1; then
-    learn alexeyab "$BUILD/alexeyab-cpu/darknet_mn" cfg/yolov4-tiny-fashion.cfg "${FLOOR_AB:-0.15}"
+    learn alexeyab "$BUILD/alexeyab-cpu/darknet_mn" cfg/yolov4-tiny-fashion.cfg "${FLOOR_AB:-0.25}"
 else bad "make DARKNET=alexeyab failed (see $X/build-alexeyab.log)"; fi
 finish
