@@ -61,10 +61,10 @@ for row in $ROWS; do
     else
         for s in $SEEDS; do train "$row" "$s"; done
     fi
-    echo "$row: $(for s in $SEEDS; do mapof "$row" "$s"; done | tr '\n' ' ')($(( $(date +%s) - start )) s)" >&2
+    echo "$row: $(seed_vals mapof "$row")($(( $(date +%s) - start )) s)" >&2
 done
 {
-    echo "# bench/accuracy.sh: ITERS=$ITERS SEEDS='$SEEDS', $(date -u +%F), $(nproc) cores, load before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg), $(( $(date +%s) - start )) s"
+    seed_header bench/accuracy.sh "$load_before" "$start"
     echo "# each run: mpiexec -n NP ./darknet_mn detector train DATA $W/ROW-SEED/det.cfg $W/backbone.weights"
     echo "#   (cfg/fashion-det.cfg with batch=B, max_batches=$ITERS, steps at 80%/90%, seed=SEED, the row's key),"
     echo "#   then detector map of its final weights on the 200 validation images"

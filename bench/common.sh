@@ -31,6 +31,15 @@ load_line() {   # load_line before|after: the load average; after: also other wo
                   if (other > 0.25 || ($2 - s0) / tck / w > 0.1) printf "; not quiet: re-run"
                   printf "\n" }' <(echo "$BENCH_MARK"; cpu_mark "$BENCH_PID")
 }
+# seed_vals FN ROW: the row's figure for each of SEEDS (FN ROW SEED prints one), on one line.
+seed_vals() {
+    local s
+    for s in $SEEDS; do "$1" "$2" "$s"; done | tr '\n' ' '
+}
+# seed_header SCRIPT LOAD_BEFORE START: the first line of a seed table's result file.
+seed_header() {
+    echo "# $1: ITERS=$ITERS SEEDS='$SEEDS', $(date -u +%F), $(nproc) cores, load before $2, after $(cut -d' ' -f1-3 /proc/loadavg), $(( $(date +%s) - $3 )) s"
+}
 # seed_table FN NAME ROW...: a table of ROWS x SEEDS figures (FN ROW SEED
 # prints one): per row the figure of each seed, their mean, spread (max -
 # min) and the mean's difference from the first row's.
@@ -38,7 +47,7 @@ seed_table() {
     local fn=$1 name=$2 row vals stats mean base=; shift 2
     printf '%-58s %-26s %7s %7s %9s\n' row "$name per seed" mean spread "vs first"
     for row; do
-        vals=$(for s in $SEEDS; do "$fn" "$row" "$s"; done | tr '\n' ' ')
+        vals=$(seed_vals "$fn" "$row")
         stats=$(echo "$vals" | awk '{ s = 0; lo = 9; hi = -9; for (i = 1; i <= NF; i++) { s += $i; if ($i < lo) lo = $i; if ($i > hi) hi = $i }
                                    printf "%.4f %.4f", s / NF, hi - lo }')
         mean=${stats% *}

@@ -50,10 +50,10 @@ start=$(date +%s)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for row in $ROWS; do
     for s in $SEEDS; do train "$row" "$s"; done
-    echo "$row: $(for s in $SEEDS; do top1of "$row" "$s"; done | tr '\n' ' ')($(( $(date +%s) - start )) s)" >&2
+    echo "$row: $(seed_vals top1of "$row")($(( $(date +%s) - start )) s)" >&2
 done
 {
-    echo "# bench/dbuf.sh: ITERS=$ITERS SEEDS='$SEEDS', $(date -u +%F), $(nproc) cores, load before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg), $(( $(date +%s) - start )) s"
+    seed_header bench/dbuf.sh "$load_before" "$start"
     echo "# each run: mpiexec -n NP $MN classifier train DATA $W/ROW-SEED/cls.cfg"
     echo "#   (cfg/fashion.cfg with batch=B, max_batches=$ITERS, burn_in=100, seed=SEED, the row's keys in [distributed]),"
     echo "#   then classifier valid of its final weights on the 10000 test images"
