@@ -249,14 +249,17 @@ def base_loads(a, what, cfg, w, dfile, det_img, cls_img):
     return rc == 0 and "Predicted in" in log, rc
 
 
-def base_nans(a, what, cfg, dfile):
-    """Does the base's own binary also show NaN on this cfg and data?"""
+def nan_verdict(a, what, cfg, dfile):
+    """A NaN is nan-too when the base's own binary also shows NaN on this cfg
+    and data, else FAILED; returns the outcome and its detail."""
     task = "detector" if what == "detector" else "classifier"
     cmd = [a.darknet, task, "train", dfile, cfg]
     if a.base == "alexeyab":
         cmd += ["-dont_show"]
     rc, _, log = run(cmd, os.path.join(a.out, os.path.basename(cfg)[:-4] + ".own-train.log"), a.timeout, cwd=a.out)
-    return bool(re.search(r"\b-?(nan|inf)\b", log, re.I)), rc
+    also = bool(re.search(r"\b-?(nan|inf)\b", log, re.I))
+    return ("nan-too" if also else "FAILED",
+            "NaN; the base's own ./darknet on the same cfg and data: %s" % ("NaN or Inf too" if also else "no NaN (exit %s)" % rc))
 
 
 def size_for(secs, what):
@@ -303,9 +306,7 @@ def zoo(a):
                 if not ok:
                     o2, d2 = "FAILED", d2 + "; the base's own ./darknet did not load the weights (exit %s)" % rc
             if o2 == "nan":
-                also, rc = base_nans(a, what, cfg, dfile)
-                o2 = "nan-too" if also else "FAILED"
-                d2 = "NaN; the base's own ./darknet: %s" % ("NaN or Inf too" if also else "no NaN (exit %s)" % rc)
+                o2, d2 = nan_verdict(a, what, cfg, dfile)
             detail += "; with mosaic=0: %s (%s)" % (o2, d2)
             if o2 != "trained":
                 outcome = "nan-too" if o2 == "nan-too" else "FAILED"
@@ -314,9 +315,7 @@ def zoo(a):
             if not ok:
                 outcome, detail = "FAILED", detail + "; the base's own ./darknet did not load the weights (exit %s)" % rc
         elif outcome == "nan":
-            also, rc = base_nans(a, what, cfg, dfile)
-            outcome = "nan-too" if also else "FAILED"
-            detail = "NaN; the base's own ./darknet on the same cfg and data: %s" % ("NaN or Inf too" if also else "no NaN (exit %s)" % rc)
+            outcome, detail = nan_verdict(a, what, cfg, dfile)
         rows.append((name, "%s %dpx" % (what, size), outcome, detail))
         bad += outcome == "FAILED"
         print("%-8s %s (%s %dpx): %s" % (outcome, name, what, size, detail), flush=True)
