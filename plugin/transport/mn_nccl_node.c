@@ -31,6 +31,7 @@ int mn_cuda_ok(const mn_comm *c, cudaError_t e, const char *what)
 
 #if defined(MN_NCCL) && defined(GPU)
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -104,6 +105,15 @@ static void nccl_pause(void *arg, double waited)
     nanosleep(&ts, NULL);
 }
 
+/* NCCL's own account of its last error, as ": text", or "" (asked with
+ * NULL: NCCL keeps it past an abort, when no communicator is left). */
+static const char *nccl_detail(char *buf, size_t cap)
+{
+    const char *last = ncclGetLastError(NULL);
+    snprintf(buf, cap, "%s%s", last && *last ? ": " : "", last ? last : "");
+    return buf;
+}
+
 /* Polls n until it settles (and its stream drains with with_stream); the
  * failure is reported with NCCL's or CUDA's reason before the abort. */
 static mn_status nccl_wait(mn_comm *c, mn_nccl *n, int with_stream, double timeout, const char *what)
@@ -111,12 +121,10 @@ static mn_status nccl_wait(mn_comm *c, mn_nccl *n, int with_stream, double timeo
     n->with_stream = with_stream;
     n->nccl_err = ncclSuccess;
     n->cuda_err = cudaSuccess;
-    const char *last = "";
+    char detail[512];
     mn_waiter w = {nccl_poll, nccl_abort, nccl_now, nccl_pause, n};
     mn_poll p = mn_wait(&w, timeout);
     if (p == MN_POLL_DONE) return MN_OK;
-    /* NCCL keeps its last error past the abort (comm unused, so NULL). */
-    if (n->nccl_err != ncclSuccess) last = ncclGetLastError(NULL);
     if (p == MN_POLL_TIMEOUT)
         mn_error(c, "%s: NCCL did not complete within %.0f s (collective_timeout); another rank stalled or died; "
                  "the NCCL communicator was aborted", what, timeout);
@@ -124,8 +132,8 @@ static mn_status nccl_wait(mn_comm *c, mn_nccl *n, int with_stream, double timeo
         mn_error(c, "%s: the CUDA stream failed: %s; the NCCL communicator was aborted", what,
                  cudaGetErrorString(n->cuda_err));
     else
-        mn_error(c, "%s: NCCL failed: %s%s%s; the NCCL communicator was aborted", what, ncclGetErrorString(n->nccl_err),
-                 last && *last ? ": " : "", last ? last : "");
+        mn_error(c, "%s: NCCL failed: %s%s; the NCCL communicator was aborted", what, ncclGetErrorString(n->nccl_err),
+                 nccl_detail(detail, sizeof detail));
     (void)cudaGetLastError();
     return MN_ERR_UNAVAILABLE;
 }
@@ -134,9 +142,9 @@ mn_status mn_nccl_result(mn_comm *c, mn_nccl *n, ncclResult_t r, const char *wha
 {
     if (r == ncclSuccess) return MN_OK;
     if (r == ncclInProgress) return nccl_wait(c, n, 0, n->timeout, what);
-    const char *last = ncclGetLastError(NULL);
-    mn_error(c, "%s failed: %s%s%s; the NCCL communicator was aborted", what, ncclGetErrorString(r),
-             last && *last ? ": " : "", last ? last : "");
+    char detail[512];
+    mn_error(c, "%s failed: %s%s; the NCCL communicator was aborted", what, ncclGetErrorString(r),
+             nccl_detail(detail, sizeof detail));
     nccl_abort(n);
     return MN_ERR_UNAVAILABLE;
 }
@@ -171,9 +179,8 @@ static mn_status init_rank(mn_comm *c, mn_nccl *n, int size, ncclUniqueId id, in
     config.blocking = 0;
     ncclResult_t r = ncclCommInitRankConfig(&n->comm, size, id, rank, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
-        const char *last = ncclGetLastError(NULL);
-        mn_error(c, "ncclCommInitRankConfig failed: %s%s%s", ncclGetErrorString(r), last && *last ? ": " : "",
-                 last ? last : "");
+        char detail[512];
+        mn_error(c, "ncclCommInitRankConfig failed: %s%s", ncclGetErrorString(r), nccl_detail(detail, sizeof detail));
         return MN_ERR_UNAVAILABLE;
     }
     n->has_comm = 1;
