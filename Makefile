@@ -25,12 +25,12 @@ VARIANT := cpu$(if $(filter 0,$(BLAS)),-noblas)
 endif
 # Written by scripts/deps.sh once Debian's packages and Darknet's source are here.
 DEPS_STAMP := third_party/dl/.fetched
+AB_SNAPSHOT ?= ../shared/third_party/darknet-alexeyab-59596d78.tar.xz
 ifeq ($(DARKNET),alexeyab)
 DK := third_party/darknet-alexeyab-$(VARIANT)
 OBJ := $(BUILD)/alexeyab-$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
 PROG ?= $(OBJ)/darknet_mn
 PATCHES := $(sort $(wildcard patches/alexeyab/*.patch))
-AB_SNAPSHOT ?= ../shared/third_party/darknet-alexeyab-59596d78.tar.xz
 DARKNET_SRC ?=
 DK_SOURCE := $(if $(DARKNET_SRC),$(DARKNET_SRC)/src/parser.c,$(AB_SNAPSHOT))
 else ifeq ($(DARKNET),pjreddie)
@@ -97,7 +97,7 @@ endif
 LIBMN := $(OBJ)/libdarknet_mn.a
 LIBDK := $(DK)/libdarknet.a
 
-.PHONY: all deps darknet test demo bench bench-engine clean distclean gpu-build
+.PHONY: all deps darknet test demo bench bench-engine bench-time-to-map clean distclean gpu-build
 all: $(PROG)
 
 deps:
@@ -197,6 +197,13 @@ $(STOCK): $(DEPS_STAMP)
 	rm -rf $(@D) && dpkg-source -q -x $$(ls third_party/dl/darknet_*.dsc | head -1) $(@D) >/dev/null
 	$(MAKE) -C $(@D) -s OPENCV=0 OPENMP=$(if $(findstring -omp,$(@D)),1,0) obj darknet
 
+# AlexeyAB's Darknet as its users build it for a CPU: the snapshot, unpatched,
+# with OpenMP (the peer of bench/time_to_map.sh).
+AB_STOCK := third_party/darknet-alexeyab-stock-omp/darknet
+$(AB_STOCK): $(AB_SNAPSHOT)
+	rm -rf $(@D) && mkdir -p $(@D) && tar -C $(@D) --strip-components=1 -xJf $(AB_SNAPSHOT) && mkdir -p $(@D)/obj
+	$(MAKE) -C $(@D) -s OPENCV=0 OPENMP=1 darknet
+
 # AlexeyAB's base alone (make test runs it too, through tests/run.sh).
 .PHONY: test-alexeyab
 test-alexeyab:
@@ -204,6 +211,11 @@ test-alexeyab:
 
 bench: $(PROG) $(STOCK) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
 	./bench/run.sh
+
+# Minutes to a working detector against stock pjreddie and AlexeyAB's own
+# ./darknet (about 50 minutes, on a quiet machine): bench/results/time-to-map.txt.
+bench-time-to-map: third_party/darknet-stock-omp/darknet $(AB_STOCK)
+	./bench/time_to_map.sh
 
 # The gemm calls of a training image, timed through this build's gemm (bench/engine.sh).
 $(OBJ)/bench_gemm: bench/gemm_shapes.c $(LIBDK)

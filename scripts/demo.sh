@@ -53,6 +53,7 @@ run cls $MPI $MN classifier train cfg/fashion.data "$W/$CLS.cfg"
 grep -E "^$CLS_ITERS: " "$W/cls.out"
 run partial $MN partial "$W/$CLS.cfg" build/backup/${CLS}_final.weights "$W/backbone.weights" $BACKBONE
 grep "^darknet-mn: " "$W/partial.out"
+[ "${DEMO_UNTIL:-}" = backbone ] && exit 0   # bench/time_to_map.sh: only the backbone
 run det $MPI $MN detector train data/fashion-det.data "$W/$DET.cfg" "$W/backbone.weights"
 grep -E "^$DET_ITERS: |eval mAP" "$W/det.out"
 echo "   chart: build/backup/${DET}_chart.png, log: build/backup/${DET}_log.csv"
