@@ -201,7 +201,7 @@ $(STOCK): $(DEPS_STAMP)
 # with OpenMP (the peer of bench/time_to_map.sh).
 AB_STOCK := third_party/darknet-alexeyab-stock-omp/darknet
 $(AB_STOCK): $(AB_SNAPSHOT)
-	rm -rf $(@D) && mkdir -p $(@D) && tar -C $(@D) --strip-components=1 -xJf $(AB_SNAPSHOT) && mkdir -p $(@D)/obj
+	rm -rf $(@D) && mkdir -p $(@D)/obj && tar -C $(@D) --strip-components=1 -xJf $(AB_SNAPSHOT)
 	$(MAKE) -C $(@D) -s OPENCV=0 OPENMP=1 darknet
 
 # AlexeyAB's base alone (make test runs it too, through tests/run.sh).
@@ -214,7 +214,7 @@ bench: $(PROG) $(STOCK) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
 
 # Minutes to a working detector against stock pjreddie and AlexeyAB's own
 # ./darknet (about 50 minutes, on a quiet machine): bench/results/time-to-map.txt.
-bench-time-to-map: third_party/darknet-stock-omp/darknet $(AB_STOCK)
+bench-time-to-map:
 	./bench/time_to_map.sh
 
 # The gemm calls of a training image, timed through this build's gemm (bench/engine.sh).

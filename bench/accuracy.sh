@@ -36,8 +36,8 @@ train() {   # train ROW SEED: one run in its own folder; its log ends in the fin
     d=$W/$row-$seed
     grep -q "mAP@0.50" "$d/map.out" 2> /dev/null && return
     mkdir -p "$d"
-    sed -e "s/^batch=.*/batch=$b/" -e "s/^max_batches=.*/max_batches=$ITERS/" \
-        -e "s/^steps=.*/steps=$((ITERS * 8 / 10)),$((ITERS * 9 / 10))/" \
+    # shellcheck disable=SC2046
+    sed -e "s/^batch=.*/batch=$b/" $(demo_schedule "$ITERS") \
         -e "s/^eval_interval=.*/eval_interval=0/" -e "s/^seed=.*/seed=$seed/" cfg/fashion-det.cfg > "$d/det.cfg"
     case $key in
         float16) printf '\nallreduce_grad_dtype=float16\n' >> "$d/det.cfg" ;;

@@ -31,6 +31,11 @@ load_line() {   # load_line before|after: the load average; after: also other wo
                   if (other > 0.25 || ($2 - s0) / tck / w > 0.1) printf "; not quiet: re-run"
                   printf "\n" }' <(echo "$BENCH_MARK"; cpu_mark "$BENCH_PID")
 }
+# demo_schedule ITERS: sed arguments that cut a cfg to ITERS iterations with
+# its lr steps at 80% and 90%, as make demo (scripts/demo.sh) cuts it.
+demo_schedule() {
+    echo "-e s/^max_batches=.*/max_batches=$1/ -e s/^steps=.*/steps=$(($1 * 8 / 10)),$(($1 * 9 / 10))/"
+}
 # seed_vals FN ROW: the row's figure for each of SEEDS (FN ROW SEED prints one), on one line.
 seed_vals() {
     local s

@@ -50,9 +50,9 @@ setup() {
         ab-*) cfg=cfg/yolov4-tiny-fashion.cfg iters=$AB_ITERS backbone=build/demo-alexeyab/backbone.weights ;;
     esac
     case $sys in *-mn2) batch=8 np=2 ;; *-mn1) batch=16 np=1 ;; *) batch=16 np= ;; esac
+    # shellcheck disable=SC2046
     sed -e '/^\[distributed\]/,$d' -e "s/^batch=.*/batch=$batch/" -e "s/^subdivisions=.*/subdivisions=1/" \
-        -e "s/^max_batches=.*/max_batches=$iters/" -e "s/^steps=.*/steps=$((iters * 8 / 10)),$((iters * 9 / 10))/" \
-        "$cfg" > "$d/det.cfg"
+        $(demo_schedule "$iters") "$cfg" > "$d/det.cfg"
     # darknet-mn: the cfg's [distributed] keys less its evaluation; backup every 100 as stock
     [ -n "$np" ] && printf '\n[distributed]\nseed=1\nbackup_interval=100\neval_interval=0\n' >> "$d/det.cfg"
     sed "s|^backup=.*|backup=$d/backup|" data/fashion-det.data > "$d/det.data"
