@@ -275,6 +275,21 @@ static int sync_overlap(network *net, mn_optimizer *o, int poison)
     return after_mean(o);
 }
 
+/* What double buffering costs, said at start. On a quadratic of curvature h
+ * a heavy-ball step (momentum m, rate r) is stable while r*h < 2(1+m); fed
+ * the previous step's gradient it is stable only while r*h < 1-m. A rate
+ * tuned for fresh steps sits near the first bound, so the stale steps can
+ * diverge when they start (docs/internals.md, "Double buffering"). */
+static void dbuf_cost(float momentum)
+{
+    double m = momentum;
+    if (m >= 1 || m < 0) return;
+    printf("darknet-mn: double_buffering=1 costs accuracy: with momentum %g a stale step stays stable only on curvature "
+           "%.0fx lower than a fresh one tolerates, so a rate tuned without it can diverge once the stale steps start "
+           "(cfg/fashion-det.cfg lost 24 mAP points, cfg/fashion.cfg 1 top-1 point: docs/benchmarks.md); overlap=1 "
+           "hides the allreduce without staleness\n", m, 2 * (1 + m) / (1 - m));
+}
+
 /* Double buffering averages the first fresh_until iterations (the cfg's
  * burn_in by default) fresh, on the main thread's communicator, and only
  * then goes one step stale: during the warm-up the rate climbs and a stale
@@ -522,6 +537,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
                "update applies the previous step's mean\n", o->fresh_until);
     else if (o->dbuf && c->rank == 0)
         printf("darknet-mn: double_buffering=1: each update applies the previous step's mean, from the first iteration\n");
+    if (o->dbuf && c->rank == 0) dbuf_cost(net->momentum);
     if (o->ov && c->rank == 0)
         printf("darknet-mn: overlap=1: %d bucket%s of at most %g MiB, averaged during backward\n",
                mn_overlap_buckets(o->ov), mn_overlap_buckets(o->ov) == 1 ? "" : "s", opt->bucket_mb);
