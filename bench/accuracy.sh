@@ -3,9 +3,13 @@
 # (cfg/fashion-det.cfg cut to ITERS iterations as make demo does, from the
 # demo's classifier backbone) at one global batch of 16 and one schedule, as
 # 1 rank x 16, 2 x 8, 4 x 4, and 2 x 8 with float16, overlap, sync_bn and
-# double buffering; SEEDS seeds each. Prints each run's final mAP@0.50 on the
-# 200 validation images and per row the mean, spread (max - min) and the
-# difference of the mean from 1 x 16's; writes bench/results/accuracy-det.txt.
+# double buffering (also stale from the first step, and at half the rate
+# with and without it); SEEDS seeds each. A row is NPxB[-KEYS], KEYS joined by
+# +: float16, lr=R (the rate), key=value or key (key=1), as in
+# 2x8-double_buffering+double_buffering_fresh=0+lr=0.01. Prints each run's
+# final mAP@0.50 on the 200 validation images and per row the mean, spread
+# (max - min) and the difference of the mean from 1 x 16's; writes
+# bench/results/accuracy-det.txt.
 # Runs go one after another (1 x 16 two at a time: it uses one core), so the
 # machine's load only changes how long it takes, not the figures. A run whose
 # map is already in its folder is kept (the figures do not depend on the
@@ -16,7 +20,8 @@ cd "$(dirname "$0")/.."
 . bench/common.sh
 ITERS=${ITERS:-1300}
 SEEDS=${SEEDS:-1 2 3}
-ROWS=${ROWS:-1x16 2x8 4x4 2x8-float16 2x8-overlap 2x8-sync_bn 2x8-double_buffering}
+ROWS=${ROWS:-1x16 2x8 4x4 2x8-float16 2x8-overlap 2x8-sync_bn 2x8-double_buffering
+    2x8-double_buffering+double_buffering_fresh=0 2x8-double_buffering+double_buffering_fresh=0+lr=0.01 2x8-lr=0.01}
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 W=build/bench-accuracy
 OUT=${OUT:-bench/results/accuracy-det.txt}
@@ -39,10 +44,16 @@ train() {   # train ROW SEED: one run in its own folder; its log ends in the fin
     # shellcheck disable=SC2046
     sed -e "s/^batch=.*/batch=$b/" $(demo_schedule "$ITERS") \
         -e "s/^eval_interval=.*/eval_interval=0/" -e "s/^seed=.*/seed=$seed/" cfg/fashion-det.cfg > "$d/det.cfg"
-    case $key in
-        float16) printf '\nallreduce_grad_dtype=float16\n' >> "$d/det.cfg" ;;
-        ?*) printf '\n%s=1\n' "$key" >> "$d/det.cfg" ;;
-    esac
+    local IFS=+ k
+    for k in $key; do   # [distributed] keys; lr=R sets [net]'s learning_rate
+        case $k in
+            float16) printf '\nallreduce_grad_dtype=float16\n' >> "$d/det.cfg" ;;
+            lr=*) sed -i "s/^learning_rate=.*/learning_rate=${k#lr=}/" "$d/det.cfg" ;;
+            *=*) printf '\n%s\n' "$k" >> "$d/det.cfg" ;;
+            ?*) printf '\n%s=1\n' "$k" >> "$d/det.cfg" ;;
+        esac
+    done
+    IFS=$' \t\n'
     sed "s|^backup=.*|backup=$d|" data/fashion-det.data > "$d/det.data"
     mpiexec --oversubscribe -n "$np" ./darknet_mn detector train "$d/det.data" "$d/det.cfg" "$W/backbone.weights" > "$d/train.out" 2> "$d/train.err"
     mpiexec --oversubscribe -n 2 ./darknet_mn detector map "$d/det.data" "$d/det.cfg" "$d/det_final.weights" > "$d/map.out" 2> "$d/map.err"
@@ -65,6 +76,10 @@ for row in $ROWS; do
 done
 {
     seed_header bench/accuracy.sh "$load_before" "$start"
+    maps=$(for row in $ROWS; do for s in $SEEDS; do echo "$W/$row-$s/map.out"; done; done)
+    made=$(echo "$maps" | while read -r f; do [ "$(stat -c %Y "$f")" -ge "$start" ] && echo; done | wc -l)
+    echo "# runs trained by this call: $made of $(echo "$maps" | wc -l); the others reused from earlier calls, made" \
+         "$(echo "$maps" | xargs stat -c %y | cut -c1-16 | sort | sed -n '1p;$p' | paste -sd' ' | sed 's/ \([0-9-]* [0-9:]*\)$/ to \1/') UTC"
     echo "# each run: mpiexec -n NP ./darknet_mn detector train DATA $W/ROW-SEED/det.cfg $W/backbone.weights"
     echo "#   (cfg/fashion-det.cfg with batch=B, max_batches=$ITERS, steps at 80%/90%, seed=SEED, the row's key),"
     echo "#   then detector map of its final weights on the 200 validation images"

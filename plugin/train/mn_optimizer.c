@@ -286,15 +286,17 @@ static void dbuf_cost(float momentum)
     if (m >= 1 || m < 0) return;
     printf("darknet-mn: double_buffering=1 costs accuracy: with momentum %g a stale step stays stable only on curvature "
            "%.0fx lower than a fresh one tolerates, so a rate tuned without it can diverge once the stale steps start "
-           "(cfg/fashion-det.cfg lost 24 mAP points, cfg/fashion.cfg 1 top-1 point: docs/benchmarks.md); overlap=1 "
-           "hides the allreduce without staleness\n", m, 2 * (1 + m) / (1 - m));
+           "(cfg/fashion-det.cfg lost 24 mAP points, 7 with double_buffering_fresh=0 and half the rate; cfg/fashion.cfg "
+           "1 top-1 point: docs/benchmarks.md); overlap=1 hides the allreduce without staleness\n",
+           m, 2 * (1 + m) / (1 - m));
 }
 
 /* Double buffering averages the first fresh_until iterations (the cfg's
  * burn_in by default) fresh, on the main thread's communicator, and only
- * then goes one step stale: during the warm-up the rate climbs and a stale
- * step costs most (bench/results/accuracy-dbuf.txt). A mean already in
- * flight (a resumed run) keeps it stale. */
+ * then goes one step stale: on the classifier that lost 1 point where stale
+ * steps from the start lost 4.2 (bench/results/accuracy-dbuf.txt; the
+ * detector differs: accuracy-det.txt). A mean already in flight (a resumed
+ * run) keeps it stale. */
 static int fresh_step(network *net, mn_optimizer *o)
 {
     int pending = 0;
