@@ -16,25 +16,33 @@ NP ?= 2
 # BLAS=1: Darknet's CPU gemm is OpenBLAS's sgemm (patch 0009), the CPU build's
 # default; BLAS=0 keeps the stock loops (into build/cpu-noblas). A GPU build
 # trains with cuBLAS and takes BLAS=0 unless asked.
+# DNNL=1: convolutional layers run through oneDNN (plugin/base/mn_dnnl.c),
+# the CPU build's default where libdnnl-dev is installed; DNNL=0 keeps
+# Darknet's im2col + gemm (into build/cpu-nodnnl). Darknet itself is the same.
 ifeq ($(GPU),1)
 BLAS ?= 0
-VARIANT := gpu$(if $(filter 1,$(BLAS)),-blas)
+DNNL := 0
+DK_VARIANT := gpu$(if $(filter 1,$(BLAS)),-blas)
+VARIANT := $(DK_VARIANT)
 else
 BLAS ?= 1
-VARIANT := cpu$(if $(filter 0,$(BLAS)),-noblas)
+DNNL_DEFAULT := $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),1,0)
+DNNL ?= $(DNNL_DEFAULT)
+DK_VARIANT := cpu$(if $(filter 0,$(BLAS)),-noblas)
+VARIANT := $(DK_VARIANT)$(if $(filter-out $(DNNL_DEFAULT),$(DNNL)),$(if $(filter 1,$(DNNL)),-dnnl,-nodnnl))
 endif
 # Written by scripts/deps.sh once Debian's packages and Darknet's source are here.
 DEPS_STAMP := third_party/dl/.fetched
 AB_SNAPSHOT ?= ../shared/third_party/darknet-alexeyab-59596d78.tar.xz
 ifeq ($(DARKNET),alexeyab)
-DK := third_party/darknet-alexeyab-$(VARIANT)
+DK := third_party/darknet-alexeyab-$(DK_VARIANT)
 OBJ := $(BUILD)/alexeyab-$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
 PROG ?= $(OBJ)/darknet_mn
 PATCHES := $(sort $(wildcard patches/alexeyab/*.patch))
 DARKNET_SRC ?=
 DK_SOURCE := $(if $(DARKNET_SRC),$(DARKNET_SRC)/src/parser.c,$(AB_SNAPSHOT))
 else ifeq ($(DARKNET),pjreddie)
-DK := third_party/darknet-$(VARIANT)
+DK := third_party/darknet-$(DK_VARIANT)
 OBJ := $(BUILD)/$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
 PROG ?= $(if $(filter $(BUILD)/cpu,$(OBJ)),darknet_mn,$(OBJ)/darknet_mn)
 PATCHES := $(sort $(wildcard patches/*.patch))
@@ -61,6 +69,10 @@ LDLIBS := -lm -pthread $(shell pkg-config --libs cairo)
 ifeq ($(BLAS),1)
 CPPFLAGS += -DMN_BLAS
 LDLIBS += -lopenblas
+endif
+ifeq ($(DNNL),1)
+CPPFLAGS += -DMN_DNNL
+LDLIBS += -ldnnl -lgomp
 endif
 ifeq ($(GPU),1)
 CPPFLAGS += -DGPU -I$(CUDA)/include
@@ -114,7 +126,7 @@ AB_ARCH ?= -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_
            -gencode arch=compute_86,code=sm_86 -gencode arch=compute_90,code=[sm_90,compute_90]
 CUDNN_HALF ?= 0
 # Names the source; rewritten (and so newer) only when DARKNET_SRC changes.
-AB_SOURCE_STAMP := third_party/.alexeyab-source-$(VARIANT)
+AB_SOURCE_STAMP := third_party/.alexeyab-source-$(DK_VARIANT)
 $(AB_SOURCE_STAMP): FORCE
 	@mkdir -p third_party
 	@echo '$(or $(DARKNET_SRC),$(AB_SNAPSHOT))' | cmp -s - $@ || echo '$(or $(DARKNET_SRC),$(AB_SNAPSHOT))' > $@

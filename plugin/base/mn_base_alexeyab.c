@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mn_base.h"
+#include "mn_dnnl.h"
 #ifdef MN_BASE_ALEXEYAB
 #include "parser.h"
 #include "network.h"
@@ -60,6 +61,7 @@ void *mn_base_stream(void)
 
 void mn_base_free(network *net)
 {
+    mn_dnnl_free(net);
     free_network(*net);
     free(net);
 }
@@ -277,5 +279,63 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 #endif
     return NULL;
 }
+
+/* The fork's forward_convolutional_layer and backward_convolutional_layer
+ * (their float path) with the convolution through oneDNN (mn_dnnl.c): the
+ * rest, its activations' dispatch included, is theirs. */
+#ifdef MN_DNNL
+#include "activations.h"
+#include "batchnorm_layer.h"
+void add_bias(float *output, float *biases, int batch, int n, int size);
+void backward_bias(float *bias_updates, float *delta, int batch, int n, int size);
+void activate_array_cpu_custom(float *x, const int n, const ACTIVATION a);
+
+static void dnnl_forward(layer l, network_state state)
+{
+    mn_dnnl_forward(state.net.layer_engine, state.index, &l, state.input);
+    if (l.batch_normalize) forward_batchnorm_layer(l, state);
+    else add_bias(l.output, l.biases, l.batch, l.n, l.out_h * l.out_w);
+    int n = l.outputs * l.batch, wh = l.out_w * l.out_h;
+    if (l.activation == SWISH) activate_array_swish(l.output, n, l.activation_input, l.output);
+    else if (l.activation == MISH) activate_array_mish(l.output, n, l.activation_input, l.output);
+    else if (l.activation == HARD_MISH) activate_array_hard_mish(l.output, n, l.activation_input, l.output);
+    else if (l.activation == NORM_CHAN) activate_array_normalize_channels(l.output, n, l.batch, l.out_c, wh, l.output);
+    else if (l.activation == NORM_CHAN_SOFTMAX)
+        activate_array_normalize_channels_softmax(l.output, n, l.batch, l.out_c, wh, l.output, 0);
+    else if (l.activation == NORM_CHAN_SOFTMAX_MAXVAL)
+        activate_array_normalize_channels_softmax(l.output, n, l.batch, l.out_c, wh, l.output, 1);
+    else activate_array_cpu_custom(l.output, n, l.activation);
+}
+
+static void dnnl_backward(layer l, network_state state)
+{
+    int n = l.outputs * l.batch, wh = l.out_w * l.out_h;
+    if (l.activation == SWISH) gradient_array_swish(l.output, n, l.activation_input, l.delta);
+    else if (l.activation == MISH) gradient_array_mish(n, l.activation_input, l.delta);
+    else if (l.activation == HARD_MISH) gradient_array_hard_mish(n, l.activation_input, l.delta);
+    else if (l.activation == NORM_CHAN_SOFTMAX || l.activation == NORM_CHAN_SOFTMAX_MAXVAL)
+        gradient_array_normalize_channels_softmax(l.output, n, l.batch, l.out_c, wh, l.delta);
+    else if (l.activation == NORM_CHAN) gradient_array_normalize_channels(l.output, n, l.batch, l.out_c, wh, l.delta);
+    else gradient_array(l.output, n, l.activation, l.delta);
+    if (l.batch_normalize) backward_batchnorm_layer(l, state);
+    else backward_bias(l.bias_updates, l.delta, l.batch, l.n, wh);
+    /* The fork's col2im adds the input gradient, 1x1 or not. */
+    mn_dnnl_backward(state.net.layer_engine, state.index, &l, state.input, state.delta, 0);
+}
+
+static const char *dnnl_refuse(const layer *l, mn_conv_geom *g)
+{
+    if (l->antialiasing) return "antialiasing";
+    if (l->assisted_excitation) return "assisted_excitation";
+    if (l->share_layer) return "share_index";
+    if (l->deform) return "deform";
+    g->stride_h = l->stride_y;
+    g->stride_w = l->stride_x;
+    g->dilation = l->dilation < 1 ? 1 : l->dilation;
+    g->pad = l->pad * g->dilation;
+    return NULL;
+}
+#endif
+MN_DNNL_OPS(dnnl_refuse, dnnl_forward, dnnl_backward)
 
 #endif

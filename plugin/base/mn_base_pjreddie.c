@@ -2,6 +2,7 @@
  * network is passed by pointer, seen drives the iteration, update_network
  * runs the hook (patch 0001). */
 #include "mn_base.h"
+#include "mn_dnnl.h"
 #ifndef MN_BASE_ALEXEYAB
 #ifdef GPU
 #include "deconvolutional_layer.h"
@@ -29,7 +30,11 @@ network *mn_base_parse(const char *cfgfile) { return parse_network_cfg((char *)c
 network *mn_base_parse_batch1(const char *cfgfile) { return parse_network_cfg_batch((char *)cfgfile, 1); }
 /* Darknet's kernels, cuBLAS and cuDNN handles use the legacy default stream. */
 void *mn_base_stream(void) { return NULL; }
-void mn_base_free(network *net) { free_network(net); }
+void mn_base_free(network *net)
+{
+    mn_dnnl_free(net);
+    free_network(net);
+}
 size_t mn_base_iteration(const network *net) { return get_current_batch((network *)net); }
 float mn_base_rate(const network *net) { return get_current_rate((network *)net); }
 void mn_base_set_iteration(network *net, size_t it) { *net->t = (int)it; }
@@ -155,5 +160,42 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
     (void)sync_bn;
     return NULL;
 }
+
+/* Darknet's forward_convolutional_layer and backward_convolutional_layer
+ * with the convolution through oneDNN (mn_dnnl.c): the rest is theirs. */
+#ifdef MN_DNNL
+void forward_batchnorm_layer(layer l, network net);
+void backward_batchnorm_layer(layer l, network net);
+void add_bias(float *output, float *biases, int batch, int n, int size);
+void backward_bias(float *bias_updates, float *delta, int batch, int n, int size);
+void activate_array(float *x, const int n, const ACTIVATION a);
+void gradient_array(const float *x, const int n, const ACTIVATION a, float *delta);
+
+static void dnnl_forward(layer l, network net)
+{
+    mn_dnnl_forward(net.layer_engine, net.index, &l, net.input);
+    if (l.batch_normalize) forward_batchnorm_layer(l, net);
+    else add_bias(l.output, l.biases, l.batch, l.n, l.out_h * l.out_w);
+    activate_array(l.output, l.outputs * l.batch, l.activation);
+}
+
+static void dnnl_backward(layer l, network net)
+{
+    gradient_array(l.output, l.outputs * l.batch, l.activation, l.delta);
+    if (l.batch_normalize) backward_batchnorm_layer(l, net);
+    else backward_bias(l.bias_updates, l.delta, l.batch, l.n, l.out_w * l.out_h);
+    /* A 1x1 convolution's gemm writes the input gradient (beta 0); col2im adds it. */
+    mn_dnnl_backward(net.layer_engine, net.index, &l, net.input, net.delta, l.size == 1);
+}
+
+static const char *dnnl_refuse(const layer *l, mn_conv_geom *g)
+{
+    g->stride_h = g->stride_w = l->stride;
+    g->dilation = 1;
+    g->pad = l->pad;
+    return NULL;
+}
+#endif
+MN_DNNL_OPS(dnnl_refuse, dnnl_forward, dnnl_backward)
 
 #endif

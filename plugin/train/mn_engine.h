@@ -6,8 +6,9 @@
 #include "mn_internal.h"
 
 /* OpenBLAS threads of this rank: 1, unless OPENBLAS_NUM_THREADS is set
- * (OpenBLAS read it at load time; it stands). Returns the count in use,
- * 0 in a BLAS=0 build (Darknet's own gemm, one thread). */
+ * (OpenBLAS read it at load time; it stands); oneDNN's likewise
+ * (mn_dnnl_threads). Returns OpenBLAS's count in use, 0 in a BLAS=0 build
+ * (Darknet's own gemm, one thread). */
 int mn_engine_blas_threads(void);
 /* Darknet loader threads for this rank: the cores it may run on
  * (sched_getaffinity) divided by the ranks of its node that may run on them

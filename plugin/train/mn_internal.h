@@ -5,6 +5,7 @@
 
 #include "mn_coll.h"
 #include "mn_base.h"
+#include "mn_dnnl.h"
 #include "mn_dbuf.h"
 #include "mn_params.h"
 #include "mn_data.h"

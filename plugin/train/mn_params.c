@@ -256,6 +256,7 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
         seen -= seen % global;
     }
     *net->seen = (size_t)seen;
+    mn_dnnl_install(net, c, mn_base_dnnl_ops());
     *out = net;
     return MN_OK;
 }

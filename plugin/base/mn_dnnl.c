@@ -1,0 +1,303 @@
+/* oneDNN convolution for both bases (mn_dnnl.h). Darknet's tensors stay
+ * plain (NCHW, OIHW / GOIHW); each primitive is created with its layouts
+ * left to oneDNN (blocked ones are its fast kernels), and reorders move the
+ * tensors in and out of them around each call. */
+#include <stdlib.h>
+#include <string.h>
+#include "mn_dnnl.h"
+#ifdef MN_DNNL
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+/* One tensor of a primitive: user is Darknet's plain array (its handle set
+ * per call); inner the primitive's layout with the reorder between them, or
+ * NULL when the layouts agree. shared: inner belongs to another arg holding
+ * the same tensor in the same layout, already reordered in this call. */
+typedef struct {
+    dnnl_memory_t user, inner;
+    dnnl_primitive_t reorder;
+    int shared;
+} arg;
+
+typedef struct {
+    int key[7];      /* batch, c, h, w, n, out_h, out_w the primitives were made for */
+    int ready;
+    dnnl_primitive_t fwd, bwd_data, bwd_weights;
+    arg f_src, f_wei, f_dst;
+    arg d_src, d_wei, d_dst;   /* backward data: diff_src, weights, diff_dst */
+    arg w_src, w_wei, w_dst;   /* backward weights: src, diff_weights, diff_dst */
+    float *dw;   /* one step's weight gradient, added into weight_updates */
+    float *dx;   /* the input gradient, added into the delta */
+    char impl[48];
+} conv;
+
+struct mn_dnnl {
+    dnnl_engine_t eng;
+    dnnl_stream_t stream;
+    const mn_comm *comm;
+    int n, hooked;
+    conv *layers;
+    mn_conv_geom *geom;
+};
+
+static void check(const mn_dnnl *d, int i, const char *what, dnnl_status_t s)
+{
+    if (s != dnnl_success)
+        mn_abort(d->comm, "layer %d (convolutional): oneDNN %s failed: %s", i, what, dnnl_status2str(s));
+}
+
+static void arg_free(arg *a)
+{
+    if (a->reorder) dnnl_primitive_destroy(a->reorder);
+    if (a->inner && !a->shared) dnnl_memory_destroy(a->inner);
+    if (a->user) dnnl_memory_destroy(a->user);
+    memset(a, 0, sizeof *a);
+}
+
+static void conv_free(conv *v)
+{
+    if (v->fwd) dnnl_primitive_destroy(v->fwd);
+    if (v->bwd_data) dnnl_primitive_destroy(v->bwd_data);
+    if (v->bwd_weights) dnnl_primitive_destroy(v->bwd_weights);
+    arg *all[] = {&v->f_src, &v->f_wei, &v->f_dst, &v->d_src, &v->d_wei, &v->d_dst, &v->w_src, &v->w_wei, &v->w_dst};
+    for (size_t k = 0; k < sizeof all / sizeof *all; ++k) arg_free(all[k]);
+    free(v->dw);
+    free(v->dx);
+    memset(v, 0, sizeof *v);
+}
+
+/* The arg of plain md for what the primitive pd wants at query q. out: the
+ * primitive writes it (the reorder goes inner -> user). like: an arg of the
+ * same tensor whose inner may be reused when the layouts agree. */
+static void arg_make(mn_dnnl *d, int i, arg *a, const dnnl_memory_desc_t *plain, const_dnnl_primitive_desc_t pd,
+                     dnnl_query_t q, int out, const arg *like)
+{
+    const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, q, 0);
+    if (!want) mn_abort(d->comm, "layer %d (convolutional): oneDNN primitive has no memory for query %d", i, (int)q);
+    check(d, i, "memory_create", dnnl_memory_create(&a->user, plain, d->eng, DNNL_MEMORY_NONE));
+    if (dnnl_memory_desc_equal(want, plain)) return;
+    if (like && like->inner) {
+        const dnnl_memory_desc_t *had;
+        check(d, i, "memory_get_memory_desc", dnnl_memory_get_memory_desc(like->inner, &had));
+        if (dnnl_memory_desc_equal(want, had)) {
+            a->inner = like->inner;
+            a->shared = 1;
+            return;
+        }
+    }
+    check(d, i, "memory_create", dnnl_memory_create(&a->inner, want, d->eng, DNNL_MEMORY_ALLOCATE));
+    dnnl_primitive_desc_t rpd;
+    check(d, i, "reorder_primitive_desc_create",
+          out ? dnnl_reorder_primitive_desc_create(&rpd, want, d->eng, plain, d->eng, NULL)
+              : dnnl_reorder_primitive_desc_create(&rpd, plain, d->eng, want, d->eng, NULL));
+    check(d, i, "primitive_create (reorder)", dnnl_primitive_create(&a->reorder, rpd));
+    dnnl_primitive_desc_destroy(rpd);
+}
+
+static void run(mn_dnnl *d, int i, const char *what, dnnl_primitive_t p, int nargs, const dnnl_exec_arg_t *args)
+{
+    check(d, i, what, dnnl_primitive_execute(p, d->stream, nargs, args));
+}
+
+/* Points a's user memory at p; for an input, brings it into the inner layout. */
+static dnnl_memory_t arg_in(mn_dnnl *d, int i, arg *a, const float *p)
+{
+    check(d, i, "memory_set_data_handle", dnnl_memory_set_data_handle(a->user, (void *)p));
+    if (!a->inner) return a->user;
+    if (!a->shared) {
+        dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, a->user}, {DNNL_ARG_TO, a->inner}};
+        run(d, i, "reorder", a->reorder, 2, r);
+    }
+    return a->inner;
+}
+
+static dnnl_memory_t arg_out(mn_dnnl *d, int i, arg *a, float *p)
+{
+    check(d, i, "memory_set_data_handle", dnnl_memory_set_data_handle(a->user, p));
+    return a->inner ? a->inner : a->user;
+}
+
+static void arg_done(mn_dnnl *d, int i, arg *a)
+{
+    if (!a->inner) return;
+    dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, a->inner}, {DNNL_ARG_TO, a->user}};
+    run(d, i, "reorder", a->reorder, 2, r);
+}
+
+/* The three primitives of layer i at its current shape. */
+static void conv_make(mn_dnnl *d, int i, const layer *l, conv *v)
+{
+    const mn_conv_geom *g = &d->geom[i];
+    int gr = l->groups;
+    dnnl_dims_t sd = {l->batch, l->c, l->h, l->w}, dd = {l->batch, l->n, l->out_h, l->out_w};
+    dnnl_dims_t wd = {gr, l->n / gr, l->c / gr, l->size, l->size};
+    dnnl_dims_t wd4 = {l->n, l->c, l->size, l->size};
+    int ext = (l->size - 1) * g->dilation + 1;
+    dnnl_dims_t st = {g->stride_h, g->stride_w}, dl = {g->dilation - 1, g->dilation - 1}, pl = {g->pad, g->pad};
+    dnnl_dims_t pr = {(l->out_h - 1) * g->stride_h + ext - l->h - g->pad, (l->out_w - 1) * g->stride_w + ext - l->w - g->pad};
+    dnnl_memory_desc_t s, w, o, sa, wa, oa;
+    check(d, i, "memory_desc_init", dnnl_memory_desc_init_by_tag(&s, 4, sd, dnnl_f32, dnnl_nchw));
+    check(d, i, "memory_desc_init", dnnl_memory_desc_init_by_tag(&o, 4, dd, dnnl_f32, dnnl_nchw));
+    check(d, i, "memory_desc_init", gr > 1 ? dnnl_memory_desc_init_by_tag(&w, 5, wd, dnnl_f32, dnnl_goihw)
+                                           : dnnl_memory_desc_init_by_tag(&w, 4, wd4, dnnl_f32, dnnl_oihw));
+    check(d, i, "memory_desc_init", dnnl_memory_desc_init_by_tag(&sa, 4, sd, dnnl_f32, dnnl_format_tag_any));
+    check(d, i, "memory_desc_init", dnnl_memory_desc_init_by_tag(&oa, 4, dd, dnnl_f32, dnnl_format_tag_any));
+    check(d, i, "memory_desc_init", gr > 1 ? dnnl_memory_desc_init_by_tag(&wa, 5, wd, dnnl_f32, dnnl_format_tag_any)
+                                           : dnnl_memory_desc_init_by_tag(&wa, 4, wd4, dnnl_f32, dnnl_format_tag_any));
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_desc_t fpd, dpd, wpd;
+    check(d, i, "convolution_forward_desc_init",
+          dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &sa, &wa, NULL,
+                                                     &oa, st, dl, pl, pr));
+    check(d, i, "primitive_desc_create (forward)", dnnl_primitive_desc_create(&fpd, &cd, NULL, d->eng, NULL));
+    check(d, i, "convolution_backward_data_desc_init",
+          dnnl_dilated_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &sa, &wa, &oa, st, dl, pl, pr));
+    check(d, i, "primitive_desc_create (backward data)", dnnl_primitive_desc_create(&dpd, &cd, NULL, d->eng, fpd));
+    check(d, i, "convolution_backward_weights_desc_init",
+          dnnl_dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &sa, &wa, NULL, &oa, st, dl,
+                                                              pl, pr));
+    check(d, i, "primitive_desc_create (backward weights)", dnnl_primitive_desc_create(&wpd, &cd, NULL, d->eng, fpd));
+    const char *impl = "";
+    check(d, i, "primitive_desc_query", dnnl_primitive_desc_query(fpd, dnnl_query_impl_info_str, 0, &impl));
+    snprintf(v->impl, sizeof v->impl, "%s", impl);
+
+    check(d, i, "primitive_create (forward)", dnnl_primitive_create(&v->fwd, fpd));
+    check(d, i, "primitive_create (backward data)", dnnl_primitive_create(&v->bwd_data, dpd));
+    check(d, i, "primitive_create (backward weights)", dnnl_primitive_create(&v->bwd_weights, wpd));
+    arg_make(d, i, &v->f_src, &s, fpd, dnnl_query_src_md, 0, NULL);
+    arg_make(d, i, &v->f_wei, &w, fpd, dnnl_query_weights_md, 0, NULL);
+    arg_make(d, i, &v->f_dst, &o, fpd, dnnl_query_dst_md, 1, NULL);
+    /* In backward the input and weights are those forward reordered (Darknet
+     * changes neither in between); diff_dst is reordered once for both. */
+    arg_make(d, i, &v->w_dst, &o, wpd, dnnl_query_diff_dst_md, 0, NULL);
+    arg_make(d, i, &v->w_src, &s, wpd, dnnl_query_src_md, 0, &v->f_src);
+    arg_make(d, i, &v->w_wei, &w, wpd, dnnl_query_diff_weights_md, 1, NULL);
+    arg_make(d, i, &v->d_dst, &o, dpd, dnnl_query_diff_dst_md, 0, &v->w_dst);
+    arg_make(d, i, &v->d_wei, &w, dpd, dnnl_query_weights_md, 0, &v->f_wei);
+    arg_make(d, i, &v->d_src, &s, dpd, dnnl_query_diff_src_md, 1, NULL);
+    dnnl_primitive_desc_destroy(fpd);
+    dnnl_primitive_desc_destroy(dpd);
+    dnnl_primitive_desc_destroy(wpd);
+    v->dw = malloc(sizeof(float) * (size_t)l->nweights);
+    v->dx = malloc(sizeof(float) * (size_t)l->batch * l->inputs);
+    if (!v->dw || !v->dx) mn_abort(d->comm, "layer %d (convolutional): no memory for oneDNN's gradients", i);
+    int key[7] = {l->batch, l->c, l->h, l->w, l->n, l->out_h, l->out_w};
+    memcpy(v->key, key, sizeof key);
+    v->ready = 1;
+}
+
+/* Layer i's primitives, made or remade for its current batch and size. */
+static conv *conv_of(mn_dnnl *d, int i, const layer *l)
+{
+    conv *v = &d->layers[i];
+    int key[7] = {l->batch, l->c, l->h, l->w, l->n, l->out_h, l->out_w};
+    if (v->ready && !memcmp(v->key, key, sizeof key)) return v;
+    conv_free(v);
+    conv_make(d, i, l, v);
+    return v;
+}
+
+void mn_dnnl_forward(void *engine, int i, const layer *l, const float *input)
+{
+    mn_dnnl *d = engine;
+    conv *v = conv_of(d, i, l);
+    dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, arg_in(d, i, &v->f_src, input)},
+                            {DNNL_ARG_WEIGHTS, arg_in(d, i, &v->f_wei, l->weights)},
+                            {DNNL_ARG_DST, arg_out(d, i, &v->f_dst, l->output)}};
+    run(d, i, "convolution forward", v->fwd, 3, a);
+    arg_done(d, i, &v->f_dst);
+}
+
+void mn_dnnl_backward(void *engine, int i, const layer *l, const float *input, float *delta, int overwrite)
+{
+    mn_dnnl *d = engine;
+    conv *v = conv_of(d, i, l);
+    /* Reusing forward's reordered input and weights needs this layer's forward
+     * to have run with this input: Darknet's backward always follows it. */
+    dnnl_exec_arg_t w[3] = {{DNNL_ARG_SRC, arg_in(d, i, &v->w_src, input)},
+                            {DNNL_ARG_DIFF_DST, arg_in(d, i, &v->w_dst, l->delta)},
+                            {DNNL_ARG_DIFF_WEIGHTS, arg_out(d, i, &v->w_wei, v->dw)}};
+    run(d, i, "convolution backward weights", v->bwd_weights, 3, w);
+    arg_done(d, i, &v->w_wei);
+    for (int k = 0; k < l->nweights; ++k) l->weight_updates[k] += v->dw[k];
+    if (!delta) return;
+    float *dx = overwrite ? delta : v->dx;
+    dnnl_exec_arg_t b[3] = {{DNNL_ARG_DIFF_DST, arg_in(d, i, &v->d_dst, l->delta)},
+                            {DNNL_ARG_WEIGHTS, arg_in(d, i, &v->d_wei, l->weights)},
+                            {DNNL_ARG_DIFF_SRC, arg_out(d, i, &v->d_src, dx)}};
+    run(d, i, "convolution backward data", v->bwd_data, 3, b);
+    arg_done(d, i, &v->d_src);
+    if (overwrite) return;
+    size_t n = (size_t)l->batch * l->inputs;
+    for (size_t k = 0; k < n; ++k) delta[k] += dx[k];
+}
+
+int mn_dnnl_install(network *net, const mn_comm *c, const mn_dnnl_ops *ops)
+{
+    const char *off = getenv("MN_DNNL");
+    if (off && !strcmp(off, "0")) return 0;
+    mn_dnnl *d = calloc(1, sizeof *d);
+    if (d) d->layers = calloc((size_t)net->n, sizeof *d->layers);
+    if (d) d->geom = calloc((size_t)net->n, sizeof *d->geom);
+    if (!d || !d->layers || !d->geom) mn_abort(c, "no memory for oneDNN's state of %d layers", net->n);
+    d->comm = c;
+    d->n = net->n;
+    int hooked = 0;
+    for (int i = 0; i < net->n; ++i) {
+        layer *l = &net->layers[i];
+        if (l->type != CONVOLUTIONAL || l->xnor || l->binary || ops->refuse(l, &d->geom[i])) continue;
+        if (!d->eng) {
+            check(d, i, "engine_create", dnnl_engine_create(&d->eng, dnnl_cpu, 0));
+            check(d, i, "stream_create", dnnl_stream_create(&d->stream, d->eng, dnnl_stream_default_flags));
+        }
+        l->forward = ops->forward;
+        l->backward = ops->backward;
+        hooked++;
+    }
+    d->hooked = hooked;
+    net->layer_engine = d;
+    return hooked;
+}
+
+void mn_dnnl_free(network *net)
+{
+    mn_dnnl *d = net->layer_engine;
+    if (!d) return;
+    for (int i = 0; i < d->n; ++i) conv_free(&d->layers[i]);
+    if (d->stream) dnnl_stream_destroy(d->stream);
+    if (d->eng) dnnl_engine_destroy(d->eng);
+    free(d->layers);
+    free(d->geom);
+    free(d);
+    net->layer_engine = NULL;
+}
+
+int mn_dnnl_threads(void)
+{
+    /* libgomp read OMP_NUM_THREADS when it loaded; without it, OpenMP would
+     * start one thread per core in every rank. */
+    if (!getenv("OMP_NUM_THREADS")) omp_set_num_threads(1);
+    return omp_get_max_threads();
+}
+
+int mn_dnnl_describe(const network *net, char *buf, size_t n)
+{
+    const mn_dnnl *d = net->layer_engine;
+    if (!d || !d->hooked) return 0;
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(buf, n, "oneDNN %d.%d.%d, %d thread%s, %d convolutional layer%s", v->major, v->minor, v->patch,
+             omp_get_max_threads(), omp_get_max_threads() > 1 ? "s" : "", d->hooked, d->hooked == 1 ? "" : "s");
+    return 1;
+}
+
+#else
+int mn_dnnl_install(network *net, const mn_comm *c, const mn_dnnl_ops *ops)
+{
+    (void)net, (void)c, (void)ops;
+    return 0;
+}
+void mn_dnnl_free(network *net) { (void)net; }
+int mn_dnnl_threads(void) { return 0; }
+int mn_dnnl_describe(const network *net, char *buf, size_t n) { (void)net; (void)buf; (void)n; return 0; }
+#endif

@@ -1,0 +1,59 @@
+/* Convolutional layers through oneDNN (DNNL=1 builds: MN_DNNL). After the
+ * parser, mn_base_dnnl_install swaps a network's convolutional layers'
+ * forward and backward for the base adapter's, which
+ * run the convolution here and the rest of the layer (batch norm, bias,
+ * activation) through Darknet's own functions, so those keep Darknet's
+ * exact semantics. The state hangs off net->layer_engine (patch 0013,
+ * alexeyab 0011). MN_DNNL=0 in the environment keeps Darknet's im2col +
+ * gemm path in a DNNL=1 build. */
+#ifndef MN_MN_DNNL_H
+#define MN_MN_DNNL_H
+
+#include "mn_base.h"
+
+typedef struct mn_dnnl mn_dnnl;
+
+/* A convolution's geometry beyond the fields both bases share. */
+typedef struct {
+    int stride_h, stride_w;
+    int dilation;   /* 1: none */
+    int pad;        /* on the top and left; the bottom and right follow from out_h, out_w */
+} mn_conv_geom;
+
+/* A base's oneDNN layer functions: refuse says why layer l (convolutional,
+ * not binary) stays on Darknet's path (NULL: it can go through oneDNN),
+ * with its geometry in g; forward and backward replace its own. */
+typedef struct {
+    const char *(*refuse)(const layer *l, mn_conv_geom *g);
+    __typeof__(((layer *)0)->forward) forward, backward;
+} mn_dnnl_ops;
+/* Each adapter's functions (MN_DNNL_OPS defines it); NULL in a DNNL=0 build. */
+const mn_dnnl_ops *mn_base_dnnl_ops(void);
+#ifdef MN_DNNL
+#define MN_DNNL_OPS(r, f, b) static const mn_dnnl_ops mn_dnnl_ops_ = {r, f, b}; \
+    const mn_dnnl_ops *mn_base_dnnl_ops(void) { return &mn_dnnl_ops_; }
+#else
+#define MN_DNNL_OPS(r, f, b) const mn_dnnl_ops *mn_base_dnnl_ops(void) { return NULL; }
+#endif
+/* Gives the network's convolutional layers that ops->refuse lets through
+ * the adapter's oneDNN forward and backward; returns their count (0 in a
+ * DNNL=0 build, under MN_DNNL=0, or for none). c names the rank in errors. */
+int mn_dnnl_install(network *net, const mn_comm *c, const mn_dnnl_ops *ops);
+/* Frees net->layer_engine (mn_base_free calls it). */
+void mn_dnnl_free(network *net);
+/* oneDNN's threads for this rank: 1, unless OMP_NUM_THREADS is set (it
+ * stands); 0 in a DNNL=0 build. */
+int mn_dnnl_threads(void);
+/* "oneDNN 2.6.3, 1 thread, 3 convolutional layers" into buf; 0 where
+ * mn_dnnl_install hooked nothing or was not run. */
+int mn_dnnl_describe(const network *net, char *buf, size_t n);
+
+/* For the adapters' hooked functions. Layer i's output = convolution of
+ * input (no bias). */
+void mn_dnnl_forward(void *engine, int i, const layer *l, const float *input);
+/* l->weight_updates += the weight gradient of l->delta; with delta: the
+ * input gradient is added into it, or written over it when overwrite (as
+ * the base's own backward does). */
+void mn_dnnl_backward(void *engine, int i, const layer *l, const float *input, float *delta, int overwrite);
+
+#endif
