@@ -40,6 +40,18 @@ fashion_slice() {
     "$BUILD/tools/mn_fashion" /usr/share/datasets/fashion-mnist "$D" --limit-train "$2" --limit-test "$3" > "${4:-/dev/null}" 2>&1
 }
 
+# suite_folder NAME: G becomes a fresh $T/NAME; run alone (no T handed
+# over), T is $T-NAME first, with a 512-image slice of its own.
+suite_folder() {
+    if [ -z "$T_GIVEN" ]; then
+        T=$T-$1
+        rm -rf "$T" && mkdir -p "$T"
+        fashion_slice "$T/fashion" 512 200 "$T/fashion.log"
+    fi
+    G=$T/$1
+    rm -rf "$G" && mkdir -p "$G"
+}
+
 # rank_cmd OUT CMD...: one rank's shell command line running CMD, its
 # stdout, stderr and exit code in OUT.out.<rank>, OUT.err.<rank>, OUT.rc.<rank>.
 rank_cmd() {

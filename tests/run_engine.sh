@@ -12,13 +12,7 @@
 # Run by tests/run.sh (T, D, TEST_BIN, MPI set there), or alone after make:
 # tests/run_engine.sh makes its own 512-image subset.
 . "$(dirname "$0")/lib.sh"
-if [ -z "$T_GIVEN" ]; then
-    T=$T-engine
-    rm -rf "$T" && mkdir -p "$T"
-    fashion_slice "$T/fashion" 512 200 "$T/fashion.log"
-fi
-G=$T/engine
-rm -rf "$G" && mkdir -p "$G"
+suite_folder engine
 
 # setup NAME BATCH MAXB [distributed lines...]: cfg/fashion.cfg with that
 # batch and length, and a data cfg of the 512 training images.

@@ -319,8 +319,9 @@ static void dnnl_backward(layer l, network_state state)
     else gradient_array(l.output, n, l.activation, l.delta);
     if (l.batch_normalize) backward_batchnorm_layer(l, state);
     else backward_bias(l.bias_updates, l.delta, l.batch, l.n, wh);
-    /* The fork's col2im adds the input gradient, 1x1 or not. */
-    mn_dnnl_backward(state.net.layer_engine, state.index, &l, state.input, state.delta, 0);
+    /* The fork's col2im_cpu_ext zeroes the input gradient before writing it,
+     * 1x1 or not (a route's share there is lost, as in its own backward). */
+    mn_dnnl_backward(state.net.layer_engine, state.index, &l, state.input, state.delta, 1);
 }
 
 static const char *dnnl_refuse(const layer *l, mn_conv_geom *g)

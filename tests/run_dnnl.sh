@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# oneDNN convolution (DNNL=1 builds, issue 24) against Darknet's im2col +
+# gemm (MN_DNNL=0, the same binary): one update from the same weights on the
+# same images, on each base built here. oneDNN sums in another order, so the
+# update (the weights' change, mn_wcmp FROM) differs by rounding only: within
+# TOL, measured at 2e-7 to 6.2e-7 (a wrong gradient moves it by 1e-2 or more).
+# The nets:
+#  - cfg/fashion.cfg: batch norm, leaky, 3x3;
+#  - shapes: a 1x1 and a 3x3 convolution whose input also feeds a route
+#    (pjreddie's 1x1 backward writes the input gradient over the route's,
+#    its 3x3 adds to it; the fork's writes over it at every size), stride 2
+#    with 2 groups, 5x5 without padding, linear and logistic; on the fork
+#    also dilation 2.
+# The startup line names oneDNN, and MN_DNNL=0's does not.
+# Run by tests/run.sh (T, D, TEST_BIN, MPI set there), or alone after make.
+. "$(dirname "$0")/lib.sh"
+suite_folder dnnl
+TOL=${DNNL_TOL:-1e-5}
+
+if ! ldd "$PROG" | grep -q libdnnl; then
+    ok "oneDNN checks skipped: this build has DNNL=0 (libdnnl-dev not installed)"
+    finish
+fi
+
+# cfgs of the two nets, max_batches=M, deterministic batches.
+nets() {   # nets DIR M EXTRA_SHAPES_KEY
+    sed -e '/^\[distributed\]/,$d' -e "s/^max_batches=.*/max_batches=$2/" -e 's/^batch=.*/batch=16/' cfg/fashion.cfg > "$1/fashion.cfg"
+    printf '[distributed]\ndeterministic=1\nshuffle=0\n' >> "$1/fashion.cfg"
+    mn_cfg "$1/shapes.cfg" batch=8 max_batches="$2" policy=constant -burn_in -steps -scales \
+        '[convolutional]' filters=8 \
+        '[convolutional]' filters=8 size=1 pad=0 activation=linear \
+        '[route]' layers=-1,-2 \
+        '[convolutional]' filters=8 \
+        '[route]' layers=-1,-2 \
+        '[convolutional]' filters=16 stride=2 groups=2 activation=logistic ${3:+"$3"} \
+        '[convolutional]' filters=8 size=5 pad=0 \
+        '[maxpool]' '[connected]' '[softmax]' -- deterministic=1 shuffle=0
+}
+# train NAME PROG CFG MN_DNNL [WEIGHTS]: one run, backup folder $G/NAME.
+train() {
+    local name=$1 prog=$2 cfg=$3 v=$4 w=${5:-}
+    mkdir -p "$G/$name"
+    printf 'classes=10\ntrain=%s/train.list\nvalid=%s/test.list\nlabels=%s/labels.txt\nbackup=%s/%s\n' \
+        "$D" "$D" "$D" "$G" "$name" > "$G/$name.data"
+    MN_DNNL=$v timeout 120 $MPI -x MN_DNNL -n 1 "$prog" classifier train "$G/$name.data" "$cfg" $w \
+        > "$G/$name.out" 2> "$G/$name.err"
+}
+
+check_base() {   # check_base LABEL PROG [EXTRA_SHAPES_KEY]
+    local label=$1 prog=$2 B=$G/$1 net
+    mkdir -p "$B/one" "$B/two"
+    nets "$B/one" 1 "${3:-}"
+    nets "$B/two" 2 "${3:-}"
+    for net in fashion shapes; do
+        train "$label-$net-start" "$prog" "$B/one/$net.cfg" 0
+        local from=$G/$label-$net-start/${net}_final.weights
+        train "$label-$net-gemm" "$prog" "$B/two/$net.cfg" 0 "$from"
+        train "$label-$net-dnnl" "$prog" "$B/two/$net.cfg" 1 "$from"
+        local a=$G/$label-$net-gemm/${net}_final.weights b=$G/$label-$net-dnnl/${net}_final.weights
+        if [ ! -f "$a" ] || [ ! -f "$b" ]; then
+            bad "$label $net: a run failed: $(cat "$G/$label-$net"-*.err | grep -m2 .)"; continue
+        fi
+        if "$TEST_BIN/mn_wcmp" "$a" "$b" "$TOL" "$from" > "$G/$label-$net.cmp" 2>&1; then
+            ok "$label $net: one update, oneDNN against im2col+gemm: $(cat "$G/$label-$net.cmp") (tolerance $TOL)"
+        else bad "$label $net: oneDNN's update is not im2col+gemm's: $(cat "$G/$label-$net.cmp") (tolerance $TOL)"; fi
+    done
+    local on off
+    on=$(grep -o 'convolution oneDNN [^;]*' "$G/$label-shapes-dnnl.out")
+    off=$(grep -c 'convolution oneDNN' "$G/$label-shapes-gemm.out")
+    if [ "$on" = "convolution oneDNN $(dpkg-query -W -f='${Version}' libdnnl-dev | cut -d- -f1), 1 thread, 5 convolutional layers" ] &&
+       [ "$off" = 0 ]; then ok "$label startup line: $on; none under MN_DNNL=0"
+    else bad "$label startup line: '$on' (MN_DNNL=0: $off lines name oneDNN)"; fi
+}
+
+check_base pjreddie "$PROG"
+AB=$BUILD/alexeyab-cpu/darknet_mn
+if [ -x "$AB" ]; then check_base alexeyab "$AB" ${AB_EXTRA-dilation=2}
+else ok "AlexeyAB's base skipped: $AB is not built (make DARKNET=alexeyab)"; fi
+
+finish
