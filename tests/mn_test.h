@@ -13,6 +13,16 @@ static int failures, rank;
 #define EXPECT(cond, ...) do { if (!(cond)) { ++failures; fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
     fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
+/* The reference network of an equivalence check: parsed as the plugin
+ * loads one, on the same engine (oneDNN convolution in a DNNL=1 build), so
+ * that both sides sum in the same order. */
+static inline network *mn_test_parse(mn_comm *c, const char *cfg)
+{
+    network *net = mn_base_parse(cfg);
+    mn_dnnl_install(net, c, mn_base_dnnl_ops());
+    return net;
+}
+
 /* One update: row j*b+i is image first + j*ranks*b + r*b + i of the data set
  * that image_of(g, x, y) describes, so that N ranks with batch b see what one
  * process with batch N*b sees. */

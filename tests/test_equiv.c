@@ -96,7 +96,7 @@ int main(int argc, char **argv)
 
     if (rank == 0) {
         /* The reference: one process, batch N*B, from the same start. */
-        network *ref = mn_base_parse(cfg_1);
+        network *ref = mn_test_parse(c, cfg_1);
         load_weights(ref, wfile);
         for (int u = 0; u < K; ++u) {
             mn_test_update(ref, (size_t)u * N * B * S, 1, 0, image_of);

@@ -78,7 +78,7 @@ int main(int argc, char **argv)
     if (sync) EXPECT(!memcmp(root, mine, n * sizeof(float)), "parameters or running statistics differ from rank 0's");
 
     if (rank == 0) {
-        network *ref = mn_base_parse(cfg_1);
+        network *ref = mn_test_parse(c, cfg_1);
         load_weights(ref, wfile);
         for (int u = 0; u < K; ++u) mn_test_update(ref, (size_t)u * N * B * S, 1, 0, image_of);
         float *b = malloc(n * sizeof(float)), *w0 = malloc(n * sizeof(float));

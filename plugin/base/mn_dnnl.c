@@ -1,7 +1,11 @@
 /* oneDNN convolution for both bases (mn_dnnl.h). Darknet's tensors stay
  * plain (NCHW, OIHW / GOIHW); each primitive is created with its layouts
  * left to oneDNN (blocked ones are its fast kernels), and reorders move the
- * tensors in and out of them around each call. */
+ * tensors in and out of them around each call. The primitives take one
+ * image, run image by image, and each image's weight gradient is added to
+ * weight_updates in turn, as Darknet's gemm loop does: an image's sums are
+ * then the same in any batch, so N ranks x b images (or b x subdivisions)
+ * give what 1 x N*b gives, as with Darknet's own loop. */
 #include <stdlib.h>
 #include <string.h>
 #include "mn_dnnl.h"
@@ -21,7 +25,7 @@ typedef struct {
 } arg;
 
 typedef struct {
-    int key[7];      /* batch, c, h, w, n, out_h, out_w the primitives were made for */
+    int key[6];      /* c, h, w, n, out_h, out_w the primitives were made for */
     int ready;
     dnnl_primitive_t fwd, bwd_data, bwd_weights;
     arg f_src, f_wei, f_dst;
@@ -130,7 +134,7 @@ static void conv_make(mn_dnnl *d, int i, const layer *l, conv *v)
 {
     const mn_conv_geom *g = &d->geom[i];
     int gr = l->groups;
-    dnnl_dims_t sd = {l->batch, l->c, l->h, l->w}, dd = {l->batch, l->n, l->out_h, l->out_w};
+    dnnl_dims_t sd = {1, l->c, l->h, l->w}, dd = {1, l->n, l->out_h, l->out_w};
     dnnl_dims_t wd = {gr, l->n / gr, l->c / gr, l->size, l->size};
     dnnl_dims_t wd4 = {l->n, l->c, l->size, l->size};
     int ext = (l->size - 1) * g->dilation + 1;
@@ -168,10 +172,10 @@ static void conv_make(mn_dnnl *d, int i, const layer *l, conv *v)
     arg_make(d, i, &v->f_src, &s, fpd, dnnl_query_src_md, 0, NULL);
     arg_make(d, i, &v->f_wei, &w, fpd, dnnl_query_weights_md, 0, NULL);
     arg_make(d, i, &v->f_dst, &o, fpd, dnnl_query_dst_md, 1, NULL);
-    /* In backward the input and weights are those forward reordered (Darknet
-     * changes neither in between); diff_dst is reordered once for both. */
+    /* In backward the weights are those forward reordered (Darknet changes
+     * them only in the update); an image's diff_dst is reordered once for both. */
     arg_make(d, i, &v->w_dst, &o, wpd, dnnl_query_diff_dst_md, 0, NULL);
-    arg_make(d, i, &v->w_src, &s, wpd, dnnl_query_src_md, 0, &v->f_src);
+    arg_make(d, i, &v->w_src, &s, wpd, dnnl_query_src_md, 0, NULL);
     arg_make(d, i, &v->w_wei, &w, wpd, dnnl_query_diff_weights_md, 1, NULL);
     arg_make(d, i, &v->d_dst, &o, dpd, dnnl_query_diff_dst_md, 0, &v->w_dst);
     arg_make(d, i, &v->d_wei, &w, dpd, dnnl_query_weights_md, 0, &v->f_wei);
@@ -180,18 +184,18 @@ static void conv_make(mn_dnnl *d, int i, const layer *l, conv *v)
     dnnl_primitive_desc_destroy(dpd);
     dnnl_primitive_desc_destroy(wpd);
     v->dw = malloc(sizeof(float) * (size_t)l->nweights);
-    v->dx = malloc(sizeof(float) * (size_t)l->batch * l->inputs);
+    v->dx = malloc(sizeof(float) * (size_t)l->inputs);
     if (!v->dw || !v->dx) mn_abort(d->comm, "layer %d (convolutional): no memory for oneDNN's gradients", i);
-    int key[7] = {l->batch, l->c, l->h, l->w, l->n, l->out_h, l->out_w};
+    int key[6] = {l->c, l->h, l->w, l->n, l->out_h, l->out_w};
     memcpy(v->key, key, sizeof key);
     v->ready = 1;
 }
 
-/* Layer i's primitives, made or remade for its current batch and size. */
+/* Layer i's primitives, made or remade for its current size. */
 static conv *conv_of(mn_dnnl *d, int i, const layer *l)
 {
     conv *v = &d->layers[i];
-    int key[7] = {l->batch, l->c, l->h, l->w, l->n, l->out_h, l->out_w};
+    int key[6] = {l->c, l->h, l->w, l->n, l->out_h, l->out_w};
     if (v->ready && !memcmp(v->key, key, sizeof key)) return v;
     conv_free(v);
     conv_make(d, i, l, v);
@@ -202,35 +206,40 @@ void mn_dnnl_forward(void *engine, int i, const layer *l, const float *input)
 {
     mn_dnnl *d = engine;
     conv *v = conv_of(d, i, l);
-    dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, arg_in(d, i, &v->f_src, input)},
-                            {DNNL_ARG_WEIGHTS, arg_in(d, i, &v->f_wei, l->weights)},
-                            {DNNL_ARG_DST, arg_out(d, i, &v->f_dst, l->output)}};
-    run(d, i, "convolution forward", v->fwd, 3, a);
-    arg_done(d, i, &v->f_dst);
+    dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, NULL}, {DNNL_ARG_WEIGHTS, arg_in(d, i, &v->f_wei, l->weights)}, {DNNL_ARG_DST, NULL}};
+    for (int b = 0; b < l->batch; ++b) {
+        a[0].memory = arg_in(d, i, &v->f_src, input + (size_t)b * l->inputs);
+        a[2].memory = arg_out(d, i, &v->f_dst, l->output + (size_t)b * l->outputs);
+        run(d, i, "convolution forward", v->fwd, 3, a);
+        arg_done(d, i, &v->f_dst);
+    }
 }
 
 void mn_dnnl_backward(void *engine, int i, const layer *l, const float *input, float *delta, int overwrite)
 {
     mn_dnnl *d = engine;
     conv *v = conv_of(d, i, l);
-    /* Reusing forward's reordered input and weights needs this layer's forward
-     * to have run with this input: Darknet's backward always follows it. */
-    dnnl_exec_arg_t w[3] = {{DNNL_ARG_SRC, arg_in(d, i, &v->w_src, input)},
-                            {DNNL_ARG_DIFF_DST, arg_in(d, i, &v->w_dst, l->delta)},
-                            {DNNL_ARG_DIFF_WEIGHTS, arg_out(d, i, &v->w_wei, v->dw)}};
-    run(d, i, "convolution backward weights", v->bwd_weights, 3, w);
-    arg_done(d, i, &v->w_wei);
-    for (int k = 0; k < l->nweights; ++k) l->weight_updates[k] += v->dw[k];
-    if (!delta) return;
-    float *dx = overwrite ? delta : v->dx;
-    dnnl_exec_arg_t b[3] = {{DNNL_ARG_DIFF_DST, arg_in(d, i, &v->d_dst, l->delta)},
-                            {DNNL_ARG_WEIGHTS, arg_in(d, i, &v->d_wei, l->weights)},
-                            {DNNL_ARG_DIFF_SRC, arg_out(d, i, &v->d_src, dx)}};
-    run(d, i, "convolution backward data", v->bwd_data, 3, b);
-    arg_done(d, i, &v->d_src);
-    if (overwrite) return;
-    size_t n = (size_t)l->batch * l->inputs;
-    for (size_t k = 0; k < n; ++k) delta[k] += dx[k];
+    /* Forward reordered these weights (Darknet's backward always follows it). */
+    dnnl_exec_arg_t w[3] = {{DNNL_ARG_SRC, NULL}, {DNNL_ARG_DIFF_DST, NULL}, {DNNL_ARG_DIFF_WEIGHTS, NULL}};
+    dnnl_exec_arg_t x[3] = {{DNNL_ARG_DIFF_DST, NULL}, {DNNL_ARG_WEIGHTS, NULL}, {DNNL_ARG_DIFF_SRC, NULL}};
+    if (delta) x[1].memory = arg_in(d, i, &v->d_wei, l->weights);
+    for (int b = 0; b < l->batch; ++b) {
+        float *dy = l->delta + (size_t)b * l->outputs;
+        w[0].memory = arg_in(d, i, &v->w_src, input + (size_t)b * l->inputs);
+        w[1].memory = arg_in(d, i, &v->w_dst, dy);
+        w[2].memory = arg_out(d, i, &v->w_wei, v->dw);
+        run(d, i, "convolution backward weights", v->bwd_weights, 3, w);
+        arg_done(d, i, &v->w_wei);
+        for (int k = 0; k < l->nweights; ++k) l->weight_updates[k] += v->dw[k];
+        if (!delta) continue;
+        float *dxb = delta + (size_t)b * l->inputs, *dx = overwrite ? dxb : v->dx;
+        x[0].memory = arg_in(d, i, &v->d_dst, dy);
+        x[2].memory = arg_out(d, i, &v->d_src, dx);
+        run(d, i, "convolution backward data", v->bwd_data, 3, x);
+        arg_done(d, i, &v->d_src);
+        if (!overwrite)
+            for (int k = 0; k < l->inputs; ++k) dxb[k] += dx[k];
+    }
 }
 
 int mn_dnnl_install(network *net, const mn_comm *c, const mn_dnnl_ops *ops)
