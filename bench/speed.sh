@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench, part "speed": training images/s on cfg/fashion.cfg (classifier)
-# and cfg/fashion-det.cfg (detector) of
+# and cfg/fashion-det.cfg (detector), or with SPEED_NETS also
+# cfg/fashion-nobn.cfg (a classifier without batch norm), of
 #   stock-1t    stock Darknet (Debian source, unpatched, -Ofast), one thread
 #   stock-omp2  the same built with OpenMP, OMP_NUM_THREADS=2
 #   mn-1, mn-2  ./darknet_mn on 1 and 2 ranks (batch per rank as in the cfg)
@@ -27,9 +28,9 @@ W=${SPEED_WORK:-build/bench-speed}
 # Runs of 40 and 400 updates (the classifier) or 10 and 60 (the detector, a
 # step of which is about 40 times longer); 5 and 3 rounds: long enough that a
 # run's startup noise moves images/s by about 1%.
-short_of() { case $1 in fashion) echo "${SPEED_SHORT:-40}" ;; *) echo "${SPEED_SHORT:-10}" ;; esac; }
-long_of() { case $1 in fashion) echo "${SPEED_LONG:-400}" ;; *) echo "${SPEED_LONG:-60}" ;; esac; }
-rounds_of() { case $1 in fashion) echo "${SPEED_ROUNDS:-5}" ;; *) echo "${SPEED_ROUNDS:-3}" ;; esac; }
+short_of() { case $1 in fashion | fashion-nobn) echo "${SPEED_SHORT:-40}" ;; *) echo "${SPEED_SHORT:-10}" ;; esac; }
+long_of() { case $1 in fashion | fashion-nobn) echo "${SPEED_LONG:-400}" ;; *) echo "${SPEED_LONG:-60}" ;; esac; }
+rounds_of() { case $1 in fashion | fashion-nobn) echo "${SPEED_ROUNDS:-5}" ;; *) echo "${SPEED_ROUNDS:-3}" ;; esac; }
 NETS=${SPEED_NETS:-fashion fashion-det}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPI="mpiexec --oversubscribe"
@@ -59,7 +60,7 @@ prepare() {   # prepare NET
 systems() {   # systems NET: the systems that train NET (those of SPEED_SYSTEMS only, where set)
     local s
     for s in stock-1t stock-omp2 mn-1 mn-2 mn-1x2 ddp-1 ddp-2 base-1 base-2; do
-        [ "$1" != fashion ] && [[ $s == ddp-* ]] && continue
+        [ "$1" = fashion-det ] && [[ $s == ddp-* ]] && continue
         [ -z "${SPEED_BASELINE:-}" ] && [[ $s == base-* ]] && continue
         [ "$s" = mn-1x2 ] && [ "$(nproc)" -lt 2 ] && continue   # it pins a run to core 1
         [ -n "${SPEED_SYSTEMS:-}" ] && [[ " $SPEED_SYSTEMS " != *" $s "* ]] && continue
@@ -140,7 +141,7 @@ speed() {   # speed NET: the table of one net
         esac
         [ -n "$one" ] && scale=$(awk -v m="$m" -v o="$one" 'BEGIN { printf "%.0f%%", 100 * m / (2 * o) }')
         printf '%-11s %6s %9s %9s %9s %-26s %8s %10s\n' "$sys" "$(cores_of "$sys")" "$s" "$l" "$m" "$rounds" \
-            "$(awk -v m="$m" -v b="$base" 'BEGIN { printf "%.2f", m / b }')" "$scale"
+            "$(awk -v m="$m" -v b="$base" 'BEGIN { if (b > 0) printf "%.2f", m / b; else printf "-" }')" "$scale"
     done
     echo "# short_s, long_s: medians of the runs' wall seconds; images/s: median over the rounds (listed)"
     echo "# vs_1t: over stock-1t; scaling: a 2-core system's images/s over twice its 1-core one's (stock-omp2: stock-1t's; mn-1x2: mn-1's)"
