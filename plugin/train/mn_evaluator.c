@@ -493,10 +493,12 @@ struct mn_eval_state {
 };
 
 /* The evaluation network: the same cfg (checked when training loaded it),
- * parsed at batch 1 on every rank. */
+ * parsed at batch 1 on every rank, on the engine the commands load theirs
+ * on (so the best mAP printed is what `detector map` finds). */
 static mn_status open_net(mn_comm *c, const char *cfgfile, mn_eval_state *e)
 {
     e->net = mn_base_parse_batch1(cfgfile);
+    if (e->net) mn_dnnl_install(e->net, c, mn_base_dnnl_ops());
     if (e->net) e->params = malloc((mn_params_count(e->net) + 1) * sizeof(float));
     if (!e->net || !e->params) mn_error(c, "out of memory for the evaluation network of %s", cfgfile);
     return mn_agree(c, e->net && e->params ? MN_OK : MN_ERR_NOMEM);
