@@ -54,7 +54,7 @@ echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -n), $(nproc) cores, $(sed -n 's/
 load_line before
 echo "# made by: PROFILE_NETS=\"$NETS\" bench/profile.sh; mn: $(git describe --always --dirty 2>/dev/null)"
 echo "# one rank, perf record -e cpu-clock -F 999 (every thread), ms of CPU per update by kind; 'wall' is the"
-echo "# run's wall seconds per update (start-up included); loader threads overlap compute, so kinds add up past it"
+echo "# run's wall ms per update (start-up included); loader threads overlap compute, so kinds add up past it"
 for net in $NETS; do
     task=classifier n=${PROFILE_UPDATES_CLS:-200}
     [ "$net" = fashion-det ] && task=detector n=${PROFILE_UPDATES_DET:-20}
