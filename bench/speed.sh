@@ -141,7 +141,7 @@ speed() {   # speed NET: the table of one net
         esac
         [ -n "$one" ] && scale=$(awk -v m="$m" -v o="$one" 'BEGIN { printf "%.0f%%", 100 * m / (2 * o) }')
         printf '%-11s %6s %9s %9s %9s %-26s %8s %10s\n' "$sys" "$(cores_of "$sys")" "$s" "$l" "$m" "$rounds" \
-            "$(awk -v m="$m" -v b="$base" 'BEGIN { if (b > 0) printf "%.2f", m / b; else printf "-" }')" "$scale"
+            "$(awk -v m="$m" -v b="$base" 'BEGIN { printf "%.2f", m / b }')" "$scale"
     done
     echo "# short_s, long_s: medians of the runs' wall seconds; images/s: median over the rounds (listed)"
     echo "# vs_1t: over stock-1t; scaling: a 2-core system's images/s over twice its 1-core one's (stock-omp2: stock-1t's; mn-1x2: mn-1's)"
