@@ -4,7 +4,7 @@
  * run the convolution here and the rest of the layer (batch norm, bias,
  * activation) through Darknet's own functions, so those keep Darknet's
  * exact semantics. The state hangs off net->layer_engine (patch 0013,
- * alexeyab 0011). MN_DNNL=0 in the environment keeps Darknet's im2col +
+ * alexeyab 0013). MN_DNNL=0 in the environment keeps Darknet's im2col +
  * gemm path in a DNNL=1 build. */
 #ifndef MN_MN_DNNL_H
 #define MN_MN_DNNL_H
