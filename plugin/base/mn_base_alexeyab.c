@@ -292,6 +292,7 @@ void activate_array_cpu_custom(float *x, const int n, const ACTIVATION a);
 
 static void dnnl_forward(layer l, network_state state)
 {
+    if (l.train == 0) state.train = 0;   /* frozen, without statistics buffers (patch 0011) */
     mn_dnnl_forward(state.net.layer_engine, state.index, &l, state.input);
     if (l.batch_normalize) forward_batchnorm_layer(l, state);
     else add_bias(l.output, l.biases, l.batch, l.n, l.out_h * l.out_w);
