@@ -11,7 +11,8 @@
 #    its 3x3 adds to it; the fork's writes over it at every size), stride 2
 #    with 2 groups, 5x5 without padding, linear and logistic; on the fork
 #    also dilation 2.
-# The startup line names oneDNN, and MN_DNNL=0's does not.
+# The startup line names oneDNN, and MN_DNNL=0's does not. test_loops: the
+# engine's leaky and 2x2 maxpool loops give each base's own results.
 # Run by tests/run.sh (T, D, TEST_BIN, MPI set there), or alone after make.
 . "$(dirname "$0")/lib.sh"
 suite_folder dnnl
@@ -76,5 +77,11 @@ check_base pjreddie "$PROG"
 AB=$BUILD/alexeyab-cpu/darknet_mn
 if [ -x "$AB" ]; then check_base alexeyab "$AB" ${AB_EXTRA-dilation=2}
 else ok "AlexeyAB's base skipped: $AB is not built (make DARKNET=alexeyab)"; fi
+
+# The engine's unrolled loops (plugin/base/mn_loops.c) against each base's own.
+unit_test loops-pjreddie 1 -- "$TEST_BIN/test_loops" "$G"
+if [ -x "$AB" ] && make -s DARKNET=alexeyab "$BUILD/alexeyab-cpu/tests/test_loops" > "$G/loops-build.log" 2>&1; then
+    unit_test loops-alexeyab 1 -- "$BUILD/alexeyab-cpu/tests/test_loops" "$G"
+elif [ -x "$AB" ]; then bad "test_loops for AlexeyAB's base did not build (see $G/loops-build.log)"; fi
 
 finish

@@ -317,6 +317,7 @@ static void dnnl_backward(layer l, network_state state)
     else if (l.activation == NORM_CHAN_SOFTMAX || l.activation == NORM_CHAN_SOFTMAX_MAXVAL)
         gradient_array_normalize_channels_softmax(l.output, n, l.batch, l.out_c, wh, l.delta);
     else if (l.activation == NORM_CHAN) gradient_array_normalize_channels(l.output, n, l.batch, l.out_c, wh, l.delta);
+    else if (l.activation == LEAKY) mn_leaky_gradient(l.output, l.delta, (size_t)n);   /* gradient_array's, to the bit */
     else gradient_array(l.output, n, l.activation, l.delta);
     if (l.batch_normalize) backward_batchnorm_layer(l, state);
     else backward_bias(l.bias_updates, l.delta, l.batch, l.n, wh);
@@ -337,7 +338,20 @@ static const char *dnnl_refuse(const layer *l, mn_conv_geom *g)
     g->pad = l->pad * g->dilation;
     return NULL;
 }
+
+/* The fork's padding is size-1 unless given: -pad/2 is 0 for size 2. */
+static int pool2(const layer *l)
+{
+    return !l->maxpool_depth && !l->antialiasing && l->size == 2 && l->stride_x == 2 && l->stride_y == 2 &&
+           l->pad / 2 == 0 && l->w % 2 == 0 && l->h % 2 == 0 && l->out_w == l->w / 2 && l->out_h == l->h / 2 &&
+           l->out_c == l->c;
+}
+
+static void pool_forward(layer l, network_state state)
+{
+    mn_maxpool2(state.input, l.output, l.indexes, l.w, l.h, l.batch * l.c);
+}
 #endif
-MN_DNNL_OPS(dnnl_refuse, dnnl_forward, dnnl_backward)
+MN_DNNL_OPS(dnnl_refuse, dnnl_forward, dnnl_backward, pool2, pool_forward)
 
 #endif

@@ -171,17 +171,30 @@ void backward_bias(float *bias_updates, float *delta, int batch, int n, int size
 void activate_array(float *x, const int n, const ACTIVATION a);
 void gradient_array(const float *x, const int n, const ACTIVATION a, float *delta);
 
+/* activate_array and gradient_array, leaky through mn_loops.c. */
+static void act_forward(float *x, int n, ACTIVATION a)
+{
+    if (a == LEAKY) mn_leaky_double(x, (size_t)n);
+    else activate_array(x, n, a);
+}
+
+static void act_backward(const float *y, int n, ACTIVATION a, float *delta)
+{
+    if (a == LEAKY) mn_leaky_gradient(y, delta, (size_t)n);
+    else gradient_array(y, n, a, delta);
+}
+
 static void dnnl_forward(layer l, network net)
 {
     mn_dnnl_forward(net.layer_engine, net.index, &l, net.input);
     if (l.batch_normalize) forward_batchnorm_layer(l, net);
     else add_bias(l.output, l.biases, l.batch, l.n, l.out_h * l.out_w);
-    activate_array(l.output, l.outputs * l.batch, l.activation);
+    act_forward(l.output, l.outputs * l.batch, l.activation);
 }
 
 static void dnnl_backward(layer l, network net)
 {
-    gradient_array(l.output, l.outputs * l.batch, l.activation, l.delta);
+    act_backward(l.output, l.outputs * l.batch, l.activation, l.delta);
     if (l.batch_normalize) backward_batchnorm_layer(l, net);
     else backward_bias(l.bias_updates, l.delta, l.batch, l.n, l.out_w * l.out_h);
     /* A 1x1 convolution's gemm writes the input gradient (beta 0); col2im adds it. */
@@ -195,7 +208,19 @@ static const char *dnnl_refuse(const layer *l, mn_conv_geom *g)
     g->pad = l->pad;
     return NULL;
 }
+
+/* The parser's padding is size-1 unless given: -pad/2 is 0 for size 2. */
+static int pool2(const layer *l)
+{
+    return l->size == 2 && l->stride == 2 && l->pad / 2 == 0 && l->w % 2 == 0 && l->h % 2 == 0 &&
+           l->out_w == l->w / 2 && l->out_h == l->h / 2;
+}
+
+static void pool_forward(layer l, network net)
+{
+    mn_maxpool2(net.input, l.output, l.indexes, l.w, l.h, l.batch * l.c);
+}
 #endif
-MN_DNNL_OPS(dnnl_refuse, dnnl_forward, dnnl_backward)
+MN_DNNL_OPS(dnnl_refuse, dnnl_forward, dnnl_backward, pool2, pool_forward)
 
 #endif

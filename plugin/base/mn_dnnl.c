@@ -41,6 +41,7 @@ struct mn_dnnl {
     dnnl_stream_t stream;
     const mn_comm *comm;
     int n, hooked;
+    int pools;   /* maxpool layers on mn_maxpool2 */
     conv *layers;
     mn_conv_geom *geom;
 };
@@ -255,6 +256,10 @@ int mn_dnnl_install(network *net, const mn_comm *c, const mn_dnnl_ops *ops)
     int hooked = 0;
     for (int i = 0; i < net->n; ++i) {
         layer *l = &net->layers[i];
+        if (l->type == MAXPOOL && ops->pool2(l)) {
+            l->forward = ops->pool_forward;
+            d->pools++;
+        }
         if (l->type != CONVOLUTIONAL || l->xnor || l->binary || ops->refuse(l, &d->geom[i])) continue;
         if (!d->eng) {
             check(d, i, "engine_create", dnnl_engine_create(&d->eng, dnnl_cpu, 0));
@@ -295,8 +300,10 @@ int mn_dnnl_describe(const network *net, char *buf, size_t n)
     const mn_dnnl *d = net->layer_engine;
     if (!d || !d->hooked) return 0;
     const dnnl_version_t *v = dnnl_version();
-    snprintf(buf, n, "oneDNN %d.%d.%d, %d thread%s, %d convolutional layer%s", v->major, v->minor, v->patch,
-             omp_get_max_threads(), omp_get_max_threads() > 1 ? "s" : "", d->hooked, d->hooked == 1 ? "" : "s");
+    int k = snprintf(buf, n, "oneDNN %d.%d.%d, %d thread%s, %d convolutional layer%s", v->major, v->minor, v->patch,
+                     omp_get_max_threads(), omp_get_max_threads() > 1 ? "s" : "", d->hooked, d->hooked == 1 ? "" : "s");
+    if (d->pools && k >= 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, "; 2x2 maxpool unrolled on %d layer%s", d->pools, d->pools == 1 ? "" : "s");
     return 1;
 }
 

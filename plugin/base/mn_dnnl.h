@@ -2,8 +2,9 @@
  * parser, mn_base_dnnl_install swaps a network's convolutional layers'
  * forward and backward for the base adapter's, which
  * run the convolution here and the rest of the layer (batch norm, bias,
- * activation) through Darknet's own functions, so those keep Darknet's
- * exact semantics. The state hangs off net->layer_engine (patch 0013,
+ * activation) through Darknet's own functions or, for leaky, mn_loops.c's
+ * loop with the same result; 2x2 stride-2 maxpool layers get mn_loops.c's
+ * forward. The state hangs off net->layer_engine (patch 0013,
  * alexeyab 0013). MN_DNNL=0 in the environment keeps Darknet's im2col +
  * gemm path in a DNNL=1 build. */
 #ifndef MN_MN_DNNL_H
@@ -22,18 +23,22 @@ typedef struct {
 
 /* A base's oneDNN layer functions: refuse says why layer l (convolutional,
  * not binary) stays on Darknet's path (NULL: it can go through oneDNN),
- * with its geometry in g; forward and backward replace its own. */
+ * with its geometry in g; forward and backward replace its own. pool2 says
+ * whether maxpool layer l is a plain 2x2 stride-2 pooling of an even input
+ * (mn_maxpool2), pool_forward replaces its forward. */
 typedef struct {
     const char *(*refuse)(const layer *l, mn_conv_geom *g);
     __typeof__(((layer *)0)->forward) forward, backward;
+    int (*pool2)(const layer *l);
+    __typeof__(((layer *)0)->forward) pool_forward;
 } mn_dnnl_ops;
 /* Each adapter's functions (MN_DNNL_OPS defines it); NULL in a DNNL=0 build. */
 const mn_dnnl_ops *mn_base_dnnl_ops(void);
 #ifdef MN_DNNL
-#define MN_DNNL_OPS(r, f, b) static const mn_dnnl_ops mn_dnnl_ops_ = {r, f, b}; \
+#define MN_DNNL_OPS(r, f, b, p, pf) static const mn_dnnl_ops mn_dnnl_ops_ = {r, f, b, p, pf}; \
     const mn_dnnl_ops *mn_base_dnnl_ops(void) { return &mn_dnnl_ops_; }
 #else
-#define MN_DNNL_OPS(r, f, b) const mn_dnnl_ops *mn_base_dnnl_ops(void) { return NULL; }
+#define MN_DNNL_OPS(r, f, b, p, pf) const mn_dnnl_ops *mn_base_dnnl_ops(void) { return NULL; }
 #endif
 /* Gives the network's convolutional layers that ops->refuse lets through
  * the adapter's oneDNN forward and backward; returns their count (0 in a
@@ -55,5 +60,11 @@ void mn_dnnl_forward(void *engine, int i, const layer *l, const float *input);
  * input gradient is added into it, or written over it when overwrite (as
  * the base's own backward does). */
 void mn_dnnl_backward(void *engine, int i, const layer *l, const float *input, float *delta, int overwrite);
+
+/* mn_loops.c: Darknet's per-element loops without their per-element
+ * dispatch, to the bit on finite values. */
+void mn_leaky_double(float *x, size_t n);   /* pjreddie's leaky (the product in double) */
+void mn_leaky_gradient(const float *y, float *delta, size_t n);
+void mn_maxpool2(const float *in, float *out, int *indexes, int w, int h, int planes);
 
 #endif
