@@ -11,7 +11,8 @@
 #    its 3x3 adds to it; the fork's writes over it at every size), stride 2
 #    with 2 groups, 5x5 without padding, linear and logistic; on the fork
 #    also dilation 2.
-# The startup line names oneDNN, and MN_DNNL=0's does not. test_loops: the
+# The startup line names oneDNN, and MN_DNNL=0's does not. Weights move
+# both ways between stock Darknet and darknet-mn on oneDNN. test_loops: the
 # engine's leaky and 2x2 maxpool loops give each base's own results.
 # Run by tests/run.sh (T, D, TEST_BIN, MPI set there), or alone after make.
 . "$(dirname "$0")/lib.sh"
@@ -77,6 +78,40 @@ check_base pjreddie "$PROG"
 AB=$BUILD/alexeyab-cpu/darknet_mn
 if [ -x "$AB" ]; then check_base alexeyab "$AB" ${AB_EXTRA-dilation=2}
 else ok "AlexeyAB's base skipped: $AB is not built (make DARKNET=alexeyab)"; fi
+
+# Weights stay Darknet's: stock pjreddie Darknet (unpatched, im2col + its own
+# gemm) reads weights that darknet-mn trained on oneDNN, darknet-mn reads
+# weights that stock trained, and the two predict the same top 5 for an
+# image (percentages within 0.05: the engines' sums agree to about 1e-6).
+STOCK=third_party/darknet-stock/darknet
+same_top5() {   # same_top5 NAME WEIGHTS: stock's and darknet-mn's predict
+    local img cfg=$G/stock.cfg
+    img=$(head -1 "$D/test.list")
+    "$STOCK" classifier predict "$G/stock.data" "$cfg" "$2" "$img" > "$G/$1-stock.top" 2> /dev/null
+    $MPI -n 1 "$PROG" classifier predict "$G/stock.data" "$cfg" "$2" "$img" 2> /dev/null | grep '%: ' > "$G/$1-mn.top"
+    if [ "$(wc -l < "$G/$1-stock.top")" = 5 ] && paste -d' ' "$G/$1-stock.top" "$G/$1-mn.top" |
+        awk '{ a = $1 + 0; b = $3 + 0; if ($2 != $4 || a - b > 0.05 || b - a > 0.05) bad = 1 } END { exit bad }'; then
+        ok "$1: stock Darknet and darknet-mn predict the same top 5 ($(head -1 "$G/$1-mn.top") against $(head -1 "$G/$1-stock.top"))"
+    else bad "$1: top 5 differ: $(paste -sd' ' "$G/$1-stock.top") against $(paste -sd' ' "$G/$1-mn.top")"; fi
+}
+if make -s "$STOCK" > "$G/stock-build.log" 2>&1; then
+    sed -e '/^\[distributed\]/,$d' "$G/pjreddie/two/fashion.cfg" > "$G/stock.cfg"
+    mkdir -p "$G/stock-train"
+    printf 'classes=10\ntop=5\ntrain=%s/train.list\nvalid=%s/test.list\nlabels=%s/labels.txt\nbackup=%s/stock-train\n' \
+        "$D" "$D" "$D" "$G" > "$G/stock.data"
+    mnw=$G/pjreddie-fashion-dnnl/fashion_final.weights stw=$G/stock-train/stock.weights
+    same_top5 "oneDNN-trained weights in stock Darknet" "$mnw"
+    (cd "$G" && "$OLDPWD/$STOCK" classifier train stock.data stock.cfg > stock-train.out 2>&1)
+    same_top5 "stock-trained weights in darknet-mn (oneDNN)" "$stw"
+    # Each reads the other's file and writes it back (partial, every layer)
+    # byte for byte after the 20-byte header, whose seen count partial resets.
+    n=$(( $(grep -c '^\[' "$G/stock.cfg") - 1 ))
+    "$STOCK" partial "$G/stock.cfg" "$mnw" "$G/by-stock.weights" "$n" > /dev/null 2>&1
+    $MPI -n 1 "$PROG" partial "$G/stock.cfg" "$stw" "$G/by-mn.weights" "$n" > /dev/null 2>&1
+    if cmp -s -i 20 "$mnw" "$G/by-stock.weights" && cmp -s -i 20 "$stw" "$G/by-mn.weights"; then
+        ok "weights files: stock Darknet rewrites darknet-mn's, and darknet-mn stock's, byte for byte ($(stat -c %s "$mnw") bytes)"
+    else bad "weights files differ once rewritten: $(cmp -i 20 "$mnw" "$G/by-stock.weights" 2>&1; cmp -i 20 "$stw" "$G/by-mn.weights" 2>&1)"; fi
+else bad "stock Darknet did not build (see $G/stock-build.log)"; fi
 
 # The engine's unrolled loops (plugin/base/mn_loops.c) against each base's own.
 unit_test loops-pjreddie 1 -- "$TEST_BIN/test_loops" "$G"
