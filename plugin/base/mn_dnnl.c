@@ -187,9 +187,6 @@ static void conv_make(mn_dnnl *d, int i, const layer *l, conv *v)
     v->dw = malloc(sizeof(float) * (size_t)l->nweights);
     v->dx = malloc(sizeof(float) * (size_t)l->inputs);
     if (!v->dw || !v->dx) mn_abort(d->comm, "layer %d (convolutional): no memory for oneDNN's gradients", i);
-    int key[6] = {l->c, l->h, l->w, l->n, l->out_h, l->out_w};
-    memcpy(v->key, key, sizeof key);
-    v->ready = 1;
 }
 
 /* Layer i's primitives, made or remade for its current size. */
@@ -200,6 +197,8 @@ static conv *conv_of(mn_dnnl *d, int i, const layer *l)
     if (v->ready && !memcmp(v->key, key, sizeof key)) return v;
     conv_free(v);
     conv_make(d, i, l, v);
+    memcpy(v->key, key, sizeof key);
+    v->ready = 1;
     return v;
 }
 

@@ -11,14 +11,13 @@
 
 int mn_engine_blas_threads(void)
 {
+    mn_dnnl_threads();
 #ifdef MN_BLAS
     /* OpenBLAS starts as many threads as the machine has cores: one rank per
      * core would run N x N. */
     if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
-    mn_dnnl_threads();
     return openblas_get_num_threads();
 #else
-    mn_dnnl_threads();
     return 0;
 #endif
 }
