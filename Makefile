@@ -160,6 +160,11 @@ $(OBJ)/plugin/%.o: plugin/%.c $(PLUGIN_HDR) $(DK)/.patched
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
+# The layer engine's per-element loops: nothing here handles floating-point
+# traps, and without them GCC may compute both arms of leaky's select and so
+# vectorize it (the values are the same).
+$(OBJ)/plugin/base/mn_bn.o $(OBJ)/plugin/base/mn_loops.o: CFLAGS += -fno-trapping-math
+
 $(OBJ)/plugin/transport/mn_kernels.o: plugin/transport/mn_kernels.cu plugin/transport/mn_wait.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@

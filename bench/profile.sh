@@ -26,7 +26,7 @@ kind() {
         if (s ~ /im2col/) return "convolution: im2col"
         if (s ~ /col2im/) return "convolution: col2im"
         if (d ~ /openblas/ || s ~ /^gemm|sgemm/) return "gemm (OpenBLAS; convolution and connected)"
-        if (s ~ /normalize|mean_cpu|variance|scale_bias|backward_scale|mean_delta|batchnorm/) return "batch norm"
+        if (s ~ /normalize|mean_cpu|variance|scale_bias|backward_scale|mean_delta|batchnorm|mn_bn_|plane_s/) return "batch norm"
         if (s ~ /add_bias|backward_bias/) return "bias"
         if (s ~ /activate|gradient_array|leaky|logistic|relu|linear_/) return "activation"
         if (s ~ /maxpool/) return "maxpool"

@@ -4,8 +4,11 @@
  * pooling against the base's forward_maxpool_layer in training mode: the
  * output and the indexes that its backward follows, and with NaN in the
  * input the NaN in the output. A maxpool on an odd input keeps the base's
- * loop.
+ * loop. A batch-normalized convolution's training step (plugin/base/mn_bn.c
+ * with oneDNN) against the base's own, every array it writes, with and
+ * without the sync hook, to float rounding.
  * usage: test_loops <tmpdir> */
+#include <stddef.h>
 #include <stdlib.h>
 #include "mn_test.h"
 
@@ -63,21 +66,30 @@ static void write_cfg(const char *path, int pad_key)
 
 typedef __typeof__(((layer *)0)->forward) forward_fn;
 
-/* f on layer l of net in training mode, the base's calling convention. */
-static void forward_train(network *net, forward_fn f, layer *l, float *x)
+/* f on layer l of net in training mode, the base's calling convention;
+ * dx: the input's gradient for a backward f. */
+static void run_train(network *net, forward_fn f, layer *l, float *x, float *dx)
 {
 #ifdef MN_BASE_ALEXEYAB
     network_state s = {0};
     s.net = *net;
     s.input = x;
+    s.delta = dx;
+    s.workspace = net->workspace;
     s.train = 1;
     f(*l, s);
 #else
     network n = *net;
     n.input = x;
+    n.delta = dx;
     n.train = 1;
     f(*l, n);
 #endif
+}
+
+static void forward_train(network *net, forward_fn f, layer *l, float *x)
+{
+    run_train(net, f, l, x, NULL);
 }
 
 static void check_maxpool(mn_comm *c, const char *tmp, int pad_key)
@@ -126,20 +138,139 @@ static void check_maxpool(mn_comm *c, const char *tmp, int pad_key)
     mn_base_free(net);
 }
 
+/* The synchronized batch norm hook as a test double: it logs which arrays
+ * it got, in order, and moves them as an allreduce with other ranks would. */
+typedef struct { char log[256]; size_t len; } hook_log;
+
+static void fake_sync(network *net, float *a, float *b, int n, int gpu)
+{
+    layer *l = &net->layers[0];
+    hook_log *hook_to = net->bn_sync_arg;
+    const char *name = a == l->mean ? "mean" : a == l->variance ? "variance" : a == l->mean_delta ? "mean_delta" : "?";
+    hook_to->len += (size_t)snprintf(hook_to->log + hook_to->len, sizeof hook_to->log - hook_to->len, "%s%s,%d,%d;", name,
+                                     b == l->variance_delta ? "+variance_delta" : b ? "+?" : "", n, gpu);
+    for (int i = 0; i < n; ++i) {
+        a[i] = a[i] * 1.25f + 0.001f * (float)i;
+        if (b) b[i] *= 0.75f;
+    }
+}
+
+/* Largest |a - b| over the largest |a|: 0 where they agree. */
+static double spread(const float *a, const float *b, size_t n)
+{
+    double d = 0, m = 1e-30;
+    for (size_t i = 0; i < n; ++i) {
+        double e = fabs((double)a[i] - b[i]), v = fabs((double)a[i]);
+        d = e > d ? e : d;
+        m = v > m ? v : m;
+    }
+    return d / m;
+}
+
+/* The arrays a training step of the layer writes, each with its length. */
+enum { PER_OUTPUT, PER_CHANNEL, PER_WEIGHT };
+typedef struct { const char *name; size_t at; int len; } field;
+#define FIELD(f, len) {#f, offsetof(layer, f), len}
+static const field fields[] = {
+    FIELD(output, PER_OUTPUT), FIELD(x_norm, PER_OUTPUT), FIELD(mean, PER_CHANNEL), FIELD(variance, PER_CHANNEL),
+    FIELD(rolling_mean, PER_CHANNEL), FIELD(rolling_variance, PER_CHANNEL), FIELD(mean_delta, PER_CHANNEL),
+    FIELD(variance_delta, PER_CHANNEL), FIELD(delta, PER_OUTPUT), FIELD(bias_updates, PER_CHANNEL),
+    FIELD(scale_updates, PER_CHANNEL), FIELD(weight_updates, PER_WEIGHT)};
+enum { FIELDS = sizeof fields / sizeof *fields };
+
+/* One training forward and backward of a batch-normalized convolution: the
+ * base's own functions, then the layer engine's (oneDNN and mn_bn.c), from
+ * the same state. Every array they write agrees to float rounding, and with
+ * sync the hook sees the same arrays in the same order. The data has a small
+ * spread (variance about 1e-4), where the bases' epsilons tell apart. */
+static double check_bn(mn_comm *c, const char *tmp, const char *act, int sync)
+{
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "%s/bn-%s.cfg", tmp, act);
+    FILE *f = fopen(cfg, "w");
+    fprintf(f, "[net]\nbatch=%d\nwidth=10\nheight=6\nchannels=2\n\n[convolutional]\nbatch_normalize=1\nfilters=4\n"
+               "size=3\nstride=1\npad=1\nactivation=%s\n", B, act);
+    fclose(f);
+    network *net = mn_base_parse(cfg);
+    layer *l = &net->layers[0];
+    double worst = 0;
+    forward_fn own_f = l->forward, own_b = l->backward;
+    mn_dnnl_install(net, c, mn_base_dnnl_ops());
+    EXPECT(l->forward != own_f && l->backward != own_b, "%s: the convolution is not on the layer engine", act);
+    net->ranks = sync ? 2 : 1;
+    hook_log logs[2] = {{{0}, 0}, {{0}, 0}};
+    if (sync) net->bn_sync = fake_sync;
+    size_t nx = (size_t)l->inputs * l->batch, no = (size_t)l->outputs * l->batch;
+    float *x = malloc(nx * sizeof *x), *dx[2] = {calloc(nx, sizeof(float)), calloc(nx, sizeof(float))};
+    float *dy = malloc(no * sizeof *dy), *saved[FIELDS];
+    for (size_t i = 0; i < nx; ++i) x[i] = 0.5f + 0.01f * value((unsigned)i * 13u + 1u, 0);
+    for (size_t i = 0; i < no; ++i) dy[i] = value((unsigned)i * 5u + 2u, 0);
+    for (int i = 0; i < l->nweights; ++i) l->weights[i] = 0.2f * value((unsigned)i * 3u + 7u, 0);
+    for (int i = 0; i < l->out_c; ++i) {
+        l->scales[i] = 0.5f + 0.25f * (float)i;
+        l->biases[i] = 0.1f * (float)i - 0.15f;
+        l->rolling_mean[i] = 0.3f, l->rolling_variance[i] = 0.7f;
+    }
+    for (int k = 0; k < 2; ++k) {
+        forward_fn fw = k ? l->forward : own_f, bw = k ? l->backward : own_b;
+        for (int i = 0; i < l->out_c; ++i) {
+            l->rolling_mean[i] = 0.3f, l->rolling_variance[i] = 0.7f;
+            l->bias_updates[i] = l->scale_updates[i] = 0.01f;
+        }
+        memset(l->weight_updates, 0, (size_t)l->nweights * sizeof(float));
+        net->bn_sync_arg = &logs[k];
+        forward_train(net, fw, l, x);
+        memcpy(l->delta, dy, no * sizeof *dy);
+        run_train(net, bw, l, x, dx[k]);
+        for (int j = 0; j < FIELDS; ++j) {
+            float *now = *(float **)((char *)l + fields[j].at);
+            size_t n = fields[j].len == PER_OUTPUT ? no : fields[j].len == PER_CHANNEL ? (size_t)l->out_c : (size_t)l->nweights;
+            if (!k) {
+                saved[j] = malloc(n * sizeof(float));
+                memcpy(saved[j], now, n * sizeof(float));
+                continue;
+            }
+            double d = spread(saved[j], now, n);
+            worst = d > worst ? d : worst;
+            EXPECT(d <= 3e-5, "%s%s: %s differs from the base's by %.3g of its largest value", act,
+                   sync ? " with sync" : "", fields[j].name, d);
+            free(saved[j]);
+        }
+    }
+    double d = spread(dx[0], dx[1], nx);
+    worst = d > worst ? d : worst;
+    EXPECT(d <= 3e-5, "%s%s: the input's gradient differs from the base's by %.3g", act, sync ? " with sync" : "", d);
+    EXPECT(!strcmp(logs[0].log, logs[1].log), "%s: the sync hook saw '%s' from the base, '%s' from the engine", act,
+           logs[0].log, logs[1].log);
+    if (sync) EXPECT(logs[0].len > 0, "%s: the base never called the sync hook", act);
+    free(x), free(dx[0]), free(dx[1]), free(dy);
+    mn_base_free(net);
+    return worst;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     if (argc < 2) { fprintf(stderr, "usage: test_loops <tmpdir>\n"); MPI_Abort(MPI_COMM_WORLD, 2); }
     mn_status st;
     mn_comm *c = mn_comm_create(MPI_COMM_WORLD, &st);
+    double worst = 0;
     check_activation(mn_base_name());
     EXPECT(mn_base_dnnl_ops() != NULL, "a DNNL=0 build has no layer engine to test");
     if (mn_base_dnnl_ops()) {
         check_maxpool(c, argv[1], 0);
         check_maxpool(c, argv[1], 1);
+        const char *acts[] = {"leaky", "linear", "logistic"};
+        for (int a = 0; a < 3; ++a)
+            for (int sync = 0; sync < 2; ++sync) {
+                double d = check_bn(c, argv[1], acts[a], sync);
+                worst = d > worst ? d : worst;
+            }
     }
-    printf("test_loops: %s: %s, 2x2 maxpool (both padding keys, with and without NaN) as the base computes them: %s\n",
-           mn_base_name(), strcmp(mn_base_name(), "pjreddie") ? "leaky's gradient" : "leaky and its gradient",
+    printf("test_loops: %s: %s, 2x2 maxpool (both padding keys, with and without NaN) as the base computes them, "
+           "batch norm with leaky, linear and logistic (hook or not) as it does to float rounding (largest "
+           "difference %.2g of an array's largest value): %s\n",
+           mn_base_name(), strcmp(mn_base_name(), "pjreddie") ? "leaky's gradient" : "leaky and its gradient", worst,
            failures ? "FAILED" : "ok");
     mn_comm_free(c);
     MPI_Finalize();

@@ -290,37 +290,74 @@ void add_bias(float *output, float *biases, int batch, int n, int size);
 void backward_bias(float *bias_updates, float *delta, int batch, int n, int size);
 void activate_array_cpu_custom(float *x, const int n, const ACTIVATION a);
 
+/* The fork's batch norm (batchnorm_layer.c) for mn_bn.c. */
+static const mn_bn_base bn_base = {.9f, .1f, 1, 0};
+
+/* Training batch norm goes through mn_bn.c, with leaky or linear inside it. */
+static int bn_act(const layer *l)
+{
+    return l->activation == LEAKY ? MN_BN_LEAKY : MN_BN_LINEAR;
+}
+
+static int bn_fuses(const layer *l)
+{
+    return l->activation == LEAKY || l->activation == LINEAR;
+}
+
+/* The fork's forward_convolutional_layer's activation on l's output. */
+static void act_forward(const layer *l)
+{
+    int n = l->outputs * l->batch, wh = l->out_w * l->out_h;
+    if (l->activation == SWISH) activate_array_swish(l->output, n, l->activation_input, l->output);
+    else if (l->activation == MISH) activate_array_mish(l->output, n, l->activation_input, l->output);
+    else if (l->activation == HARD_MISH) activate_array_hard_mish(l->output, n, l->activation_input, l->output);
+    else if (l->activation == NORM_CHAN) activate_array_normalize_channels(l->output, n, l->batch, l->out_c, wh, l->output);
+    else if (l->activation == NORM_CHAN_SOFTMAX)
+        activate_array_normalize_channels_softmax(l->output, n, l->batch, l->out_c, wh, l->output, 0);
+    else if (l->activation == NORM_CHAN_SOFTMAX_MAXVAL)
+        activate_array_normalize_channels_softmax(l->output, n, l->batch, l->out_c, wh, l->output, 1);
+    else activate_array_cpu_custom(l->output, n, l->activation);
+}
+
+/* And its backward's gradient of it, into l's delta. */
+static void act_backward(const layer *l)
+{
+    int n = l->outputs * l->batch, wh = l->out_w * l->out_h;
+    if (l->activation == SWISH) gradient_array_swish(l->output, n, l->activation_input, l->delta);
+    else if (l->activation == MISH) gradient_array_mish(n, l->activation_input, l->delta);
+    else if (l->activation == HARD_MISH) gradient_array_hard_mish(n, l->activation_input, l->delta);
+    else if (l->activation == NORM_CHAN_SOFTMAX || l->activation == NORM_CHAN_SOFTMAX_MAXVAL)
+        gradient_array_normalize_channels_softmax(l->output, n, l->batch, l->out_c, wh, l->delta);
+    else if (l->activation == NORM_CHAN) gradient_array_normalize_channels(l->output, n, l->batch, l->out_c, wh, l->delta);
+    else if (l->activation == LEAKY) mn_leaky_gradient(l->output, l->delta, (size_t)n);   /* gradient_array's, to the bit */
+    else gradient_array(l->output, n, l->activation, l->delta);
+}
+
 static void dnnl_forward(layer l, network_state state)
 {
     if (l.train == 0) state.train = 0;   /* frozen, without statistics buffers (patch 0011) */
-    mn_dnnl_forward(state.net.layer_engine, state.index, &l, state.input);
+    int bn = l.batch_normalize && state.train;
+    mn_dnnl_forward(state.net.layer_engine, state.index, &l, state.input, bn ? l.x : l.output);
+    if (bn) {
+        mn_bn_forward(&bn_base, &l, &state.net, bn_act(&l));
+        if (!bn_fuses(&l)) act_forward(&l);
+        return;
+    }
     if (l.batch_normalize) forward_batchnorm_layer(l, state);
     else add_bias(l.output, l.biases, l.batch, l.n, l.out_h * l.out_w);
-    int n = l.outputs * l.batch, wh = l.out_w * l.out_h;
-    if (l.activation == SWISH) activate_array_swish(l.output, n, l.activation_input, l.output);
-    else if (l.activation == MISH) activate_array_mish(l.output, n, l.activation_input, l.output);
-    else if (l.activation == HARD_MISH) activate_array_hard_mish(l.output, n, l.activation_input, l.output);
-    else if (l.activation == NORM_CHAN) activate_array_normalize_channels(l.output, n, l.batch, l.out_c, wh, l.output);
-    else if (l.activation == NORM_CHAN_SOFTMAX)
-        activate_array_normalize_channels_softmax(l.output, n, l.batch, l.out_c, wh, l.output, 0);
-    else if (l.activation == NORM_CHAN_SOFTMAX_MAXVAL)
-        activate_array_normalize_channels_softmax(l.output, n, l.batch, l.out_c, wh, l.output, 1);
-    else activate_array_cpu_custom(l.output, n, l.activation);
+    act_forward(&l);
 }
 
 static void dnnl_backward(layer l, network_state state)
 {
-    int n = l.outputs * l.batch, wh = l.out_w * l.out_h;
-    if (l.activation == SWISH) gradient_array_swish(l.output, n, l.activation_input, l.delta);
-    else if (l.activation == MISH) gradient_array_mish(n, l.activation_input, l.delta);
-    else if (l.activation == HARD_MISH) gradient_array_hard_mish(n, l.activation_input, l.delta);
-    else if (l.activation == NORM_CHAN_SOFTMAX || l.activation == NORM_CHAN_SOFTMAX_MAXVAL)
-        gradient_array_normalize_channels_softmax(l.output, n, l.batch, l.out_c, wh, l.delta);
-    else if (l.activation == NORM_CHAN) gradient_array_normalize_channels(l.output, n, l.batch, l.out_c, wh, l.delta);
-    else if (l.activation == LEAKY) mn_leaky_gradient(l.output, l.delta, (size_t)n);   /* gradient_array's, to the bit */
-    else gradient_array(l.output, n, l.activation, l.delta);
-    if (l.batch_normalize) backward_batchnorm_layer(l, state);
-    else backward_bias(l.bias_updates, l.delta, l.batch, l.n, wh);
+    if (l.batch_normalize && state.train && l.train) {
+        if (!bn_fuses(&l)) act_backward(&l);
+        mn_bn_backward(&bn_base, &l, &state.net, bn_act(&l));
+    } else {
+        act_backward(&l);
+        if (l.batch_normalize) backward_batchnorm_layer(l, state);
+        else backward_bias(l.bias_updates, l.delta, l.batch, l.n, l.out_w * l.out_h);
+    }
     /* The fork's col2im_cpu_ext zeroes the input gradient before writing it,
      * 1x1 or not (a route's share there is lost, as in its own backward). */
     mn_dnnl_backward(state.net.layer_engine, state.index, &l, state.input, state.delta, 1);

@@ -184,9 +184,29 @@ static void act_backward(const float *y, int n, ACTIVATION a, float *delta)
     else gradient_array(y, n, a, delta);
 }
 
+/* pjreddie's batch norm (batchnorm_layer.c) for mn_bn.c. */
+static const mn_bn_base bn_base = {.99f, .01f, 0, 1};
+
+/* Training batch norm goes through mn_bn.c, with leaky or linear inside it. */
+static int bn_act(const layer *l)
+{
+    return l->activation == LEAKY ? MN_BN_LEAKY : MN_BN_LINEAR;
+}
+
+static int bn_fuses(const layer *l)
+{
+    return l->activation == LEAKY || l->activation == LINEAR;
+}
+
 static void dnnl_forward(layer l, network net)
 {
-    mn_dnnl_forward(net.layer_engine, net.index, &l, net.input);
+    int bn = l.batch_normalize && net.train;
+    mn_dnnl_forward(net.layer_engine, net.index, &l, net.input, bn ? l.x : l.output);
+    if (bn) {
+        mn_bn_forward(&bn_base, &l, &net, bn_act(&l));
+        if (!bn_fuses(&l)) act_forward(l.output, l.outputs * l.batch, l.activation);
+        return;
+    }
     if (l.batch_normalize) forward_batchnorm_layer(l, net);
     else add_bias(l.output, l.biases, l.batch, l.n, l.out_h * l.out_w);
     act_forward(l.output, l.outputs * l.batch, l.activation);
@@ -194,9 +214,14 @@ static void dnnl_forward(layer l, network net)
 
 static void dnnl_backward(layer l, network net)
 {
-    act_backward(l.output, l.outputs * l.batch, l.activation, l.delta);
-    if (l.batch_normalize) backward_batchnorm_layer(l, net);
-    else backward_bias(l.bias_updates, l.delta, l.batch, l.n, l.out_w * l.out_h);
+    if (l.batch_normalize && net.train) {
+        if (!bn_fuses(&l)) act_backward(l.output, l.outputs * l.batch, l.activation, l.delta);
+        mn_bn_backward(&bn_base, &l, &net, bn_act(&l));
+    } else {
+        act_backward(l.output, l.outputs * l.batch, l.activation, l.delta);
+        if (l.batch_normalize) backward_batchnorm_layer(l, net);
+        else backward_bias(l.bias_updates, l.delta, l.batch, l.n, l.out_w * l.out_h);
+    }
     /* A 1x1 convolution's gemm writes the input gradient (beta 0); col2im adds it. */
     mn_dnnl_backward(net.layer_engine, net.index, &l, net.input, net.delta, l.size == 1);
 }

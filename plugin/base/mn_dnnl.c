@@ -202,14 +202,14 @@ static conv *conv_of(mn_dnnl *d, int i, const layer *l)
     return v;
 }
 
-void mn_dnnl_forward(void *engine, int i, const layer *l, const float *input)
+void mn_dnnl_forward(void *engine, int i, const layer *l, const float *input, float *out)
 {
     mn_dnnl *d = engine;
     conv *v = conv_of(d, i, l);
     dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, NULL}, {DNNL_ARG_WEIGHTS, arg_in(d, i, &v->f_wei, l->weights)}, {DNNL_ARG_DST, NULL}};
     for (int b = 0; b < l->batch; ++b) {
         a[0].memory = arg_in(d, i, &v->f_src, input + (size_t)b * l->inputs);
-        a[2].memory = arg_out(d, i, &v->f_dst, l->output + (size_t)b * l->outputs);
+        a[2].memory = arg_out(d, i, &v->f_dst, out + (size_t)b * l->outputs);
         run(d, i, "convolution forward", v->fwd, 3, a);
         arg_done(d, i, &v->f_dst);
     }

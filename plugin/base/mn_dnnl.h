@@ -39,6 +39,7 @@ const mn_dnnl_ops *mn_base_dnnl_ops(void);
     const mn_dnnl_ops *mn_base_dnnl_ops(void) { return &mn_dnnl_ops_; }
 #else
 #define MN_DNNL_OPS(r, f, b, p, pf) const mn_dnnl_ops *mn_base_dnnl_ops(void) { return NULL; }
+
 #endif
 /* Gives the network's convolutional layers that ops->refuse lets through
  * the adapter's oneDNN forward and backward; returns their count (0 in a
@@ -53,9 +54,9 @@ int mn_dnnl_threads(void);
  * mn_dnnl_install hooked nothing or was not run. */
 int mn_dnnl_describe(const network *net, char *buf, size_t n);
 
-/* For the adapters' hooked functions. Layer i's output = convolution of
- * input (no bias). */
-void mn_dnnl_forward(void *engine, int i, const layer *l, const float *input);
+/* For the adapters' hooked functions. out (the layer's output, or its x
+ * where mn_bn_forward follows) = layer i's convolution of input (no bias). */
+void mn_dnnl_forward(void *engine, int i, const layer *l, const float *input, float *out);
 /* l->weight_updates += the weight gradient of l->delta; with delta: the
  * input gradient is added into it, or written over it when overwrite (as
  * the base's own backward does). */
@@ -66,5 +67,27 @@ void mn_dnnl_backward(void *engine, int i, const layer *l, const float *input, f
 void mn_leaky_double(float *x, size_t n);   /* pjreddie's leaky (the product in double) */
 void mn_leaky_gradient(const float *y, float *delta, size_t n);
 void mn_maxpool2(const float *in, float *out, int *indexes, int w, int h, int planes);
+
+
+/* mn_bn.c: a convolutional layer's batch norm in training, with leaky fused
+ * (act MN_BN_LEAKY) or no activation (MN_BN_LINEAR: linear, or the adapter
+ * runs its own after the forward and before the backward). Where the bases'
+ * formulas differ: */
+typedef struct {
+    float keep, add;    /* running statistics = keep * old + add * the batch's */
+    int fork_eps;       /* 1: forward divides by sqrt(var + 1e-5), normalize_delta by
+                           sqrt(var) + 1e-5 (AlexeyAB's); 0: by sqrt(var) + 1e-6 and
+                           sqrt(var + 1e-5) (pjreddie's) */
+    int leaky_double;   /* leaky's product .1 * x in double (pjreddie's) or .1f * x */
+} mn_bn_base;
+enum { MN_BN_LINEAR, MN_BN_LEAKY };
+/* Darknet's forward_batchnorm_layer in training plus the activation: from
+ * the convolution in l->x, the batch's statistics (net->bn_sync'ed), the
+ * running ones, x_norm and the output. */
+void mn_bn_forward(const mn_bn_base *k, const layer *l, network *net, int act);
+/* The activation's gradient and backward_batchnorm_layer in training: from
+ * l->delta at the output to l->delta at the convolution, with the shift's
+ * and the scale's gradients added to bias_updates and scale_updates. */
+void mn_bn_backward(const mn_bn_base *k, const layer *l, network *net, int act);
 
 #endif
