@@ -4,21 +4,23 @@
 # cfg/fashion-nobn.cfg (a classifier without batch norm), of
 #   stock-1t    stock Darknet (Debian source, unpatched, -Ofast), one thread
 #   stock-omp2  the same built with OpenMP, OMP_NUM_THREADS=2
-#   mn-1, mn-2  ./darknet_mn on 1 and 2 ranks (batch per rank as in the cfg)
+#   mn-1, mn-2  ./darknet_mn (or SPEED_MN, e.g. build/alexeyab-cpu/darknet_mn) on
+#               1 and 2 ranks (batch per rank as in the cfg)
 #   mn-1x2      two independent 1-rank runs at once, one on each core: what two
 #               cores give with nothing shared but the machine, the ceiling of
 #               mn-2 (on a VM two vCPUs need not be two whole cores)
 #   ddp-1/2     PyTorch DDP (gloo), 1 and 2 processes (bench/ddp_fashion.py;
 #               classifier only; skipped with the reason without torch)
 #   base-1/2    with SPEED_BASELINE=<another build's darknet_mn>: that build on
-#               1 and 2 ranks, e.g. the commit before a refactor (A/B)
+#               1 and 2 ranks, e.g. the commit before a refactor (A/B), or
+#               'env MN_DNNL=0 <build>' for that build on Darknet's own path
 # A system's images/s is the images of (LONG - SHORT) updates over the time of
 # a LONG-update run minus that of a SHORT-update run, both whole processes, so
 # startup and the final save cancel; the systems alternate within a round;
 # ROUNDS rounds; the median over rounds. The allreduce's share of a 2-rank step
 # is bench allreduce's median for the cfg's gradient (its communicator, flat)
 # over the step time at mn-2's median images/s.
-# SPEED_NETS, SPEED_SYSTEMS, SPEED_SHORT, SPEED_LONG, SPEED_ROUNDS, SPEED_WORK (the scratch
+# SPEED_NETS, SPEED_SYSTEMS, SPEED_SHORT, SPEED_LONG, SPEED_ROUNDS, SPEED_MN, SPEED_WORK (the scratch
 # folder) and BENCH_RESULTS override the defaults.
 set -u
 cd "$(dirname "$0")/.."
@@ -37,6 +39,7 @@ MPI="mpiexec --oversubscribe"
 STOCK=third_party/darknet-stock/darknet
 OMP=third_party/darknet-stock-omp/darknet
 PY=/usr/bin/python3
+MN=${SPEED_MN:-./darknet_mn}
 host="$(uname -n), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
 mkdir -p "$R" "$W"
 
@@ -74,10 +77,10 @@ command_of() {   # command_of SYS NET N
     case $1 in
         stock-1t) echo "$STOCK $task train $W/$2.data $W/$2-stock-$3.cfg" ;;
         stock-omp2) echo "env OMP_NUM_THREADS=2 $OMP $task train $W/$2.data $W/$2-stock-$3.cfg" ;;
-        mn-1 | mn-2) echo "$MPI -n ${1#mn-} ./darknet_mn $task train $W/$2.data $W/$2-mn-$3.cfg" ;;
+        mn-1 | mn-2) echo "$MPI -n ${1#mn-} $MN $task train $W/$2.data $W/$2-mn-$3.cfg" ;;
         base-1 | base-2) echo "$MPI -n ${1#base-} $SPEED_BASELINE $task train $W/$2.data $W/$2-mn-$3.cfg" ;;
-        mn-1x2) echo "bench/both.sh taskset -c 0 $MPI -n 1 --bind-to none ./darknet_mn $task train $W/$2.data $W/$2-mn-$3.cfg" \
-                     "-- taskset -c 1 $MPI -n 1 --bind-to none ./darknet_mn $task train $W/$2-b.data $W/$2-mn-$3.cfg" ;;
+        mn-1x2) echo "bench/both.sh taskset -c 0 $MPI -n 1 --bind-to none $MN $task train $W/$2.data $W/$2-mn-$3.cfg" \
+                     "-- taskset -c 1 $MPI -n 1 --bind-to none $MN $task train $W/$2-b.data $W/$2-mn-$3.cfg" ;;
         ddp-1 | ddp-2) echo "$PY bench/ddp_fashion.py --cfg $W/$2-mn-$3.cfg --procs ${1#ddp-} --iters $3" ;;
     esac
 }
@@ -105,7 +108,7 @@ speed() {   # speed NET: the table of one net
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host"
     load_line before
     echo "# cfg/$net.cfg, batch $batch per rank or process, runs of $SHORT and $LONG updates, $ROUNDS rounds, systems alternating"
-    echo "# made by: ${SPEED_SYSTEMS:+SPEED_SYSTEMS=\"$SPEED_SYSTEMS\" }${SPEED_BASELINE:+SPEED_BASELINE=$SPEED_BASELINE }SPEED_NETS=$net bench/speed.sh (make bench, part speed)"
+    echo "# made by: ${SPEED_SYSTEMS:+SPEED_SYSTEMS=\"$SPEED_SYSTEMS\" }${SPEED_BASELINE:+SPEED_BASELINE=\"$SPEED_BASELINE\" }${SPEED_MN:+SPEED_MN=$SPEED_MN }SPEED_NETS=$net bench/speed.sh (make bench, part speed)"
     [ -n "${SPEED_BASELINE:-}" ] && echo "# base: ${SPEED_BASELINE_NAME:-$SPEED_BASELINE}; mn: $(git describe --always --dirty 2>/dev/null)"
     for sys in $(systems "$net"); do echo "# $sys: $(command_of "$sys" "$net" N)"; done
     : > "$W/$net.ips"
@@ -158,11 +161,11 @@ speed() {   # speed NET: the table of one net
     done
     # The allreduce's share of a 2-rank step.
     local ar step
-    ar=$(locked $MPI -n 2 ./darknet_mn bench allreduce "$W/$net-mn-$LONG.cfg" -iters 20 2> /dev/null |
+    ar=$(locked $MPI -n 2 $MN bench allreduce "$W/$net-mn-$LONG.cfg" -iters 20 2> /dev/null |
          awk '$1 == "flat" { print $3 / 1000 }')
     step=$(awk '$1 == "mn-2" { print $5 }' "$W/$net.ips" | median | awk -v b="$batch" '{ print 1000 * 2 * b / $1 }')
     awk -v a="$ar" -v s="$step" 'BEGIN { if (a != "" && s + 0 > 0) printf "# allreduce (flat, bench allreduce median of 20) %.3f ms of a %.1f ms 2-rank step: %.2f%%\n", a, s, 100 * a / s }'
-    echo "# command: $MPI -n 2 ./darknet_mn bench allreduce $W/$net-mn-$LONG.cfg -iters 20"
+    echo "# command: $MPI -n 2 $MN bench allreduce $W/$net-mn-$LONG.cfg -iters 20"
     load_line after
 }
 

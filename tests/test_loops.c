@@ -168,14 +168,14 @@ static double spread(const float *a, const float *b, size_t n)
 }
 
 /* The arrays a training step of the layer writes, each with its length. */
-enum { PER_OUTPUT, PER_CHANNEL, PER_WEIGHT };
+enum { LEN_OUTPUT, LEN_CHANNEL, LEN_WEIGHT };
 typedef struct { const char *name; size_t at; int len; } field;
 #define FIELD(f, len) {#f, offsetof(layer, f), len}
 static const field fields[] = {
-    FIELD(output, PER_OUTPUT), FIELD(x_norm, PER_OUTPUT), FIELD(mean, PER_CHANNEL), FIELD(variance, PER_CHANNEL),
-    FIELD(rolling_mean, PER_CHANNEL), FIELD(rolling_variance, PER_CHANNEL), FIELD(mean_delta, PER_CHANNEL),
-    FIELD(variance_delta, PER_CHANNEL), FIELD(delta, PER_OUTPUT), FIELD(bias_updates, PER_CHANNEL),
-    FIELD(scale_updates, PER_CHANNEL), FIELD(weight_updates, PER_WEIGHT)};
+    FIELD(output, LEN_OUTPUT), FIELD(x_norm, LEN_OUTPUT), FIELD(mean, LEN_CHANNEL), FIELD(variance, LEN_CHANNEL),
+    FIELD(rolling_mean, LEN_CHANNEL), FIELD(rolling_variance, LEN_CHANNEL), FIELD(mean_delta, LEN_CHANNEL),
+    FIELD(variance_delta, LEN_CHANNEL), FIELD(delta, LEN_OUTPUT), FIELD(bias_updates, LEN_CHANNEL),
+    FIELD(scale_updates, LEN_CHANNEL), FIELD(weight_updates, LEN_WEIGHT)};
 enum { FIELDS = sizeof fields / sizeof *fields };
 
 /* One training forward and backward of a batch-normalized convolution: the
@@ -224,7 +224,7 @@ static double check_bn(mn_comm *c, const char *tmp, const char *act, int sync)
         run_train(net, bw, l, x, dx[k]);
         for (int j = 0; j < FIELDS; ++j) {
             float *now = *(float **)((char *)l + fields[j].at);
-            size_t n = fields[j].len == PER_OUTPUT ? no : fields[j].len == PER_CHANNEL ? (size_t)l->out_c : (size_t)l->nweights;
+            size_t n = fields[j].len == LEN_OUTPUT ? no : fields[j].len == LEN_CHANNEL ? (size_t)l->out_c : (size_t)l->nweights;
             if (!k) {
                 saved[j] = malloc(n * sizeof(float));
                 memcpy(saved[j], now, n * sizeof(float));

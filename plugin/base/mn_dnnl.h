@@ -1,10 +1,10 @@
 /* Convolutional layers through oneDNN (DNNL=1 builds: MN_DNNL). After the
  * parser, mn_base_dnnl_install swaps a network's convolutional layers'
- * forward and backward for the base adapter's, which
- * run the convolution here and the rest of the layer (batch norm, bias,
- * activation) through Darknet's own functions or, for leaky, mn_loops.c's
- * loop with the same result; 2x2 stride-2 maxpool layers get mn_loops.c's
- * forward. The state hangs off net->layer_engine (patch 0013,
+ * forward and backward for the base adapter's, which run the convolution
+ * here, batch norm in training (with leaky or linear) through mn_bn.c, and
+ * the rest (bias, other activations, batch norm outside training) through
+ * Darknet's own functions or, for leaky, mn_loops.c's loop with the same
+ * result; 2x2 stride-2 maxpool layers get mn_loops.c's forward. The state hangs off net->layer_engine (patch 0013,
  * alexeyab 0013). MN_DNNL=0 in the environment keeps Darknet's im2col +
  * gemm path in a DNNL=1 build. */
 #ifndef MN_MN_DNNL_H
