@@ -1,6 +1,7 @@
-/* A convolutional layer's batch norm and activation in training, in two
- * passes over the tensor each way where Darknet's functions make about a
- * dozen (bench/results/profile-step.txt: they were half of a oneDNN step on
+/* A convolutional layer's batch norm and activation in training, in three
+ * passes over the tensor forward (mean, variance, the rest) and two backward
+ * (the sums, the gradient) where Darknet's functions make about a dozen each
+ * way (bench/results/profile-step.txt: they were half of a oneDNN step on
  * cfg/fashion.cfg). The formulas are the base's (mn_bn_base gives where they
  * differ), the synchronized batch norm hook is called at the same points with
  * the same arrays, and only the rounding of the sums differs: each plane
