@@ -293,17 +293,6 @@ void activate_array_cpu_custom(float *x, const int n, const ACTIVATION a);
 /* The fork's batch norm (batchnorm_layer.c) for mn_bn.c. */
 static const mn_bn_base bn_base = {.9f, .1f, 1, 0};
 
-/* Training batch norm goes through mn_bn.c, with leaky or linear inside it. */
-static int bn_act(const layer *l)
-{
-    return l->activation == LEAKY ? MN_BN_LEAKY : MN_BN_LINEAR;
-}
-
-static int bn_fuses(const layer *l)
-{
-    return l->activation == LEAKY || l->activation == LINEAR;
-}
-
 /* The fork's forward_convolutional_layer's activation on l's output. */
 static void act_forward(const layer *l)
 {
@@ -339,8 +328,8 @@ static void dnnl_forward(layer l, network_state state)
     int bn = l.batch_normalize && state.train;
     mn_dnnl_forward(state.net.layer_engine, state.index, &l, state.input, bn ? l.x : l.output);
     if (bn) {
-        mn_bn_forward(&bn_base, &l, &state.net, bn_act(&l));
-        if (!bn_fuses(&l)) act_forward(&l);
+        mn_bn_forward(&bn_base, &l, &state.net);
+        if (!mn_bn_fuses(&l)) act_forward(&l);
         return;
     }
     if (l.batch_normalize) forward_batchnorm_layer(l, state);
@@ -351,8 +340,8 @@ static void dnnl_forward(layer l, network_state state)
 static void dnnl_backward(layer l, network_state state)
 {
     if (l.batch_normalize && state.train && l.train) {
-        if (!bn_fuses(&l)) act_backward(&l);
-        mn_bn_backward(&bn_base, &l, &state.net, bn_act(&l));
+        if (!mn_bn_fuses(&l)) act_backward(&l);
+        mn_bn_backward(&bn_base, &l, &state.net);
     } else {
         act_backward(&l);
         if (l.batch_normalize) backward_batchnorm_layer(l, state);

@@ -187,24 +187,13 @@ static void act_backward(const float *y, int n, ACTIVATION a, float *delta)
 /* pjreddie's batch norm (batchnorm_layer.c) for mn_bn.c. */
 static const mn_bn_base bn_base = {.99f, .01f, 0, 1};
 
-/* Training batch norm goes through mn_bn.c, with leaky or linear inside it. */
-static int bn_act(const layer *l)
-{
-    return l->activation == LEAKY ? MN_BN_LEAKY : MN_BN_LINEAR;
-}
-
-static int bn_fuses(const layer *l)
-{
-    return l->activation == LEAKY || l->activation == LINEAR;
-}
-
 static void dnnl_forward(layer l, network net)
 {
     int bn = l.batch_normalize && net.train;
     mn_dnnl_forward(net.layer_engine, net.index, &l, net.input, bn ? l.x : l.output);
     if (bn) {
-        mn_bn_forward(&bn_base, &l, &net, bn_act(&l));
-        if (!bn_fuses(&l)) act_forward(l.output, l.outputs * l.batch, l.activation);
+        mn_bn_forward(&bn_base, &l, &net);
+        if (!mn_bn_fuses(&l)) act_forward(l.output, l.outputs * l.batch, l.activation);
         return;
     }
     if (l.batch_normalize) forward_batchnorm_layer(l, net);
@@ -215,8 +204,8 @@ static void dnnl_forward(layer l, network net)
 static void dnnl_backward(layer l, network net)
 {
     if (l.batch_normalize && net.train) {
-        if (!bn_fuses(&l)) act_backward(l.output, l.outputs * l.batch, l.activation, l.delta);
-        mn_bn_backward(&bn_base, &l, &net, bn_act(&l));
+        if (!mn_bn_fuses(&l)) act_backward(l.output, l.outputs * l.batch, l.activation, l.delta);
+        mn_bn_backward(&bn_base, &l, &net);
     } else {
         act_backward(l.output, l.outputs * l.batch, l.activation, l.delta);
         if (l.batch_normalize) backward_batchnorm_layer(l, net);

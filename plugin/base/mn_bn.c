@@ -87,8 +87,14 @@ PLANE delta_plane(float *dy, const float *y, const float *x, int n, float mean, 
     for (int i = 0; i < n; ++i) dy[i] = dy[i] * SLOPE(leaky, y[i]) * gs + vd * (x[i] - mean) + md;
 }
 
-void mn_bn_forward(const mn_bn_base *k, const layer *l, network *net, int act)
+int mn_bn_fuses(const layer *l)
 {
+    return l->activation == LEAKY || l->activation == LINEAR;
+}
+
+void mn_bn_forward(const mn_bn_base *k, const layer *l, network *net)
+{
+    int leaky = l->activation == LEAKY;
     int C = l->out_c, S = l->out_h * l->out_w, B = l->batch;
     int m = B * S;
     for (int c = 0; c < C; ++c) {
@@ -122,15 +128,16 @@ void mn_bn_forward(const mn_bn_base *k, const layer *l, network *net, int act)
             float *xn = l->x_norm + at, *y = l->output + at;
             float mean = l->mean[c], sc = l->scales[c], bias = l->biases[c];
             float d = k->fork_eps ? sqrtf(l->variance[c] + .00001f) : sqrtf(l->variance[c]) + .000001f;
-            if (act == MN_BN_LEAKY && k->leaky_double) norm_plane(x, xn, y, S, mean, d, sc, bias, 1, 1);
-            else if (act == MN_BN_LEAKY) norm_plane(x, xn, y, S, mean, d, sc, bias, 1, 0);
+            if (leaky && k->leaky_double) norm_plane(x, xn, y, S, mean, d, sc, bias, 1, 1);
+            else if (leaky) norm_plane(x, xn, y, S, mean, d, sc, bias, 1, 0);
             else norm_plane(x, xn, y, S, mean, d, sc, bias, 0, 0);
         }
     }
 }
 
-void mn_bn_backward(const mn_bn_base *k, const layer *l, network *net, int act)
+void mn_bn_backward(const mn_bn_base *k, const layer *l, network *net)
 {
+    int leaky = l->activation == LEAKY;
     int C = l->out_c, S = l->out_h * l->out_w, B = l->batch;
     int m = B * S;
     /* One pass for the four sums Darknet takes in four: the shift's and the
@@ -141,7 +148,7 @@ void mn_bn_backward(const mn_bn_base *k, const layer *l, network *net, int act)
         for (int b = 0; b < B; ++b) {
             size_t at = ((size_t)b * C + c) * S;
             const float *dy = l->delta + at, *y = l->output + at, *xn = l->x_norm + at, *x = l->x + at;
-            if (act == MN_BN_LEAKY) grad_sums(dy, y, xn, x, l->mean[c], S, 1, sum);
+            if (leaky) grad_sums(dy, y, xn, x, l->mean[c], S, 1, sum);
             else grad_sums(dy, y, xn, x, l->mean[c], S, 0, sum);
         }
         double sg = sum[0], sgn = sum[1], sgx = sum[2];
@@ -162,7 +169,7 @@ void mn_bn_backward(const mn_bn_base *k, const layer *l, network *net, int act)
             float v = l->variance[c], mean = l->mean[c];
             float gs = l->scales[c] / (k->fork_eps ? sqrtf(v) + .00001f : sqrtf(v + .00001f));
             float vd = (float)(l->variance_delta[c] * 2. / m), md = (float)(l->mean_delta[c] / (double)m);
-            if (act == MN_BN_LEAKY) delta_plane(dy, y, x, S, mean, gs, vd, md, 1);
+            if (leaky) delta_plane(dy, y, x, S, mean, gs, vd, md, 1);
             else delta_plane(dy, y, x, S, mean, gs, vd, md, 0);
         }
     }

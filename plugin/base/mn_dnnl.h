@@ -4,9 +4,9 @@
  * here, batch norm in training (with leaky or linear) through mn_bn.c, and
  * the rest (bias, other activations, batch norm outside training) through
  * Darknet's own functions or, for leaky, mn_loops.c's loop with the same
- * result; 2x2 stride-2 maxpool layers get mn_loops.c's forward. The state hangs off net->layer_engine (patch 0013,
- * alexeyab 0013). MN_DNNL=0 in the environment keeps Darknet's im2col +
- * gemm path in a DNNL=1 build. */
+ * result; 2x2 stride-2 maxpool layers get mn_loops.c's forward. The state
+ * hangs off net->layer_engine (patch 0013, alexeyab 0013). MN_DNNL=0 in the
+ * environment keeps Darknet's im2col + gemm path in a DNNL=1 build. */
 #ifndef MN_MN_DNNL_H
 #define MN_MN_DNNL_H
 
@@ -39,7 +39,6 @@ const mn_dnnl_ops *mn_base_dnnl_ops(void);
     const mn_dnnl_ops *mn_base_dnnl_ops(void) { return &mn_dnnl_ops_; }
 #else
 #define MN_DNNL_OPS(r, f, b, p, pf) const mn_dnnl_ops *mn_base_dnnl_ops(void) { return NULL; }
-
 #endif
 /* Gives the network's convolutional layers that ops->refuse lets through
  * the adapter's oneDNN forward and backward; returns their count (0 in a
@@ -69,10 +68,10 @@ void mn_leaky_gradient(const float *y, float *delta, size_t n);
 void mn_maxpool2(const float *in, float *out, int *indexes, int w, int h, int planes);
 
 
-/* mn_bn.c: a convolutional layer's batch norm in training, with leaky fused
- * (act MN_BN_LEAKY) or no activation (MN_BN_LINEAR: linear, or the adapter
- * runs its own after the forward and before the backward). Where the bases'
- * formulas differ: */
+/* mn_bn.c: a convolutional layer's batch norm in training, with its
+ * activation inside where mn_bn_fuses (leaky, linear); for any other the
+ * adapter runs its own after the forward and before the backward. Where
+ * the bases' formulas differ: */
 typedef struct {
     float keep, add;    /* running statistics = keep * old + add * the batch's */
     int fork_eps;       /* 1: forward divides by sqrt(var + 1e-5), normalize_delta by
@@ -80,14 +79,14 @@ typedef struct {
                            sqrt(var + 1e-5) (pjreddie's) */
     int leaky_double;   /* leaky's product .1 * x in double (pjreddie's) or .1f * x */
 } mn_bn_base;
-enum { MN_BN_LINEAR, MN_BN_LEAKY };
+int mn_bn_fuses(const layer *l);
 /* Darknet's forward_batchnorm_layer in training plus the activation: from
  * the convolution in l->x, the batch's statistics (net->bn_sync'ed), the
  * running ones, x_norm and the output. */
-void mn_bn_forward(const mn_bn_base *k, const layer *l, network *net, int act);
+void mn_bn_forward(const mn_bn_base *k, const layer *l, network *net);
 /* The activation's gradient and backward_batchnorm_layer in training: from
  * l->delta at the output to l->delta at the convolution, with the shift's
  * and the scale's gradients added to bias_updates and scale_updates. */
-void mn_bn_backward(const mn_bn_base *k, const layer *l, network *net, int act);
+void mn_bn_backward(const mn_bn_base *k, const layer *l, network *net);
 
 #endif
