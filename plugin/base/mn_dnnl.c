@@ -33,7 +33,6 @@ typedef struct {
     arg w_src, w_wei, w_dst;   /* backward weights: src, diff_weights, diff_dst */
     float *dw;   /* one step's weight gradient, added into weight_updates */
     float *dx;   /* the input gradient, added into the delta */
-    char impl[48];
 } conv;
 
 struct mn_dnnl {
@@ -163,9 +162,6 @@ static void conv_make(mn_dnnl *d, int i, const layer *l, conv *v)
           dnnl_dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &sa, &wa, NULL, &oa, st, dl,
                                                               pl, pr));
     check(d, i, "primitive_desc_create (backward weights)", dnnl_primitive_desc_create(&wpd, &cd, NULL, d->eng, fpd));
-    const char *impl = "";
-    check(d, i, "primitive_desc_query", dnnl_primitive_desc_query(fpd, dnnl_query_impl_info_str, 0, &impl));
-    snprintf(v->impl, sizeof v->impl, "%s", impl);
 
     check(d, i, "primitive_create (forward)", dnnl_primitive_create(&v->fwd, fpd));
     check(d, i, "primitive_create (backward data)", dnnl_primitive_create(&v->bwd_data, dpd));
@@ -252,7 +248,6 @@ int mn_dnnl_install(network *net, const mn_comm *c, const mn_dnnl_ops *ops)
     if (!d || !d->layers || !d->geom) mn_abort(c, "no memory for oneDNN's state of %d layers", net->n);
     d->comm = c;
     d->n = net->n;
-    int hooked = 0;
     for (int i = 0; i < net->n; ++i) {
         layer *l = &net->layers[i];
         if (l->type == MAXPOOL && ops->pool2(l)) {
@@ -266,11 +261,10 @@ int mn_dnnl_install(network *net, const mn_comm *c, const mn_dnnl_ops *ops)
         }
         l->forward = ops->forward;
         l->backward = ops->backward;
-        hooked++;
+        d->hooked++;
     }
-    d->hooked = hooked;
     net->layer_engine = d;
-    return hooked;
+    return d->hooked;
 }
 
 void mn_dnnl_free(network *net)
