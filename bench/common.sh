@@ -8,6 +8,9 @@
 # kernel's own work counts in it: up to 0.12 cores with 4 ranks on 2 cores and
 # nothing else running, hence the threshold of 0.25.
 BENCH_LOCK=${BENCH_LOCK-/work/bench.lock}
+bench_host() {   # the machine a result file names: host, cores, CPU model
+    echo "$(uname -n), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
+}
 locked() {   # locked CMD...: CMD under the lock
     if [ -n "$BENCH_LOCK" ] && [ -d "$(dirname "$BENCH_LOCK")" ]; then flock "$BENCH_LOCK" "$@"; else "$@"; fi
 }

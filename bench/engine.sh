@@ -17,7 +17,7 @@ R=bench/results W=build/bench-engine
 mkdir -p "$R" && rm -rf "$W" && mkdir -p "$W"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 . bench/common.sh
-host="$(uname -n), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
+host="$(bench_host)"
 header() {   # header FILE: what, where, the load before
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host" > "$1"
     load_line before >> "$1"

@@ -22,7 +22,7 @@ weights=$W/fashion_final.weights
 [ -s "$weights" ] || timeout 600 $MPI -n 2 ./darknet_mn classifier train "$W/fashion.data" "$W/fashion.cfg" > "$W/train.log" 2>&1 \
     || { echo "bench/eval.sh: training the weights failed (see $W/train.log)" >&2; exit 1; }
 
-host="$(uname -n), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(mpirun --version | head -1)"
+host="$(bench_host), $(mpirun --version | head -1)"
 best_time() {   # best_time NP: the best wall time of ROUNDS runs; every run's result line in $W/valid-np.txt
     local np=$1 best="" t0 t1 t
     for ((i = 0; i < ROUNDS; ++i)); do

@@ -50,7 +50,7 @@ prepare() {   # prepare NET UPDATES: the cfg and data of a profiled run
 }
 
 {
-echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -n), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $(bench_host)"
 load_line before
 echo "# made by: PROFILE_NETS=\"$NETS\" bench/profile.sh; mn: $(git describe --always --dirty 2>/dev/null)"
 echo "# one rank, perf record -e cpu-clock -F 999 (every thread), ms of CPU per update by kind; 'wall' is the"

@@ -20,7 +20,7 @@ R=bench/results
 mkdir -p "$R"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPI="mpiexec --oversubscribe"
-host="$(uname -n), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(mpirun --version | head -1)"
+host="$(bench_host), $(mpirun --version | head -1)"
 runs=${BENCH_RUNS:-3}
 record() {   # record FILE CMD...: run CMD $runs times, separately, keep each stdout with a header
     local f=$1 k; shift

@@ -40,7 +40,7 @@ STOCK=third_party/darknet-stock/darknet
 OMP=third_party/darknet-stock-omp/darknet
 PY=/usr/bin/python3
 MN=${SPEED_MN:-./darknet_mn}
-host="$(uname -n), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
+host="$(bench_host)"
 mkdir -p "$R" "$W"
 
 # The cfgs and data files of one net: the cfg with max_batches=N for stock

@@ -94,7 +94,7 @@ load_line after > "$W/load-after"
 took=$(( $(date +%s) - start ))
 for s in $SYSTEMS; do score "$s"; done
 {
-    echo "# bench/time_to_map.sh: $(date -u +%FT%RZ) on $(hostname), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
+    echo "# bench/time_to_map.sh: $(date -u +%FT%RZ) on $(bench_host)"
     cat "$W/load-before"
     echo "# one global batch of 16; pj: cfg/fashion-det.cfg, $PJ_ITERS iterations; ab: cfg/yolov4-tiny-fashion.cfg, $AB_ITERS iterations;"
     echo "#   lr steps at 80%/90%, from the demo's backbone; training took $took s, one run after another"

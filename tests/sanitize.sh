@@ -85,7 +85,7 @@ for f in "$S"/images/*.jpg "$S"/images/*.png; do   # a classifier set from the s
     i=$((i + 1))
 done > "$T/cls/all.list"
 run cache 0 -- "$TEST_BIN/test_cache" "$T/cls/all.list"   # 8 loader threads on the image cache
-run loops 1 -- "$TEST_BIN/test_loops" "$T"   # the layer engine's leaky and 2x2 maxpool loops
+run loops 1 -- "$TEST_BIN/test_loops" "$T"   # the layer engine's leaky and 2x2 maxpool loops, its batch norm
 printf 'classes=2\ntrain=%s/cls/all.list\nvalid=%s/cls/all.list\nlabels=%s/cls/labels.txt\nbackup=%s/cls/backup\ntop=1\n' "$T" "$T" "$T" "$T" > "$T/cls.data"
 clscfg() {   # clscfg FILE [distributed lines...]: the tiny classifier (tests/lib.sh), 32x32, batch norm, 2 classes
     local f=$1; shift
