@@ -7,6 +7,16 @@
 # build/cpu-asan (make test-sanitize: tests/sanitize.mk).
 GPU ?= 0
 DARKNET ?= pjreddie
+# Debian's packages and Darknet's source package first: scripts/deps.sh writes
+# this file once they are here, and make, having remade an included file,
+# reads this Makefile again, so that what follows (pkg-config's flags,
+# whether oneDNN is there) is decided with the packages installed.
+DEPS_STAMP := third_party/deps.mk
+ifeq ($(filter clean distclean deps,$(MAKECMDGOALS)),)
+include $(DEPS_STAMP)
+endif
+# Darknet's source package, fetched once (what rebuilds Darknet, unlike a re-run of deps.sh).
+DL_STAMP := third_party/dl/.fetched
 SANITIZE ?= 0
 CUDNN ?= 0
 NCCL ?= 0
@@ -31,8 +41,6 @@ DNNL ?= $(DNNL_DEFAULT)
 DK_VARIANT := cpu$(if $(filter 0,$(BLAS)),-noblas)
 VARIANT := $(DK_VARIANT)$(if $(filter-out $(DNNL_DEFAULT),$(DNNL)),$(if $(filter 1,$(DNNL)),-dnnl,-nodnnl))
 endif
-# Written by scripts/deps.sh once Debian's packages and Darknet's source are here.
-DEPS_STAMP := third_party/dl/.fetched
 AB_SNAPSHOT ?= ../shared/third_party/darknet-alexeyab-59596d78.tar.xz
 ifeq ($(DARKNET),alexeyab)
 DK := third_party/darknet-alexeyab-$(DK_VARIANT)
@@ -46,7 +54,7 @@ DK := third_party/darknet-$(DK_VARIANT)
 OBJ := $(BUILD)/$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
 PROG ?= $(if $(filter $(BUILD)/cpu,$(OBJ)),darknet_mn,$(OBJ)/darknet_mn)
 PATCHES := $(sort $(wildcard patches/*.patch))
-DK_SOURCE := $(DEPS_STAMP)
+DK_SOURCE := $(DL_STAMP)
 else
 $(error DARKNET=$(DARKNET): the bases are pjreddie (Debian's Darknet, the default) and alexeyab)
 endif
@@ -64,8 +72,8 @@ endif
 PLUGIN_LAYERS := core base transport coll train cmd
 CPPFLAGS += -Iplugin $(addprefix -Iplugin/,$(PLUGIN_LAYERS)) -I$(DK)/include -I$(DK)/src
 # cairo draws the training chart and detector test's predictions.png.
-CPPFLAGS += $(shell pkg-config --cflags cairo)
-LDLIBS := -lm -pthread $(shell pkg-config --libs cairo)
+CPPFLAGS += $(shell pkg-config --cflags cairo 2>/dev/null)
+LDLIBS := -lm -pthread $(shell pkg-config --libs cairo 2>/dev/null)
 ifeq ($(BLAS),1)
 CPPFLAGS += -DMN_BLAS
 LDLIBS += -lopenblas
@@ -114,7 +122,9 @@ all: $(PROG)
 
 deps:
 	./scripts/deps.sh
-$(DEPS_STAMP):
+$(DEPS_STAMP): scripts/deps.sh
+	./scripts/deps.sh
+$(DL_STAMP):
 	./scripts/deps.sh
 
 ifeq ($(DARKNET),alexeyab)
@@ -125,13 +135,8 @@ ifeq ($(DARKNET),alexeyab)
 AB_ARCH ?= -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
            -gencode arch=compute_86,code=sm_86 -gencode arch=compute_90,code=[sm_90,compute_90]
 CUDNN_HALF ?= 0
-# Names the source; rewritten (and so newer) only when DARKNET_SRC changes.
-AB_SOURCE_STAMP := third_party/.alexeyab-source-$(DK_VARIANT)
-$(AB_SOURCE_STAMP): FORCE
-	@mkdir -p third_party
-	@echo '$(or $(DARKNET_SRC),$(AB_SNAPSHOT))' | cmp -s - $@ || echo '$(or $(DARKNET_SRC),$(AB_SNAPSHOT))' > $@
-FORCE:
-$(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(AB_SOURCE_STAMP)
+DK_SETTINGS := $(or $(DARKNET_SRC),$(AB_SNAPSHOT)) GPU=$(GPU) CUDNN=$(CUDNN) CUDNN_HALF=$(CUDNN_HALF) BLAS=$(BLAS) ARCH=$(AB_ARCH)
+$(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings
 	rm -rf $(DK) && mkdir -p $(DK)
 	$(if $(DARKNET_SRC),tar -C $(DARKNET_SRC) --exclude=.git --exclude=obj -cf - . | tar -C $(DK) -xf -,\
 	    tar -C $(DK) --strip-components=1 -xJf $(AB_SNAPSHOT))
@@ -145,7 +150,8 @@ $(LIBDK): $(DK)/.patched
 	rm -f $@ && ar rcs $@ $$(ls $(DK)/obj/*.o | grep -v '/darknet\.o$$')
 else
 # Unpack Debian's source package and apply our patches in order.
-$(DK)/.patched: $(PATCHES) $(DEPS_STAMP)
+DK_SETTINGS := GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS)
+$(DK)/.patched: $(PATCHES) $(DL_STAMP) $(DK).settings
 	rm -rf $(DK) && mkdir -p third_party
 	dpkg-source -q -x $$(ls third_party/dl/darknet_*.dsc | head -1) $(DK) >/dev/null
 	set -e; for p in $(PATCHES); do patch -s -p1 -d $(DK) < $$p; done
@@ -156,28 +162,43 @@ $(LIBDK): $(DK)/.patched
 endif
 darknet: $(LIBDK)
 
-$(OBJ)/plugin/%.o: plugin/%.c $(PLUGIN_HDR) $(DK)/.patched
+# A build never mixes objects made under other settings. Each of these files
+# holds the settings its folder was built with and is rewritten (so newer than
+# what was built) only when they change: Darknet's source and switches for
+# $(DK), which is then unpacked and built anew; the compiler, flags and
+# libraries for $(OBJ), whose objects and programs all depend on it. So a
+# change of engine, BLAS, sanitizer or base, or a library that appeared since
+# (pkg-config's answer, oneDNN's header), rebuilds what it touches.
+OBJ_SETTINGS := $(MPICC) $(CPPFLAGS) $(CFLAGS) $(LDLIBS) $(NVFLAGS)
+$(OBJ)/.settings: private TEXT := $(OBJ_SETTINGS)
+$(DK).settings: private TEXT := $(DK_SETTINGS)
+%.settings: FORCE
+	@mkdir -p $(@D)
+	@echo '$(TEXT)' | cmp -s - $@ || echo '$(TEXT)' > $@
+FORCE:
+
+$(OBJ)/plugin/%.o: plugin/%.c $(PLUGIN_HDR) $(DK)/.patched $(OBJ)/.settings
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 # The layer engine's per-element loops: nothing here handles floating-point
 # traps, and without them GCC may compute both arms of leaky's select and so
 # vectorize it (the values are the same).
-$(OBJ)/plugin/base/mn_bn.o $(OBJ)/plugin/base/mn_loops.o: CFLAGS += -fno-trapping-math
+$(OBJ)/plugin/base/mn_bn.o $(OBJ)/plugin/base/mn_loops.o: private CFLAGS += -fno-trapping-math
 
-$(OBJ)/plugin/transport/mn_kernels.o: plugin/transport/mn_kernels.cu plugin/transport/mn_wait.h
+$(OBJ)/plugin/transport/mn_kernels.o: plugin/transport/mn_kernels.cu plugin/transport/mn_wait.h $(OBJ)/.settings
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
 $(LIBMN): $(PLUGIN_OBJ)
 	ar rcs $@ $^
 
-$(OBJ)/main.o: main.c plugin/darknet_mn.h $(DK)/.patched
+$(OBJ)/main.o: main.c plugin/darknet_mn.h $(DK)/.patched $(OBJ)/.settings
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(PROG): $(OBJ)/main.o $(LIBMN) $(LIBDK)
-	$(MPICC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+$(PROG): $(OBJ)/main.o $(LIBMN) $(LIBDK) $(OBJ)/.settings
+	$(MPICC) $(CFLAGS) $(filter-out %.settings,$^) -o $@ $(LDLIBS)
 
 print-layers:
 	@echo $(subst $(eval) ,$(comma),$(PLUGIN_LAYERS))
@@ -198,7 +219,7 @@ gpu-check:
 
 include tools/fashion.mk
 include tools/fashion_det.mk
-$(BUILD)/tools/mn_fashion: $(DEPS_STAMP)
+$(BUILD)/tools/mn_fashion: $(DL_STAMP)
 include tests/tests.mk
 include tests/sanitize.mk
 
@@ -210,7 +231,7 @@ distclean: clean
 # Stock Darknet from the same source package, unpatched, its own flags
 # (-Ofast): the baseline of make bench; darknet-stock-omp with OpenMP.
 STOCK := third_party/darknet-stock/darknet third_party/darknet-stock-omp/darknet
-$(STOCK): $(DEPS_STAMP)
+$(STOCK): $(DL_STAMP)
 	rm -rf $(@D) && dpkg-source -q -x $$(ls third_party/dl/darknet_*.dsc | head -1) $(@D) >/dev/null
 	$(MAKE) -C $(@D) -s OPENCV=0 OPENMP=$(if $(findstring -omp,$(@D)),1,0) obj darknet
 

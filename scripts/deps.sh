@@ -32,4 +32,7 @@ if [ $need_src = 1 ]; then
 fi
 mkdir -p "$top/third_party/dl"
 [ -f "$top/third_party/dl/.fetched" ] || touch "$top/third_party/dl/.fetched"
+# The Makefile includes this file; its being newer than this script tells
+# make that everything above is installed (make re-reads itself after it).
+echo "# written by scripts/deps.sh: Debian's packages and Darknet's source are installed" > "$top/third_party/deps.mk"
 echo "deps: ok"

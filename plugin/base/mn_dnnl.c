@@ -288,6 +288,18 @@ int mn_dnnl_threads(void)
     return omp_get_max_threads();
 }
 
+int mn_dnnl_engine(char *buf, size_t n)
+{
+    const char *off = getenv("MN_DNNL");
+    if (off && !strcmp(off, "0")) {
+        snprintf(buf, n, "Darknet's im2col + gemm (oneDNN built in, off: MN_DNNL=0)");
+        return 0;
+    }
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(buf, n, "oneDNN %d.%d.%d", v->major, v->minor, v->patch);
+    return 1;
+}
+
 int mn_dnnl_describe(const network *net, char *buf, size_t n)
 {
     const mn_dnnl *d = net->layer_engine;
@@ -309,4 +321,9 @@ int mn_dnnl_install(network *net, const mn_comm *c, const mn_dnnl_ops *ops)
 void mn_dnnl_free(network *net) { (void)net; }
 int mn_dnnl_threads(void) { return 0; }
 int mn_dnnl_describe(const network *net, char *buf, size_t n) { (void)net; (void)buf; (void)n; return 0; }
+int mn_dnnl_engine(char *buf, size_t n)
+{
+    snprintf(buf, n, "Darknet's im2col + gemm (built without oneDNN: DNNL=0, or libdnnl-dev missing)");
+    return 0;
+}
 #endif

@@ -49,6 +49,10 @@ void mn_dnnl_free(network *net);
 /* oneDNN's threads for this rank: 1, unless OMP_NUM_THREADS is set (it
  * stands); 0 in a DNNL=0 build. */
 int mn_dnnl_threads(void);
+/* The convolution engine this build and environment give, into buf:
+ * "oneDNN 2.6.3", or Darknet's im2col + gemm with why ("built without
+ * oneDNN (DNNL=0)", "MN_DNNL=0 set"); 1 where oneDNN is in use. */
+int mn_dnnl_engine(char *buf, size_t n);
 /* "oneDNN 2.6.3, 1 thread, 3 convolutional layers" into buf; 0 where
  * mn_dnnl_install hooked nothing or was not run. */
 int mn_dnnl_describe(const network *net, char *buf, size_t n);

@@ -134,8 +134,11 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         char gemm[64];
         if (blas) snprintf(gemm, sizeof gemm, "OpenBLAS sgemm, %d thread%s", blas, blas > 1 ? "s" : "");
         else snprintf(gemm, sizeof gemm, "Darknet's own (BLAS=0)");
-        char conv[128] = "", what[96];
-        if (mn_dnnl_describe(net, what, sizeof what)) snprintf(conv, sizeof conv, "; convolution %s", what);
+        char conv[160] = "", what[128];
+        /* Which engine runs the convolutions on the CPU, even where it is not oneDNN. */
+        int cpu = mn_gpu_device(c) < 0;
+        if (mn_dnnl_describe(net, what, sizeof what) || (cpu && !mn_dnnl_engine(what, sizeof what)))
+            snprintf(conv, sizeof conv, "; convolution %s", what);
         printf("darknet-mn: rank 0: gemm %s%s; %d loader thread%s (%d core%s, %d rank%s on them); image cache %zu MiB\n",
                gemm, conv, threads, threads > 1 ? "s" : "", cores, cores > 1 ? "s" : "", sharing, sharing > 1 ? "s" : "",
                cache_mb);

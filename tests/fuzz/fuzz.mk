@@ -22,11 +22,14 @@ FUZZ_DK_OBJ := $(addprefix $(FUZZ)/darknet/,option_list.o list.o utils.o)
 fuzz-deps:
 	@test -f "$$(clang -print-runtime-dir 2>/dev/null)/libclang_rt.fuzzer-x86_64.a" || ./scripts/deps.sh
 
-$(FUZZ)/plugin/%.o: plugin/%.c $(PLUGIN_HDR) $(DK)/.patched | fuzz-deps
+# The flags the objects were built with (the top Makefile's %.settings rule).
+$(FUZZ)/.settings: private TEXT := $(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) $(LDLIBS)
+
+$(FUZZ)/plugin/%.o: plugin/%.c $(PLUGIN_HDR) $(DK)/.patched $(FUZZ)/.settings | fuzz-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) -std=gnu99 -fPIC $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
-$(FUZZ)/darknet/%.o: $(DK)/src/%.c $(DK)/.patched | fuzz-deps
+$(FUZZ)/darknet/%.o: $(DK)/src/%.c $(DK)/.patched $(FUZZ)/.settings | fuzz-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) -w $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
@@ -34,7 +37,7 @@ $(FUZZ)/libdarknet_mn.a: $(FUZZ_PLUGIN_OBJ)
 	ar rcs $@ $^
 
 $(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_DK_OBJ) $(FUZZ)/libdarknet_mn.a $(LIBDK) | fuzz-deps
-	$(FUZZ_CC) $(CPPFLAGS) -std=gnu99 -Wall -Wextra $(FUZZ_CFLAGS) -fsanitize=fuzzer $(filter-out %.h,$^) -o $@ $(LDLIBS)
+	$(FUZZ_CC) $(CPPFLAGS) -std=gnu99 -Wall -Wextra $(FUZZ_CFLAGS) -fsanitize=fuzzer $(filter-out %.h %.settings,$^) -o $@ $(LDLIBS)
 
 # Kept: built through pattern rules, make would delete them as intermediate.
 .SECONDARY: $(FUZZ_PLUGIN_OBJ) $(FUZZ_DK_OBJ) $(FUZZ)/libdarknet_mn.a
