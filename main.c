@@ -11,7 +11,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: mpiexec -n N ./darknet_mn <command>\n"
-            "  detector train <data> <cfg> [weights] [-clear] [-nogpu]\n"
+            "  detector train <data> <cfg> [weights] [-clear] [-map] [-mAP_epochs N] [-nogpu]\n"
             "  classifier train <data> <cfg> [weights] [-clear] [-nogpu]\n"
             "  classifier valid <data> <cfg> <weights> [-nogpu]\n"
             "  detector valid <data> <cfg> <weights> [-out <prefix>] [-nogpu]\n"
@@ -24,7 +24,8 @@ static void usage(void)
             "  bench replica <cfg> [-iters K] [-nogpu]\n"
             "  bench step <cfg> [-iters K] [-batch N] [-nogpu]\n"
             "  info [cfg] [-nogpu]\n"
-            "  version\n");
+            "  version\n"
+            "every command also takes -log FILE (rank 0's output into FILE) and -dont_show (nothing is shown)\n");
 }
 
 /* Each command: its positional arguments after its one or two words (need,
@@ -35,7 +36,7 @@ typedef struct {
     const char *flags;
 } command;
 static const command commands[] = {
-    {"detector", "train", 2, 1, "-clear -nogpu"},
+    {"detector", "train", 2, 1, "-clear -map -mAP_epochs -nogpu"},
     {"classifier", "train", 2, 1, "-clear -nogpu"},
     {"classifier", "valid", 3, 0, "-nogpu"},
     {"detector", "valid", 3, 0, "-out -nogpu"},
@@ -49,18 +50,34 @@ static const command commands[] = {
     {"bench", "step", 1, 0, "-iters -batch -nogpu"},
     {"info", NULL, 0, 1, "-nogpu"},
 };
+/* Every command takes these: -log FILE (hank-ai's: rank 0's output into
+ * FILE) and -dont_show (the tutorials' flag: Darknet's windows stay shut;
+ * darknet-mn opens none). */
+static const char *const everywhere = "-log -dont_show";
+/* Darknet's flags that cannot apply under MPI, and why; the value is skipped. */
+static const struct { const char *flag, *why; } refused[] = {
+    {"-mjpeg_port", "streams Darknet's chart window over HTTP, and darknet-mn opens no window: rank 0 keeps the "
+                    "chart in <backup>/<cfg>_chart.png (chart=1 in [distributed]); -log FILE keeps its output"},
+    {"-json_port", "streams detections of Darknet's video demo, which darknet-mn does not run: use the fork's own "
+                   "darknet detector demo on the weights darknet-mn trained"},
+    {"-http_post_host", "posts detections of Darknet's video demo, which darknet-mn does not run: use the fork's "
+                        "own darknet detector demo on the weights darknet-mn trained"},
+};
 /* Flags followed by a value; Darknet's -gpus and -i (its GPU index) are
  * known so that their value is not taken for a file. */
-static const char *const valued[] = {"-out", "-thresh", "-iters", "-max", "-batch", "-gpus", "-i"};
+static const char *const valued[] = {"-out", "-thresh", "-iters", "-max", "-batch", "-gpus", "-i", "-log",
+                                     "-mAP_epochs", "-mjpeg_port", "-json_port", "-http_post_host"};
 #define MAX_POS 8
 
 typedef struct {
     const command *cmd;
     const char *pos[MAX_POS];   /* positional arguments, the two words first */
     int npos;
-    int clear, nogpu;
+    int clear, nogpu, map;
     const char *out, *gpus;     /* -out's value; -gpus's (or -i's) value */
     const char *thresh;         /* -thresh's value */
+    const char *log;            /* -log's value */
+    const char *map_epochs;     /* -mAP_epochs's value */
     char why[512];              /* non-empty: the command line is refused, and why */
 } cmdline;
 
@@ -112,8 +129,11 @@ static void parse(int argc, char **argv, cmdline *l)
             if (!strcmp(a, "-out")) l->out = v;
             else if (!strcmp(a, "-thresh")) l->thresh = v;
             else if (!strcmp(a, "-gpus") || !strcmp(a, "-i")) l->gpus = v;
+            else if (!strcmp(a, "-log")) l->log = v;
+            else if (!strcmp(a, "-mAP_epochs")) l->map_epochs = v;
         } else if (!strcmp(a, "-clear")) l->clear = 1;
         else if (!strcmp(a, "-nogpu")) l->nogpu = 1;
+        else if (!strcmp(a, "-map")) l->map = 1;
     }
     for (size_t k = 0; k < sizeof commands / sizeof *commands; ++k)
         if (l->npos >= 1 && !strcmp(commands[k].cmd, l->pos[0]) &&
@@ -125,15 +145,25 @@ static void parse(int argc, char **argv, cmdline *l)
     if (novalue) snprintf(l->why, sizeof l->why, "flag %s needs a value", novalue);
     else if (l->gpus) gpus_advice(l, argc, argv);
     else
-        for (int i = 1; i < argc && !unknown; ++i) {
+        for (int i = 1; i < argc && !unknown && !l->why[0]; ++i) {
             if (argv[i][0] != '-' || !argv[i][1]) continue;
-            if (!listed(c->flags, argv[i])) unknown = argv[i];
+            for (size_t k = 0; k < sizeof refused / sizeof *refused; ++k)
+                if (!strcmp(argv[i], refused[k].flag))
+                    snprintf(l->why, sizeof l->why, "%s is not used: it %s", argv[i], refused[k].why);
+            if (!l->why[0] && !listed(c->flags, argv[i]) && !listed(everywhere, argv[i])) unknown = argv[i];
             if (takes_value(argv[i])) ++i;
         }
     if (l->why[0]) return;
+    char *end = NULL;
+    long epochs = l->map_epochs ? strtol(l->map_epochs, &end, 10) : 4;
     if (unknown)
-        snprintf(l->why, sizeof l->why, "unknown flag '%s' for '%s%s%s'; valid flags: %s", unknown, c->cmd,
-                 c->sub ? " " : "", c->sub ? c->sub : "", c->flags);
+        snprintf(l->why, sizeof l->why, "unknown flag '%s' for '%s%s%s'; valid flags: %s %s", unknown, c->cmd,
+                 c->sub ? " " : "", c->sub ? c->sub : "", c->flags, everywhere);
+    else if (l->map_epochs && (end == l->map_epochs || *end || epochs < 1 || epochs > 1000000))
+        snprintf(l->why, sizeof l->why, "-mAP_epochs '%s' is not a whole number of epochs from 1 to 1000000",
+                 l->map_epochs);
+    else if (l->map_epochs && !l->map)
+        snprintf(l->why, sizeof l->why, "-mAP_epochs %s sets how often -map evaluates: add -map", l->map_epochs);
     else if (l->npos - words > c->need + c->extra)
         snprintf(l->why, sizeof l->why, "too many arguments for '%s%s%s' (%d given, at most %d)", c->cmd,
                  c->sub ? " " : "", c->sub ? c->sub : "", l->npos - words, c->need + c->extra);
@@ -162,7 +192,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     /* Only rank 0 prints; a rank that cannot redirect stops the job. */
     char why[512] = "";
-    int quiet_failed = mn_output_rank0_only(rank, why, sizeof why) != 0, any_failed = 0;
+    int quiet_failed = mn_output_rank0_only(rank, l.cmd && !l.why[0] ? l.log : NULL, why, sizeof why) != 0;
+    int any_failed = 0;
     if (quiet_failed) fprintf(stderr, "darknet-mn: rank %d: %s\n", rank, why);
     MPI_Allreduce(&quiet_failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (any_failed) {
@@ -202,7 +233,8 @@ int main(int argc, char **argv)
         else if (!strcmp(sub, "recall")) s = mn_detector_recall(c, a, b, w);
         else if (!strcmp(sub, "map")) s = mn_detector_map(c, a, b, w);
         else if (!strcmp(sub, "valid")) s = mn_classifier_valid(c, a, b, w);
-        else s = mn_train(c, !strcmp(cmd, "detector") ? MN_TASK_DETECTOR : MN_TASK_CLASSIFIER, a, b, w, l.clear);
+        else s = mn_train(c, !strcmp(cmd, "detector") ? MN_TASK_DETECTOR : MN_TASK_CLASSIFIER, a, b, w, l.clear,
+                          l.map ? atoi(l.map_epochs ? l.map_epochs : "4") : 0);
         mn_comm_free(c);
     }
     MPI_Finalize();

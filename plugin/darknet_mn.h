@@ -36,6 +36,7 @@ typedef struct {
     int bn_average;
     int sync_bn;             /* batch norm in training uses the global batch's statistics */
     int eval_interval;       /* iterations between evaluations during training; 0 = never */
+    int eval_epochs;         /* not a cfg key: -map's epochs (mn_eval_due), used where eval_interval is 0 */
     char eval_list[4096];    /* evaluated during training; "": the data cfg's valid list */
     int deterministic;       /* global batch = next N*b paths in order, no augmentation */
     int shuffle;             /* rank 0 shuffles the list before scattering */
@@ -161,8 +162,9 @@ unsigned mn_stream_seed(int seed, int stream, size_t iteration);
 
 /* Training and evaluation entry points used by ./darknet_mn. */
 typedef enum { MN_TASK_CLASSIFIER, MN_TASK_DETECTOR } mn_task;
+/* clear: -clear; map_epochs: -map (with -mAP_epochs, else 4), 0 without. */
 mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cfgfile,
-                   const char *weightfile, int clear);
+                   const char *weightfile, int clear, int map_epochs);
 mn_status mn_classifier_valid(mn_comm *c, const char *datacfg, const char *cfgfile,
                               const char *weightfile);
 /* Detector evaluation on the data cfg's valid list, scattered over the ranks;

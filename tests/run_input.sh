@@ -354,7 +354,7 @@ row bench-max-0 1 "bench allreduce: bad argument at '-max'" - bench allreduce -m
 row bench-iters-word 1 "bench allreduce: bad argument at '-iters'" - bench allreduce -iters abc
 row bench-iters-0 1 "bench allreduce: bad argument at '-iters'" - bench allreduce -iters 0
 row bench-unknown-flag 2 "unknown flag '-maxx' for 'bench allreduce'; valid flags: -iters -max -nogpu" - bench allreduce -maxx 8
-row eval-list-missing 1 "cannot open list $I/nope.list \(evaluated every 1 iterations\): No such file" - classifier train "$(data eval-list-missing)" \
+row eval-list-missing 1 "cannot open list $I/nope.list \(evaluated during training: eval_interval=1\): No such file" - classifier train "$(data eval-list-missing)" \
     "$(cfg eval-list-missing -- eval_interval=1 "eval_list=$I/nope.list")"
 printf 'not a png\n' > "$I/c0_tshirt_corrupt.png"
 # Every rank's shard is the corrupt image, so the first batch hits it on every

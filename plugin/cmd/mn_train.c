@@ -142,6 +142,13 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         printf("darknet-mn: rank 0: gemm %s%s; %d loader thread%s (%d core%s, %d rank%s on them); image cache %zu MiB\n",
                gemm, conv, threads, threads > 1 ? "s" : "", cores, cores > 1 ? "s" : "", sharing, sharing > 1 ? "s" : "",
                cache_mb);
+        if (opt->eval_interval <= 0 && opt->eval_epochs > 0) {   /* -map: when, as the fork would */
+            size_t each = (size_t)opt->eval_epochs * shard->global_n / (size_t)global_imgs;
+            printf("darknet-mn: -map: evaluating %s every %zu iterations (%d epochs of %zu images, at least 100), "
+                   "not before iteration %d (burn_in), and at %d (max_batches); the best into %s/%s_best.weights\n",
+                   task == MN_TASK_DETECTOR ? "mAP@0.5" : "top-1", each < 100 ? 100 : each, opt->eval_epochs,
+                   shard->global_n, net->burn_in, net->max_batches, dc->backup, base);
+        }
     }
     char who[96];
     snprintf(who, sizeof who, "rank %d (%s): ", c->rank, c->host);
@@ -168,7 +175,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
     double start = mn_now(), avg_loss = -1;
     mn_eval_state *ev = NULL;
     mn_report *rep = NULL;
-    size_t first_batch = mn_base_iteration(net);
+    size_t first_batch = mn_base_iteration(net), last_eval = first_batch;
     mn_status s = MN_OK;
     while (mn_base_iteration(net) < (size_t)net->max_batches && s == MN_OK) {
         double t0 = mn_now();
@@ -243,12 +250,14 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         }
         /* Before anything is saved, every rank must still hold rank 0's model. */
         int ckpt = opt->checkpoint_interval > 0 && it % (size_t)opt->checkpoint_interval == 0;
-        int saves = ckpt || it % (size_t)opt->backup_interval == 0 || it % (size_t)opt->save_interval == 0 ||
-                    (opt->eval_interval > 0 && it % (size_t)opt->eval_interval == 0);
+        int eval = mn_eval_due(opt, it, last_eval, (size_t)net->max_batches, (size_t)net->burn_in, shard->global_n,
+                               (size_t)global_imgs);
+        if (eval) last_eval = it;
+        int saves = ckpt || it % (size_t)opt->backup_interval == 0 || it % (size_t)opt->save_interval == 0 || eval;
         double ts = mn_now();
         if (s == MN_OK && saves) s = mn_replica_check(c, net, mo, opt->sync_bn, it, NULL);
         double te = mn_now();
-        if (s == MN_OK) s = mn_eval_during_training(c, net, task, dc, opt, it, base, cfgfile, &ev);
+        if (s == MN_OK && eval) s = mn_eval_during_training(c, net, task, dc, opt, it, base, cfgfile, &ev);
         double tw = mn_now();
         mn_timeline_add(tl, 0, MN_TL_EVAL, te, tw, 0, 0, 0);
         if (s == MN_OK) mn_report_iteration(&rep, c, net, opt, dc->backup, base, loss, avg_loss,
@@ -331,7 +340,7 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
 }
 
 mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cfgfile,
-                   const char *weightfile, int clear)
+                   const char *weightfile, int clear, int map_epochs)
 {
     /* Every step below is collective and agreed, so all ranks leave together;
      * what was set up so far is released on the way out. */
@@ -352,6 +361,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         goto out;
     }
     if ((s = mn_load_network(c, cfgfile, weightfile, clear ? MN_LOAD_CLEAR : 0, &net, &opt)) != MN_OK) goto out;
+    opt.eval_epochs = map_epochs;
     /* The watchdog, as soon as the cfg gave its timeout: every setup
      * collective from here on (the communicator's, NCCL's creation among
      * them) is guarded, so a rank that stalls in one ends the job. */
@@ -390,6 +400,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = mn_agree(c, mn_check_detector_classes(c, datacfg, cfgfile, &dc, net));
     if (s != MN_OK || (s = mn_check_training_input(c, task, &dc, &opt, net, &shard, &skip)) != MN_OK) goto out;
     if (task == MN_TASK_DETECTOR && opt.bad_labels_skip) mn_label_filter_install(&skip);
+    if (task == MN_TASK_DETECTOR) mn_label_path_install();
     if ((s = ensure_dir(c, dc.backup)) != MN_OK) goto out;
     if ((s = mn_backup_lock(c, dc.backup, &lock)) != MN_OK) goto out;
     if ((s = mn_agree(c, mn_attach(c, net, &opt, &mo))) != MN_OK) goto out;
@@ -403,6 +414,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     tl = NULL;
 out:
     mn_label_filter_uninstall();
+    mn_label_path_uninstall();
     mn_timeline_close(tl, 0);
     mn_backup_unlock(lock);
     if (mo) mn_detach(net, mo);

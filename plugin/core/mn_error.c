@@ -9,10 +9,12 @@ static void report(const mn_comm *c, const char *prefix, const char *fmt, va_lis
 {
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    FILE *f = mn_output_errors();
-    if (c) fprintf(f, "darknet-mn: rank %d (%s): %s%s\n", c->rank, c->host, prefix, msg);
-    else fprintf(f, "darknet-mn: %s%s\n", prefix, msg);
-    fflush(f);
+    FILE *to[2] = {mn_output_errors(), mn_output_error_copy()};
+    for (int i = 0; i < 2 && to[i]; ++i) {
+        if (c) fprintf(to[i], "darknet-mn: rank %d (%s): %s%s\n", c->rank, c->host, prefix, msg);
+        else fprintf(to[i], "darknet-mn: %s%s\n", prefix, msg);
+        fflush(to[i]);
+    }
 }
 
 void mn_error(const mn_comm *c, const char *fmt, ...)

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -23,12 +24,20 @@ static FILE *terminal;
 #define MN_CAPTURE_MAX (1 << 20)
 #define MN_REPLAY_BYTES 2048
 
-int mn_output_rank0_only(int rank, char *why, size_t cap)
+int mn_output_rank0_only(int rank, const char *log0, char *why, size_t cap)
 {
-    if (rank == 0 || terminal_fd >= 0) return 0;
+    if ((rank == 0 && !log0) || terminal_fd >= 0) return 0;
     const char *dir = getenv("MN_RANK_LOG");
     int out, err;
-    if (dir && *dir) {
+    if (rank == 0) {   /* -log FILE: hank-ai's flag, rank 0's output in a file */
+        out = open(log0, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        if (out < 0) {
+            snprintf(why, cap, "-log: cannot write %s: %s", log0, strerror(errno));
+            return -1;
+        }
+        err = dup(out);
+        captured_is_log = 1;
+    } else if (dir && *dir) {
         char path[4096];
         snprintf(path, sizeof path, "%s/rank-%d.log", dir, rank);
         out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
@@ -63,6 +72,7 @@ int mn_output_rank0_only(int rank, char *why, size_t cap)
 }
 
 FILE *mn_output_errors(void) { return terminal ? terminal : stderr; }
+FILE *mn_output_error_copy(void) { return terminal && captured_is_log ? stderr : NULL; }
 int mn_output_error_fd(void) { return terminal_fd >= 0 ? terminal_fd : 2; }
 
 void mn_output_trim(void)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "mn_internal.h"
 #include "mn_input.h"
+#include "mn_eval.h"
 #include "option_list.h"
 #include "utils.h"
 
@@ -108,12 +109,12 @@ mn_status mn_check_readable(const mn_comm *c, const char *path)
     return MN_OK;
 }
 
-void mn_train_label_path(const char *path, char *out, size_t cap)
+/* pjreddie's rule: images -> labels, .jpg -> .txt, each once. */
+static void folder_rule(const char *path, char *out, size_t cap)
 {
     static const char *const from[] = {"images", "JPEGImages", "raw", ".jpg", ".png", ".JPG", ".JPEG"};
     static const char *const to[] = {"labels", "labels", "labels", ".txt", ".txt", ".txt", ".txt"};
     char tmp[4096];
-    if (mn_base_label_path(path, out, cap)) return;
     snprintf(out, cap, "%s", path);
     /* find_replace replaces the first match only, as Darknet's loader does. */
     for (int i = 0; i < 7; ++i) {
@@ -123,6 +124,40 @@ void mn_train_label_path(const char *path, char *out, size_t cap)
         snprintf(out, cap, "%s", tmp);
     }
 }
+
+void mn_train_label_path(const char *path, char *out, size_t cap)
+{
+    if (!mn_base_label_path(path, out, cap)) folder_rule(path, out, cap);
+}
+
+int mn_label_fallback(const char *image, char *lp, size_t cap)
+{
+    if (access(lp, F_OK) == 0) return MN_LABELS_RULE;
+    char alt[4096];
+    /* Beside: the image's own name with its extension (if any) made .txt. */
+    const char *slash = strrchr(image, '/'), *dot = strrchr(image, '.');
+    int stem = dot && (!slash || dot > slash) ? (int)(dot - image) : (int)strlen(image);
+    snprintf(alt, sizeof alt, "%.*s.txt", stem, image);
+    if (strcmp(alt, lp) && access(alt, F_OK) == 0) {
+        snprintf(lp, cap, "%s", alt);
+        return MN_LABELS_BESIDE;
+    }
+    folder_rule(image, alt, sizeof alt);
+    if (strcmp(alt, lp) && access(alt, F_OK) == 0) {
+        snprintf(lp, cap, "%s", alt);
+        return MN_LABELS_FOLDER;
+    }
+    return MN_LABELS_RULE;
+}
+
+static void label_path_hook_fn(void *ctx, const char *image, char *labelpath)
+{
+    (void)ctx;
+    mn_label_fallback(image, labelpath, 4096);
+}
+
+void mn_label_path_install(void) { label_path_hook = label_path_hook_fn; }
+void mn_label_path_uninstall(void) { label_path_hook = NULL; }
 
 /* YOLO label coordinates are relative to the image; a float rounding past
  * the edge by this much is not a mistake. */
@@ -237,12 +272,49 @@ void mn_label_filter_uninstall(void)
     read_boxes_line_hook_ctx = NULL;
 }
 
+/* What the start's check learned of where the labels are: the count of
+ * each rule (MN_LABELS_*), and for the two fallbacks a first example (the
+ * rule's path, then the one used). */
+typedef struct {
+    long found[3];
+    char eg[3][2][4096];
+} label_rules;
+
 /* A detector image's label file, where the training loader looks for it. */
-static mn_status check_label_file(const mn_comm *c, const char *image, int classes, mn_label_skip *skip)
+static mn_status check_label_file(const mn_comm *c, const char *image, int classes, mn_label_skip *skip,
+                                  label_rules *r)
 {
     char lp[4096];
     mn_train_label_path(image, lp, sizeof lp);
+    char rule[4096];
+    snprintf(rule, sizeof rule, "%s", lp);
+    int k = mn_label_fallback(image, lp, sizeof lp);
+    if (!r->found[k]++ && k != MN_LABELS_RULE) {
+        snprintf(r->eg[k][0], sizeof r->eg[k][0], "%s", rule);
+        snprintf(r->eg[k][1], sizeof r->eg[k][1], "%s", lp);
+    }
     return mn_check_label_lines(c, image, lp, classes, skip);
+}
+
+/* Once, on rank 0: how many images found their labels elsewhere than the
+ * base's rule says, and where. Collective. */
+static mn_status report_label_rules(mn_comm *c, const label_rules *r)
+{
+    long all[3];
+    if (MPI_Allreduce(r->found, all, 3, MPI_LONG, MPI_SUM, c->world) != MPI_SUCCESS) {
+        mn_error(c, "MPI_Allreduce of the label counts failed");
+        return MN_ERR_MPI;
+    }
+    static const char *const how[] = {"", "beside the image", "in Darknet's images -> labels folder"};
+    for (int k = MN_LABELS_BESIDE; k <= MN_LABELS_FOLDER && c->rank == 0; ++k) {
+        if (!all[k]) continue;
+        printf("darknet-mn: labels: %ld of %ld training images have no label file where %s Darknet looks and use "
+               "the one %s", all[k], all[0] + all[1] + all[2], mn_base_name(), how[k]);
+        if (r->found[k]) printf(" (%s, not %s)", r->eg[k][1], r->eg[k][0]);   /* rank 0's first */
+        printf("\n");
+    }
+    fflush(stdout);
+    return MN_OK;
 }
 
 /* Non-empty lines of a names file, or -1 when it cannot be read. */
@@ -305,6 +377,8 @@ mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *d
     skip->classes = net->layers[net->n - 1].classes;
     /* A deterministic run holds the whole list on every rank: each checks its part. */
     size_t from = 0, count = shard->n;
+    label_rules *rules = calloc(1, sizeof *rules);   /* 24 KiB of examples: not on the stack */
+    if (!rules) s = MN_ERR_NOMEM;
     if (opt->deterministic) mn_shard_bounds(shard->n, c->size, c->rank, &from, &count);
     for (size_t i = from; s == MN_OK && i < from + count; ++i) {
         const char *p = shard->paths[i];
@@ -315,18 +389,25 @@ mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *d
                 mn_error(c, "image %s matches %d labels of %s; it must contain exactly one", p, m, dc->labels_file);
                 s = MN_ERR_USER;
             }
-        } else s = check_label_file(c, p, skip->classes, opt->bad_labels_skip ? skip : NULL);
+        } else s = check_label_file(c, p, skip->classes, opt->bad_labels_skip ? skip : NULL, rules);
     }
+    if (task == MN_TASK_DETECTOR) {
+        s = mn_agree(c, s);
+        if (s == MN_OK) s = report_label_rules(c, rules);
+    }
+    free(rules);
     if (task == MN_TASK_DETECTOR && opt->bad_labels_skip) {
         s = mn_agree(c, s);
         if (s == MN_OK) s = mn_label_skip_report(c, skip, "the training list");
     }
-    if (c->rank == 0 && s == MN_OK && opt->eval_interval > 0) {
+    if (c->rank == 0 && s == MN_OK && (opt->eval_interval > 0 || opt->eval_epochs > 0)) {
         const char *list = opt->eval_list[0] ? opt->eval_list : dc->valid;
         FILE *fp = list ? fopen(list, "r") : NULL;
-        if (!list) mn_error(c, "eval_interval=%d but there is nothing to evaluate: give eval_list in [distributed] "
-                            "or 'valid' in the data cfg", opt->eval_interval);
-        else if (!fp) mn_error(c, "cannot open list %s (evaluated every %d iterations): %s", list, opt->eval_interval,
+        char who[64];
+        mn_eval_asker(opt, who, sizeof who);
+        if (!list) mn_error(c, "%s but there is nothing to evaluate: give 'valid' in the data cfg%s", who,
+                            opt->eval_interval > 0 ? " or eval_list in [distributed]" : "");
+        else if (!fp) mn_error(c, "cannot open list %s (evaluated during training: %s): %s", list, who,
                                strerror(errno));
         if (fp) fclose(fp);
         else s = MN_ERR_USER;

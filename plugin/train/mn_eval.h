@@ -4,8 +4,18 @@
 
 #include "mn_internal.h"
 
-/* Evaluation during training (mn_evaluator.c). Called by every rank at the end
- * of every iteration; every eval_interval iterations it scores the eval list
+/* Whether training evaluates after iteration it: every eval_interval
+ * iterations; else, with -map (eval_epochs), at AlexeyAB's and hank-ai's
+ * cadence: max(100, eval_epochs * images / global_batch) iterations after
+ * the last evaluation (last: the iteration training started at, before the
+ * first), not before burn_in, and at max_batches. */
+int mn_eval_due(const mn_options *opt, size_t it, size_t last, size_t max_batches, size_t burn_in, size_t images,
+                size_t global_batch);
+/* What asked for evaluation, for messages: "eval_interval=50" or "-map". */
+const char *mn_eval_asker(const mn_options *opt, char *buf, size_t n);
+
+/* Evaluation during training (mn_evaluator.c). Called by every rank at the
+ * end of every iteration mn_eval_due chose; it scores the eval list
  * (classifier top-1, detector mAP) at the cfg's input size (whatever size
  * random=1 trains at now), rank 0 prints it and saves
  * <backup>/<base>_best.weights when it improves. It runs on a network of

@@ -219,6 +219,7 @@ static mn_status read_truth(mn_comm *c, const char *path, int classes, mn_label_
     char lp[4096];
     if (strlen(path) >= sizeof lp - 8) { mn_error(c, "path too long: %s", path); return MN_ERR_USER; }
     label_path(path, lp);
+    mn_label_fallback(path, lp, sizeof lp);   /* as training found them */
     MN_CHECK(mn_check_label_lines(c, path, lp, classes, skip));
     *out = read_boxes(lp, n);
     return MN_OK;
@@ -509,8 +510,9 @@ static mn_status open_state(mn_comm *c, const mn_data_cfg *dc, const mn_options 
 {
     const char *list = opt->eval_list[0] ? opt->eval_list : dc->valid;
     if (!list) {
-        if (c->rank == 0) mn_error(c, "eval_interval=%d but there is nothing to evaluate: give eval_list in [distributed] "
-                                   "or 'valid' in the data cfg", opt->eval_interval);
+        char who[64];
+        if (c->rank == 0) mn_error(c, "%s but there is nothing to evaluate: give eval_list in [distributed] "
+                                   "or 'valid' in the data cfg", mn_eval_asker(opt, who, sizeof who));
         return mn_agree(c, MN_ERR_USER);
     }
     mn_eval_state *e = calloc(1, sizeof *e);
@@ -523,11 +525,30 @@ static mn_status open_state(mn_comm *c, const mn_data_cfg *dc, const mn_options 
     return MN_OK;
 }
 
+int mn_eval_due(const mn_options *opt, size_t it, size_t last, size_t max_batches, size_t burn_in, size_t images,
+                size_t global_batch)
+{
+    if (opt->eval_interval > 0) return it % (size_t)opt->eval_interval == 0;
+    if (opt->eval_epochs <= 0) return 0;
+    /* As the fork's train_detector: in its units, batch * subdivisions
+     * (times -gpus) images an iteration, our global batch. */
+    size_t each = (size_t)opt->eval_epochs * images / (global_batch ? global_batch : 1);
+    if (each < 100) each = 100;
+    size_t next = last + each > burn_in ? last + each : burn_in;
+    return it >= next || it == max_batches;
+}
+
+const char *mn_eval_asker(const mn_options *opt, char *buf, size_t n)
+{
+    if (opt->eval_interval > 0) snprintf(buf, n, "eval_interval=%d", opt->eval_interval);
+    else snprintf(buf, n, "-map");
+    return buf;
+}
+
 mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
                                   const mn_options *opt, size_t it, const char *base, const char *cfgfile,
                                   mn_eval_state **state)
 {
-    if (opt->eval_interval <= 0 || it % (size_t)opt->eval_interval != 0) return MN_OK;
     if (!*state) MN_CHECK(open_state(c, dc, opt, cfgfile, state));
     mn_eval_state *e = *state;
     double t0 = mn_now(), score = 0;

@@ -64,5 +64,15 @@ mn_status mn_check_detector_classes(const mn_comm *c, const char *datacfg, const
 
 /* Where Darknet's fill_truth_detection looks for an image's labels. */
 void mn_train_label_path(const char *path, char *out, size_t cap);
+/* Both layouts users have, on every base: where no file is at lp (the
+ * base's rule for image), the first that exists of the file beside the
+ * image (x.png -> x.txt: AlexeyAB's and hank-ai's guides) and the one in
+ * Darknet's images -> labels folder (pjreddie's) is written over lp
+ * (cap >= 4096). Returns which: */
+enum { MN_LABELS_RULE, MN_LABELS_BESIDE, MN_LABELS_FOLDER };
+int mn_label_fallback(const char *image, char *lp, size_t cap);
+/* Darknet's loader takes the same fallback (patch 0014, alexeyab 0014). */
+void mn_label_path_install(void);
+void mn_label_path_uninstall(void);
 
 #endif
