@@ -10,6 +10,10 @@
 # memory) mounted. On any exit they are unmounted, and the root removed only
 # once nothing is mounted under it, never across a file-system boundary: a
 # removal through a /dev still bound inside would empty the machine's own.
+# NVIDIA's CUDA (with cuDNN and NCCL) is no Debian package: a GPU user
+# installs it under /usr/local/cuda. Where this machine has it there, the
+# root gets it bound read-only at the same place, its bin on PATH, as such
+# a user has it (FRESH_CUDA=0: a machine without it).
 # FRESH_KEEP=1 keeps the root (its path is printed) for a look afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,12 +66,21 @@ mount -t sysfs sysfs "$root/sys"
 mount --bind /dev "$root/dev"
 mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
 mount -t tmpfs tmpfs "$root/run"
+path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+cuda=$(readlink -f /usr/local/cuda 2> /dev/null || true)
+if [ "${FRESH_CUDA:-1}" = 1 ] && [ -x "$cuda/bin/nvcc" ]; then
+    mkdir -p "$root$cuda"
+    mount --bind "$cuda" "$root$cuda"
+    mount -o remount,bind,ro "$root$cuda"
+    ln -sfn "$cuda" "$root/usr/local/cuda"
+    path=/usr/local/cuda/bin:$path
+    echo "fresh_debian: $cuda bound read-only (CUDA, as a GPU user installs it)"
+fi
 for cmd in "$@"; do
     t=$SECONDS
     echo "fresh_debian: $ $cmd"
     # A login shell's environment, none of this machine's (PATH, OMPI_*, CUDA).
-    if ! env -i HOME=/root TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-            LANG=C.UTF-8 chroot "$root" /bin/bash -c "cd /root/darknet-mn && $cmd" < /dev/null; then
+    if ! env -i HOME=/root TERM=dumb PATH="$path" LANG=C.UTF-8 chroot "$root" /bin/bash -c "cd /root/darknet-mn && $cmd" < /dev/null; then
         echo "fresh_debian: FAILED after $((SECONDS - t)) s: $cmd" >&2
         exit 1
     fi

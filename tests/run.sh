@@ -291,13 +291,16 @@ if command -v nvcc > /dev/null; then
         else bad "GPU build without a GPU: $(rcs "$T/gpu-none" 2); $(cat "$T"/gpu-none.err.* | head -3)"; fi
     fi
 else
-    bad "nvcc not found: the GPU build was not checked"
+    # CUDA is NVIDIA's, not Debian's: a machine without it cannot check this
+    # (CI's fresh root has it bound in: scripts/fresh_debian.sh).
+    skipped=$((${skipped:-0} + 1))
+    echo "skip GPU builds of both bases: nvcc not found (NVIDIA's CUDA under /usr/local/cuda, with cuDNN and NCCL, checks them)"
 fi
 
 echo "== The plugin's layers: calls go one way (tests/layers.py, docs/design.md)"
 LAYERS=$(make -s --no-print-directory print-layers)
 for lib in "$BUILD/cpu/libdarknet_mn.a" "$BUILD/gpu/libdarknet_mn.a" "$BUILD/alexeyab-gpu/libdarknet_mn.a"; do
-    [ -f "$lib" ] || [ "$lib" != "$BUILD/alexeyab-gpu/libdarknet_mn.a" ] || continue   # the fork's skipped above
+    [ -f "$lib" ] || [ "$lib" = "$BUILD/cpu/libdarknet_mn.a" ] || continue   # a GPU build failed or was skipped above
     if python3 tests/layers.py "$LAYERS" "$lib" > "$T/layers.out" 2>&1; then cat "$T/layers.out"; pass=$((pass + 1))
     else sed 's/^/     /' "$T/layers.out" | cut -c1-600; bad "layers: $lib"; fi
 done

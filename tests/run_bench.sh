@@ -46,25 +46,37 @@ else echo "skip bench/speed.sh: needs third_party/darknet-stock{,-omp}/darknet a
 out=$(/usr/bin/python3 -S bench/ddp_fashion.py --procs 2 --iters 1 2>&1); rc=$?
 if [ $rc = 77 ] && [[ $out == "ddp: skipped: No module named 'torch'"* ]]; then ok "ddp_fashion.py without torch: $out (exit 77)"
 else bad "ddp_fashion.py without torch: exit $rc: $out"; fi
-# A result file's "other work meanwhile" counts what ran beside the
-# benchmark and not the benchmark's own processes: 2 busy loops of
-# processes nobody waits for read as at least 0.8 cores of other work (a
-# core's worth, were the machine to have just one), 2 busy loops of our own
-# children as under 0.5.
-other() {   # other OUR|THEIR: load_line's figure over 2 s with 2 busy loops of ours or of someone else's
+# A result file's "other work meanwhile" (bench/common.sh's load_line) is
+# the machine's busy CPU less the benchmark's own: its parts, cpu_mark's
+# counters, are checked here in CPU seconds, which other work on the
+# machine does not change (only wall time would). Busy loops stopped by a
+# 1 s CPU limit: 2 of our own children add at least 1.8 s to our own
+# ticks; 2 orphaned ones (not ours to wait for) add at least 1.8 s to the
+# machine's busy ticks beyond ours, and nothing to ours.
+cpu_parts() {   # cpu_parts our|their: "OWN OTHER" CPU seconds the loops added
     (   . bench/common.sh
-        if [ "$1" = their ]; then
-            for i in 1 2; do timeout 3 sh -c 'while :; do :; done' & done; sleep 0.2
-            load_line before > /dev/null; sleep 2
+        local tck before after pids=() me=$BASHPID   # this subshell, not a $(...) inside it
+        tck=$(getconf CLK_TCK)
+        before=$(cpu_mark "$me")
+        if [ "$1" = our ]; then
+            for i in 1 2; do sh -c 'ulimit -t 1; while :; do :; done' & done
+            wait 2> /dev/null   # each ends killed by its limit
         else
-            load_line before > /dev/null
-            for i in 1 2; do timeout 2 sh -c 'while :; do :; done' & done; wait
+            for i in 1 2; do pids+=("$(sh -c 'ulimit -t 1; while :; do :; done > /dev/null 2>&1 & echo $!')"); done
+            for i in $(seq 1200); do   # at most 2 minutes of wall time for their 1 s of CPU each
+                kill -0 "${pids[0]}" 2> /dev/null || kill -0 "${pids[1]}" 2> /dev/null || break
+                sleep 0.1
+            done
         fi
-        load_line after | sed -n 's/^# other work meanwhile: \([0-9.]*\) of .*/\1/p'
-        wait )
+        after=$(cpu_mark "$me")
+        echo "$before $after" | awk -v t="$tck" '{ own = ($7 - $3) / t; printf "%.2f %.2f\n", own, ($5 - $1) / t - own }'
+        load_line before > /dev/null; load_line after | grep -c '^# other work meanwhile: [0-9.]* of [0-9]* cores on average, [0-9.]* stolen by the host, over [0-9]* s'
+    )
 }
-ours=$(other our); theirs=$(other their)
-if awk -v o="$ours" -v t="$theirs" 'BEGIN { exit !(o != "" && t != "" && o < 0.5 && t >= 0.8) }'; then
-    ok "load_line: other work $theirs cores beside 2 busy loops of someone else's, $ours beside 2 of our own"
-else bad "load_line: other work '$theirs' cores beside 2 busy loops of someone else's (want >= 0.8), '$ours' beside our own (want < 0.5)"; fi
+read -r our_own our_other our_line < <(cpu_parts our | tr '\n' ' ')
+read -r their_own their_other their_line < <(cpu_parts their | tr '\n' ' ')
+if awk -v a="$our_own" -v b="$their_own" -v c="$their_other" 'BEGIN { exit !(a >= 1.8 && b < 0.5 && c >= 1.8) }' &&
+   [ "$our_line" = 1 ] && [ "$their_line" = 1 ]; then
+    ok "load_line's parts: 2 busy loops of ours added $our_own CPU s to our own; 2 of someone else's $their_other to the rest, $their_own to ours"
+else bad "load_line's parts: ours $our_own (want >= 1.8), someone else's $their_other to the rest (want >= 1.8) and $their_own to ours (want < 0.5); lines $our_line $their_line"; fi
 finish
