@@ -28,21 +28,14 @@ int mn_output_rank0_only(int rank, const char *log0, char *why, size_t cap)
 {
     if ((rank == 0 && !log0) || terminal_fd >= 0) return 0;
     const char *dir = getenv("MN_RANK_LOG");
+    char path[4096] = "";
     int out, err;
-    if (rank == 0) {   /* -log FILE: hank-ai's flag, rank 0's output in a file */
-        out = open(log0, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-        if (out < 0) {
-            snprintf(why, cap, "-log: cannot write %s: %s", log0, strerror(errno));
-            return -1;
-        }
-        err = dup(out);
-        captured_is_log = 1;
-    } else if (dir && *dir) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/rank-%d.log", dir, rank);
+    if (rank == 0) snprintf(path, sizeof path, "%s", log0);   /* -log FILE: hank-ai's flag */
+    else if (dir && *dir) snprintf(path, sizeof path, "%s/rank-%d.log", dir, rank);
+    if (path[0]) {   /* both streams into a file the user keeps */
         out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
         if (out < 0) {
-            snprintf(why, cap, "MN_RANK_LOG: cannot write %s: %s", path, strerror(errno));
+            snprintf(why, cap, "%s: cannot write %s: %s", rank == 0 ? "-log" : "MN_RANK_LOG", path, strerror(errno));
             return -1;
         }
         err = dup(out);
