@@ -29,7 +29,7 @@ root=$base/root
 
 unmount_all() {   # deepest first; lazily where a process still holds one
     local m
-    for m in $(findmnt -rn -o TARGET | grep "^$root/" | sort -r); do
+    for m in $(findmnt -rn -o TARGET | grep "^$root\(/\|$\)" | sort -r); do
         umount "$m" 2> /dev/null || umount -l "$m" || true
     done
 }
@@ -41,9 +41,9 @@ cleanup() {
     pids=$(for p in /proc/[0-9]*; do [ "$(readlink "$p/root" 2> /dev/null)" = "$root" ] && echo "${p#/proc/}"; done || true)
     [ -n "$pids" ] && kill -9 $pids 2> /dev/null || true
     unmount_all
-    if findmnt -rn -o TARGET | grep -q "^$root/"; then
+    if findmnt -rn -o TARGET | grep -q "^$root\(/\|$\)"; then
         echo "fresh_debian: still mounted under $root; not removed:" >&2
-        findmnt -rn -o TARGET | grep "^$root/" >&2
+        findmnt -rn -o TARGET | grep "^$root\(/\|$\)" >&2
         exit 1
     elif [ "${FRESH_KEEP:-0}" = 1 ]; then echo "fresh_debian: kept $root"
     else rm -rf --one-file-system "$base"
@@ -61,6 +61,10 @@ home=$root/root
 mkdir -p "$home/darknet-mn"
 git archive HEAD | tar -C "$home/darknet-mn" -xf -
 cp -a ../shared "$home/shared"
+# The root a mount point of its own, private, as a real machine's / is:
+# `ip netns exec` (the testbeds) remounts / and fails on a plain folder.
+mount --bind "$root" "$root"
+mount --make-private "$root"
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
 mount --bind /dev "$root/dev"

@@ -4,7 +4,7 @@
 
 #include "mn_internal.h"
 
-/* Whether training evaluates after iteration it: every eval_interval
+/* Whether training evaluates after iteration it (mn_options.c): every eval_interval
  * iterations; else, with -map (eval_epochs), at AlexeyAB's and hank-ai's
  * cadence: max(100, eval_epochs * images / global_batch) iterations after
  * the last evaluation (last: the iteration training started at, before the

@@ -525,26 +525,6 @@ static mn_status open_state(mn_comm *c, const mn_data_cfg *dc, const mn_options 
     return MN_OK;
 }
 
-int mn_eval_due(const mn_options *opt, size_t it, size_t last, size_t max_batches, size_t burn_in, size_t images,
-                size_t global_batch)
-{
-    if (opt->eval_interval > 0) return it % (size_t)opt->eval_interval == 0;
-    if (opt->eval_epochs <= 0) return 0;
-    /* As the fork's train_detector: in its units, batch * subdivisions
-     * (times -gpus) images an iteration, our global batch. */
-    size_t each = (size_t)opt->eval_epochs * images / (global_batch ? global_batch : 1);
-    if (each < 100) each = 100;
-    size_t next = last + each > burn_in ? last + each : burn_in;
-    return it >= next || it == max_batches;
-}
-
-const char *mn_eval_asker(const mn_options *opt, char *buf, size_t n)
-{
-    if (opt->eval_interval > 0) snprintf(buf, n, "eval_interval=%d", opt->eval_interval);
-    else snprintf(buf, n, "-map");
-    return buf;
-}
-
 mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
                                   const mn_options *opt, size_t it, const char *base, const char *cfgfile,
                                   mn_eval_state **state)

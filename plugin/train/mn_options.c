@@ -6,6 +6,7 @@
 #include <string.h>
 #include "mn_internal.h"
 #include "option_list.h"
+#include "mn_eval.h"
 
 void mn_default_options(mn_options *opt)
 {
@@ -108,4 +109,25 @@ int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size
         snprintf(why, cap, "[distributed] %s='%s' must be %s", k, v,
                  flag ? "0 or 1" : lo ? "a positive integer" : "a non-negative integer");
     return ok;
+}
+
+/* When training evaluates: the options decide it (mn_eval.h). */
+int mn_eval_due(const mn_options *opt, size_t it, size_t last, size_t max_batches, size_t burn_in, size_t images,
+                size_t global_batch)
+{
+    if (opt->eval_interval > 0) return it % (size_t)opt->eval_interval == 0;
+    if (opt->eval_epochs <= 0) return 0;
+    /* As the fork's train_detector: in its units, batch * subdivisions
+     * (times -gpus) images an iteration, our global batch. */
+    size_t each = (size_t)opt->eval_epochs * images / (global_batch ? global_batch : 1);
+    if (each < 100) each = 100;
+    size_t next = last + each > burn_in ? last + each : burn_in;
+    return it >= next || it == max_batches;
+}
+
+const char *mn_eval_asker(const mn_options *opt, char *buf, size_t n)
+{
+    if (opt->eval_interval > 0) snprintf(buf, n, "eval_interval=%d", opt->eval_interval);
+    else snprintf(buf, n, "-map");
+    return buf;
 }
