@@ -143,9 +143,11 @@ $(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings
 	set -e; for p in $(PATCHES); do patch -s -p1 -d $(DK) < $$p; done
 	touch $@
 
+# The fork's own ./darknet links -lcuda: where no driver is installed,
+# CUDA's stub library stands in (the program runs against the driver's).
 $(LIBDK): $(DK)/.patched
 	mkdir -p $(DK)/obj
-	$(MAKE) -C $(DK) -s GPU=$(GPU) CUDNN=$(CUDNN) CUDNN_HALF=$(CUDNN_HALF) OPENCV=0 OPENMP=0 LIBSO=0 AVX=0 BLAS=$(BLAS) \
+	$(if $(filter 1,$(GPU)),LIBRARY_PATH=$(CUDA)/lib64/stubs$${LIBRARY_PATH:+:$$LIBRARY_PATH}) $(MAKE) -C $(DK) -s GPU=$(GPU) CUDNN=$(CUDNN) CUDNN_HALF=$(CUDNN_HALF) OPENCV=0 OPENMP=0 LIBSO=0 AVX=0 BLAS=$(BLAS) \
 	    OPTS=-O3 ARCH='$(AB_ARCH)' darknet
 	rm -f $@ && ar rcs $@ $$(ls $(DK)/obj/*.o | grep -v '/darknet\.o$$')
 else

@@ -77,6 +77,9 @@ if [ "${FRESH_CUDA:-1}" = 1 ] && [ -x "$cuda/bin/nvcc" ]; then
     mount --bind "$cuda" "$root$cuda"
     mount -o remount,bind,ro "$root$cuda"
     ln -sfn "$cuda" "$root/usr/local/cuda"
+    # As NVIDIA's installer does: its libraries on the loader's path.
+    printf '%s\n' "$cuda/lib64" "$cuda/lib" > "$root/etc/ld.so.conf.d/zz-cuda.conf"
+    chroot "$root" ldconfig
     path=/usr/local/cuda/bin:$path
     echo "fresh_debian: $cuda bound read-only (CUDA, as a GPU user installs it)"
 fi

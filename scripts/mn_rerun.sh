@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# scripts/mn_rerun.sh: run a darknet-mn job under mpiexec, and when it fails
+# for a reason a rerun can cure (a rank or host lost, a collective timed
+# out), run it again, at most --max-restarts times, on the hosts that still
+# answer; training resumes from the newest checkpoint by itself
+# (checkpoint_interval in [distributed]). What torchrun's --max-restarts
+# does, on mpiexec and darknet-mn's checkpoints: no process manager here.
+#
+#   scripts/mn_rerun.sh [--max-restarts N] [--host H1:S1,H2:S2,... | --hostfile FILE]
+#                       [--min-hosts K] [--probe-timeout SEC] -- MPIEXEC_ARGS... ./darknet_mn ARGS...
+#
+# The ranks are the slots of the hosts that answer (a hostfile's lines are
+# "host slots=N"); without hosts, the job reruns on this machine with the
+# same arguments. A host answers when Open MPI's launch agent runs `true`
+# there within --probe-timeout seconds (the agent of --mca plm_rsh_agent in
+# the arguments, else OMPI_MCA_plm_rsh_agent, else ssh in batch mode).
+# Not rerun: success (exit 0), darknet-mn's user errors and refusals
+# (exit 1 and 2: a rerun would fail alike), a stop by the user (SIGINT,
+# SIGTERM), fewer than --min-hosts hosts answering (default 1).
+# Each attempt's start, end, exit status and hosts are printed with a
+# timestamp ("mn_rerun: ..."), so a log shows what each failure cost.
+set -u
+max=3 hosts="" hostfile="" min_hosts=1 probe_timeout=10
+usage() { echo "usage: $0 [--max-restarts N] [--host H:S,... | --hostfile FILE] [--min-hosts K] [--probe-timeout SEC] -- MPIEXEC_ARGS... ./darknet_mn ARGS..." >&2; exit 2; }
+while [ $# -gt 0 ]; do
+    case $1 in
+        --max-restarts) max=${2:-}; shift 2 ;;
+        --host) hosts=${2:-}; shift 2 ;;
+        --hostfile) hostfile=${2:-}; shift 2 ;;
+        --min-hosts) min_hosts=${2:-}; shift 2 ;;
+        --probe-timeout) probe_timeout=${2:-}; shift 2 ;;
+        --) shift; break ;;
+        *) usage ;;
+    esac
+done
+[ $# -gt 0 ] || usage
+for v in "$max" "$min_hosts" "$probe_timeout"; do
+    [[ $v =~ ^[0-9]+$ ]] || { echo "mn_rerun: '$v' is not a whole number" >&2; exit 2; }
+done
+if [ -n "$hostfile" ]; then
+    [ -r "$hostfile" ] || { echo "mn_rerun: cannot read hostfile $hostfile" >&2; exit 2; }
+    hosts=$(awk '!/^[ \t]*(#|$)/ { s = 1; for (i = 2; i <= NF; ++i) if ($i ~ /^slots=/) s = substr($i, 7)
+                                   printf "%s%s:%s", n++ ? "," : "", $1, s }' "$hostfile")
+    [ -n "$hosts" ] || { echo "mn_rerun: hostfile $hostfile names no host" >&2; exit 2; }
+fi
+
+# The launch agent, as mpiexec would use it.
+agent=${OMPI_MCA_plm_rsh_agent:-ssh -o BatchMode=yes -o ConnectTimeout=$probe_timeout}
+args=("$@")
+for ((i = 0; i + 2 < ${#args[@]}; ++i)); do
+    [ "${args[i]}" = --mca ] && [ "${args[i+1]}" = plm_rsh_agent ] && agent=${args[i+2]}
+done
+
+stamp() { echo "mn_rerun: $(date -u +%H:%M:%S.%N | cut -c1-12): $*"; }
+# live HOSTS: the host:slots entries whose host answers, comma-joined.
+live() {
+    local e h out=""
+    for e in ${1//,/ }; do
+        h=${e%%:*}
+        # shellcheck disable=SC2086
+        if timeout "$probe_timeout" $agent "$h" true < /dev/null > /dev/null 2>&1; then out=$out${out:+,}$e
+        else stamp "host $h does not answer ($agent $h true): left out" >&2; fi
+    done
+    echo "$out"
+}
+slots() { local e n=0; for e in ${1//,/ }; do n=$((n + ${e##*:})); done; echo $n; }
+
+stopped=0
+trap 'stopped=1' INT TERM
+attempt=0
+while :; do
+    run=("${args[@]}")
+    if [ -n "$hosts" ]; then
+        now=$(live "$hosts")
+        count=$(awk -v l="$now" 'BEGIN { print l == "" ? 0 : split(l, a, ",") }')
+        if [ "$count" -lt "$min_hosts" ]; then
+            stamp "$count host(s) answer, fewer than --min-hosts $min_hosts: giving up"
+            exit 1
+        fi
+        [ "$attempt" -gt 0 ] && [ "$now" != "$hosts" ] && stamp "now on $now ($(slots "$now") ranks), was $hosts"
+        hosts=$now
+        run=(mpiexec -n "$(slots "$hosts")" --host "$hosts" "${args[@]:1}")
+        [ "${args[0]}" = mpiexec ] || run=("${args[@]}")   # not mpiexec: run as given
+    fi
+    stamp "attempt $((attempt + 1)) of $((max + 1)) starts: ${run[*]}"
+    "${run[@]}" &
+    pid=$!
+    wait "$pid"
+    rc=$?
+    if [ $stopped = 1 ]; then kill -TERM "$pid" 2> /dev/null; wait "$pid"; stamp "stopped by the user"; exit 130; fi
+    stamp "attempt $((attempt + 1)) ended with exit status $rc"
+    case $rc in
+        0) exit 0 ;;
+        1|2) stamp "exit status $rc is a user error or refusal: not rerun"; exit $rc ;;
+    esac
+    if [ "$attempt" -ge "$max" ]; then stamp "no restarts left (--max-restarts $max)"; exit $rc; fi
+    attempt=$((attempt + 1))
+done

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# darknet-mn under Slurm, for real: Debian's slurmctld and two slurmd nodes
+# in network namespaces (scripts/slurm.sh, which installs the packages):
+#  - srun --mpi=pmix -N 2 --ntasks-per-node=2: info shows 2 nodes x 2; the
+#    training equals mpiexec -n 4's (deterministic, flat) to float rounding,
+#    and hierarchical and two_dimensional take their legs from the nodes;
+#  - scripts/darknet_mn.sbatch as a user submits it (--requeue): a node
+#    killed at iteration 600 of 2000 and started again: the job is requeued,
+#    resumes from its checkpoint, and its final weights equal an
+#    uninterrupted job's, bit for bit;
+# Not here: a job that goes on with fewer nodes when the lost one stays down
+# (sbatch --nodes=MIN-MAX sizes the job by MIN x --ntasks-per-node and then
+# waits for the nodes; scripts/mn_rerun.sh does shrink, tests/run_rerun.sh).
+# What each loss cost (seconds from the kill to the first iteration of the
+# new run, iterations done twice) is printed with each case.
+# Run by tests/run.sh (T, D, TEST_BIN set there). Needs root.
+. "$(dirname "$0")/lib.sh"
+suite_folder slurm
+S=$G
+sl=scripts/slurm.sh
+trap '$sl down > /dev/null 2>&1' EXIT
+if ! $sl up > "$S/up.log" 2>&1; then bad "slurm up: $(tail -3 "$S/up.log")"; finish; fi
+eval "$($sl env)"
+ok "$(grep -m1 'up in' "$S/up.log" | sed 's/^slurm.sh: //')"
+
+# job NAME BATCH [ITERS [LINE...]]: a classifier cfg and data of its own,
+# ITERS updates (40), deterministic, a checkpoint every ITERS/8, and the
+# [distributed] LINEs.
+job() {
+    local name=$1 batch=$2 iters=${3:-40}; shift 2; shift $(($# > 0))
+    mn_cfg "$S/$name.cfg" batch="$batch" max_batches="$iters" burn_in=0 -policy -steps -scales -- \
+        deterministic=1 shuffle=0 checkpoint_interval=$((iters / 8)) collective_timeout=20 "$@"
+    printf 'classes=10\ntrain=%s/train.list\nlabels=%s/labels.txt\nbackup=%s/%s\n' "$D" "$D" "$S" "$name" > "$S/$name.data"
+    mkdir -p "$S/$name"
+}
+PROG_ABS=$(pwd)/darknet_mn
+
+# 1. srun: the node map, and the training of mpiexec -n 4.
+timeout 60 srun --mpi=pmix -N 2 --ntasks-per-node=2 "$PROG_ABS" info > "$S/info.out" 2> "$S/info.err"
+if grep -q '^ranks: 4 ranks on 2 nodes (2+2)$' "$S/info.out" && grep -q '^node 0 (mns1): ranks 0 1$' "$S/info.out" &&
+   grep -q '^node 1 (mns2): ranks 2 3$' "$S/info.out" && [ "$(tail -1 "$S/info.out")" = "all well" ]; then
+    ok "srun --mpi=pmix -N 2 --ntasks-per-node=2 ./darknet_mn info: 4 ranks on 2 nodes (2+2), all well"
+else bad "srun info: $(head -8 "$S/info.out" | tr '\n' '|') $(tail -2 "$S/info.err")"; fi
+job mpiexec 32 40 communicator=flat
+timeout 120 $MPI -n 4 ./darknet_mn classifier train "$S/mpiexec.data" "$S/mpiexec.cfg" > "$S/mpiexec.out" 2>&1
+for comm in flat hierarchical two_dimensional; do
+    job "srun-$comm" 32 40 communicator=$comm
+    timeout 120 srun --mpi=pmix -N 2 --ntasks-per-node=2 "$PROG_ABS" classifier train "$S/srun-$comm.data" "$S/srun-$comm.cfg" \
+        > "$S/srun-$comm.out" 2> "$S/srun-$comm.err"
+    if grep -q "on 4 ranks (2 nodes), communicator $comm" "$S/srun-$comm.out" &&
+       "$TEST_BIN/mn_wcmp" "$S/srun-$comm/srun-${comm}_final.weights" "$S/mpiexec/mpiexec_final.weights" 1e-5 > "$S/$comm.cmp"; then
+        ok "srun 2 nodes x 2, $comm = mpiexec -n 4 on one node: $(cat "$S/$comm.cmp")"
+    else bad "srun $comm: $(grep -m1 'on 4 ranks' "$S/srun-$comm.out") $(cat "$S/$comm.cmp" 2> /dev/null) $(tail -2 "$S/srun-$comm.err")"; fi
+done
+
+# 2. The batch script, a node lost mid-run. submit NAME SBATCH_ARGS...: the
+# job's id; its output in S/NAME.out.
+submit() {
+    local name=$1; shift
+    sbatch --parsable --chdir="$(pwd)" --output="$S/$name.out" "$@" \
+        --export=ALL,MN="$PROG_ABS",TASK=classifier,DATA="$S/$name.data",CFG="$S/$name.cfg" scripts/darknet_mn.sbatch
+}
+wait_line() {   # wait_line FILE AWK_CONDITION SECONDS
+    local i
+    for ((i = 0; i < $3 * 10; ++i)); do awk "$2 { f = 1 } END { exit !f }" "$1" 2> /dev/null && return 0; sleep 0.1; done
+    return 1
+}
+job_done() {   # job_done ID SECONDS: until squeue no longer lists it
+    local i
+    for ((i = 0; i < $2 * 5; ++i)); do [ -z "$(squeue -h -j "$1" 2> /dev/null)" ] && return 0; sleep 0.2; done
+    return 1
+}
+# 2000 updates of 2 x 64 images (about 3 ms each), a checkpoint every 250,
+# mns2 killed at iteration 600.
+ITERS=2000
+job straight 64 $ITERS
+id=$(submit straight --nodes=2 --ntasks-per-node=1)
+job_done "$id" 120 || bad "the uninterrupted batch job did not end"
+# both nodes idle and answering ("idle", not "idle*"), so that a job of 1-2 nodes gets 2
+both_idle() { local i; for ((i = 0; i < 300; ++i)); do [ "$(sinfo -h -N -o %t | grep -cx idle)" = 2 ] && return 0; sleep 0.2; done; return 1; }
+# lose NAME BACK SBATCH_ARGS...: submit, kill mns2 at iteration 600; BACK=1
+# starts it again once the job is requeued. Prints the cost line.
+lose() {
+    local name=$1 back=$2 id t_kill t_first
+    shift 2
+    job "$name" 64 $ITERS
+    both_idle || { bad "$name: the nodes are not both idle: $(sinfo -N | tr '\n' '|')"; return 1; }
+    id=$(submit "$name" "$@")
+    if ! wait_line "$S/$name.out" '/^600: loss/' 120; then bad "$name: never reached iteration 600"; scancel "$id"; return 1; fi
+    t_kill=$(date +%s.%N)
+    $sl kill mns2 > "$S/$name.kill" 2>&1
+    local i
+    for ((i = 0; i < 600; ++i)); do   # requeued: Slurm counts a restart
+        scontrol show job "$id" 2> /dev/null | grep -q 'Restarts=[1-9]' && break
+        sleep 0.2
+    done
+    if [ $i = 600 ]; then bad "$name: not requeued within 120 s: $(scontrol show job "$id" | grep -o 'JobState=[A-Z]*')"; scancel "$id"; return 1; fi
+    [ "$back" = 1 ] && $sl start mns2 >> "$S/$name.kill" 2>&1
+    wait_line "$S/$name.out" '/, run 2,/ { on = 1 } on && /^[0-9]+: loss/' 120
+    t_first=$(date +%s.%N)
+    job_done "$id" 180 || { bad "$name: did not end"; scancel "$id"; }
+    [ "$back" = 1 ] || $sl start mns2 >> "$S/$name.kill" 2>&1
+    awk -v a="$t_kill" -v b="$t_first" -v n="$(grep -c '^[0-9]*: loss' "$S/$name.out")" -v name="$name" -v it=$ITERS \
+        'BEGIN { printf "     %s: %.1f s from the kill to the first iteration of run 2; %d iterations done twice\n", name, b - a, n - it }'
+}
+lose back 1 --nodes=2 --ntasks-per-node=1
+if grep -q "resuming from checkpoint .*back.ckpt-\([0-9]*\): iteration \1 of max_batches $ITERS, seen [0-9]* (written by 2 ranks, as now)" "$S/back.out" &&
+   grep -q '^darknet-mn: job .*, run 2, on 2 node(s)' "$S/back.out" &&
+   cmp -s "$S/straight/straight_final.weights" "$S/back/back_final.weights"; then
+    ok "sbatch job, node mns2 killed at iteration 600 of $ITERS and back: requeued, $(grep -o 'resuming from checkpoint .*ckpt-[0-9]*' "$S/back.out" | sed 's/ .*ckpt-/ /'), final weights = the uninterrupted job's"
+else bad "node lost and back: $(grep -E '^darknet-mn: (job|resuming)' "$S/back.out" | head -5 | tr '\n' '|')"; fi
+finish slurm
