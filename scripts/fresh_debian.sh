@@ -56,6 +56,10 @@ trap 'exit 130' INT TERM
 t0=$SECONDS
 mmdebstrap --quiet --variant=apt --include=make,git bookworm "$root" "$MIRROR"
 echo "fresh_debian: Debian 12 root in $((SECONDS - t0)) s: $root"
+# What Debian's installer writes and mmdebstrap does not: the host name in
+# /etc/hosts (without it every lookup of it, Open MPI's at each start,
+# waits for the DNS server to time out: 5 s an mpiexec).
+printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' "$(hostname)" > "$root/etc/hosts"
 # The checkout as committed (what a clone gets) and ../shared beside it.
 home=$root/root
 mkdir -p "$home/darknet-mn"
