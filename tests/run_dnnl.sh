@@ -96,7 +96,7 @@ same_top5() {   # same_top5 NAME WEIGHTS: stock's and darknet-mn's predict
     $MPI -n 1 "$PROG" classifier predict "$G/stock.data" "$cfg" "$2" "$img" 2> /dev/null | grep '%: ' > "$G/$1-mn.top"
     if [ "$(wc -l < "$G/$1-stock.top")" = 5 ] && paste -d' ' "$G/$1-stock.top" "$G/$1-mn.top" |
         awk '{ a = $1 + 0; b = $3 + 0; if (a - b > 0.05 || b - a > 0.05) bad = 1
-               # classes tied at the print's floor (0.00%) may come in either order
+               # classes tied at the printed floor, 0.00%, may come in either order
                if ($2 != $4 && (a > 0.05 || b > 0.05)) bad = 1 } END { exit bad }'; then
         ok "$1: stock Darknet and darknet-mn predict the same top 5 ($(head -1 "$G/$1-mn.top") against $(head -1 "$G/$1-stock.top"))"
     else bad "$1: top 5 differ: $(paste -sd' ' "$G/$1-stock.top") against $(paste -sd' ' "$G/$1-mn.top")"; fi
