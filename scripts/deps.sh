@@ -6,7 +6,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 
-pkgs="build-essential dpkg-dev pkg-config python3 procps iproute2 libopenmpi-dev openmpi-bin libstb-dev zlib1g-dev libcairo2-dev libopenblas-dev libdnnl-dev dataset-fashion-mnist darknet clang libclang-rt-14-dev strace valgrind"
+pkgs="build-essential dpkg-dev pkg-config python3 procps iproute2 libopenmpi-dev openmpi-bin libstb-dev zlib1g-dev libcairo2-dev libopenblas-dev libdnnl-dev dataset-fashion-mnist darknet clang libclang-rt-14-dev libomp-14-dev strace valgrind"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
