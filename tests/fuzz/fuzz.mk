@@ -29,6 +29,10 @@ $(FUZZ)/plugin/%.o: plugin/%.c $(PLUGIN_HDR) $(DK)/.patched $(FUZZ)/.settings | 
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) -std=gnu99 -fPIC $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
+# Darknet's sources appear when it is unpacked: on a fresh tree make fuzz
+# comes first, and without this make finds no way to the .c files.
+$(DK)/src/%.c: $(DK)/.patched ;
+
 $(FUZZ)/darknet/%.o: $(DK)/src/%.c $(DK)/.patched $(FUZZ)/.settings | fuzz-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) -w $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
