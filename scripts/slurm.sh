@@ -31,10 +31,13 @@
 # settings are explained where written.
 set -u
 D=$(realpath -m "${SLURM_TB_DIR:-/run/darknet-mn-slurm}")
-NET=10.78.0
-BR=mnsbr0
+# The address block, the bridge (the nodes' veths are named after it) and
+# slurmctld's port: SLURM_TB_NET, SLURM_TB_BRIDGE and SLURM_TB_PORT move them,
+# so that a second testbed (another root's, a chroot's) can run beside.
+NET=${SLURM_TB_NET:-10.78.0}
+BR=${SLURM_TB_BRIDGE:-mnsbr0}
 CTL=mnsctl                  # slurmctld's hostname (its own UTS namespace)
-PORT=6817                   # SlurmctldPort, in the root namespace
+PORT=${SLURM_TB_PORT:-6817} # SlurmctldPort, in the root namespace
 PKGS="slurmd slurmctld slurm-client munge libpmix-dev iproute2 mount"
 MARK=.darknet-mn-slurm      # in D: down removes only a folder holding it
 
@@ -177,8 +180,8 @@ start_munge() {
 add_node() {
     local h=$1 i=${1#mns}
     ip netns add "$h"
-    ip link add "v$h" type veth peer name eth0 netns "$h"
-    ip link set "v$h" master "$BR" up
+    ip link add "$BR-$h" type veth peer name eth0 netns "$h"
+    ip link set "$BR-$h" master "$BR" up
     nsenter --net="/run/netns/$h" ip addr add "$NET.$i/24" dev eth0
     nsenter --net="/run/netns/$h" ip link set eth0 up
     nsenter --net="/run/netns/$h" ip link set lo up
@@ -270,7 +273,7 @@ down() {
     pids="$pids $(alive slurmctld) $(alive munged) $(clients)"
     kill_wait $pids
     for h in $(nodes); do
-        ip link del "v$h" 2> /dev/null   # at once; with its namespace, later
+        ip link del "$BR-$h" 2> /dev/null   # at once; with its namespace, later
         ip netns del "$h"
     done
     [ -z "$(ip link show master "$BR" 2> /dev/null)" ] && ip link del "$BR" 2> /dev/null

@@ -4,13 +4,14 @@
 #  - srun --mpi=pmix -N 2 --ntasks-per-node=2: info shows 2 nodes x 2; the
 #    training equals mpiexec -n 4's (deterministic, flat) to float rounding,
 #    and hierarchical and two_dimensional take their legs from the nodes;
-#  - scripts/darknet_mn.sbatch as a user submits it (--requeue): a node
-#    killed at iteration 600 of 2000 and started again: the job is requeued,
-#    resumes from its checkpoint, and its final weights equal an
-#    uninterrupted job's, bit for bit;
-# Not here: a job that goes on with fewer nodes when the lost one stays down
-# (sbatch --nodes=MIN-MAX sizes the job by MIN x --ntasks-per-node and then
-# waits for the nodes; scripts/mn_rerun.sh does shrink, tests/run_rerun.sh).
+#  - scripts/darknet_mn.sbatch as a user submits it (--requeue, --no-kill),
+#    node mns2 killed at iteration 600 of 2000:
+#    - started again (MIN_NODES left at both nodes): the job requeues
+#      itself, resumes from its checkpoint once both nodes are back, and its
+#      final weights equal an uninterrupted job's, bit for bit;
+#    - left down, MIN_NODES=1: the job goes on in its allocation on mns1
+#      alone, resumes from its checkpoint saying what changed (ranks, global
+#      batch), and finishes;
 # What each loss cost (seconds from the kill to the first iteration of the
 # new run, iterations done twice) is printed with each case.
 # Run by tests/run.sh (T, D, TEST_BIN set there). Needs root.
@@ -79,9 +80,10 @@ job_done "$id" 120 || bad "the uninterrupted batch job did not end"
 # both nodes idle and answering ("idle", not "idle*"), so that a job of 1-2 nodes gets 2
 both_idle() { local i; for ((i = 0; i < 300; ++i)); do [ "$(sinfo -h -N -o %t | grep -cx idle)" = 2 ] && return 0; sleep 0.2; done; return 1; }
 # lose NAME BACK SBATCH_ARGS...: submit, kill mns2 at iteration 600; BACK=1
-# starts it again once the job is requeued. Prints the cost line.
+# starts it again once the job has requeued itself, BACK=0 once the job has
+# ended. Prints the cost line.
 lose() {
-    local name=$1 back=$2 id t_kill t_first
+    local name=$1 back=$2 id t_kill t_first i
     shift 2
     job "$name" 64 $ITERS
     both_idle || { bad "$name: the nodes are not both idle: $(sinfo -N | tr '\n' '|')"; return 1; }
@@ -89,13 +91,14 @@ lose() {
     if ! wait_line "$S/$name.out" '/^600: loss/' 120; then bad "$name: never reached iteration 600"; scancel "$id"; return 1; fi
     t_kill=$(date +%s.%N)
     $sl kill mns2 > "$S/$name.kill" 2>&1
-    local i
-    for ((i = 0; i < 600; ++i)); do   # requeued: Slurm counts a restart
-        scontrol show job "$id" 2> /dev/null | grep -q 'Restarts=[1-9]' && break
-        sleep 0.2
-    done
-    if [ $i = 600 ]; then bad "$name: not requeued within 120 s: $(scontrol show job "$id" | grep -o 'JobState=[A-Z]*')"; scancel "$id"; return 1; fi
-    [ "$back" = 1 ] && $sl start mns2 >> "$S/$name.kill" 2>&1
+    if [ "$back" = 1 ]; then
+        for ((i = 0; i < 600; ++i)); do   # requeued: Slurm counts a restart
+            scontrol show job "$id" 2> /dev/null | grep -q 'Restarts=[1-9]' && break
+            sleep 0.2
+        done
+        if [ $i = 600 ]; then bad "$name: not requeued within 120 s: $(scontrol show job "$id" | grep -o 'JobState=[A-Z]*')"; scancel "$id"; return 1; fi
+        $sl start mns2 >> "$S/$name.kill" 2>&1
+    fi
     wait_line "$S/$name.out" '/, run 2,/ { on = 1 } on && /^[0-9]+: loss/' 120
     t_first=$(date +%s.%N)
     job_done "$id" 180 || { bad "$name: did not end"; scancel "$id"; }
@@ -109,4 +112,12 @@ if grep -q "resuming from checkpoint .*back.ckpt-\([0-9]*\): iteration \1 of max
    cmp -s "$S/straight/straight_final.weights" "$S/back/back_final.weights"; then
     ok "sbatch job, node mns2 killed at iteration 600 of $ITERS and back: requeued, $(grep -o 'resuming from checkpoint .*ckpt-[0-9]*' "$S/back.out" | sed 's/ .*ckpt-/ /'), final weights = the uninterrupted job's"
 else bad "node lost and back: $(grep -E '^darknet-mn: (job|resuming)' "$S/back.out" | head -5 | tr '\n' '|')"; fi
+MIN_NODES=1 lose gone 0 --nodes=2 --ntasks-per-node=1
+if grep -q '^darknet-mn: job .*, going on with 1 of 2 nodes (mns1; MIN_NODES=1)' "$S/gone.out" &&
+   grep -q '^darknet-mn: job .*, run 2, on 1 node(s) (mns1), 1 ranks' "$S/gone.out" &&
+   grep -q "resuming from checkpoint .*gone.ckpt-\([0-9]*\): iteration \1 of max_batches $ITERS, written by 2 ranks (global batch 128); now 1 ranks (global batch 64)" "$S/gone.out" &&
+   grep -q '^darknet-mn: job .*, run 2 ended with status 0' "$S/gone.out" && [ -s "$S/gone/gone_final.weights" ] &&
+   ! grep -q 'Restarts=[1-9]' <(scontrol show job "$(grep -m1 -o 'job [0-9]*' "$S/gone.out" | cut -c5-)" 2> /dev/null); then
+    ok "sbatch job, MIN_NODES=1, node mns2 killed at iteration 600 of $ITERS and left down: goes on with 1 of 2 nodes, $(grep -o 'resuming from checkpoint .*ckpt-[0-9]*' "$S/gone.out" | sed 's/ .*ckpt-/ /'), $(grep -o 'written by 2 ranks.*' "$S/gone.out" | head -1), finished"
+else bad "node lost and gone: $(grep -E '^darknet-mn: (job|resuming)|written by' "$S/gone.out" | head -8 | tr '\n' '|')"; fi
 finish slurm
