@@ -8,6 +8,7 @@
 #define MN_MN_BASE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "darknet.h"
 #include "mn_core.h"
 #ifdef MN_BASE_ALEXEYAB
@@ -29,6 +30,62 @@ char *get_layer_string(LAYER_TYPE a);
 void load_weights(network *net, char *filename);
 
 #endif
+
+/* What the plugin reads and writes of a network, so that nothing above
+ * base/ touches Darknet's struct network (mn_base_net.c for both C bases,
+ * whose fields agree; a C++ base's adapter defines the same functions over
+ * its own network class). Layers are still Darknet's layer, read field by
+ * field above base/: the next step of the boundary. */
+
+/* The network as its cfg and the last resize made it, read at once: one
+ * call fills what a caller reads, so callers keep one local (`mn_net_info
+ * in = mn_net_get(net);`) instead of a getter per field. A copy: read it
+ * again after set_batch_network or resize_network. */
+typedef struct {
+    int batch;                   /* images per forward pass on this rank (the cfg's batch / subdivisions) */
+    int subdivisions;            /* passes per update */
+    int max_batches, burn_in;    /* the schedule, in global iterations */
+    float learning_rate, momentum, decay;
+    int adam;
+    int w, h, c;                 /* input image size; random=1 changes w and h */
+    int inputs, outputs;         /* floats per image into the first layer, out of the last */
+    int gpu;                     /* Darknet's gpu_index: < 0 on the CPU (meaningless in CPU builds) */
+    tree *hierarchy;             /* a classifier's label tree, or NULL */
+} mn_net_info;
+mn_net_info mn_net_get(const network *net);
+/* The layers, 0 .. mn_net_layers(net) - 1; the last one is the detector's
+ * or classifier's output, read for classes, boxes and its type. */
+int mn_net_layers(const network *net);
+layer *mn_net_layer(const network *net, int i);
+layer *mn_net_last(const network *net);
+/* Images trained on so far, over all ranks (patch 0001): the iteration,
+ * checkpoints and resume read and set it. size_t on pjreddie's, uint64_t
+ * on the fork. */
+uint64_t mn_net_seen(const network *net);
+void mn_net_set_seen(network *net, uint64_t seen);
+/* The input buffer of a forward pass (batch * inputs floats) and the train
+ * flag: bench step runs the passes itself. */
+float *mn_net_input(const network *net);
+void mn_net_set_train(network *net, int train);
+
+/* The update hooks the patches add (0001, 0008), installed together
+ * because they share one argument; the hooks find it with mn_net_hook_arg.
+ * mn_net_set_hooks(net, NULL) removes them (ranks 1). */
+typedef struct {
+    int ranks;                              /* processes sharing every update: seen counts all their images */
+    int (*sync)(network *net);              /* before any layer updates; nonzero skips this update */
+    void (*backward)(network *net, int i);  /* after layer i's backward, and with i = layers after forward; or NULL */
+    void *arg;
+} mn_net_hooks;
+void mn_net_set_hooks(network *net, const mn_net_hooks *h);
+void *mn_net_hook_arg(const network *net);
+/* Batch norm's statistics hook (patch 0005), installed apart from the
+ * update hooks (by mn_batchnorm.c, with sync_bn=1): f replaces a (and b
+ * unless NULL), n floats each, device memory when gpu, by their means over
+ * the ranks; NULL removes it. */
+typedef void (*mn_net_bn_sync)(network *net, float *a, float *b, int n, int gpu);
+void mn_net_set_bn_sync(network *net, mn_net_bn_sync f, void *arg);
+void *mn_net_bn_sync_arg(const network *net);
 
 /* The names the base's parser takes (NULL-terminated), for the cfg check:
  * sections ([distributed] included), activations, [net] policies. */

@@ -248,8 +248,8 @@ static mn_status bench_model(mn_comm *c, const char *cfg, int iters)
     int n = 0;
     float *arrays[4096];
     size_t lens[4096], total = 0;
-    for (int i = 0; i < net->n; ++i) {
-        layer *l = &net->layers[i];
+    for (int i = 0; i < mn_net_layers(net); ++i) {
+        layer *l = mn_net_layer(net, i);
         mn_param p[MN_MAX_LAYER_PARAMS];
         int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
         for (int j = 0; j < k && n < 4096; ++j)
@@ -456,7 +456,7 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
 {
     network *net;
     MN_CHECK(mn_load_network(c, cfg, NULL, 0, &net, NULL));
-    int cfg_batch = net->batch;
+    int cfg_batch = mn_net_get(net).batch;
     mn_status s = MN_OK;
     if (batch > cfg_batch) {
         if (c->rank == 0)
@@ -465,12 +465,14 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
     }
     if (s == MN_OK && batch) set_batch_network(net, batch);
     size_t floats = 0;
-    for (int i = 0; i < net->n; ++i) {
+    for (int i = 0; i < mn_net_layers(net); ++i) {
         mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
         for (int j = 0; j < k; ++j) floats += p[j].grad ? p[j].n : 0;
     }
-    for (int i = 0; i < net->inputs * net->batch; ++i) net->input[i] = (float)(i % 255) / 255.0f;
+    mn_net_info in = mn_net_get(net);   /* after set_batch_network */
+    float *input = mn_net_input(net);
+    for (int i = 0; i < in.inputs * in.batch; ++i) input[i] = (float)(i % 255) / 255.0f;
     /* t: wall seconds of forward, backward, update; then the same in this
      * thread's CPU time, which other jobs sharing the core do not inflate. */
     double *t = calloc(6 * (size_t)iters, sizeof *t);
@@ -478,7 +480,7 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
     for (int it = -1; s == MN_OK && it < iters; ++it) {
         double w[4], u[4];
         w[0] = mn_now(), u[0] = thread_cpu_now();
-        net->train = 1;
+        mn_net_set_train(net, 1);
         forward_network(net);
         sync_device(c);
         w[1] = mn_now(), u[1] = thread_cpu_now();
@@ -501,10 +503,10 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
         }
         printf("# model %s: %zu gradient floats (%.2f MiB); batch %d per pass (cfg: batch/subdivisions %d, "
                "subdivisions %d), %d iterations, medians; wall and this thread's CPU seconds\n", cfg, floats,
-               floats * 4.0 / 1048576, net->batch, cfg_batch, net->subdivisions, iters);
+               floats * 4.0 / 1048576, in.batch, cfg_batch, in.subdivisions, iters);
         printf("step cfg=%s grad_floats=%zu batch=%d cfg_batch=%d subdivisions=%d forward_s=%.6f backward_s=%.6f "
-               "update_s=%.6f forward_cpu_s=%.6f backward_cpu_s=%.6f update_cpu_s=%.6f\n", cfg, floats, net->batch,
-               cfg_batch, net->subdivisions, med[0], med[1], med[2], med[3], med[4], med[5]);
+               "update_s=%.6f forward_cpu_s=%.6f backward_cpu_s=%.6f update_cpu_s=%.6f\n", cfg, floats, in.batch,
+               cfg_batch, in.subdivisions, med[0], med[1], med[2], med[3], med[4], med[5]);
     }
     free(t);
     mn_base_free(net);

@@ -51,8 +51,8 @@ static mn_status partial_solo(mn_comm *c, const char **a)
     }
     MN_CHECK(mn_load_network(c, a[0], a[1], MN_LOAD_CLEAR, &net, NULL));
     mn_status s = MN_OK;
-    if (max > net->n) {
-        mn_error(c, "partial: %s has %d layers; cannot cut the first %ld", a[0], net->n, max);
+    if (max > mn_net_layers(net)) {
+        mn_error(c, "partial: %s has %d layers; cannot cut the first %ld", a[0], mn_net_layers(net), max);
         s = MN_ERR_USER;
     }
     if (s == MN_OK && !mn_tmp_path(c, tmp, sizeof tmp, a[2])) {
@@ -64,7 +64,7 @@ static mn_status partial_solo(mn_comm *c, const char **a)
         mn_base_save_weights(net, tmp, (int)max);
         s = mn_commit_file(c, tmp, a[2]);
     }
-    if (s == MN_OK) printf("darknet-mn: wrote the first %ld of %d layers of %s to %s\n", max, net->n, a[1], a[2]);
+    if (s == MN_OK) printf("darknet-mn: wrote the first %ld of %d layers of %s to %s\n", max, mn_net_layers(net), a[1], a[2]);
     mn_base_free(net);
     return s;
 }
@@ -183,9 +183,9 @@ static mn_status detector_test_solo(mn_comm *c, const char **a)
         }
     }
     if (s == MN_OK) s = load_for_image(c, a[1], a[2], a[3], &net);
-    int classes = net ? net->layers[net->n - 1].classes : 0, nnames = 0;
-    if (s == MN_OK && net->layers[net->n - 1].type != YOLO && net->layers[net->n - 1].type != REGION &&
-        net->layers[net->n - 1].type != DETECTION) {
+    int classes = net ? mn_net_last(net)->classes : 0, nnames = 0;
+    LAYER_TYPE last = net ? mn_net_last(net)->type : 0;
+    if (s == MN_OK && last != YOLO && last != REGION && last != DETECTION) {
         mn_error(c, "%s: the last layer is not a yolo, region or detection layer", a[1]);
         s = MN_ERR_USER;
     }
@@ -248,8 +248,10 @@ static mn_status classifier_predict_solo(mn_comm *c, const char **a)
     network *net = NULL;
     MN_CHECK(mn_read_data_cfg(c, a[0], MN_TASK_CLASSIFIER, &dc));
     mn_status s = load_for_image(c, a[1], a[2], a[3], &net);
-    if (s == MN_OK && net->outputs < dc.classes) {
-        mn_error(c, "%s has %d outputs, but %s says classes=%d", a[1], net->outputs, a[0], dc.classes);
+    mn_net_info in = {0};
+    if (s == MN_OK) in = mn_net_get(net);
+    if (s == MN_OK && in.outputs < dc.classes) {
+        mn_error(c, "%s has %d outputs, but %s says classes=%d", a[1], in.outputs, a[0], dc.classes);
         s = MN_ERR_USER;
     }
     if (s == MN_OK) {
@@ -258,9 +260,9 @@ static mn_status classifier_predict_solo(mn_comm *c, const char **a)
         if (top > dc.classes) top = dc.classes;
         int *idx = calloc((size_t)top, sizeof *idx);
         image im = load_image_color((char *)a[3], 0, 0);
-        image r = letterbox_image(im, net->w, net->h);
+        image r = letterbox_image(im, in.w, in.h);
         float *pred = mn_base_predict(net, r.data);
-        if (net->hierarchy) mn_base_hierarchy(pred, net->outputs, net->hierarchy);
+        if (in.hierarchy) mn_base_hierarchy(pred, in.outputs, in.hierarchy);
         top_k(pred, dc.classes, top, idx);
         for (int i = 0; i < top; ++i) printf("%5.2f%%: %s\n", pred[idx[i]] * 100, dc.labels[idx[i]]);
         free(idx);

@@ -29,18 +29,19 @@
 static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
                             const mn_list *l, size_t first, data *out)
 {
-    int b = net->batch, s = net->subdivisions, rows = b * s;
-    int boxes = net->layers[net->n - 1].max_boxes;
+    mn_net_info in = mn_net_get(net);
+    int b = in.batch, s = in.subdivisions, rows = b * s;
+    int boxes = mn_net_last(net)->max_boxes;
     data d = {0};
     d.shallow = 0;
-    d.X = make_matrix(rows, net->w * net->h * net->c);
+    d.X = make_matrix(rows, in.w * in.h * in.c);
     d.y = make_matrix(rows, task == MN_TASK_CLASSIFIER ? dc->classes : mn_base_truth_size(net) * (boxes ? boxes : 90));
     for (int j = 0; j < s; ++j) {
         for (int i = 0; i < b; ++i) {
             size_t g = (first + (size_t)j * c->size * b + (size_t)c->rank * b + i) % l->global_n;
             char *path = l->paths[g];
             MN_CHECK(mn_check_readable(c, path));
-            image im = load_image_color(path, net->w, net->h);
+            image im = load_image_color(path, in.w, in.h);
             memcpy(d.X.vals[j * b + i], im.data, sizeof(float) * (size_t)d.X.cols);
             free_image(im);
             if (task == MN_TASK_CLASSIFIER) {
@@ -70,17 +71,18 @@ static load_args random_args(network *net, mn_task task, const mn_data_cfg *dc, 
     load_args a = get_base_args(net);
     a.paths = l->paths;
     a.m = (int)l->n;
-    a.n = net->batch * net->subdivisions;
+    mn_net_info in = mn_net_get(net);
+    a.n = in.batch * in.subdivisions;
     a.d = buffer;
     a.threads = threads;
     if (task == MN_TASK_CLASSIFIER) {
         mn_base_classifier_args(net, &a);
-        a.hierarchy = net->hierarchy;
+        a.hierarchy = in.hierarchy;
         a.classes = dc->classes;
         a.labels = dc->labels;
         a.type = CLASSIFICATION_DATA;
     } else {
-        layer last = net->layers[net->n - 1];
+        layer last = *mn_net_last(net);
         a.coords = last.coords;
         a.classes = last.classes;
         a.jitter = last.jitter;
@@ -120,7 +122,8 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
                             network *net, mn_optimizer *mo, const mn_list *shard, const char *base, const char *cfgfile,
                             mn_timeline *tl)
 {
-    int imgs = net->batch * net->subdivisions;         /* per rank, per update */
+    mn_net_info in = mn_net_get(net);                  /* w and h as parsed: resize_network changes them */
+    int imgs = in.batch * in.subdivisions;             /* per rank, per update */
     long global_imgs = (long)imgs * c->size;
     int threads, cores, sharing, blas = mn_engine_blas_threads();
     size_t cache_mb = mn_engine_cache_mb(c, opt);
@@ -129,7 +132,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         printf("darknet-mn: %s on %d ranks (%d node%s), communicator %s, batch %d x %d ranks = %ld images per update, "
                "lr %g, momentum %g, decay %g, %zu images%s\n",
                base, c->size, c->nodes, c->nodes > 1 ? "s" : "", mn_comm_name(c), imgs, c->size, global_imgs,
-               net->learning_rate, net->momentum, net->decay, shard->global_n,
+               in.learning_rate, in.momentum, in.decay, shard->global_n,
                opt->deterministic ? ", deterministic" : "");
         char gemm[64];
         if (blas) snprintf(gemm, sizeof gemm, "OpenBLAS sgemm, %d thread%s", blas, blas > 1 ? "s" : "");
@@ -147,7 +150,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
             printf("darknet-mn: -map: evaluating %s every %zu iterations (%d epochs of %zu images, at least 100), "
                    "not before iteration %d (burn_in), and at %d (max_batches); the best into %s/%s_best.weights\n",
                    task == MN_TASK_DETECTOR ? "mAP@0.5" : "top-1", each < 100 ? 100 : each, opt->eval_epochs,
-                   shard->global_n, net->burn_in, net->max_batches, dc->backup, base);
+                   shard->global_n, in.burn_in, in.max_batches, dc->backup, base);
         }
     }
     char who[96];
@@ -161,8 +164,8 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
     data train = {0}, buffer = {0};
     load_args args = random_args(net, task, dc, shard, &buffer, threads);
     pthread_t loader = 0;
-    int dim = net->w, base_w = net->w, count = 0;
-    layer last = net->layers[net->n - 1];
+    int dim = in.w, base_w = in.w, count = 0;
+    layer last = *mn_net_last(net);
     int resizes = task == MN_TASK_DETECTOR && last.random && !opt->deterministic;
     /* Each batch's random draws (which images, their augmentation) start
      * from a seed of (seed, rank, iteration), so a resumed run goes on with
@@ -177,7 +180,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
     mn_report *rep = NULL;
     size_t first_batch = mn_base_iteration(net), last_eval = first_batch;
     mn_status s = MN_OK;
-    while (mn_base_iteration(net) < (size_t)net->max_batches && s == MN_OK) {
+    while (mn_base_iteration(net) < (size_t)in.max_batches && s == MN_OK) {
         double t0 = mn_now();
         mn_output_trim();
         if (resizes && count++ % 10 == 0) {
@@ -187,7 +190,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
              * own width. */
             size_t now = mn_base_iteration(net);
             int d = (int)(mn_stream_seed(opt->seed, -1, now) % 10 + 10) * 32;
-            if (now + 200 > (size_t)net->max_batches) d = 608;
+            if (now + 200 > (size_t)in.max_batches) d = 608;
             d = d * base_w / 416 / 32 * 32;
             if (d < 32) d = 32;
             if (c->rank == 0) printf("resizing to %dx%d on every rank\n", d, d);
@@ -243,14 +246,14 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
             char el[32], eta[32];
             double per = (now - start) / (double)(it - first_batch);
             format_duration(now - start, el, sizeof el);
-            format_duration(per * (double)(net->max_batches - it), eta, sizeof eta);
+            format_duration(per * (double)(in.max_batches - it), eta, sizeof eta);
             printf("%zu: loss %f, avg %f, rate %f, %.1f img/s, %s elapsed, ETA %s, %zu images\n", it, loss, avg_loss,
-                   mn_base_rate(net), global_imgs / (now - t0), el, eta, *net->seen);
+                   mn_base_rate(net), global_imgs / (now - t0), el, eta, (size_t)mn_net_seen(net));
             fflush(stdout);
         }
         /* Before anything is saved, every rank must still hold rank 0's model. */
         int ckpt = opt->checkpoint_interval > 0 && it % (size_t)opt->checkpoint_interval == 0;
-        int eval = mn_eval_due(opt, it, last_eval, (size_t)net->max_batches, (size_t)net->burn_in, shard->global_n,
+        int eval = mn_eval_due(opt, it, last_eval, (size_t)in.max_batches, (size_t)in.burn_in, shard->global_n,
                                (size_t)global_imgs);
         if (eval) last_eval = it;
         int saves = ckpt || it % (size_t)opt->backup_interval == 0 || it % (size_t)opt->save_interval == 0 || eval;
@@ -311,32 +314,34 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
     int given = weightfile && *weightfile;
     if (opt->checkpoint_interval > 0 && !clear) MN_CHECK(mn_checkpoint_resume(c, net, mo, dir, base, lock, &r));
     size_t it = mn_base_iteration(net);
+    mn_net_info in = mn_net_get(net);
+    int global = in.batch * in.subdivisions * c->size;
     if (c->rank == 0) {
-        if (net->max_batches <= 0)
+        if (in.max_batches <= 0)
             mn_error(c, "%s: max_batches is %d: nothing to train; set it to the number of updates to run",
-                     cfgfile, net->max_batches);
-        else if (it >= (size_t)net->max_batches)
+                     cfgfile, in.max_batches);
+        else if (it >= (size_t)in.max_batches)
             mn_error(c, "%s %s is at iteration %zu and the cfg's max_batches is %d: nothing to train; "
                      "raise max_batches to go on, or add -clear to start %s at iteration 0",
-                     r.found ? "checkpoint" : "weights file", r.found ? r.path : weightfile, it, net->max_batches,
+                     r.found ? "checkpoint" : "weights file", r.found ? r.path : weightfile, it, in.max_batches,
                      given ? "from the weights file" : "from scratch");
-        else if (r.found && r.ranks == c->size && r.batch == (uint64_t)net->batch * net->subdivisions * c->size)
+        else if (r.found && r.ranks == c->size && r.batch == (uint64_t)in.batch * in.subdivisions * c->size)
             printf("darknet-mn: resuming from checkpoint %s: iteration %zu of max_batches %d, seen %zu "
-                   "(written by %d ranks, as now)\n", r.path, it, net->max_batches, *net->seen, r.ranks);
+                   "(written by %d ranks, as now)\n", r.path, it, in.max_batches, (size_t)mn_net_seen(net), r.ranks);
         else if (r.found)
             printf("darknet-mn: resuming from checkpoint %s: iteration %zu of max_batches %d, written by %d ranks "
                    "(global batch %llu); now %d ranks (global batch %d), seen = %zu x %d = %zu\n",
-                   r.path, it, net->max_batches, r.ranks, (unsigned long long)r.batch, c->size,
-                   net->batch * net->subdivisions * c->size, it, net->batch * net->subdivisions * c->size, *net->seen);
+                   r.path, it, in.max_batches, r.ranks, (unsigned long long)r.batch, c->size,
+                   global, it, global, (size_t)mn_net_seen(net));
         else if (given)
             printf("darknet-mn: starting from %s at iteration %zu%s\n", weightfile, it,
                    clear ? " (-clear: seen set to 0, checkpoints not used)" : "");
-        if (r.found && given && it < (size_t)net->max_batches)
+        if (r.found && given && it < (size_t)in.max_batches)
             printf("darknet-mn: %s is not loaded: the checkpoint continues the run (-clear starts from it instead)\n",
                    weightfile);
         fflush(stdout);
     }
-    return mn_agree(c, net->max_batches <= 0 || it >= (size_t)net->max_batches ? MN_ERR_USER : MN_OK);
+    return mn_agree(c, in.max_batches <= 0 || it >= (size_t)in.max_batches ? MN_ERR_USER : MN_OK);
 }
 
 mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cfgfile,
@@ -366,7 +371,8 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
      * collective from here on (the communicator's, NCCL's creation among
      * them) is guarded, so a rank that stalls in one ends the job. */
     if ((s = mn_agree(c, mn_watchdog_open(c, opt.collective_timeout))) != MN_OK) goto out;
-    if (net->adam) {   /* what holds instead: docs/troubleshooting.md, "Limits of this version" */
+    mn_net_info in = mn_net_get(net);
+    if (in.adam) {   /* what holds instead: docs/troubleshooting.md, "Limits of this version" */
         if (c->rank == 0)
             mn_error(c, "%s: adam=1 is not supported: Darknet's CPU update ignores it, and on a GPU the mean over "
                         "N ranks would turn Adam's eps into N*eps; remove it to train with momentum SGD", cfgfile);
@@ -380,17 +386,18 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         goto out;
     }
     if ((s = mn_comm_select(c, opt.communicator)) != MN_OK) goto out;
-    if (task == MN_TASK_DETECTOR && net->layers[net->n - 1].type != YOLO &&
-        net->layers[net->n - 1].type != REGION && net->layers[net->n - 1].type != DETECTION) {
+    LAYER_TYPE last = mn_net_last(net)->type;
+    if (task == MN_TASK_DETECTOR && last != YOLO && last != REGION && last != DETECTION) {
         if (c->rank == 0) mn_error(c, "%s: the last layer is not a yolo, region or detection layer", cfgfile);
         s = mn_agree(c, MN_ERR_USER);
         goto out;
     }
     /* Darknet copies `outputs` truth values per image from rows of `classes`. */
-    if (task == MN_TASK_CLASSIFIER && net->outputs != dc.classes) {
+    if (task == MN_TASK_CLASSIFIER && in.outputs != dc.classes) {
         if (c->rank == 0)
             mn_error(c, "%s: the last layer (%d) gives %d values per image but %s says classes=%d; the layer "
-                        "before the softmax must have classes outputs", cfgfile, net->n - 1, net->outputs, datacfg, dc.classes);
+                        "before the softmax must have classes outputs", cfgfile, mn_net_layers(net) - 1, in.outputs,
+                        datacfg, dc.classes);
         s = mn_agree(c, MN_ERR_USER);
         goto out;
     }

@@ -18,7 +18,7 @@ typedef struct {
 static mn_status collect_stats(mn_comm *c, network *net, bn_stats *s)
 {
     memset(s, 0, sizeof *s);
-    int cap = 2 * net->n + 1;
+    int cap = 2 * mn_net_layers(net) + 1;
     s->host = calloc((size_t)cap, sizeof *s->host);
     s->dev = calloc((size_t)cap, sizeof *s->dev);
     s->lens = calloc((size_t)cap, sizeof *s->lens);
@@ -26,8 +26,8 @@ static mn_status collect_stats(mn_comm *c, network *net, bn_stats *s)
         mn_error(c, "out of memory listing batch-norm statistics");
         return MN_ERR_NOMEM;
     }
-    for (int i = 0; i < net->n; ++i) {
-        layer *l = &net->layers[i];
+    for (int i = 0; i < mn_net_layers(net); ++i) {
+        layer *l = mn_net_layer(net, i);
         if (!l->rolling_mean) continue;
         mn_param p[MN_MAX_LAYER_PARAMS];
         int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
@@ -54,7 +54,7 @@ static void free_stats(bn_stats *s)
 static void pull_stats(network *net, const bn_stats *s, int push)
 {
 #ifdef GPU
-    if (net->gpu_index < 0) return;
+    if (mn_net_get(net).gpu < 0) return;
     for (int i = 0; i < s->n; ++i) {
         if (!s->dev[i]) continue;
         if (push) cuda_push_array(s->dev[i], s->host[i], s->lens[i]);
@@ -141,7 +141,7 @@ mn_status mn_bcast_bn_stats(mn_comm *c, network *net)
  * the backward pass once with mean_delta and variance_delta together. */
 static void bn_sync_hook(network *net, float *a, float *b, int n, int gpu)
 {
-    mn_comm *c = net->bn_sync_arg;
+    mn_comm *c = mn_net_bn_sync_arg(net);
     float *arrays[2] = {a, b};
     size_t lens[2] = {(size_t)n, (size_t)n};
 #ifndef GPU
@@ -161,11 +161,10 @@ static int uses_bn(const layer *l)
 
 mn_status mn_attach_sync_bn(mn_comm *c, network *net, const mn_options *opt)
 {
-    net->bn_sync = NULL;
-    net->bn_sync_arg = NULL;
+    mn_net_set_bn_sync(net, NULL, NULL);
     if (!opt->sync_bn) return MN_OK;
-    for (int i = 0; i < net->n; ++i) {
-        const layer *l = &net->layers[i];
+    for (int i = 0; i < mn_net_layers(net); ++i) {
+        const layer *l = mn_net_layer(net, i);
         /* Darknet's variance divides by count-1: a rank needs two values. */
         if (uses_bn(l) && l->batch * l->out_h * l->out_w < 2) {
             if (c->rank == 0)
@@ -174,7 +173,6 @@ mn_status mn_attach_sync_bn(mn_comm *c, network *net, const mn_options *opt)
             return MN_ERR_USER;
         }
     }
-    net->bn_sync = bn_sync_hook;
-    net->bn_sync_arg = c;
+    mn_net_set_bn_sync(net, bn_sync_hook, c);
     return MN_OK;
 }

@@ -546,14 +546,15 @@ mn_status mn_check_net_size(const mn_comm *c, const network *net, const char *cf
 {
     /* Darknet sizes a layer's arrays as int batch*outputs: past INT_MAX the
      * product wraps and calloc gets a wrong size. */
-    double bytes = 4.0 * net->batch * net->inputs;
-    for (int i = 0; i < net->n; ++i) {
-        const layer *l = &net->layers[i];
+    mn_net_info in = mn_net_get(net);
+    double bytes = 4.0 * in.batch * in.inputs;
+    for (int i = 0; i < mn_net_layers(net); ++i) {
+        const layer *l = mn_net_layer(net, i);
         int64_t n = (int64_t)l->batch * (l->outputs > l->inputs ? l->outputs : l->inputs);
         if (n > INT_MAX) {
             if (c->rank == 0)
                 mn_error(c, "%s: [net] batch/subdivisions=%d makes layer %d hold %lld values per array, more than "
-                         "Darknet's int sizes (%d); lower batch or raise subdivisions", cfgfile, net->batch, i,
+                         "Darknet's int sizes (%d); lower batch or raise subdivisions", cfgfile, in.batch, i,
                          (long long)n, INT_MAX);
             return MN_ERR_USER;
         }
@@ -563,7 +564,7 @@ mn_status mn_check_net_size(const mn_comm *c, const network *net, const char *cf
     if (mem > 0 && bytes > mem) {
         if (c->rank == 0)
             mn_error(c, "%s: [net] batch/subdivisions=%d needs %.1f GiB for the layers' outputs and deltas, more "
-                     "than this machine's %.1f GiB; lower batch or raise subdivisions", cfgfile, net->batch,
+                     "than this machine's %.1f GiB; lower batch or raise subdivisions", cfgfile, in.batch,
                      bytes / 1073741824.0, mem / 1073741824.0);
         return MN_ERR_USER;
     }

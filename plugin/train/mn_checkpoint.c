@@ -187,7 +187,8 @@ static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const cha
     size_t nmom = 0, np = mn_params_count(net);
     float *mom = mn_optimizer_host_state(o, net, 0, &nmom);
     uint64_t run = lock_run(dir);
-    ckpt_header h = {{0}, (uint32_t)c->size, (uint32_t)(net->batch * net->subdivisions), it, *net->seen,
+    mn_net_info in = mn_net_get(net);
+    ckpt_header h = {{0}, (uint32_t)c->size, (uint32_t)(in.batch * in.subdivisions), it, mn_net_seen(net),
                      np, nmom, run, now_ns()};
     memcpy(h.magic, CKPT_MAGIC, 8);
     /* The same layout read_ckpt expects: header, parameters, momentum, checksum. */
@@ -271,7 +272,8 @@ mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const 
         memcpy(state, buf + np, nmom * sizeof(float));
         mn_optimizer_host_state(o, net, 1, &nmom);
         /* The iteration (the schedule) is kept; seen follows this job's global batch. */
-        *net->seen = (size_t)info[1] * (size_t)net->batch * net->subdivisions * c->size;
+        mn_net_info in = mn_net_get(net);
+        mn_net_set_seen(net, (size_t)info[1] * (size_t)in.batch * in.subdivisions * c->size);
         mn_base_set_iteration(net, (size_t)info[1]);
         r->found = 1;
         r->iteration = info[1];

@@ -47,7 +47,7 @@ typedef struct {
 
 static int is_detector(const network *net)
 {
-    LAYER_TYPE t = net->layers[net->n - 1].type;
+    LAYER_TYPE t = mn_net_last(net)->type;
     return t == YOLO || t == REGION || t == DETECTION;
 }
 
@@ -57,7 +57,7 @@ static mn_status read_det_keys(mn_comm *c, const char *datacfg, const char *cfgf
 {
     mn_status s = MN_OK;
     list *o = r->dc.options;
-    r->classes = r->net->layers[r->net->n - 1].classes;
+    r->classes = mn_net_last(r->net)->classes;
     r->prefix = option_find(o, "results");
     const char *eval = option_find(o, "eval");
     if (!r->prefix) r->prefix = "results";
@@ -120,7 +120,7 @@ static mn_status open_run(mn_comm *c, const char *datacfg, mn_task task, const c
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = read_det_keys(c, datacfg, cfgfile, need_names, r);
     if (s == MN_OK && task == MN_TASK_DETECTOR && opt.bad_labels_skip) {
         r->skip_on = 1;
-        r->skip.classes = r->net->layers[r->net->n - 1].classes;
+        r->skip.classes = mn_net_last(r->net)->classes;
         mn_label_filter_install(&r->skip);
     }
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = mn_agree(c, mn_check_detector_classes(c, datacfg, cfgfile, &r->dc, r->net));
@@ -149,6 +149,7 @@ static mn_status classify_shard(mn_comm *c, network *net, const mn_data_cfg *dc,
 {
     int *idx = calloc((size_t)topk, sizeof(int));
     if (!idx) return MN_ERR_NOMEM;
+    mn_net_info in = mn_net_get(net);
     mn_status s = MN_OK;
     for (size_t i = 0; i < shard->n && s == MN_OK; ++i) {
         int m, cls = mn_path_class(dc->labels, dc->classes, shard->paths[i], &m);
@@ -159,10 +160,10 @@ static mn_status classify_shard(mn_comm *c, network *net, const mn_data_cfg *dc,
         }
         if ((s = mn_check_readable(c, shard->paths[i])) != MN_OK) break;
         image im = load_image_color(shard->paths[i], 0, 0);
-        image resized = resize_min(im, net->w);
-        image crop = crop_image(resized, (resized.w - net->w) / 2, (resized.h - net->h) / 2, net->w, net->h);
+        image resized = resize_min(im, in.w);
+        image crop = crop_image(resized, (resized.w - in.w) / 2, (resized.h - in.h) / 2, in.w, in.h);
         float *pred = mn_base_predict(net, crop.data);
-        if (net->hierarchy) mn_base_hierarchy(pred, net->outputs, net->hierarchy);
+        if (in.hierarchy) mn_base_hierarchy(pred, in.outputs, in.hierarchy);
         top_k(pred, dc->classes, topk, idx);
         hits[0] += idx[0] == cls;
         for (int j = 0; j < topk; ++j) hits[1] += idx[j] == cls;
@@ -230,7 +231,7 @@ static mn_status read_truth(mn_comm *c, const char *path, int classes, mn_label_
 static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, int with_truth, mn_label_skip *skip,
                               mn_bytes *out)
 {
-    int classes = net->layers[net->n - 1].classes;
+    int classes = mn_net_last(net)->classes;
     for (size_t i = 0; i < shard->n; ++i) {
         const char *path = shard->paths[i];
         box_label *truth = NULL;
@@ -375,7 +376,8 @@ mn_status mn_detector_valid(mn_comm *c, const char *datacfg, const char *cfgfile
  * returned (stock reads l.w*l.h*l.n of them, past the end for a yolo layer). */
 static mn_status recall_shard(mn_comm *c, network *net, const mn_list *shard, mn_label_skip *skip, double sums[5])
 {
-    int classes = net->layers[net->n - 1].classes;
+    int classes = mn_net_last(net)->classes;
+    mn_net_info in = mn_net_get(net);
     for (size_t i = 0; i < shard->n; ++i) {
         const char *path = shard->paths[i];
         box_label *truth = NULL;
@@ -383,7 +385,7 @@ static mn_status recall_shard(mn_comm *c, network *net, const mn_list *shard, mn
         MN_CHECK(mn_check_readable(c, path));
         MN_CHECK(read_truth(c, path, classes, skip, &truth, &ntruth));
         image orig = load_image_color((char *)path, 0, 0);
-        image sized = resize_image(orig, net->w, net->h);
+        image sized = resize_image(orig, in.w, in.h);
         mn_base_predict(net, sized.data);
         int nboxes = 0;
         detection *dets = mn_base_boxes(net, sized.w, sized.h, RECALL_THRESH, HIER_THRESH, 1, 0, &nboxes);
@@ -435,7 +437,7 @@ mn_status mn_detector_recall(mn_comm *c, const char *datacfg, const char *cfgfil
 static mn_status shard_map(mn_comm *c, network *net, const mn_list *shard, mn_label_skip *skip, double *map,
                            double *ap, size_t counts[3])
 {
-    int classes = net->layers[net->n - 1].classes;
+    int classes = mn_net_last(net)->classes;
     mn_bytes mine = {0}, all = {0};
     mn_status s = mn_agree(c, detect_shard(c, net, shard, 1, skip, &mine));
     if (s == MN_OK) s = mn_gather_bytes(c, &mine, &all);
@@ -548,7 +550,7 @@ mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const 
         }
     } else {
         e->skip.lines = e->skip.files = 0;
-        e->skip.classes = e->net->layers[e->net->n - 1].classes;
+        e->skip.classes = mn_net_last(e->net)->classes;
         s = shard_map(c, e->net, &e->shard, opt->bad_labels_skip ? &e->skip : NULL, &score, NULL, NULL);
         if (s == MN_OK && opt->bad_labels_skip) s = mn_label_skip_report(c, &e->skip, "the evaluation list");
         if (score < 0) score = 0;

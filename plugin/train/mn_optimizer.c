@@ -3,9 +3,9 @@
  * installs a hook that Darknet's update_network runs before the layers
  * update: the hook replaces each update array by its mean over all ranks.
  * Darknet then divides by its local batch*subdivisions, so the step equals
- * one process's step with the global batch. net->ranks makes seen count the
- * images of all ranks, so the iteration counter and learning-rate schedule
- * advance once per global update. */
+ * one process's step with the global batch. The hooks' ranks makes seen
+ * count the images of all ranks, so the iteration counter and learning-rate
+ * schedule advance once per global update. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +19,7 @@
 
 struct mn_optimizer {
     mn_comm *comm;
+    mn_net_hooks hooks;   /* installed on the network while attached */
     float *arena;
     size_t total;
     int n;
@@ -237,14 +238,15 @@ static void end_backward(mn_optimizer *o)
  * hand any over. */
 static void backward_hook(network *net, int i)
 {
-    mn_optimizer *o = net->sync_arg;
+    mn_optimizer *o = mn_net_hook_arg(net);
     double now = mn_now();
-    if (i == net->n) {   /* forward is done: its cost is final, and whether this subdivision updates is known */
+    if (i == mn_net_layers(net)) {   /* forward is done: its cost is final, and whether this subdivision updates is known */
         end_backward(o);
         mn_timeline_add(o->tl, 0, MN_TL_FORWARD, o->mark, now, 0, 0, 0);
         o->seg = o->mark = now;
-        o->seg_hi = o->low = net->n - 1;
-        o->handover = o->ov && ((*net->seen) / ((size_t)net->batch * net->ranks)) % net->subdivisions == 0;
+        o->seg_hi = o->low = i - 1;
+        mn_net_info in = mn_net_get(net);
+        o->handover = o->ov && (mn_net_seen(net) / ((size_t)in.batch * o->hooks.ranks)) % in.subdivisions == 0;
         o->poison = o->handover && !isfinite(mn_base_cost(net)) && o->total > 0;
         return;
     }
@@ -350,7 +352,7 @@ static int sync_all(network *net, mn_optimizer *o)
 /* Nonzero: Darknet skips this update (double buffering's first step). */
 static int sync_hook(network *net)
 {
-    mn_optimizer *o = net->sync_arg;
+    mn_optimizer *o = mn_net_hook_arg(net);
     end_backward(o);
     double arrive = mn_now();
     int skip = sync_all(net, o);
@@ -392,12 +394,12 @@ static mn_status find_stats(network *net, mn_optimizer *o)
 {
     int cap = 0;
     size_t total = 0;
-    for (int i = 0; i < net->n; ++i) cap += 2 * (net->layers[i].rolling_mean != NULL);
+    for (int i = 0; i < mn_net_layers(net); ++i) cap += 2 * (mn_net_layer(net, i)->rolling_mean != NULL);
     o->stats = calloc((size_t)cap + 1, sizeof *o->stats);
     o->stats_lens = calloc((size_t)cap + 1, sizeof *o->stats_lens);
     if (!o->stats || !o->stats_lens) return MN_ERR_NOMEM;
-    for (int i = 0; i < net->n; ++i) {
-        layer *l = &net->layers[i];
+    for (int i = 0; i < mn_net_layers(net); ++i) {
+        layer *l = mn_net_layer(net, i);
         mn_param p[MN_MAX_LAYER_PARAMS];
         int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
         for (int j = 0; j < k; ++j) {
@@ -421,9 +423,9 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     if (!o) return mn_agree(c, MN_ERR_NOMEM);   /* the others wait in their first agreement */
     o->comm = c;
     int cap = 0;
-    for (int i = 0; i < net->n; ++i) {
+    for (int i = 0; i < mn_net_layers(net); ++i) {
         mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
         for (int j = 0; j < k; ++j) cap += p[j].grad != NULL;
     }
     float ***slots = calloc((size_t)cap + 1, sizeof *slots);
@@ -435,8 +437,8 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     o->seg = -1;
     mn_status st = MN_OK;
     if (!slots || !slots_gpu || !o->arrays || !o->arrays_gpu || !o->lens || !o->layer_of) st = MN_ERR_NOMEM;
-    for (int i = 0; st == MN_OK && i < net->n; ++i) {
-        int k = layer_grads(&net->layers[i], slots + o->n, slots_gpu + o->n, o->lens + o->n);
+    for (int i = 0; st == MN_OK && i < mn_net_layers(net); ++i) {
+        int k = layer_grads(mn_net_layer(net, i), slots + o->n, slots_gpu + o->n, o->lens + o->n);
         for (int j = 0; j < k; ++j) o->layer_of[o->n + j] = i;
         o->n += k;
     }
@@ -458,12 +460,13 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     }
     if (st == MN_OK && opt->double_buffering && !(o->state = calloc(2 * o->total + 1, sizeof(float)))) st = MN_ERR_NOMEM;
 #ifdef GPU
-    if (st == MN_OK && (opt->double_buffering || opt->overlap) && net->gpu_index >= 0) {
+    int on_gpu = mn_net_get(net).gpu >= 0;
+    if (st == MN_OK && (opt->double_buffering || opt->overlap) && on_gpu) {
         if (c->rank == 0) mn_error(c, "%s=1 is not available with a GPU in this version (CPU runs only)",
                                    opt->overlap ? "overlap" : "double_buffering");
         st = MN_ERR_UNAVAILABLE;
     }
-    o->route = mn_sync_route(net->gpu_index >= 0, c->size,
+    o->route = mn_sync_route(on_gpu, c->size,
                              c->ops->mean_grad_device && (c->half ? c->device_f16 : c->device_f32));
     /* Our own allocations, checked (Darknet's cuda_make_array never returns
      * NULL: it aborts), so that running out is agreed and said. */
@@ -471,7 +474,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
         !mn_cuda_ok(c, cudaMalloc((void **)&o->flag_gpu, sizeof(int)), "cudaMalloc"))
         st = MN_ERR_NOMEM;
     /* The momentum part waits on the device in every GPU run that sets it aside. */
-    if (st == MN_OK && net->gpu_index >= 0 && o->aside &&
+    if (st == MN_OK && on_gpu && o->aside &&
         !mn_cuda_ok(c, cudaMalloc((void **)&o->aside_gpu, (o->total + 1) * sizeof(float)), "cudaMalloc"))
         st = MN_ERR_NOMEM;
     if (st == MN_OK && o->route == MN_ROUTE_STAGED) st = staged_tables(c, o, o->arrays_gpu);
@@ -494,7 +497,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
         mn_status sa = mn_comm_arena_alloc(c, o->total, &o->arena);
         st = mn_agree(c, sw != MN_OK ? sw : sa);
         if (st == MN_OK && opt->double_buffering) st = mn_dbuf_start(c, o->lens, o->n, o->total, &o->dbuf);
-        if (o->dbuf) o->fresh_until = opt->dbuf_fresh < 0 ? (size_t)net->burn_in : (size_t)opt->dbuf_fresh;
+        if (o->dbuf) o->fresh_until = opt->dbuf_fresh < 0 ? (size_t)mn_net_get(net).burn_in : (size_t)opt->dbuf_fresh;
         if (st == MN_OK && opt->overlap) {
             for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++]) o->arrays[i] = o->arena + off;
             st = mn_overlap_start(c, o->arrays, o->lens, o->layer_of, o->n, opt->bucket_mb, &o->ov);
@@ -530,16 +533,14 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
                    c->ops->name, o->pinned ? "page-locked" : "pageable", mn_mpi_cuda_aware() ? "is" : "is not");
     }
 #endif
-    net->ranks = c->size;
-    net->sync = sync_hook;
-    net->backward_hook = o->ov ? backward_hook : NULL;
-    net->sync_arg = o;
+    o->hooks = (mn_net_hooks){c->size, sync_hook, o->ov ? backward_hook : NULL, o};
+    mn_net_set_hooks(net, &o->hooks);
     if (o->dbuf && c->rank == 0 && o->fresh_until)
         printf("darknet-mn: double_buffering=1: iterations 1-%zu averaged fresh (double_buffering_fresh), then each "
                "update applies the previous step's mean\n", o->fresh_until);
     else if (o->dbuf && c->rank == 0)
         printf("darknet-mn: double_buffering=1: each update applies the previous step's mean, from the first iteration\n");
-    if (o->dbuf && c->rank == 0) dbuf_cost(net->momentum);
+    if (o->dbuf && c->rank == 0) dbuf_cost(mn_net_get(net).momentum);
     if (o->ov && c->rank == 0)
         printf("darknet-mn: overlap=1: %d bucket%s of at most %g MiB, averaged during backward\n",
                mn_overlap_buckets(o->ov), mn_overlap_buckets(o->ov) == 1 ? "" : "s", opt->bucket_mb);
@@ -550,7 +551,9 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
 void mn_optimizer_set_timeline(mn_optimizer *o, network *net, mn_timeline *tl)
 {
     o->tl = tl;
-    if (mn_timeline_file(tl)) net->backward_hook = backward_hook;
+    if (!mn_timeline_file(tl)) return;
+    o->hooks.backward = backward_hook;
+    mn_net_set_hooks(net, &o->hooks);
 }
 
 double mn_optimizer_synced_at(const mn_optimizer *o)
@@ -568,7 +571,7 @@ void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
     o->seg = -1;
     if (o->skip) stats_copy(o, 0);
 #ifdef GPU
-    if (o->aside_gpu && net->gpu_index >= 0) {   /* the same on the device */
+    if (o->aside_gpu && mn_net_get(net).gpu >= 0) {   /* the same on the device */
         size_t off = 0;
         for (int i = 0; i < o->n; off += o->lens[i], ++i) {
             copy_gpu((int)o->lens[i], o->arrays_gpu[i], 1, o->aside_gpu + off, 1);
@@ -595,7 +598,7 @@ float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_devic
 #ifdef GPU
     /* The device update arrays hold the momentum in a GPU run; the arena is
      * only the staging copy of the last allreduce. */
-    if (net->gpu_index >= 0)
+    if (mn_net_get(net).gpu >= 0)
         for (int i = 0; i < o->n; ++i) {
             if (to_device) cuda_push_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
             else cuda_pull_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
@@ -630,8 +633,8 @@ float *mn_optimizer_arena(mn_optimizer *o, size_t *n)
 void mn_detach(network *net, mn_optimizer *o)
 {
     if (!o) return;
-    for (int i = 0; i < net->n; ++i) {
-        layer *l = &net->layers[i];
+    for (int i = 0; i < mn_net_layers(net); ++i) {
+        layer *l = mn_net_layer(net, i);
         float **slots[3] = {&l->weight_updates, &l->bias_updates, &l->scale_updates};
         for (int s = 0; s < 3; ++s) {
             float *p = *slots[s];
@@ -643,9 +646,6 @@ void mn_detach(network *net, mn_optimizer *o)
             }
         }
     }
-    net->sync = NULL;
-    net->backward_hook = NULL;
-    net->sync_arg = NULL;
-    net->ranks = 1;
+    mn_net_set_hooks(net, NULL);
     free_optimizer(o);
 }

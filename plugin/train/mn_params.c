@@ -39,8 +39,8 @@ static size_t layer_load_bytes(const layer *l)
 size_t mn_weights_bytes(const network *net)
 {
     size_t b = HEADER_BYTES;
-    for (int i = 0; i < net->n; ++i) {
-        const layer *l = &net->layers[i];
+    for (int i = 0; i < mn_net_layers(net); ++i) {
+        const layer *l = mn_net_layer(net, i);
         if (l->dontsave) continue;
         mn_param p[MN_MAX_LAYER_PARAMS];
         int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
@@ -74,8 +74,8 @@ mn_status mn_check_weights_file(const mn_comm *c, const network *net, const char
     size_t size = (size_t)st.st_size, at = header;
     if (size < header) { mn_error(c, "weights file %s is too short for a header", path); return MN_ERR_USER; }
     int i;
-    for (i = 0; i < net->n && at < size; ++i) {
-        size_t b = layer_load_bytes(&net->layers[i]);
+    for (i = 0; i < mn_net_layers(net) && at < size; ++i) {
+        size_t b = layer_load_bytes(mn_net_layer(net, i));
         if (at + b > size) {
             mn_error(c, "weights file %s is truncated: it ends inside layer %d (%zu of its %zu bytes present)",
                      path, i, size - at, b);
@@ -85,12 +85,12 @@ mn_status mn_check_weights_file(const mn_comm *c, const network *net, const char
     }
     if (at < size) {
         mn_error(c, "weights file %s does not fit the cfg: %zu bytes left over after all %d layers "
-                 "(the file is for a larger network)", path, size - at, net->n);
+                 "(the file is for a larger network)", path, size - at, mn_net_layers(net));
         return MN_ERR_USER;
     }
-    if (i < net->n) {
+    if (i < mn_net_layers(net)) {
         int rest = 0;
-        for (int j = i; j < net->n; ++j) rest += layer_load_bytes(&net->layers[j]) > 0;
+        for (int j = i; j < mn_net_layers(net); ++j) rest += layer_load_bytes(mn_net_layer(net, j)) > 0;
         if (rest)
             fprintf(stderr, "darknet-mn: %s holds layers 0..%d; the %d trainable layers after them keep their initial values\n",
                     path, i - 1, rest);
@@ -108,7 +108,7 @@ mn_status mn_save_weights(const mn_comm *c, network *net, const char *path)
     FILE *probe = fopen(tmp, "wb");
     if (!probe) { mn_error(c, "cannot write %s: %s", tmp, strerror(errno)); return MN_ERR_USER; }
     fclose(probe);
-    mn_base_save_weights(net, tmp, net->n);
+    mn_base_save_weights(net, tmp, mn_net_layers(net));
     struct stat st;
     size_t want = mn_weights_bytes(net);
     if (stat(tmp, &st) != 0 || (size_t)st.st_size != want) {
@@ -147,9 +147,9 @@ static void move_layer(const layer *l, int to_device) { (void)l; (void)to_device
 size_t mn_params_count(const network *net)
 {
     size_t n = 0;
-    for (int i = 0; i < net->n; ++i) {
+    for (int i = 0; i < mn_net_layers(net); ++i) {
         mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
+        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
         for (int j = 0; j < k; ++j) n += p[j].n;
     }
     return n;
@@ -159,16 +159,16 @@ size_t mn_params_count(const network *net)
 static void copy_params(network *net, float *buf, int into_net)
 {
     size_t off = 0;
-    for (int i = 0; i < net->n; ++i) {
+    for (int i = 0; i < mn_net_layers(net); ++i) {
         mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
-        if (!into_net) move_layer(&net->layers[i], 0);
+        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
+        if (!into_net) move_layer(mn_net_layer(net, i), 0);
         for (int j = 0; j < k; ++j) {
             if (into_net) memcpy(p[j].data, buf + off, p[j].n * sizeof(float));
             else memcpy(buf + off, p[j].data, p[j].n * sizeof(float));
             off += p[j].n;
         }
-        if (into_net) move_layer(&net->layers[i], 1);
+        if (into_net) move_layer(mn_net_layer(net, i), 1);
     }
 }
 
@@ -176,10 +176,10 @@ void mn_params_pack(network *net, float *buf) { copy_params(net, buf, 0); }
 
 mn_status mn_check_finite_params(const mn_comm *c, network *net, const char *path)
 {
-    for (int i = 0; i < net->n; ++i) {
+    for (int i = 0; i < mn_net_layers(net); ++i) {
         mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
-        move_layer(&net->layers[i], 0);
+        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
+        move_layer(mn_net_layer(net, i), 0);
         for (int j = 0; j < k; ++j)
             for (size_t m = 0; m < p[j].n; ++m)
                 if (!isfinite(p[j].data[m])) {
@@ -208,10 +208,10 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
     srand(mn_stream_seed(opt->seed, -3, 0));
     network *net = (flags & MN_LOAD_BATCH1) ? mn_base_parse_batch1(cfgfile) : mn_base_parse(cfgfile);
     s = mn_check_net_size(c, net, cfgfile);
-    for (int i = 0; i < net->n && s == MN_OK; ++i) {
+    for (int i = 0; i < mn_net_layers(net) && s == MN_OK; ++i) {
         mn_param p[1];
-        const char *refused = mn_base_refused_layer(&net->layers[i]);
-        if (mn_layer_params(&net->layers[i], p, 0) < 0) {
+        const char *refused = mn_base_refused_layer(mn_net_layer(net, i));
+        if (mn_layer_params(mn_net_layer(net, i), p, 0) < 0) {
             if (c->rank == 0)
                 mn_error(c, "%s: layer %d is %s, which darknet-mn cannot average across ranks (%s Darknet)",
                          cfgfile, i, refused, mn_base_name());
@@ -229,7 +229,7 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
         if (s == MN_OK) load_weights(net, (char *)weightfile);
         if (s == MN_OK) s = mn_check_finite_params(c, net, weightfile);
     }
-    if (flags & MN_LOAD_CLEAR) *net->seen = 0;
+    if (flags & MN_LOAD_CLEAR) mn_net_set_seen(net, 0);
     MN_CHECK(mn_agree(c, s));
 
     /* One fused broadcast of every parameter and running statistic. */
@@ -238,7 +238,7 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
     if (!buf) { mn_error(c, "out of memory broadcasting %zu parameters", total); return MN_ERR_NOMEM; }
     if (c->rank == 0) mn_params_pack(net, buf);
     s = mn_bcast_floats(c, buf, total);
-    uint64_t seen = *net->seen;
+    uint64_t seen = mn_net_seen(net);
     if (s == MN_OK) MN_MPI(c, MPI_Bcast(&seen, 1, MPI_UINT64_T, 0, c->world));
     if (s == MN_OK && c->rank != 0) mn_params_unpack(net, buf);
     free(buf);
@@ -246,16 +246,17 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
     /* Darknet updates when seen reaches a multiple of the global batch: a file
      * from stock Darknet, another rank count or a mid-way backup would update
      * in the middle of a step, each rank with its own unaveraged remainder. */
-    uint64_t global = (uint64_t)net->batch * net->subdivisions * c->size;
+    mn_net_info in = mn_net_get(net);
+    uint64_t global = (uint64_t)in.batch * in.subdivisions * c->size;
     if (seen % global) {
         if (c->rank == 0)
             printf("darknet-mn: %s: seen %llu is not a multiple of the global batch %llu (%d images x %d ranks): "
                    "rounded down to %llu (iteration %llu)\n", weightfile, (unsigned long long)seen,
-                   (unsigned long long)global, net->batch * net->subdivisions, c->size,
+                   (unsigned long long)global, in.batch * in.subdivisions, c->size,
                    (unsigned long long)(seen - seen % global), (unsigned long long)(seen / global));
         seen -= seen % global;
     }
-    *net->seen = (size_t)seen;
+    mn_net_set_seen(net, seen);
     mn_dnnl_install(net, c, mn_base_dnnl_ops());
     *out = net;
     return MN_OK;

@@ -58,8 +58,8 @@ static int hash_layers(network *net, const float *params, int with_momentum, int
 {
     int nonfinite = INT_MAX;
     size_t off = 0;
-    for (int i = 0; i < net->n; ++i) {
-        const layer *l = &net->layers[i];
+    for (int i = 0; i < mn_net_layers(net); ++i) {
+        const layer *l = mn_net_layer(net, i);
         mn_param p[MN_MAX_LAYER_PARAMS];
         int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS), bad = 0;
         uint64_t x = MN_FNV_SEED;
@@ -85,7 +85,7 @@ static void report(mn_comm *c, network *net, const int *first, size_t iteration)
     for (int r = 1; r < c->size && len < sizeof msg - 64; ++r) {
         if (first[r] < 0) continue;
         len += (size_t)snprintf(msg + len, sizeof msg - len, "%srank %d from layer %d (%s)", len ? ", " : "", r,
-                                first[r], get_layer_string(net->layers[first[r]].type));
+                                first[r], get_layer_string(mn_net_layer(net, first[r])->type));
     }
     mn_error(c, "replica check at iteration %zu: %s differ%s from rank 0's model (parameters, momentum or running "
              "statistics): the ranks no longer train the same network; stopping without saving",
@@ -105,8 +105,9 @@ mn_status mn_replica_check(mn_comm *c, network *net, mn_optimizer *o, int stats_
 #else
     int need = 0;
 #endif
-    uint64_t *h = malloc(((size_t)net->n + 1) * sizeof *h);
-    uint64_t *ref = malloc(((size_t)net->n + 1) * sizeof *ref);
+    int layers = mn_net_layers(net);
+    uint64_t *h = malloc(((size_t)layers + 1) * sizeof *h);
+    uint64_t *ref = malloc(((size_t)layers + 1) * sizeof *ref);
     uint64_t *all = malloc((size_t)c->size * sizeof *all);
     int *first = malloc((size_t)c->size * sizeof *first);
     mn_status s = (params || !need) && h && ref && all && first ? MN_OK : MN_ERR_NOMEM;
@@ -115,15 +116,15 @@ mn_status mn_replica_check(mn_comm *c, network *net, mn_optimizer *o, int stats_
     if (params) mn_params_pack(net, params);
     if (o) mn_optimizer_host_state(o, net, 0, &nm);   /* pulls the momentum from the GPU in a GPU run */
     int nonfinite = hash_layers(net, params, o != NULL, stats_shared, h);
-    h[net->n] = mn_hash_words(MN_FNV_SEED, h, (size_t)net->n * sizeof *h);
-    MPI_Allgather(&h[net->n], 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, c->world);
+    h[layers] = mn_hash_words(MN_FNV_SEED, h, (size_t)layers * sizeof *h);
+    MPI_Allgather(&h[layers], 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, c->world);
     int differ = 0;
     for (int r = 1; r < c->size; ++r) differ |= all[r] != all[0];
     if (differ) {
-        memcpy(ref, h, ((size_t)net->n + 1) * sizeof *h);
-        MPI_Bcast(ref, net->n + 1, MPI_UINT64_T, 0, c->world);
+        memcpy(ref, h, ((size_t)layers + 1) * sizeof *h);
+        MPI_Bcast(ref, layers + 1, MPI_UINT64_T, 0, c->world);
         int mine = -1, lowest;
-        for (int i = 0; i < net->n && mine < 0; ++i) if (h[i] != ref[i]) mine = i;
+        for (int i = 0; i < layers && mine < 0; ++i) if (h[i] != ref[i]) mine = i;
         MPI_Gather(&mine, 1, MPI_INT, first, 1, MPI_INT, 0, c->world);
         if (c->rank == 0) report(c, net, first, iteration);
         int key = mine < 0 ? INT_MAX : mine;
@@ -136,7 +137,7 @@ mn_status mn_replica_check(mn_comm *c, network *net, mn_optimizer *o, int stats_
     if (nonfinite != INT_MAX) {
         if (c->rank == 0)
             mn_error(c, "iteration %zu: the parameters of layer %d (%s) hold NaN or Inf; stopping without saving them",
-                     iteration, nonfinite, get_layer_string(net->layers[nonfinite].type));
+                     iteration, nonfinite, get_layer_string(mn_net_layer(net, nonfinite)->type));
         s = MN_ERR_DIVERGED;
     }
 out:

@@ -37,7 +37,7 @@ static mn_report *open_report(const mn_comm *c, network *net, const mn_options *
     else if (ftell(r->csv) == 0) fprintf(r->csv, "iteration,loss,avg_loss,rate,images_per_s,eval\n");
     if (opt->chart) snprintf(r->chart, sizeof r->chart, "%s/%s_chart.png", backup, base);
     r->ranks = c->size;
-    LAYER_TYPE t = net->layers[net->n - 1].type;
+    LAYER_TYPE t = mn_net_last(net)->type;
     r->metric = t == YOLO || t == REGION || t == DETECTION ? "mAP@0.5" : "top-1";
     r->last_draw = -1e9;
     return r;
@@ -194,10 +194,11 @@ void mn_report_iteration(mn_report **rp, const mn_comm *c, network *net, const m
     /* Smoothed like the loss, for the title. */
     r->img_s = r->img_s > 0 ? .9 * r->img_s + .1 * img_s : img_s;
     double now = mn_now();
-    int last = it >= (size_t)net->max_batches;
+    int max_batches = mn_net_get(net).max_batches;
+    int last = it >= (size_t)max_batches;
     if (!last && !isfinite(eval) && now - r->last_draw < MN_CHART_SECONDS) return;
     r->last_draw = now;
-    if (!draw(r, base, net->max_batches > 0 ? net->max_batches : (double)it)) {
+    if (!draw(r, base, max_batches > 0 ? max_batches : (double)it)) {
         mn_error(c, "cannot write %s; training goes on without the chart", r->chart);
         r->chart[0] = 0;
     }
