@@ -314,6 +314,31 @@ if [ $rc != 0 ] && grep -q "low/mn_a calls up into high/mn_b (mn_high)" "$L/out"
    grep -q "a cycle of calls among 2 files: high/mn_b, low/mn_a" "$L/out"; then ok "layers: a planted upward call and cycle are named"
 else bad "layers: the planted cycle was not reported (rc $rc): $(head -3 "$L/out")"; fi
 
+echo "== Nothing above base/ reads Darknet's network (tests/boundary.py, docs/design.md)"
+if python3 tests/boundary.py "$LAYERS" main.c > "$T/boundary.out" 2>&1; then cat "$T/boundary.out"; pass=$((pass + 1))
+else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "boundary: $(grep -c FAIL "$T/boundary.out") network reads above base/"; fi
+# The check itself: each planted read is named with its file and line; comments, strings and base/ are not.
+B=$T/boundary-self && rm -rf "$B" && mkdir -p "$B/src/base" "$B/src/high"
+echo 'int g(network *net) { return net->n; }' > "$B/src/base/mn_ok.c"
+cat > "$B/src/high/mn_bad.c" <<'BAD'
+/* net->n in a comment is no read, nor "net->n" in a string */
+static int f(network *net, struct run *r, network **out, network n)
+{
+    int b = net->batch;
+    int k = r->net->n + (*out)->w;
+    return b + k + r->net->layers[0].type + n.layers[1].type + mn_net_get(net).batch;
+}
+BAD
+python3 tests/boundary.py --src "$B/src" base,high > "$B/out" 2>&1; rc=$?
+want="mn_bad.c:4: reads the network (net->batch)
+mn_bad.c:5: reads the network (net->n)
+mn_bad.c:5: reads the network ((*out)->w)
+mn_bad.c:6: reads the network (net->layers)
+mn_bad.c:6: reads the network (n.layers)"
+missing=$(echo "$want" | while read -r w; do grep -qF "$w" "$B/out" || echo "$w"; done)
+if [ $rc != 0 ] && [ -z "$missing" ] && [ "$(grep -c FAIL "$B/out")" = 5 ]; then ok "boundary: the 5 planted network reads are named with file and line"
+else bad "boundary: planted reads (rc $rc): missing '$missing'; $(head -3 "$B/out")"; fi
+
 echo "== The plugin's CUDA, cuDNN and NCCL calls (tests/gpu_calls.py)"
 if python3 tests/gpu_calls.py plugin > "$T/gpu-calls.out" 2>&1; then ok "$(tail -1 "$T/gpu-calls.out")"
 else bad "gpu_calls: $(tail -1 "$T/gpu-calls.out")"; sed 's/^/     /' "$T/gpu-calls.out" | head -20; fi
