@@ -3,6 +3,8 @@
 # DARKNET=alexeyab builds on AlexeyAB's fork instead of Debian's pjreddie Darknet:
 # the snapshot in ../shared/third_party, or a clone named by DARKNET_SRC=<dir>,
 # patched with patches/alexeyab/, into build/alexeyab-cpu (or -gpu).
+# DARKNET=hankai: hank-ai's Darknet V5 (C++, CMake; docs/hankai.md), so far the
+# fork alone: make DARKNET=hankai darknet (darknet-mn does not build on it yet).
 # SANITIZE=1 builds the plugin, main and the unit tests with ASan+UBSan into
 # build/cpu-asan (make test-sanitize: tests/sanitize.mk).
 GPU ?= 0
@@ -42,6 +44,9 @@ DK_VARIANT := cpu$(if $(filter 0,$(BLAS)),-noblas)
 VARIANT := $(DK_VARIANT)$(if $(filter-out $(DNNL_DEFAULT),$(DNNL)),$(if $(filter 1,$(DNNL)),-dnnl,-nodnnl))
 endif
 AB_SNAPSHOT ?= ../shared/third_party/darknet-alexeyab-59596d78.tar.xz
+# hank-ai's snapshot is a git archive: its version is given here, not asked of git.
+HK_SNAPSHOT ?= ../shared/third_party/darknet-hankai-f684e1d7.tar.xz
+HK_SNAPSHOT_VERSION ?= v5.1-104-gf684e1d7
 ifeq ($(DARKNET),alexeyab)
 DK := third_party/darknet-alexeyab-$(DK_VARIANT)
 OBJ := $(BUILD)/alexeyab-$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
@@ -55,8 +60,15 @@ OBJ := $(BUILD)/$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
 PROG ?= $(if $(filter $(BUILD)/cpu,$(OBJ)),darknet_mn,$(OBJ)/darknet_mn)
 PATCHES := $(sort $(wildcard patches/*.patch))
 DK_SOURCE := $(DL_STAMP)
+else ifeq ($(DARKNET),hankai)
+DK := third_party/darknet-hankai-$(DK_VARIANT)
+OBJ := $(BUILD)/hankai-$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
+PROG ?= $(OBJ)/darknet_mn
+PATCHES := $(sort $(wildcard patches/hankai/*.patch))
+DARKNET_SRC ?=
+DK_SOURCE := $(if $(DARKNET_SRC),$(DARKNET_SRC)/CMakeLists.txt,$(HK_SNAPSHOT))
 else
-$(error DARKNET=$(DARKNET): the bases are pjreddie (Debian's Darknet, the default) and alexeyab)
+$(error DARKNET=$(DARKNET): the bases are pjreddie (Debian's Darknet, the default), alexeyab and hankai)
 endif
 CUDA ?= /usr/local/cuda
 
@@ -121,7 +133,7 @@ LIBDK := $(DK)/libdarknet.a
 all: $(PROG)
 
 deps:
-	./scripts/deps.sh
+	./scripts/deps.sh $(filter hankai,$(DARKNET))
 $(DEPS_STAMP): scripts/deps.sh
 	./scripts/deps.sh
 $(DL_STAMP):
@@ -150,6 +162,57 @@ $(LIBDK): $(DK)/.patched
 	$(if $(filter 1,$(GPU)),LIBRARY_PATH=$(CUDA)/lib64/stubs$${LIBRARY_PATH:+:$$LIBRARY_PATH}) $(MAKE) -C $(DK) -s GPU=$(GPU) CUDNN=$(CUDNN) CUDNN_HALF=$(CUDNN_HALF) OPENCV=0 OPENMP=0 LIBSO=0 AVX=0 BLAS=$(BLAS) \
 	    OPTS=-O3 ARCH='$(AB_ARCH)' darknet
 	rm -f $@ && ar rcs $@ $$(ls $(DK)/obj/*.o | grep -v '/darknet\.o$$')
+else ifeq ($(DARKNET),hankai)
+# hank-ai's Darknet: the snapshot or the user's clone (without .git and its own
+# build folder), our patches in order, then its CMake in $(HK_BUILD) (not
+# "build": its CMake renames a folder of that name in its tree to old_build).
+# deps.sh hankai installs cmake, OpenCV and 64-bit OpenBLAS first.
+HK_BUILD := $(DK)/build-mn
+HK_DEPS := third_party/deps-hankai.stamp
+# The version the fork prints: a clone's own git describe (git run in the
+# copy would describe darknet-mn's repository), else the snapshot's.
+ifneq ($(DARKNET_SRC),)
+HK_VERSION := $(shell git -C $(DARKNET_SRC) describe --tags --dirty --long 2>/dev/null)
+HK_BRANCH := $(shell git -C $(DARKNET_SRC) branch --show-current 2>/dev/null)
+ifeq ($(HK_VERSION),)
+$(error DARKNET_SRC=$(DARKNET_SRC): git describe --tags names no version there (a clone of hank-ai's Darknet with its tags is needed))
+endif
+else
+HK_VERSION := $(HK_SNAPSHOT_VERSION)
+endif
+# CUDA 13 has no architecture below 75; code for 75, 80, 86 and 90 as on
+# the other bases, PTX for 90.
+HK_CUDA_ARCH ?= 75-real;80-real;86-real;90
+# Release with DARKNET_HOST_TUNED=OFF (patch 0002) and ENABLE_SSE_AND_AVX=OFF:
+# -O3, no -march/-mtune=native, -mavx2, LTO, -Ofast or unsafe math (why:
+# docs/hankai.md). No OpenMP (one thread a rank, as the other bases build;
+# its pragmas then warn, hence -Wno-unknown-pragmas), no ONNX export;
+# compile_commands.json for tests/run_hankai_build.sh.
+HK_CMAKE := -DCMAKE_BUILD_TYPE=Release -DDARKNET_HOST_TUNED=OFF -DENABLE_SSE_AND_AVX=OFF \
+            -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=TRUE -DCMAKE_CXX_FLAGS=-Wno-unknown-pragmas -DDARKNET_TRY_ONNX=OFF -DDARKNET_TRY_ROCM=OFF \
+            -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DDARKNET_VERSION_STRING=$(HK_VERSION) -DDARKNET_BRANCH_NAME=$(HK_BRANCH)
+ifeq ($(GPU),1)
+# The fork skips OpenBLAS when it finds CUDA, and takes cuDNN wherever it finds it.
+HK_CMAKE += -DDARKNET_TRY_CUDA=ON -DCMAKE_CUDA_COMPILER=$(CUDA)/bin/nvcc "-DDARKNET_CUDA_ARCHITECTURES=$(HK_CUDA_ARCH)"
+else
+HK_CMAKE += -DDARKNET_TRY_CUDA=OFF $(if $(filter 0,$(BLAS)),-DDARKNET_TRY_OPENBLAS=OFF)
+endif
+DK_SETTINGS := $(or $(DARKNET_SRC),$(HK_SNAPSHOT)) $(HK_CMAKE)
+LIBDK := $(HK_BUILD)/src-lib/libdarknet.a
+$(HK_DEPS): scripts/deps.sh
+	./scripts/deps.sh hankai
+$(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings | $(HK_DEPS)
+	rm -rf $(DK) && mkdir -p $(DK)
+	$(if $(DARKNET_SRC),tar -C $(DARKNET_SRC) --exclude=./.git --exclude=./build -cf - . | tar -C $(DK) -xf -,\
+	    tar -C $(DK) --strip-components=1 -xJf $(HK_SNAPSHOT))
+	set -e; for p in $(PATCHES); do patch -s -p1 -d $(DK) < $$p; done
+	touch $@
+
+# libdarknet.a (patch 0003), the fork's CLI (src-cli/darknet) and its first
+# example (src-examples/darknet_01_inference_images); make -C passes on -j.
+$(LIBDK): $(DK)/.patched
+	cmake -S $(DK) -B $(HK_BUILD) --log-level=ERROR $(HK_CMAKE)
+	$(MAKE) -C $(HK_BUILD) -s darknetstatic darknetcli darknet_01_inference_images
 else
 # Unpack Debian's source package and apply our patches in order.
 DK_SETTINGS := GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS)
@@ -199,8 +262,14 @@ $(OBJ)/main.o: main.c plugin/darknet_mn.h $(DK)/.patched $(OBJ)/.settings
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
+ifeq ($(DARKNET),hankai)
+# No adapter for this base yet (the fork's headers are C++): no pretending.
+$(PROG):
+	$(error darknet-mn does not build on hank-ai's Darknet yet (its adapter is to come); make DARKNET=hankai darknet builds the fork itself)
+else
 $(PROG): $(OBJ)/main.o $(LIBMN) $(LIBDK) $(OBJ)/.settings
 	$(MPICC) $(CFLAGS) $(filter-out %.settings,$^) -o $@ $(LDLIBS)
+endif
 
 print-layers:
 	@echo $(subst $(eval) ,$(comma),$(PLUGIN_LAYERS))
@@ -228,7 +297,7 @@ include tests/sanitize.mk
 clean:
 	rm -rf $(BUILD) darknet_mn
 distclean: clean
-	rm -rf third_party/darknet-cpu* third_party/darknet-gpu* third_party/darknet-alexeyab-* third_party/darknet-stock third_party/darknet-stock-omp
+	rm -rf third_party/darknet-cpu* third_party/darknet-gpu* third_party/darknet-alexeyab-* third_party/darknet-hankai-* third_party/darknet-stock third_party/darknet-stock-omp
 
 # Stock Darknet from the same source package, unpatched, its own flags
 # (-Ofast): the baseline of make bench; darknet-stock-omp with OpenMP.

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Installs what darknet-mn needs from Debian's archive and fetches Darknet's
 # source package into third_party/dl. Idempotent: safe to re-run.
+# scripts/deps.sh hankai (or DEPS_HANKAI=1) also installs what hank-ai's
+# Darknet builds with, which no other base needs: cmake, OpenCV (its image
+# reading, a large package) and 64-bit-integer OpenBLAS (its cblas).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
+hankai=${DEPS_HANKAI:-0}
+case ${1:-} in
+'') ;;
+hankai) hankai=1 ;;
+*) echo "usage: $0 [hankai]" >&2; exit 2 ;;
+esac
 
 pkgs="build-essential dpkg-dev pkg-config python3 procps iproute2 libopenmpi-dev openmpi-bin libstb-dev zlib1g-dev libcairo2-dev libopenblas-dev libdnnl-dev dataset-fashion-mnist darknet clang libclang-rt-14-dev libomp-14-dev strace valgrind"
+[ "$hankai" = 1 ] && pkgs="$pkgs cmake libopencv-dev libopenblas64-dev"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -35,4 +45,6 @@ mkdir -p "$top/third_party/dl"
 # The Makefile includes this file; its being newer than this script tells
 # make that everything above is installed (make re-reads itself after it).
 echo "# written by scripts/deps.sh: Debian's packages and Darknet's source are installed" > "$top/third_party/deps.mk"
+# The hankai rules' prerequisite: hank-ai's Darknet's packages are here too.
+[ "$hankai" = 1 ] && echo "cmake libopencv-dev libopenblas64-dev" > "$top/third_party/deps-hankai.stamp"
 echo "deps: ok"
