@@ -318,6 +318,16 @@ $(AB_STOCK): $(AB_SNAPSHOT)
 test-alexeyab:
 	BUILD=$(BUILD) ./tests/run_alexeyab.sh
 
+# hank-ai's Darknet built, its flags and version, and its detections on
+# weights AlexeyAB's base trained (not in make test: .ci/run runs it after).
+.PHONY: test-hankai
+test-hankai:
+	BUILD=$(BUILD) ./tests/run_hankai_build.sh
+# Its CUDA build (GPU=1 CUDNN=1; compiles and links, about N minutes on 2 cores).
+.PHONY: test-hankai-gpu
+test-hankai-gpu:
+	BUILD=$(BUILD) HANKAI_GPU=1 ./tests/run_hankai_build.sh
+
 bench: $(PROG) $(STOCK) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
 	./bench/run.sh
 

@@ -8,6 +8,8 @@
 #    output and exit code (rank_cmd, on_ranks, mn), their checks (all_rc,
 #    rcs), a user error every rank stops on (expect_error), a C test under
 #    mpiexec (on_mpi, unit_test);
+#  - the data: fashion_slice, suite_folder, and fork_det_data (the
+#    detection set in the forks' layout);
 #  - the cfgs: one generator, mn_cfg, of the tiny classifier and detector.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -38,6 +40,22 @@ finish() {
 fashion_slice() {
     D=$1
     "$BUILD/tools/mn_fashion" /usr/share/datasets/fashion-mnist "$D" --limit-train "$2" --limit-test "$3" > "${4:-/dev/null}" 2>&1
+}
+
+# fork_det_data: the detection set (make fashion-det-data, made once) in
+# the forks' layout in $T/det, each label file beside its image (AlexeyAB's
+# replace_image_to_label maps only COCO's and VOC's folders), and $T/y4.data
+# naming it, backups in $T/backup; non-zero when the set cannot be made.
+fork_det_data() {
+    local det=$BUILD/fashion-det m=$T/det s
+    if [ ! -f "$det/.stamp" ]; then make -s fashion-det-data > "$T/det-data.log" 2>&1 || return 1; fi
+    for s in train valid; do
+        mkdir -p "$m/$s"
+        ln -s "$(pwd)/$det/images/$s"/*.jpg "$(pwd)/$det/labels/$s"/*.txt "$m/$s/"
+        ls "$m/$s"/*.jpg > "$m/$s.list"
+    done
+    printf 'classes=10\ntrain=%s\nvalid=%s\nnames=%s\nbackup=%s\n' "$m/train.list" "$m/valid.list" "$(pwd)/data/fashion.names" \
+        "$T/backup" > "$T/y4.data"
 }
 
 # suite_folder NAME: G becomes a fresh $T/NAME; run alone (no T handed

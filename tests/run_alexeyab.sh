@@ -71,18 +71,8 @@ mkdir -p "$T/sbn-off" && unit_test "syncbn-off-np2" 2 -- "$TB/test_syncbn" 0 2 "
 for n in 1 2 3; do mkdir -p "$T/rep-$n" && unit_test "replica-np$n" $n -- "$TB/test_replica" "$T/rep-$n"; done
 mkdir -p "$T/bnavg" && unit_test "bnavg-np2" 2 -- "$TB/test_bnavg" "$T/bnavg"
 
-# The detection set in the fork's layout: each label file beside its image
-# (its replace_image_to_label maps only COCO's and VOC's folders).
-DET=$BUILD/fashion-det
-if [ ! -f "$DET/.stamp" ]; then make -s fashion-det-data > "$T/det-data.log" 2>&1 || { bad "make fashion-det-data"; finish; }; fi
-M=$T/det
-for s in train valid; do
-    mkdir -p "$M/$s"
-    ln -s "$(pwd)/$DET/images/$s"/*.jpg "$(pwd)/$DET/labels/$s"/*.txt "$M/$s/"
-    ls "$M/$s"/*.jpg > "$M/$s.list"
-done
-printf 'classes=10\ntrain=%s\nvalid=%s\nnames=%s\nbackup=%s\n' "$M/train.list" "$M/valid.list" "$(pwd)/data/fashion.names" \
-    "$T/backup" > "$T/y4.data"
+# The detection set in the fork's layout (tests/lib.sh).
+fork_det_data || { bad "make fashion-det-data (see $T/det-data.log)"; finish; }
 
 # YOLOv4-tiny-style, 2 ranks, 60 iterations of 8 images a rank, deterministic
 # data (the same weights on every run), at the full rate from the start.
