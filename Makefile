@@ -323,7 +323,7 @@ test-alexeyab:
 .PHONY: test-hankai
 test-hankai:
 	BUILD=$(BUILD) ./tests/run_hankai_build.sh
-# Its CUDA build (GPU=1 CUDNN=1; compiles and links, about N minutes on 2 cores).
+# Its CUDA build (GPU=1 CUDNN=1; compiles and links, about 12 minutes on 2 cores).
 .PHONY: test-hankai-gpu
 test-hankai-gpu:
 	BUILD=$(BUILD) HANKAI_GPU=1 ./tests/run_hankai_build.sh
