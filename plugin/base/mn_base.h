@@ -31,11 +31,12 @@ void load_weights(network *net, char *filename);
 
 #endif
 
-/* What the plugin reads and writes of a network, so that nothing above
- * base/ touches Darknet's struct network (mn_base_net.c for both C bases,
- * whose fields agree; a C++ base's adapter defines the same functions over
- * its own network class). Layers are still Darknet's layer, read field by
- * field above base/: the next step of the boundary. */
+/* What the plugin reads and writes of a network and its layers, so that
+ * nothing above base/ touches Darknet's struct network or struct layer
+ * (mn_base_net.c for both C bases, whose fields agree; a C++ base's adapter
+ * defines the same functions over its own network and layer classes). A
+ * layer * is still handed through (to mn_layer_params, mn_base_refused_layer),
+ * never read above base/. */
 
 /* The network as its cfg and the last resize made it, read at once: one
  * call fills what a caller reads, so callers keep one local (`mn_net_info
@@ -58,6 +59,47 @@ mn_net_info mn_net_get(const network *net);
 int mn_net_layers(const network *net);
 layer *mn_net_layer(const network *net, int i);
 layer *mn_net_last(const network *net);
+
+/* The layer kinds the plugin tells apart, its own numbering: the bases
+ * number Darknet's LAYER_TYPE differently (and hank-ai's is an enum
+ * class), so nothing above base/ names theirs. */
+typedef enum {
+    MN_LAYER_OTHER,
+    MN_LAYER_CONVOLUTIONAL,
+    MN_LAYER_DECONVOLUTIONAL,
+    MN_LAYER_CONNECTED,
+    MN_LAYER_BATCHNORM,
+    MN_LAYER_YOLO,
+    MN_LAYER_REGION,
+    MN_LAYER_DETECTION,
+} mn_layer_kind;
+/* The update arrays of a layer, the index into mn_layer_info's updates. */
+enum { MN_UPDATE_WEIGHTS, MN_UPDATE_BIASES, MN_UPDATE_SCALES, MN_UPDATES };
+/* A layer as the plugin reads it, filled at once like mn_net_info: callers
+ * read kind, sizes and arrays together. A copy of the fields; the arrays
+ * are Darknet's own (the optimizer moves the update arrays with
+ * mn_layer_set_update). */
+typedef struct {
+    mn_layer_kind kind;
+    const char *name;                 /* the base's name of its type, for messages ("convolutional") */
+    int batch, inputs, outputs;       /* images per pass; floats per image in and out */
+    int out_w, out_h, n;              /* output size; filters of a convolutional layer */
+    int batch_normalize, dontsave, dontload, dontloadscales;
+    /* An output layer's: what the detector's loader and evaluation read. */
+    int classes, coords, max_boxes;
+    float jitter, random;             /* random: an int on pjreddie's, a float on the fork; nonzero resizes */
+    float *rolling_mean, *rolling_variance;            /* batch norm's statistics, or NULL */
+    float *rolling_mean_gpu, *rolling_variance_gpu;    /* their device copies (NULL in CPU builds) */
+    float *updates[MN_UPDATES], *updates_gpu[MN_UPDATES];  /* weight, bias, scale updates, or NULL */
+} mn_layer_info;
+mn_layer_info mn_layer_get(const network *net, int i);
+mn_layer_info mn_layer_last(const network *net);
+/* Layer i's update array `which` (MN_UPDATE_*) becomes p (host memory). */
+void mn_layer_set_update(network *net, int i, int which, float *p);
+/* GPU runs (gpu_index >= 0): the layer's parameters and statistics to the
+ * device (to_device) or from it, with the base's push and pull functions;
+ * nothing in CPU builds or runs. */
+void mn_layer_move(const layer *l, int to_device);
 /* Images trained on so far, over all ranks (patch 0001): the iteration,
  * checkpoints and resume read and set it. size_t on pjreddie's, uint64_t
  * on the fork. */
@@ -157,7 +199,7 @@ void mn_base_detector_args(network *net, load_args *a);
 void mn_base_classifier_args(network *net, load_args *a);
 /* GPU runs: the layer's parameters and statistics to the device (to_device)
  * or from it, for the layer types mn_layer_params lists beyond
- * convolutional, connected, batchnorm and local (mn_params.c moves those). */
+ * convolutional, connected, batchnorm and local (mn_layer_move moves those). */
 void mn_base_move_layer(const layer *l, int to_device);
 /* The adapter also defines mn_layer_params (mn_params.h): the parameter
  * arrays of each layer type the base saves. For a layer it refuses (-1

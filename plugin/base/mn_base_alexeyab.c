@@ -231,7 +231,7 @@ int mn_layer_params(const layer *l, mn_param *o, int max)
     }
 }
 
-/* Every type mn_layer_params lists here is moved by mn_params.c. */
+/* Every type mn_layer_params lists here is moved by mn_layer_move (mn_base_net.c). */
 void mn_base_move_layer(const layer *l, int to_device)
 {
     (void)l;

@@ -249,9 +249,8 @@ static mn_status bench_model(mn_comm *c, const char *cfg, int iters)
     float *arrays[4096];
     size_t lens[4096], total = 0;
     for (int i = 0; i < mn_net_layers(net); ++i) {
-        layer *l = mn_net_layer(net, i);
         mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
+        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
         for (int j = 0; j < k && n < 4096; ++j)
             if (p[j].grad) { arrays[n] = p[j].grad; lens[n] = p[j].n; total += p[j].n; ++n; }
     }

@@ -183,9 +183,9 @@ static mn_status detector_test_solo(mn_comm *c, const char **a)
         }
     }
     if (s == MN_OK) s = load_for_image(c, a[1], a[2], a[3], &net);
-    int classes = net ? mn_net_last(net)->classes : 0, nnames = 0;
-    LAYER_TYPE last = net ? mn_net_last(net)->type : 0;
-    if (s == MN_OK && last != YOLO && last != REGION && last != DETECTION) {
+    int classes = net ? mn_layer_last(net).classes : 0, nnames = 0;
+    mn_layer_kind last = net ? mn_layer_last(net).kind : MN_LAYER_OTHER;
+    if (s == MN_OK && last != MN_LAYER_YOLO && last != MN_LAYER_REGION && last != MN_LAYER_DETECTION) {
         mn_error(c, "%s: the last layer is not a yolo, region or detection layer", a[1]);
         s = MN_ERR_USER;
     }

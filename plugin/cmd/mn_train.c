@@ -31,7 +31,7 @@ static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_dat
 {
     mn_net_info in = mn_net_get(net);
     int b = in.batch, s = in.subdivisions, rows = b * s;
-    int boxes = mn_net_last(net)->max_boxes;
+    int boxes = mn_layer_last(net).max_boxes;
     data d = {0};
     d.shallow = 0;
     d.X = make_matrix(rows, in.w * in.h * in.c);
@@ -82,7 +82,7 @@ static load_args random_args(network *net, mn_task task, const mn_data_cfg *dc, 
         a.labels = dc->labels;
         a.type = CLASSIFICATION_DATA;
     } else {
-        layer last = *mn_net_last(net);
+        mn_layer_info last = mn_layer_last(net);
         a.coords = last.coords;
         a.classes = last.classes;
         a.jitter = last.jitter;
@@ -165,8 +165,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
     load_args args = random_args(net, task, dc, shard, &buffer, threads);
     pthread_t loader = 0;
     int dim = in.w, base_w = in.w, count = 0;
-    layer last = *mn_net_last(net);
-    int resizes = task == MN_TASK_DETECTOR && last.random && !opt->deterministic;
+    int resizes = task == MN_TASK_DETECTOR && mn_layer_last(net).random && !opt->deterministic;
     /* Each batch's random draws (which images, their augmentation) start
      * from a seed of (seed, rank, iteration), so a resumed run goes on with
      * new data rather than replaying the first batches of its shard. */
@@ -386,8 +385,8 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         goto out;
     }
     if ((s = mn_comm_select(c, opt.communicator)) != MN_OK) goto out;
-    LAYER_TYPE last = mn_net_last(net)->type;
-    if (task == MN_TASK_DETECTOR && last != YOLO && last != REGION && last != DETECTION) {
+    mn_layer_kind last = mn_layer_last(net).kind;
+    if (task == MN_TASK_DETECTOR && last != MN_LAYER_YOLO && last != MN_LAYER_REGION && last != MN_LAYER_DETECTION) {
         if (c->rank == 0) mn_error(c, "%s: the last layer is not a yolo, region or detection layer", cfgfile);
         s = mn_agree(c, MN_ERR_USER);
         goto out;

@@ -27,15 +27,15 @@ static mn_status collect_stats(mn_comm *c, network *net, bn_stats *s)
         return MN_ERR_NOMEM;
     }
     for (int i = 0; i < mn_net_layers(net); ++i) {
-        layer *l = mn_net_layer(net, i);
-        if (!l->rolling_mean) continue;
+        mn_layer_info l = mn_layer_get(net, i);
+        if (!l.rolling_mean) continue;
         mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
+        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
         for (int j = 0; j < k; ++j) {
-            if (p[j].data != l->rolling_mean && p[j].data != l->rolling_variance) continue;
+            if (p[j].data != l.rolling_mean && p[j].data != l.rolling_variance) continue;
             s->host[s->n] = p[j].data;
 #ifdef GPU
-            s->dev[s->n] = p[j].data == l->rolling_mean ? l->rolling_mean_gpu : l->rolling_variance_gpu;
+            s->dev[s->n] = p[j].data == l.rolling_mean ? l.rolling_mean_gpu : l.rolling_variance_gpu;
 #endif
             s->lens[s->n++] = p[j].n;
         }
@@ -153,10 +153,11 @@ static void bn_sync_hook(network *net, float *a, float *b, int n, int gpu)
     mn_unguard(c);
 }
 
-static int uses_bn(const layer *l)
+static int uses_bn(const mn_layer_info *l)
 {
-    return l->type == BATCHNORM ||
-           ((l->type == CONVOLUTIONAL || l->type == CONNECTED || l->type == DECONVOLUTIONAL) && l->batch_normalize);
+    return l->kind == MN_LAYER_BATCHNORM ||
+           ((l->kind == MN_LAYER_CONVOLUTIONAL || l->kind == MN_LAYER_CONNECTED || l->kind == MN_LAYER_DECONVOLUTIONAL) &&
+            l->batch_normalize);
 }
 
 mn_status mn_attach_sync_bn(mn_comm *c, network *net, const mn_options *opt)
@@ -164,12 +165,12 @@ mn_status mn_attach_sync_bn(mn_comm *c, network *net, const mn_options *opt)
     mn_net_set_bn_sync(net, NULL, NULL);
     if (!opt->sync_bn) return MN_OK;
     for (int i = 0; i < mn_net_layers(net); ++i) {
-        const layer *l = mn_net_layer(net, i);
+        mn_layer_info l = mn_layer_get(net, i);
         /* Darknet's variance divides by count-1: a rank needs two values. */
-        if (uses_bn(l) && l->batch * l->out_h * l->out_w < 2) {
+        if (uses_bn(&l) && l.batch * l.out_h * l.out_w < 2) {
             if (c->rank == 0)
                 mn_error(c, "sync_bn=1: layer %d normalizes over batch %d x %dx%d = one value per rank; "
-                         "use batch >= 2 per rank (batch/subdivisions)", i, l->batch, l->out_w, l->out_h);
+                         "use batch >= 2 per rank (batch/subdivisions)", i, l.batch, l.out_w, l.out_h);
             return MN_ERR_USER;
         }
     }

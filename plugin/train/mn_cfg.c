@@ -549,8 +549,8 @@ mn_status mn_check_net_size(const mn_comm *c, const network *net, const char *cf
     mn_net_info in = mn_net_get(net);
     double bytes = 4.0 * in.batch * in.inputs;
     for (int i = 0; i < mn_net_layers(net); ++i) {
-        const layer *l = mn_net_layer(net, i);
-        int64_t n = (int64_t)l->batch * (l->outputs > l->inputs ? l->outputs : l->inputs);
+        mn_layer_info l = mn_layer_get(net, i);
+        int64_t n = (int64_t)l.batch * (l.outputs > l.inputs ? l.outputs : l.inputs);
         if (n > INT_MAX) {
             if (c->rank == 0)
                 mn_error(c, "%s: [net] batch/subdivisions=%d makes layer %d hold %lld values per array, more than "
@@ -558,7 +558,7 @@ mn_status mn_check_net_size(const mn_comm *c, const network *net, const char *cf
                          (long long)n, INT_MAX);
             return MN_ERR_USER;
         }
-        bytes += 8.0 * l->batch * l->outputs;   /* output and delta */
+        bytes += 8.0 * l.batch * l.outputs;   /* output and delta */
     }
     double mem = physical_memory();
     if (mem > 0 && bytes > mem) {

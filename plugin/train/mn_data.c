@@ -337,15 +337,17 @@ mn_status mn_check_detector_classes(const mn_comm *c, const char *datacfg, const
                                     const mn_data_cfg *dc, const network *net)
 {
     if (c->rank != 0) return MN_OK;
-    int classes = mn_net_last(net)->classes;
+    int classes = mn_layer_last(net).classes;
     char layers[256] = "";
     size_t len = 0;
     for (int i = 0; i < mn_net_layers(net); ++i) {
-        const layer *l = mn_net_layer(net, i);
-        if (l->type != YOLO && l->type != REGION && l->type != DETECTION) continue;
-        if (l->classes != classes) {
+        mn_layer_info l = mn_layer_get(net, i);
+        if (l.kind != MN_LAYER_YOLO && l.kind != MN_LAYER_REGION && l.kind != MN_LAYER_DETECTION) continue;
+        if (l.classes != classes) {
             mn_error(c, "%s: layer %d (%s) has classes=%d but the last layer %d has classes=%d; every detection "
-                     "layer must have the same", cfgfile, i, l->type == YOLO ? "yolo" : l->type == REGION ? "region" : "detection", l->classes, mn_net_layers(net) - 1, classes);
+                     "layer must have the same", cfgfile, i,
+                     l.kind == MN_LAYER_YOLO ? "yolo" : l.kind == MN_LAYER_REGION ? "region" : "detection", l.classes,
+                     mn_net_layers(net) - 1, classes);
             return MN_ERR_USER;
         }
         if (len + 16 < sizeof layers) len += (size_t)snprintf(layers + len, sizeof layers - len, "%s%d", len ? ", " : "", i);
@@ -374,7 +376,7 @@ mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *d
 {
     mn_status s = MN_OK;
     memset(skip, 0, sizeof *skip);
-    skip->classes = mn_net_last(net)->classes;
+    skip->classes = mn_layer_last(net).classes;
     /* A deterministic run holds the whole list on every rank: each checks its part. */
     size_t from = 0, count = shard->n;
     label_rules *rules = calloc(1, sizeof *rules);   /* 24 KiB of examples: not on the stack */

@@ -47,8 +47,8 @@ typedef struct {
 
 static int is_detector(const network *net)
 {
-    LAYER_TYPE t = mn_net_last(net)->type;
-    return t == YOLO || t == REGION || t == DETECTION;
+    mn_layer_kind t = mn_layer_last(net).kind;
+    return t == MN_LAYER_YOLO || t == MN_LAYER_REGION || t == MN_LAYER_DETECTION;
 }
 
 /* Stock's keys: names (default data/names.list), results (default results),
@@ -57,7 +57,7 @@ static mn_status read_det_keys(mn_comm *c, const char *datacfg, const char *cfgf
 {
     mn_status s = MN_OK;
     list *o = r->dc.options;
-    r->classes = mn_net_last(r->net)->classes;
+    r->classes = mn_layer_last(r->net).classes;
     r->prefix = option_find(o, "results");
     const char *eval = option_find(o, "eval");
     if (!r->prefix) r->prefix = "results";
@@ -120,7 +120,7 @@ static mn_status open_run(mn_comm *c, const char *datacfg, mn_task task, const c
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = read_det_keys(c, datacfg, cfgfile, need_names, r);
     if (s == MN_OK && task == MN_TASK_DETECTOR && opt.bad_labels_skip) {
         r->skip_on = 1;
-        r->skip.classes = mn_net_last(r->net)->classes;
+        r->skip.classes = mn_layer_last(r->net).classes;
         mn_label_filter_install(&r->skip);
     }
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = mn_agree(c, mn_check_detector_classes(c, datacfg, cfgfile, &r->dc, r->net));
@@ -231,7 +231,7 @@ static mn_status read_truth(mn_comm *c, const char *path, int classes, mn_label_
 static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, int with_truth, mn_label_skip *skip,
                               mn_bytes *out)
 {
-    int classes = mn_net_last(net)->classes;
+    int classes = mn_layer_last(net).classes;
     for (size_t i = 0; i < shard->n; ++i) {
         const char *path = shard->paths[i];
         box_label *truth = NULL;
@@ -376,7 +376,7 @@ mn_status mn_detector_valid(mn_comm *c, const char *datacfg, const char *cfgfile
  * returned (stock reads l.w*l.h*l.n of them, past the end for a yolo layer). */
 static mn_status recall_shard(mn_comm *c, network *net, const mn_list *shard, mn_label_skip *skip, double sums[5])
 {
-    int classes = mn_net_last(net)->classes;
+    int classes = mn_layer_last(net).classes;
     mn_net_info in = mn_net_get(net);
     for (size_t i = 0; i < shard->n; ++i) {
         const char *path = shard->paths[i];
@@ -437,7 +437,7 @@ mn_status mn_detector_recall(mn_comm *c, const char *datacfg, const char *cfgfil
 static mn_status shard_map(mn_comm *c, network *net, const mn_list *shard, mn_label_skip *skip, double *map,
                            double *ap, size_t counts[3])
 {
-    int classes = mn_net_last(net)->classes;
+    int classes = mn_layer_last(net).classes;
     mn_bytes mine = {0}, all = {0};
     mn_status s = mn_agree(c, detect_shard(c, net, shard, 1, skip, &mine));
     if (s == MN_OK) s = mn_gather_bytes(c, &mine, &all);
@@ -550,7 +550,7 @@ mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const 
         }
     } else {
         e->skip.lines = e->skip.files = 0;
-        e->skip.classes = mn_net_last(e->net)->classes;
+        e->skip.classes = mn_layer_last(e->net).classes;
         s = shard_map(c, e->net, &e->shard, opt->bad_labels_skip ? &e->skip : NULL, &score, NULL, NULL);
         if (s == MN_OK && opt->bad_labels_skip) s = mn_label_skip_report(c, &e->skip, "the evaluation list");
         if (score < 0) score = 0;

@@ -63,22 +63,18 @@ static int all_finite(const float *p, size_t n)
     return acc == 0;
 }
 
-/* The update arrays of layer l and the slot in struct layer that holds each. */
-static int layer_grads(layer *l, float ***slots, float ***slots_gpu, size_t *lens)
+/* The update arrays of layer li and which of the layer's update arrays
+ * (MN_UPDATE_*) each is, with its device copy. */
+static int layer_grads(network *net, int li, int *which, float **dev, size_t *lens)
 {
+    mn_layer_info l = mn_layer_get(net, li);
     mn_param p[MN_MAX_LAYER_PARAMS];
-    int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS), m = 0;
+    int k = mn_layer_params(mn_net_layer(net, li), p, MN_MAX_LAYER_PARAMS), m = 0;
     for (int i = 0; i < k; ++i) {
         if (!p[i].grad) continue;
-        float **slot = p[i].grad == l->weight_updates ? &l->weight_updates
-                     : p[i].grad == l->bias_updates ? &l->bias_updates : &l->scale_updates;
-        slots[m] = slot;
-#ifdef GPU
-        slots_gpu[m] = slot == &l->weight_updates ? &l->weight_updates_gpu
-                     : slot == &l->bias_updates ? &l->bias_updates_gpu : &l->scale_updates_gpu;
-#else
-        slots_gpu[m] = NULL;
-#endif
+        which[m] = p[i].grad == l.updates[MN_UPDATE_WEIGHTS] ? MN_UPDATE_WEIGHTS
+                 : p[i].grad == l.updates[MN_UPDATE_BIASES] ? MN_UPDATE_BIASES : MN_UPDATE_SCALES;
+        dev[m] = l.updates_gpu[which[m]];   /* NULL in CPU builds */
         lens[m++] = p[i].n;
     }
     return m;
@@ -394,19 +390,19 @@ static mn_status find_stats(network *net, mn_optimizer *o)
 {
     int cap = 0;
     size_t total = 0;
-    for (int i = 0; i < mn_net_layers(net); ++i) cap += 2 * (mn_net_layer(net, i)->rolling_mean != NULL);
+    for (int i = 0; i < mn_net_layers(net); ++i) cap += 2 * (mn_layer_get(net, i).rolling_mean != NULL);
     o->stats = calloc((size_t)cap + 1, sizeof *o->stats);
     o->stats_lens = calloc((size_t)cap + 1, sizeof *o->stats_lens);
     if (!o->stats || !o->stats_lens) return MN_ERR_NOMEM;
     for (int i = 0; i < mn_net_layers(net); ++i) {
-        layer *l = mn_net_layer(net, i);
+        mn_layer_info l = mn_layer_get(net, i);
         mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
+        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
         for (int j = 0; j < k; ++j) {
-            if (p[j].data != l->rolling_mean && p[j].data != l->rolling_variance) continue;
+            if (p[j].data != l.rolling_mean && p[j].data != l.rolling_variance) continue;
             float *live = p[j].data;
 #ifdef GPU
-            if (gpu_index >= 0) live = live == l->rolling_mean ? l->rolling_mean_gpu : l->rolling_variance_gpu;
+            if (gpu_index >= 0) live = live == l.rolling_mean ? l.rolling_mean_gpu : l.rolling_variance_gpu;
 #endif
             o->stats[o->nstats] = live;
             o->stats_lens[o->nstats++] = p[j].n;
@@ -428,24 +424,20 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
         int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
         for (int j = 0; j < k; ++j) cap += p[j].grad != NULL;
     }
-    float ***slots = calloc((size_t)cap + 1, sizeof *slots);
-    float ***slots_gpu = calloc((size_t)cap + 1, sizeof *slots_gpu);
+    int *which = calloc((size_t)cap + 1, sizeof *which);   /* each array's MN_UPDATE_* in its layer */
     o->arrays = calloc((size_t)cap + 1, sizeof *o->arrays);
     o->arrays_gpu = calloc((size_t)cap + 1, sizeof *o->arrays_gpu);
     o->lens = calloc((size_t)cap + 1, sizeof *o->lens);
     o->layer_of = calloc((size_t)cap + 1, sizeof *o->layer_of);
     o->seg = -1;
     mn_status st = MN_OK;
-    if (!slots || !slots_gpu || !o->arrays || !o->arrays_gpu || !o->lens || !o->layer_of) st = MN_ERR_NOMEM;
+    if (!which || !o->arrays || !o->arrays_gpu || !o->lens || !o->layer_of) st = MN_ERR_NOMEM;
     for (int i = 0; st == MN_OK && i < mn_net_layers(net); ++i) {
-        int k = layer_grads(mn_net_layer(net, i), slots + o->n, slots_gpu + o->n, o->lens + o->n);
+        int k = layer_grads(net, i, which + o->n, o->arrays_gpu + o->n, o->lens + o->n);
         for (int j = 0; j < k; ++j) o->layer_of[o->n + j] = i;
         o->n += k;
     }
-    for (int i = 0; i < o->n; ++i) {
-        o->total += o->lens[i];
-        o->arrays_gpu[i] = slots_gpu[i] ? *slots_gpu[i] : NULL;   /* Darknet's, kept: only host arrays move */
-    }
+    for (int i = 0; i < o->n; ++i) o->total += o->lens[i];   /* arrays_gpu: Darknet's, kept; only host arrays move */
     if (st == MN_OK && opt->grad_dtype_half) st = mn_comm_set_dtype(c, 1);
     /* float16 and double buffering send the fresh gradient alone: the
      * momentum part waits in aside (mn_optimizer_begin_step). */
@@ -504,22 +496,20 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
         }
     }
     if (st != MN_OK) {
-        free(slots);
-        free(slots_gpu);
+        free(which);
         free_optimizer(o);
         return st;
     }
     size_t off = 0;
     for (int i = 0; i < o->n; ++i) {
-        float *old = *slots[i];
+        float *old = mn_layer_get(net, o->layer_of[i]).updates[which[i]];
         memcpy(o->arena + off, old, o->lens[i] * sizeof(float));
         free(old);
-        *slots[i] = o->arena + off;
+        mn_layer_set_update(net, o->layer_of[i], which[i], o->arena + off);
         o->arrays[i] = o->arena + off;
         off += o->lens[i];
     }
-    free(slots);
-    free(slots_gpu);
+    free(which);
 #ifdef GPU
     /* Host-staged GPU runs copy the gradient down and up every step: from
      * page-locked memory those copies are DMA, not bounced. Best effort: a
@@ -634,15 +624,15 @@ void mn_detach(network *net, mn_optimizer *o)
 {
     if (!o) return;
     for (int i = 0; i < mn_net_layers(net); ++i) {
-        layer *l = mn_net_layer(net, i);
-        float **slots[3] = {&l->weight_updates, &l->bias_updates, &l->scale_updates};
-        for (int s = 0; s < 3; ++s) {
-            float *p = *slots[s];
+        mn_layer_info l = mn_layer_get(net, i);
+        for (int s = 0; s < MN_UPDATES; ++s) {
+            float *p = l.updates[s];
             if (p >= o->arena && p < o->arena + o->total + 1) {
                 size_t n = 0;
                 for (int j = 0; j < o->n; ++j) if (o->arrays[j] == p) n = o->lens[j];
-                *slots[s] = calloc(n + 1, sizeof(float));
-                if (*slots[s]) memcpy(*slots[s], p, n * sizeof(float));
+                float *own = calloc(n + 1, sizeof(float));
+                if (own) memcpy(own, p, n * sizeof(float));
+                mn_layer_set_update(net, i, s, own);
             }
         }
     }

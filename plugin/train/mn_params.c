@@ -14,23 +14,18 @@
 #include "mn_engine.h"
 #include "option_list.h"
 #include "parser.h"
-#ifdef GPU
-#include "convolutional_layer.h"
-#include "connected_layer.h"
-#include "batchnorm_layer.h"
-#include "local_layer.h"
-#endif
 
 /* Bytes that load_weights reads for layer l (dontload / dontloadscales honoured). */
-static size_t layer_load_bytes(const layer *l)
+static size_t layer_load_bytes(const network *net, int li)
 {
-    if (l->dontload) return 0;
+    mn_layer_info l = mn_layer_get(net, li);
+    if (l.dontload) return 0;
     mn_param p[MN_MAX_LAYER_PARAMS];
-    int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
+    int k = mn_layer_params(mn_net_layer(net, li), p, MN_MAX_LAYER_PARAMS);
     size_t floats = 0;
     for (int i = 0; i < k; ++i) floats += p[i].n;
-    if ((l->type == CONVOLUTIONAL || l->type == DECONVOLUTIONAL) && l->batch_normalize && l->dontloadscales)
-        floats -= 3 * (size_t)l->n;
+    if ((l.kind == MN_LAYER_CONVOLUTIONAL || l.kind == MN_LAYER_DECONVOLUTIONAL) && l.batch_normalize && l.dontloadscales)
+        floats -= 3 * (size_t)l.n;
     return floats * sizeof(float);
 }
 
@@ -40,10 +35,9 @@ size_t mn_weights_bytes(const network *net)
 {
     size_t b = HEADER_BYTES;
     for (int i = 0; i < mn_net_layers(net); ++i) {
-        const layer *l = mn_net_layer(net, i);
-        if (l->dontsave) continue;
+        if (mn_layer_get(net, i).dontsave) continue;
         mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS);
+        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
         for (int j = 0; j < k; ++j) b += p[j].n * sizeof(float);
     }
     return b;
@@ -75,7 +69,7 @@ mn_status mn_check_weights_file(const mn_comm *c, const network *net, const char
     if (size < header) { mn_error(c, "weights file %s is too short for a header", path); return MN_ERR_USER; }
     int i;
     for (i = 0; i < mn_net_layers(net) && at < size; ++i) {
-        size_t b = layer_load_bytes(mn_net_layer(net, i));
+        size_t b = layer_load_bytes(net, i);
         if (at + b > size) {
             mn_error(c, "weights file %s is truncated: it ends inside layer %d (%zu of its %zu bytes present)",
                      path, i, size - at, b);
@@ -90,7 +84,7 @@ mn_status mn_check_weights_file(const mn_comm *c, const network *net, const char
     }
     if (i < mn_net_layers(net)) {
         int rest = 0;
-        for (int j = i; j < mn_net_layers(net); ++j) rest += layer_load_bytes(mn_net_layer(net, j)) > 0;
+        for (int j = i; j < mn_net_layers(net); ++j) rest += layer_load_bytes(net, j) > 0;
         if (rest)
             fprintf(stderr, "darknet-mn: %s holds layers 0..%d; the %d trainable layers after them keep their initial values\n",
                     path, i - 1, rest);
@@ -129,21 +123,6 @@ mn_status mn_save_weights_all(mn_comm *c, network *net, const mn_options *o, con
     return mn_agree(c, s);
 }
 
-#ifdef GPU
-/* In a GPU run the device copies are the live ones. */
-static void move_layer(const layer *l, int to_device)
-{
-    if (gpu_index < 0) return;
-    if (l->type == CONVOLUTIONAL) (to_device ? push_convolutional_layer : pull_convolutional_layer)(*l);
-    else if (l->type == CONNECTED) (to_device ? push_connected_layer : pull_connected_layer)(*l);
-    else if (l->type == BATCHNORM) (to_device ? push_batchnorm_layer : pull_batchnorm_layer)(*l);
-    else if (l->type == LOCAL) (to_device ? push_local_layer : pull_local_layer)(*l);
-    else mn_base_move_layer(l, to_device);
-}
-#else
-static void move_layer(const layer *l, int to_device) { (void)l; (void)to_device; }
-#endif
-
 size_t mn_params_count(const network *net)
 {
     size_t n = 0;
@@ -162,13 +141,13 @@ static void copy_params(network *net, float *buf, int into_net)
     for (int i = 0; i < mn_net_layers(net); ++i) {
         mn_param p[MN_MAX_LAYER_PARAMS];
         int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
-        if (!into_net) move_layer(mn_net_layer(net, i), 0);
+        if (!into_net) mn_layer_move(mn_net_layer(net, i), 0);
         for (int j = 0; j < k; ++j) {
             if (into_net) memcpy(p[j].data, buf + off, p[j].n * sizeof(float));
             else memcpy(buf + off, p[j].data, p[j].n * sizeof(float));
             off += p[j].n;
         }
-        if (into_net) move_layer(mn_net_layer(net, i), 1);
+        if (into_net) mn_layer_move(mn_net_layer(net, i), 1);
     }
 }
 
@@ -179,7 +158,7 @@ mn_status mn_check_finite_params(const mn_comm *c, network *net, const char *pat
     for (int i = 0; i < mn_net_layers(net); ++i) {
         mn_param p[MN_MAX_LAYER_PARAMS];
         int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
-        move_layer(mn_net_layer(net, i), 0);
+        mn_layer_move(mn_net_layer(net, i), 0);
         for (int j = 0; j < k; ++j)
             for (size_t m = 0; m < p[j].n; ++m)
                 if (!isfinite(p[j].data[m])) {

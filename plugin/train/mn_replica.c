@@ -14,7 +14,6 @@
 #include <string.h>
 #include "mn_internal.h"
 #include "mn_replica.h"
-#include "network.h"
 
 /* Four FNV-1a lanes over 64-bit words, folded at the end: the lanes'
  * multiplications do not wait on each other, so the hash runs at memory
@@ -59,14 +58,14 @@ static int hash_layers(network *net, const float *params, int with_momentum, int
     int nonfinite = INT_MAX;
     size_t off = 0;
     for (int i = 0; i < mn_net_layers(net); ++i) {
-        const layer *l = mn_net_layer(net, i);
+        mn_layer_info l = mn_layer_get(net, i);
         mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(l, p, MN_MAX_LAYER_PARAMS), bad = 0;
+        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS), bad = 0;
         uint64_t x = MN_FNV_SEED;
         for (int j = 0; j < k; ++j) {
             const float *d = params ? params + off : p[j].data;
             off += p[j].n;
-            int stat = p[j].data == l->rolling_mean || p[j].data == l->rolling_variance;
+            int stat = p[j].data == l.rolling_mean || p[j].data == l.rolling_variance;
             uint64_t y = hash_scan(x, d, p[j].n * sizeof(float), &bad);
             if (!stat || stats_shared) x = y;   /* statistics that differ by design are only checked for NaN */
             if (with_momentum && p[j].grad) x = hash_scan(x, p[j].grad, p[j].n * sizeof(float), NULL);
@@ -85,7 +84,7 @@ static void report(mn_comm *c, network *net, const int *first, size_t iteration)
     for (int r = 1; r < c->size && len < sizeof msg - 64; ++r) {
         if (first[r] < 0) continue;
         len += (size_t)snprintf(msg + len, sizeof msg - len, "%srank %d from layer %d (%s)", len ? ", " : "", r,
-                                first[r], get_layer_string(mn_net_layer(net, first[r])->type));
+                                first[r], mn_layer_get(net, first[r]).name);
     }
     mn_error(c, "replica check at iteration %zu: %s differ%s from rank 0's model (parameters, momentum or running "
              "statistics): the ranks no longer train the same network; stopping without saving",
@@ -137,7 +136,7 @@ mn_status mn_replica_check(mn_comm *c, network *net, mn_optimizer *o, int stats_
     if (nonfinite != INT_MAX) {
         if (c->rank == 0)
             mn_error(c, "iteration %zu: the parameters of layer %d (%s) hold NaN or Inf; stopping without saving them",
-                     iteration, nonfinite, get_layer_string(mn_net_layer(net, nonfinite)->type));
+                     iteration, nonfinite, mn_layer_get(net, nonfinite).name);
         s = MN_ERR_DIVERGED;
     }
 out:

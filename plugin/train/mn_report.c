@@ -37,8 +37,8 @@ static mn_report *open_report(const mn_comm *c, network *net, const mn_options *
     else if (ftell(r->csv) == 0) fprintf(r->csv, "iteration,loss,avg_loss,rate,images_per_s,eval\n");
     if (opt->chart) snprintf(r->chart, sizeof r->chart, "%s/%s_chart.png", backup, base);
     r->ranks = c->size;
-    LAYER_TYPE t = mn_net_last(net)->type;
-    r->metric = t == YOLO || t == REGION || t == DETECTION ? "mAP@0.5" : "top-1";
+    mn_layer_kind t = mn_layer_last(net).kind;
+    r->metric = t == MN_LAYER_YOLO || t == MN_LAYER_REGION || t == MN_LAYER_DETECTION ? "mAP@0.5" : "top-1";
     r->last_draw = -1e9;
     return r;
 }
