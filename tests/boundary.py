@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Nothing above plugin/base/ reads Darknet's network: checks the sources.
+"""Nothing above plugin/base/ reads Darknet's network or layers: checks the sources.
 
 usage: boundary.py [--src DIR] LAYERS [FILE...]
   LAYERS  the layer folders of plugin/ from the bottom, comma-separated (the
@@ -7,14 +7,18 @@ usage: boundary.py [--src DIR] LAYERS [FILE...]
           above base is checked
   FILE    more files to check (main.c)
 
-What the plugin needs of a network goes through mn_base.h's mn_net_*
-accessors (docs/design.md, "Where darknet-mn meets Darknet"), so that a base
-whose network is no C struct (hank-ai's C++ Darknet) needs only its adapter.
-A file fails, named with its line, where, outside comments and strings, it
+What the plugin needs of a network and its layers goes through mn_base.h's
+mn_net_* and mn_layer_* accessors (docs/design.md, "Where darknet-mn meets
+Darknet"), so that a base whose network is no C struct (hank-ai's C++
+Darknet, whose layer types are an enum class) needs only its adapter. A file
+fails, named with its line, where, outside comments and strings, it
 dereferences a variable it declares as network * (net->, r->net->, (*out)->),
-reads a field of one it holds by value (net.batch), or indexes a layers array (->layers[, .layers[). Layer fields (l->type) are
-not checked yet. Prints one ok line, or a FAIL line per read, and exits
-non-zero on any.
+reads a field of one it holds by value (net.batch), or indexes a layers array
+(->layers[, .layers[); where it dereferences a layer (a variable declared
+layer * or layer, mn_net_layer(...)->, mn_net_last(...)->); or where it names
+Darknet's LAYER_TYPE or one of its values (YOLO; mn_layer_kind is the
+plugin's own). A layer * handed on (to mn_layer_params) is no read. Prints
+one ok line, or a FAIL line per read, and exits non-zero on any.
 """
 import glob
 import os
@@ -26,14 +30,37 @@ TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])
 DECL = re.compile(r'\bnetwork\s*\*+\s*(?:const\s+)?(\w+)')
 VALUE = re.compile(r'\bnetwork\s+(\w+)\s*[;,)=]')
 LAYERS = re.compile(r'(?:->|\.)\s*layers\s*\[')
+LDECL = re.compile(r'\blayer\s*\*+\s*(?:const\s+)?(\w+)')
+LVALUE = re.compile(r'\blayer\s+(\w+)\s*[;,)=]')
+# mn_net_layer(net, i)->type, (*mn_net_last(net)).classes: one level of parentheses inside the call.
+CALL = r'mn_net_(?:layer|last)\s*\((?:[^()]|\([^()]*\))*\)'
+LCALL = re.compile(r'\b%s\s*->\s*\w+|\(\s*\*\s*%s\s*\)\s*\.\s*\w+' % (CALL, CALL))
+# Darknet's LAYER_TYPE and its values on both C bases (pjreddie's, then those only the fork has).
+TYPES = re.compile(r'\b(?:LAYER_TYPE|CONVOLUTIONAL|DECONVOLUTIONAL|CONNECTED|MAXPOOL|SOFTMAX|DETECTION|DROPOUT|CROP|'
+                   r'ROUTE|COST|NORMALIZATION|AVGPOOL|LOCAL|SHORTCUT|ACTIVE|RNN|GRU|LSTM|CRNN|BATCHNORM|NETWORK|'
+                   r'XNOR|REGION|YOLO|ISEG|REORG|UPSAMPLE|LOGXENT|L2NORM|BLANK|LOCAL_AVGPOOL|SCALE_CHANNELS|SAM|'
+                   r'CONV_LSTM|HISTORY|GAUSSIAN_YOLO|REORG_OLD|EMPTY|CONTRASTIVE|IMPLICIT)\b')
 
 
 def blank(src):
     return TOKENS.sub(lambda m: re.sub(r'[^\n]', ' ', m.group(0)), src)
 
 
+def layer_reads(code):
+    """The pattern of a layer read in code (blanked), over the layers it declares."""
+    pats = [LCALL.pattern]
+    names = set(LDECL.findall(code))
+    if names:
+        name = "|".join(sorted(map(re.escape, names)))
+        pats.append(r'(?:\b(?:%s)|\(\s*\*\s*(?:%s)\s*\))\s*->\s*\w+' % (name, name))
+    values = set(LVALUE.findall(code))
+    if values:   # a layer copied by value (layer last = *mn_net_last(net)): its fields after a dot
+        pats.append(r'\b(?:%s)\s*\.\s*\w+' % "|".join(sorted(map(re.escape, values))))
+    return re.compile("|".join(pats))
+
+
 def reads(path):
-    """[(line, what)] of each network read in the file."""
+    """[(line, kind, what)] of each network read, layer read and layer type named in the file."""
     with open(path, encoding="utf-8", errors="replace") as f:
         code = blank(f.read())
     names = {"net"} | set(DECL.findall(code))
@@ -43,13 +70,27 @@ def reads(path):
     if values:   # a network held by value (the fork's style): its fields after a dot
         deref += r'|\b(?:%s)\s*\.\s*\w+' % "|".join(sorted(map(re.escape, values)))
     deref = re.compile(deref)
+    lderef = layer_reads(code)
     out = []
     for no, line in enumerate(code.split("\n"), 1):
-        found = list(deref.finditer(line))
-        found += [m for m in LAYERS.finditer(line) if not any(d.start() <= m.start() < d.end() for d in found)]
-        for m in sorted(found, key=lambda m: m.start()):
-            out.append((no, re.sub(r'\s+', '', m.group(0))))
+        found = [("network", m) for m in deref.finditer(line)]
+        found += [("network", m) for m in LAYERS.finditer(line)]
+        found += [("layer", m) for m in lderef.finditer(line)]
+        found += [("type", m) for m in TYPES.finditer(line)]
+        kept = []
+        for kind, m in sorted(found, key=lambda f: (f[1].start(), -f[1].end())):
+            if not any(k.start() <= m.start() < k.end() for _, k in kept):   # one read, named once
+                kept.append((kind, m))
+        for kind, m in kept:
+            out.append((no, kind, re.sub(r'\s+', '', m.group(0))))
     return out
+
+
+WHY = {
+    "network": "reads the network ({}); above base/ use mn_base.h's mn_net_*",
+    "layer": "reads a layer ({}); above base/ use mn_base.h's mn_layer_get",
+    "type": "names Darknet's layer type ({}); above base/ use mn_base.h's mn_layer_kind",
+}
 
 
 def main():
@@ -70,14 +111,14 @@ def main():
     files += args[1:]
     problems = 0
     for path in files:
-        for no, what in reads(path):
-            print(f"FAIL boundary: {path}:{no}: reads the network ({what}); "
-                  f"above base/ use mn_base.h's mn_net_* (docs/design.md)")
+        for no, kind, what in reads(path):
+            print(f"FAIL boundary: {path}:{no}: {WHY[kind].format(what)} (docs/design.md)")
             problems += 1
     if problems:
         sys.exit(1)
     print(f"ok   boundary: {len(files)} files above base/ ({', '.join(above)}{', ' if args[1:] else ''}"
-          f"{', '.join(args[1:])}) read no network field: they go through mn_base.h's mn_net_*")
+          f"{', '.join(args[1:])}) read no network or layer field and name no layer type: "
+          f"they go through mn_base.h's mn_net_* and mn_layer_*")
 
 
 if __name__ == "__main__":

@@ -314,9 +314,9 @@ if [ $rc != 0 ] && grep -q "low/mn_a calls up into high/mn_b (mn_high)" "$L/out"
    grep -q "a cycle of calls among 2 files: high/mn_b, low/mn_a" "$L/out"; then ok "layers: a planted upward call and cycle are named"
 else bad "layers: the planted cycle was not reported (rc $rc): $(head -3 "$L/out")"; fi
 
-echo "== Nothing above base/ reads Darknet's network (tests/boundary.py, docs/design.md)"
+echo "== Nothing above base/ reads Darknet's network or layers (tests/boundary.py, docs/design.md)"
 if python3 tests/boundary.py "$LAYERS" main.c > "$T/boundary.out" 2>&1; then cat "$T/boundary.out"; pass=$((pass + 1))
-else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "boundary: $(grep -c FAIL "$T/boundary.out") network reads above base/"; fi
+else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "boundary: $(grep -c FAIL "$T/boundary.out") network or layer reads above base/"; fi
 # The check itself: each planted read is named with its file and line; comments, strings and base/ are not.
 B=$T/boundary-self && rm -rf "$B" && mkdir -p "$B/src/base" "$B/src/high"
 echo 'int g(network *net) { return net->n; }' > "$B/src/base/mn_ok.c"
@@ -338,6 +338,31 @@ mn_bad.c:6: reads the network (n.layers)"
 missing=$(echo "$want" | while read -r w; do grep -qF "$w" "$B/out" || echo "$w"; done)
 if [ $rc != 0 ] && [ -z "$missing" ] && [ "$(grep -c FAIL "$B/out")" = 5 ]; then ok "boundary: the 5 planted network reads are named with file and line"
 else bad "boundary: planted reads (rc $rc): missing '$missing'; $(head -3 "$B/out")"; fi
+# Layers: a layer * or a copied layer dereferenced, the accessors' returns dereferenced, Darknet's
+# layer types named; a layer * handed on, mn_layer_get's copy, comments, strings and base/ are not.
+mkdir -p "$B/lsrc/base" "$B/lsrc/high"
+echo 'int h(layer *l) { return l->type == YOLO; }' > "$B/lsrc/base/mn_ok.c"
+cat > "$B/lsrc/high/mn_badl.c" <<'BAD'
+/* l->type == YOLO in a comment is no read, nor "last.classes" in a string */
+static int g(network *net, const layer *l)
+{
+    layer last = *mn_net_last(net);
+    int k = l->classes + last.jitter + mn_net_layer(net, 0)->batch + mn_net_last(net)->classes;
+    LAYER_TYPE t = l->type;
+    return k + (t == YOLO) + mn_layer_params(mn_net_layer(net, 1), 0, 0) + mn_layer_last(net).classes;
+}
+BAD
+python3 tests/boundary.py --src "$B/lsrc" base,high > "$B/lout" 2>&1; rc=$?
+want="mn_badl.c:5: reads a layer (l->classes)
+mn_badl.c:5: reads a layer (last.jitter)
+mn_badl.c:5: reads a layer (mn_net_layer(net,0)->batch)
+mn_badl.c:5: reads a layer (mn_net_last(net)->classes)
+mn_badl.c:6: names Darknet's layer type (LAYER_TYPE)
+mn_badl.c:6: reads a layer (l->type)
+mn_badl.c:7: names Darknet's layer type (YOLO)"
+missing=$(echo "$want" | while read -r w; do grep -qF "$w" "$B/lout" || echo "$w"; done)
+if [ $rc != 0 ] && [ -z "$missing" ] && [ "$(grep -c FAIL "$B/lout")" = 7 ]; then ok "boundary: the 7 planted layer reads and layer types are named with file and line"
+else bad "boundary: planted layer reads (rc $rc): missing '$missing'; $(head -3 "$B/lout")"; fi
 
 echo "== The plugin's CUDA, cuDNN and NCCL calls (tests/gpu_calls.py)"
 if python3 tests/gpu_calls.py plugin > "$T/gpu-calls.out" 2>&1; then ok "$(tail -1 "$T/gpu-calls.out")"
