@@ -50,9 +50,10 @@ else bad "ddp_fashion.py without torch: exit $rc: $out"; fi
 # the machine's busy CPU less the benchmark's own: its parts, cpu_mark's
 # counters, are checked here in CPU seconds, which other work on the
 # machine does not change (only wall time would). Busy loops stopped by a
-# 1 s CPU limit: 2 of our own children add at least 1.8 s to our own
-# ticks; 2 orphaned ones (not ours to wait for) add at least 1.8 s to the
-# machine's busy ticks beyond ours, and nothing to ours.
+# 1 s CPU limit: 2 of our own children add at least 1.5 s to our own
+# ticks; 2 orphaned ones (not ours to wait for) add at least 1.5 s to the
+# machine's busy ticks beyond ours, and nothing to ours. (Not 1.8: with
+# both cores busy with other tests the ticks read 1.75-1.76 for the 2 s.)
 cpu_parts() {   # cpu_parts our|their: "OWN OTHER" CPU seconds the loops added
     (   . bench/common.sh
         local tck before after pids=() me=$BASHPID   # this subshell, not a $(...) inside it
@@ -75,8 +76,8 @@ cpu_parts() {   # cpu_parts our|their: "OWN OTHER" CPU seconds the loops added
 }
 read -r our_own our_other our_line < <(cpu_parts our | tr '\n' ' ')
 read -r their_own their_other their_line < <(cpu_parts their | tr '\n' ' ')
-if awk -v a="$our_own" -v b="$their_own" -v c="$their_other" 'BEGIN { exit !(a >= 1.8 && b < 0.5 && c >= 1.8) }' &&
+if awk -v a="$our_own" -v b="$their_own" -v c="$their_other" 'BEGIN { exit !(a >= 1.5 && b < 0.5 && c >= 1.5) }' &&
    [ "$our_line" = 1 ] && [ "$their_line" = 1 ]; then
     ok "load_line's parts: 2 busy loops of ours added $our_own CPU s to our own; 2 of someone else's $their_other to the rest, $their_own to ours"
-else bad "load_line's parts: ours $our_own (want >= 1.8), someone else's $their_other to the rest (want >= 1.8) and $their_own to ours (want < 0.5); lines $our_line $their_line"; fi
+else bad "load_line's parts: ours $our_own (want >= 1.5), someone else's $their_other to the rest (want >= 1.5) and $their_own to ours (want < 0.5); lines $our_line $their_line"; fi
 finish
