@@ -8,7 +8,7 @@
 #    output and exit code (rank_cmd, on_ranks, mn), their checks (all_rc,
 #    rcs), a user error every rank stops on (expect_error), a C test under
 #    mpiexec (on_mpi, unit_test);
-#  - the data: fashion_slice, suite_folder, and fork_det_data (the
+#  - the data: fashion_slice, suite_folder, fork_y4_cfg and fork_det_data (the
 #    detection set in the forks' layout);
 #  - the cfgs: one generator, mn_cfg, of the tiny classifier and detector.
 set -u
@@ -46,6 +46,12 @@ fashion_slice() {
 # the forks' layout in $T/det, each label file beside its image (AlexeyAB's
 # replace_image_to_label maps only COCO's and VOC's folders), and $T/y4.data
 # naming it, backups in $T/backup; non-zero when the set cannot be made.
+# fork_y4_cfg OUT: cfg/yolov4-tiny-fashion.cfg for 60 iterations at the full
+# rate from the start (no burn-in), the short detector both forks' suites train.
+fork_y4_cfg() {
+    sed 's/^max_batches=.*/max_batches=60/; s/^burn_in=.*/burn_in=0/; s/^learning_rate=.*/learning_rate=0.01/' \
+        cfg/yolov4-tiny-fashion.cfg > "$1"
+}
 fork_det_data() {
     local det=$BUILD/fashion-det m=$T/det s
     if [ ! -f "$det/.stamp" ]; then make -s fashion-det-data > "$T/det-data.log" 2>&1 || return 1; fi

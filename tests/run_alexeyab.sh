@@ -76,8 +76,7 @@ fork_det_data || { bad "make fashion-det-data (see $T/det-data.log)"; finish; }
 
 # YOLOv4-tiny-style, 2 ranks, 60 iterations of 8 images a rank, deterministic
 # data (the same weights on every run), at the full rate from the start.
-sed 's/^max_batches=.*/max_batches=60/; s/^burn_in=.*/burn_in=0/; s/^learning_rate=.*/learning_rate=0.01/' \
-    cfg/yolov4-tiny-fashion.cfg > "$T/y4.cfg"
+fork_y4_cfg "$T/y4.cfg"
 printf '\n[distributed]\ndeterministic=1\nsync_bn=1\nbn_average=1\ncheckpoint_interval=30\ncollective_timeout=60\n' >> "$T/y4.cfg"
 W=$T/backup/y4_final.weights
 if timeout 300 $MPI -n 2 "$AB/darknet_mn" detector train "$T/y4.data" "$T/y4.cfg" > "$T/y4-train.log" 2>&1 && [ -f "$W" ] &&

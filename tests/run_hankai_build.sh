@@ -112,8 +112,7 @@ if ! env -u DARKNET_SRC make -s -j"$(nproc)" DARKNET=alexeyab "$AB/darknet_mn" "
     bad "make DARKNET=alexeyab (see $T/ab-build.log)"; finish
 fi
 fork_det_data || { bad "make fashion-det-data (see $T/det-data.log)"; finish; }
-sed 's/^max_batches=.*/max_batches=60/; s/^burn_in=.*/burn_in=0/; s/^learning_rate=.*/learning_rate=0.01/' \
-    cfg/yolov4-tiny-fashion.cfg > "$T/y4.cfg"
+fork_y4_cfg "$T/y4.cfg"
 # hank-ai's cfg reader stops on a section it does not know: both forks
 # test with the cfg as it was before its [distributed] section.
 cp "$T/y4.cfg" "$T/y4-plain.cfg"
