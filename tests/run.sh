@@ -75,7 +75,7 @@ info_check() {   # info_check NAME NP RANKS_PER_NODE LAYOUT NODES [cfg]
        grep -q '^build: CPU (GPU=0 CUDNN=0 NCCL=0)$' "$f" && grep -q "^allreduce: 1 MiB through flat on $np rank.*: OK" "$f" &&
        grep -q '^ping: every rank answered rank 0' "$f" && [ "$(tail -1 "$f")" = "all well" ]; then
         ok "info on $np ranks (${k:-real} node split): $layout, all well"
-    else bad "info $name: exit $rc (see $f)"; fi
+    else bad "info $name: exit $rc"; tail -n 20 "$f" "$T/info-$name.err"; fi
 }
 info_check np1 1 "" "1 rank on 1 node (1)" 1
 info_check np2 2 "" "2 ranks on 1 node (2)" 1
@@ -87,7 +87,7 @@ rc=$?
 if [ $rc != 0 ] && grep -q '^communicator: two_dimensional: REFUSED' "$T/info-2d.out" && [ "$(tail -1 "$T/info-2d.out")" = "NOT all well" ] &&
    grep -q "needs the same number of ranks on every node, but this job has 3 ranks on 2 nodes (2+1)" "$T/info-2d.err"; then
     ok "info with a cfg naming two_dimensional on 2+1 ranks: refused with the reason, exit $rc"
-else bad "info with an uneven two_dimensional: exit $rc (see $T/info-2d.out)"; fi
+else bad "info with an uneven two_dimensional: exit $rc"; tail -n 20 "$T/info-2d.out" "$T/info-2d.err"; fi
 # A small real data set: 512 training and 200 test images of Fashion-MNIST.
 fashion_slice "$D" 512 200 "$T/fashion.log" || bad "mn_fashion (see $T/fashion.log)"
 

@@ -65,6 +65,15 @@ run no-syncbn-np2 2 -- "$TEST_BIN/test_syncbn" 0 1 "$T/sb0"
 run map 1 -- "$TEST_BIN/test_map"
 run gpu-select 0 -- "$TEST_BIN/test_gpu_select"
 run gpu-logic 0 -- "$TEST_BIN/test_gpu_logic"
+run rules 1 -- "$TEST_BIN/test_rules" "$T"
+# The guard ends a stalled setup by exiting every rank: a non-zero exit with
+# its message is the pass here, and no sanitizer report (tests/run.sh times it;
+# the exit leaves what setup made to the OS, so no leak check).
+ran="${ran}test_guard "
+if ASAN_OPTIONS=$ASAN:detect_leaks=0 timeout 60 $MPI -n 2 "$TEST_BIN/test_guard" guard > "$T/guard.log" 2>&1; then bad "guard: exit 0 (see $T/guard.log)"
+elif grep -Eq "$REPORT" "$T/guard.log" || ! grep -q 'communicator setup at iteration 0 did not complete in time' "$T/guard.log"; then
+    bad "guard (see $T/guard.log)"; grep -E -m1 -A12 "$REPORT" "$T/guard.log" || tail -5 "$T/guard.log"
+else ok "guard: the stalled setup ends every rank, no sanitizer report"; fi
 for n in 1 2 3; do run "replica-np$n" $n -- "$TEST_BIN/test_replica" "$T"; done
 # The fork cannot load its pjreddie-style ResNets (a shortcut across each stride): refused, as tests/run_alexeyab.sh checks.
 run stock-cfgs-accepted 2 -- "$TEST_BIN/test_cfg" $(ls "$DK"/cfg/*.cfg | grep -Ev "alexeyab.*/(resnet50|resnet101|resnet152|resnext152-32x4d)\.cfg$") cfg/*.cfg
