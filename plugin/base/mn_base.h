@@ -12,23 +12,10 @@
 #include "darknet.h"
 #include "mn_core.h"
 #ifdef MN_BASE_ALEXEYAB
-/* The fork keeps these out of darknet.h (its network.h would bring utils.h,
- * whose names collide with the plugin's). */
+/* The fork keeps these types out of darknet.h: list, data, box_label. */
 #include "list.h"
 #include "data.h"
 #include "box.h"
-int resize_network(network *net, int w, int h);
-#ifdef GPU
-/* pjreddie's names of the fork's blas kernels and device arrays. */
-#include "dark_cuda.h"
-void fill_ongpu(int N, float ALPHA, float *X, int INCX);
-void copy_ongpu(int N, float *X, int INCX, float *Y, int INCY);
-static inline void fill_gpu(int n, float a, float *x, int incx) { fill_ongpu(n, a, x, incx); }
-static inline void copy_gpu(int n, float *x, int incx, float *y, int incy) { copy_ongpu(n, x, incx, y, incy); }
-#endif
-char *get_layer_string(LAYER_TYPE a);
-void load_weights(network *net, char *filename);
-
 #endif
 
 /* What the plugin reads and writes of a network and its layers, so that
@@ -189,14 +176,107 @@ void mn_base_hierarchy(float *pred, int n, tree *hier);
  * training loader writes them (no augmentation). */
 int mn_base_truth_size(const network *net);
 void mn_base_fill_truth(const network *net, const char *path, int boxes, float *truth, int classes);
-/* The base's own detector loader arguments (augmentation keys of [net] and
- * the last layer) on top of get_base_args and the last layer's coords,
- * classes, jitter and max_boxes. */
-void mn_base_detector_args(network *net, load_args *a);
-/* The base's classifier loader arguments (crop range, flip, size) on top of
- * get_base_args: pjreddie scales min_ratio/max_ratio by the width, the fork
- * reads min_crop/max_crop (its get_base_args already did) and has no ratios. */
-void mn_base_classifier_args(network *net, load_args *a);
+/* The training loader: the base's own loader threads with its augmentation
+ * (load_data over a load_args that only base/ fills, with the base's own
+ * keys of [net] and of the last layer), as an object, so that a base with
+ * another loader fills its own. Rows of one update each time: the
+ * classifier's one-hot classes from labels, or the detector's truth boxes. */
+typedef struct mn_base_loader mn_base_loader;
+typedef struct {
+    char **paths;         /* this rank's images */
+    int n;
+    int threads;          /* loader threads */
+    int detector;         /* 1: truth boxes of the last layer; 0: classes from labels */
+    int classes;          /* the classifier's */
+    char **labels;
+} mn_base_loader_cfg;
+/* NULL when out of memory. */
+mn_base_loader *mn_base_loader_create(network *net, const mn_base_loader_cfg *cfg);
+/* Starts loading the next update's rows in the background, at w x h when
+ * w > 0 (random=1's resize), else at the size last asked. One at a time. */
+void mn_base_loader_start(mn_base_loader *ld, int w, int h);
+/* Waits for the rows started last (the caller frees them with
+ * mn_base_free_data); empty rows when none was started. */
+data mn_base_loader_wait(mn_base_loader *ld);
+/* Waits for and frees rows still loading, then the loader; NULL is a no-op. */
+void mn_base_loader_free(mn_base_loader *ld);
+/* Rows of x_cols inputs and y_cols truths, zeroed (deterministic batches). */
+data mn_base_make_data(int rows, int x_cols, int y_cols);
+void mn_base_free_data(data d);
+
+/* The base's loader hooks (patches 0010, 0011, 0014 and the fork's own),
+ * installed for a training or evaluation run and removed with NULL: how an
+ * image file becomes an image (the decoded-image cache; returns 1 when it
+ * filled *out), where an image's labels are when the base's rule finds none
+ * (4096 bytes at labelpath), and which lines of a label file are read
+ * (bad_labels=skip; 0 drops the line). */
+typedef int (*mn_base_image_hook)(void *ctx, char *path, int channels, image *out);
+void mn_base_set_image_hook(mn_base_image_hook f, void *ctx);
+void mn_base_set_label_path_hook(void (*f)(void *ctx, const char *image, char *labelpath), void *ctx);
+void mn_base_set_box_line_hook(int (*f)(void *ctx, const char *line), void *ctx);
+
+/* Images as the base makes them (floats in [0, 1], channel planes). The C
+ * bases decode with stb; a C++ base may use OpenCV, hence decode here. */
+image mn_base_make_image(int w, int h, int c);
+void mn_base_free_image(image im);
+/* A colour image from a file, resized to w x h unless 0 (load_image_color:
+ * the load_image hook above answers first). */
+image mn_base_load_image(const char *path, int w, int h);
+image mn_base_resize_image(image im, int w, int h);
+image mn_base_resize_min(image im, int min);
+image mn_base_crop_image(image im, int dx, int dy, int w, int h);
+image mn_base_letterbox_image(image im, int w, int h);
+/* A file's interleaved 8-bit samples (channels of them a pixel, or its own
+ * when 0, in *c), to free(); NULL with the decoder's reason (or NULL). */
+unsigned char *mn_base_decode(const char *path, int channels, int *w, int *h, int *c, const char **reason);
+
+/* Darknet's text files: a data cfg's key=value options, kept as its list
+ * (mn_base_option: the value of key, the last one given, or NULL), and the
+ * lines of a file (labels, names) as an array of n strings, each and the
+ * array to free(). NULL when the file cannot be read. */
+list *mn_base_read_options(const char *path);
+char *mn_base_option(list *options, const char *key);
+void mn_base_free_options(list *options);
+char **mn_base_read_lines(const char *path, int *n);
+/* A cfg's name without folder and extension (basecfg: "cfg/yolo.cfg" -> "yolo"), to free(). */
+char *mn_base_cfg_name(const char *cfgfile);
+/* The base's rule from an image's path to its label file's (find_replace
+ * of from[i] by to[i] in turn), into out (4096 bytes). */
+void mn_base_replace(const char *path, const char *const *from, const char *const *to, int n, char *out);
+
+/* Boxes: an image's label file as truth boxes (to free(); *n of them,
+ * through the line hook), the IoU of two boxes, objectness NMS (recall),
+ * and the detections' and a top-k's helpers. */
+box_label *mn_base_read_boxes(const char *path, int *n);
+float mn_base_box_iou(box a, box b);
+void mn_base_nms_obj(detection *dets, int n, int classes, float thresh);
+void mn_base_free_detections(detection *dets, int n);
+void mn_base_top_k(float *a, int n, int k, int *index);
+
+/* The network beyond its parse: weights read into it (load_weights), its
+ * input size changed (random=1) or its batch (bench step). */
+void mn_base_load_weights(network *net, const char *path);
+void mn_base_resize(network *net, int w, int h);
+void mn_base_set_batch(network *net, int batch);
+/* One forward, backward or update pass on the network's input, timed apart
+ * by bench step; nonzero where the base runs no pass alone (the fork's
+ * passes take a network_state its train_network makes). */
+int mn_base_forward(network *net);
+int mn_base_backward(network *net);
+int mn_base_update(network *net);
+/* The GPU networks parsed from now on compute on (Darknet's gpu_index;
+ * -1: the CPU). */
+int mn_base_gpu(void);
+void mn_base_set_gpu(int device);
+#ifdef GPU
+/* The base's device helpers (CUDA builds): n floats host to device and
+ * back, and its blas fill and copy kernels on its stream. */
+void mn_base_push(float *dev, float *host, size_t n);
+void mn_base_pull(float *dev, float *host, size_t n);
+void mn_base_fill_gpu(int n, float value, float *x);
+void mn_base_copy_gpu(int n, const float *x, float *y);
+#endif
+
 /* GPU runs: the layer's parameters and statistics to the device (to_device)
  * or from it, for the layer types mn_layer_params lists beyond
  * convolutional, connected, batchnorm and local (mn_layer_move moves those). */

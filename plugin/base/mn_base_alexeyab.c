@@ -5,7 +5,7 @@
  * saves, and has more parameter-carrying layer types. */
 #include <stdlib.h>
 #include <string.h>
-#include "mn_base.h"
+#include "mn_base_adapter.h"
 #include "mn_dnnl.h"
 #ifdef MN_BASE_ALEXEYAB
 #include "parser.h"
@@ -181,6 +181,12 @@ void mn_base_detector_args(network *net, load_args *a)
     a->letter_box = net->letter_box;
     a->mosaic_bound = net->mosaic_bound;
 }
+
+/* The fork's passes take a network_state that its train_network makes
+ * around them: bench step is pjreddie's only. */
+int mn_base_forward(network *net) { (void)net; return -1; }
+int mn_base_backward(network *net) { (void)net; return -1; }
+int mn_base_update(network *net) { (void)net; return -1; }
 
 /* What the fork's train_classifier sets (classifier.c:91-111) beyond
  * get_base_args; its min_crop/max_crop stay (the fork has no min_ratio). */

@@ -8,10 +8,16 @@
  * read into a float). A C++ base
  * (hank-ai's Darknet V5) will define these functions in its own adapter
  * and leave this file out. */
-#include "mn_base.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mn_base_adapter.h"
 #ifndef MN_BASE_ALEXEYAB
-#include "network.h"   /* get_layer_string (mn_base.h declares the fork's) */
+#include "network.h"   /* get_layer_string (mn_base_adapter.h declares the fork's) */
 #endif
+#include "option_list.h"
+#include "utils.h"
+#include "stb_image.h"
 #ifdef GPU
 #include "convolutional_layer.h"
 #include "connected_layer.h"
@@ -140,4 +146,178 @@ void mn_layer_move(const layer *l, int to_device)
 }
 #else
 void mn_layer_move(const layer *l, int to_device) { (void)l; (void)to_device; }
+#endif
+
+/* ------------------------------------------------ Darknet's functions, wrapped
+ * Both C bases name these alike and take the same arguments (but for
+ * constness: Darknet's take char * where they only read), so the wrappers
+ * live here once; the rest of the plugin calls only these. */
+
+struct mn_base_loader {
+    load_args args;
+    data rows;           /* the batch the thread fills (args.d points here) */
+    pthread_t thread;
+    int running;
+};
+
+mn_base_loader *mn_base_loader_create(network *net, const mn_base_loader_cfg *cfg)
+{
+    mn_base_loader *ld = calloc(1, sizeof *ld);
+    if (!ld) return NULL;
+    load_args a = get_base_args(net);
+    mn_net_info in = mn_net_get(net);
+    a.paths = cfg->paths;
+    a.m = cfg->n;
+    a.n = in.batch * in.subdivisions;
+    a.d = &ld->rows;
+    a.threads = cfg->threads;
+    if (!cfg->detector) {
+        mn_base_classifier_args(net, &a);
+        a.hierarchy = in.hierarchy;
+        a.classes = cfg->classes;
+        a.labels = cfg->labels;
+        a.type = CLASSIFICATION_DATA;
+    } else {
+        mn_layer_info last = mn_layer_last(net);
+        a.coords = last.coords;
+        a.classes = last.classes;
+        a.jitter = last.jitter;
+        a.num_boxes = last.max_boxes;
+        a.type = DETECTION_DATA;
+        mn_base_detector_args(net, &a);
+    }
+    ld->args = a;
+    return ld;
+}
+
+void mn_base_loader_start(mn_base_loader *ld, int w, int h)
+{
+    if (w > 0) {
+        ld->args.w = w;
+        ld->args.h = h;
+    }
+    ld->thread = load_data(ld->args);
+    ld->running = 1;
+}
+
+data mn_base_loader_wait(mn_base_loader *ld)
+{
+    data d = {0};
+    if (!ld->running) return d;
+    pthread_join(ld->thread, 0);
+    ld->running = 0;
+    d = ld->rows;
+    memset(&ld->rows, 0, sizeof ld->rows);
+    return d;
+}
+
+void mn_base_loader_free(mn_base_loader *ld)
+{
+    if (!ld) return;
+    if (ld->running) free_data(mn_base_loader_wait(ld));
+    free(ld);
+}
+
+data mn_base_make_data(int rows, int x_cols, int y_cols)
+{
+    data d = {0};
+    d.shallow = 0;
+    d.X = make_matrix(rows, x_cols);
+    d.y = make_matrix(rows, y_cols);
+    return d;
+}
+
+void mn_base_free_data(data d) { free_data(d); }
+
+void mn_base_set_image_hook(mn_base_image_hook f, void *ctx)
+{
+    load_image_hook = NULL;   /* never the new hook with the old context */
+    load_image_hook_ctx = ctx;
+    load_image_hook = f;
+}
+
+void mn_base_set_label_path_hook(void (*f)(void *ctx, const char *image, char *labelpath), void *ctx)
+{
+    label_path_hook = NULL;
+    label_path_hook_ctx = ctx;
+    label_path_hook = f;
+}
+
+void mn_base_set_box_line_hook(int (*f)(void *ctx, const char *line), void *ctx)
+{
+    read_boxes_line_hook = NULL;
+    read_boxes_line_hook_ctx = ctx;
+    read_boxes_line_hook = f;
+}
+
+image mn_base_make_image(int w, int h, int c) { return make_image(w, h, c); }
+void mn_base_free_image(image im) { free_image(im); }
+image mn_base_load_image(const char *path, int w, int h) { return load_image_color((char *)path, w, h); }
+image mn_base_resize_image(image im, int w, int h) { return resize_image(im, w, h); }
+image mn_base_resize_min(image im, int min) { return resize_min(im, min); }
+image mn_base_crop_image(image im, int dx, int dy, int w, int h) { return crop_image(im, dx, dy, w, h); }
+image mn_base_letterbox_image(image im, int w, int h) { return letterbox_image(im, w, h); }
+
+unsigned char *mn_base_decode(const char *path, int channels, int *w, int *h, int *c, const char **reason)
+{
+    unsigned char *p = stbi_load(path, w, h, c, channels);
+    if (reason) *reason = p ? NULL : stbi_failure_reason();
+    return p;
+}
+
+list *mn_base_read_options(const char *path) { return read_data_cfg((char *)path); }
+char *mn_base_option(list *options, const char *key) { return option_find(options, (char *)key); }
+
+void mn_base_free_options(list *options)
+{
+    if (!options) return;
+    /* Darknet's kvp: key and value share the line that key points to. */
+    for (node *n = options->front; n; n = n->next) {
+        kvp *p = n->val;
+        free(p->key);
+        free(p);
+    }
+    free_list(options);
+}
+
+char **mn_base_read_lines(const char *path, int *n)
+{
+    list *l = get_paths((char *)path);
+    *n = l->size;
+    char **lines = (char **)list_to_array(l);
+    free_list(l);
+    return lines;
+}
+
+char *mn_base_cfg_name(const char *cfgfile) { return basecfg((char *)cfgfile); }
+
+void mn_base_replace(const char *path, const char *const *from, const char *const *to, int n, char *out)
+{
+    char tmp[4096];
+    /* Not in place: Darknet's find_replace copies str onto output with
+     * sprintf when nothing matches, an overlapping copy when they alias. */
+    find_replace((char *)path, (char *)from[0], (char *)to[0], out);
+    for (int i = 1; i < n; ++i) {
+        find_replace(out, (char *)from[i], (char *)to[i], tmp);
+        strcpy(out, tmp);
+    }
+}
+
+box_label *mn_base_read_boxes(const char *path, int *n) { return read_boxes((char *)path, n); }
+float mn_base_box_iou(box a, box b) { return box_iou(a, b); }
+void mn_base_nms_obj(detection *dets, int n, int classes, float thresh) { do_nms_obj(dets, n, classes, thresh); }
+void mn_base_free_detections(detection *dets, int n) { free_detections(dets, n); }
+void mn_base_top_k(float *a, int n, int k, int *index) { top_k(a, n, k, index); }
+
+void mn_base_load_weights(network *net, const char *path) { load_weights(net, (char *)path); }
+void mn_base_resize(network *net, int w, int h) { resize_network(net, w, h); }
+void mn_base_set_batch(network *net, int batch) { set_batch_network(net, batch); }
+
+int mn_base_gpu(void) { return gpu_index; }
+void mn_base_set_gpu(int device) { gpu_index = device; }
+#ifdef GPU
+void mn_base_push(float *dev, float *host, size_t n) { cuda_push_array(dev, host, n); }
+void mn_base_pull(float *dev, float *host, size_t n) { cuda_pull_array(dev, host, n); }
+void mn_base_fill_gpu(int n, float value, float *x) { fill_gpu(n, value, x, 1); }
+void mn_base_copy_gpu(int n, const float *x, float *y) { copy_gpu(n, (float *)x, 1, y, 1); }
 #endif

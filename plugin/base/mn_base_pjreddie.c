@@ -1,7 +1,7 @@
 /* The adapter for pjreddie's Darknet (Debian's package, patches/): the
  * network is passed by pointer, seen drives the iteration, update_network
  * runs the hook (patch 0001). */
-#include "mn_base.h"
+#include "mn_base_adapter.h"
 #include "mn_dnnl.h"
 #ifndef MN_BASE_ALEXEYAB
 #ifdef GPU
@@ -94,6 +94,10 @@ void mn_base_detector_args(network *net, load_args *a)
     (void)net;
     (void)a;
 }
+
+int mn_base_forward(network *net) { forward_network(net); return 0; }
+int mn_base_backward(network *net) { backward_network(net); return 0; }
+int mn_base_update(network *net) { update_network(net); return 0; }
 
 /* As examples/classifier.c:train_classifier. */
 void mn_base_classifier_args(network *net, load_args *a)

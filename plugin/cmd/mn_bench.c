@@ -423,20 +423,10 @@ mn_status mn_bench_replica(mn_comm *c, int argc, char **argv)
  * images per pass, at most the cfg's batch/subdivisions (a slow CPU can
  * time yolov3 one image at a time). No allreduce: the hook is not attached.
  * Wall and CPU times both: on a shared machine the CPU time is the compute. */
-#ifdef MN_BASE_ALEXEYAB
-/* The passes below are pjreddie's calls; the fork's take a network_state. */
-static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
-{
-    (void)iters;
-    (void)batch;
-    if (c->rank == 0) mn_error(c, "bench step %s: available in the pjreddie build only (make, not make DARKNET=alexeyab)", cfg);
-    return MN_ERR_UNAVAILABLE;
-}
-#else
 static void sync_device(const mn_comm *c)
 {
 #ifdef GPU
-    if (gpu_index < 0) return;
+    if (mn_base_gpu() < 0) return;
     cudaError_t e = cudaDeviceSynchronize();   /* the passes launch asynchronously */
     if (e != cudaSuccess) mn_abort(c, "bench step: the device failed: %s", cudaGetErrorString(e));
 #else
@@ -462,14 +452,14 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
             mn_error(c, "bench step: -batch %d is more than %s's batch/subdivisions (%d)", batch, cfg, cfg_batch);
         s = MN_ERR_USER;
     }
-    if (s == MN_OK && batch) set_batch_network(net, batch);
+    if (s == MN_OK && batch) mn_base_set_batch(net, batch);
     size_t floats = 0;
     for (int i = 0; i < mn_net_layers(net); ++i) {
         mn_param p[MN_MAX_LAYER_PARAMS];
         int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
         for (int j = 0; j < k; ++j) floats += p[j].grad ? p[j].n : 0;
     }
-    mn_net_info in = mn_net_get(net);   /* after set_batch_network */
+    mn_net_info in = mn_net_get(net);   /* after mn_base_set_batch */
     float *input = mn_net_input(net);
     for (int i = 0; i < in.inputs * in.batch; ++i) input[i] = (float)(i % 255) / 255.0f;
     /* t: wall seconds of forward, backward, update; then the same in this
@@ -480,13 +470,19 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
         double w[4], u[4];
         w[0] = mn_now(), u[0] = thread_cpu_now();
         mn_net_set_train(net, 1);
-        forward_network(net);
+        if (mn_base_forward(net)) {
+            if (c->rank == 0)
+                mn_error(c, "bench step %s: %s runs no pass alone; available in the pjreddie build only (make)", cfg,
+                         mn_base_name());
+            s = MN_ERR_UNAVAILABLE;
+            break;
+        }
         sync_device(c);
         w[1] = mn_now(), u[1] = thread_cpu_now();
-        backward_network(net);
+        mn_base_backward(net);
         sync_device(c);
         w[2] = mn_now(), u[2] = thread_cpu_now();
-        update_network(net);
+        mn_base_update(net);
         sync_device(c);
         w[3] = mn_now(), u[3] = thread_cpu_now();
         for (int k = 0; k < 3 && it >= 0; ++k) {
@@ -511,7 +507,6 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
     mn_base_free(net);
     return s;
 }
-#endif
 
 mn_status mn_bench_step(mn_comm *c, int argc, char **argv)
 {

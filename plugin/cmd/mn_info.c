@@ -39,8 +39,8 @@ static void my_info(mn_comm *c, rank_info *me)
     me->gpu = -1;
 #ifdef GPU
     struct cudaDeviceProp p;
-    if (gpu_index >= 0 && cudaGetDeviceProperties(&p, gpu_index) == cudaSuccess) {
-        me->gpu = gpu_index;
+    if (mn_base_gpu() >= 0 && cudaGetDeviceProperties(&p, mn_base_gpu()) == cudaSuccess) {
+        me->gpu = mn_base_gpu();
         snprintf(me->gpu_name, sizeof me->gpu_name, "%s", p.name);
         me->gpu_gib = p.totalGlobalMem / 1073741824.0;
     }

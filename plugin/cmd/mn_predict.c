@@ -9,8 +9,6 @@
 #include <cairo.h>
 #include "mn_internal.h"
 #include "mn_predict.h"
-#include "option_list.h"
-#include "utils.h"
 
 #define TEST_THRESH .25f   /* stock detector test's default -thresh is .5; .25 shows more */
 #define TEST_NMS .45f
@@ -166,7 +164,7 @@ static mn_status detector_test_solo(mn_comm *c, const char **a)
     mn_data_cfg dc;
     network *net = NULL;
     MN_CHECK(mn_read_data_cfg(c, a[0], MN_TASK_DETECTOR, &dc));
-    const char *names_file = option_find_str(dc.options, "names", NULL);
+    const char *names_file = mn_base_option(dc.options, "names");
     FILE *f = names_file ? fopen(names_file, "r") : NULL;
     mn_status s = MN_OK;
     if (!f) {
@@ -191,10 +189,7 @@ static mn_status detector_test_solo(mn_comm *c, const char **a)
     }
     char **names = NULL;
     if (s == MN_OK) {
-        list *l = get_paths((char *)names_file);
-        nnames = l->size;
-        names = (char **)list_to_array(l);
-        free_list(l);
+        names = mn_base_read_lines(names_file, &nnames);
         if (nnames < classes) {
             mn_error(c, "names file %s has %d names, but %s has %d classes", names_file, nnames, a[1], classes);
             s = MN_ERR_USER;
@@ -203,7 +198,7 @@ static mn_status detector_test_solo(mn_comm *c, const char **a)
     if (s == MN_OK) {
         char path[4000];
         snprintf(path, sizeof path, "%s.png", a[4] ? a[4] : "predictions");
-        image im = load_image_color((char *)a[3], 0, 0);
+        image im = mn_base_load_image(a[3], 0, 0);
         int letter;
         image sized = mn_base_detector_input(net, im, &letter);
         double t = mn_now();
@@ -224,9 +219,9 @@ static mn_status detector_test_solo(mn_comm *c, const char **a)
                 }
         s = draw_png(c, im, dets, n, names, classes, thresh, path);
         if (s == MN_OK) printf("darknet-mn: wrote %s (%dx%d)\n", path, im.w, im.h);
-        free_detections(dets, n);
-        free_image(sized);
-        free_image(im);
+        mn_base_free_detections(dets, n);
+        mn_base_free_image(sized);
+        mn_base_free_image(im);
     }
     for (int i = 0; i < nnames; ++i) free(names[i]);
     free(names);
@@ -255,19 +250,19 @@ static mn_status classifier_predict_solo(mn_comm *c, const char **a)
         s = MN_ERR_USER;
     }
     if (s == MN_OK) {
-        int top = option_find_int_quiet(dc.options, "top", 1);
+        int top = mn_data_int(dc.options, "top", 1);
         if (top < 1) top = 1;
         if (top > dc.classes) top = dc.classes;
         int *idx = calloc((size_t)top, sizeof *idx);
-        image im = load_image_color((char *)a[3], 0, 0);
-        image r = letterbox_image(im, in.w, in.h);
+        image im = mn_base_load_image(a[3], 0, 0);
+        image r = mn_base_letterbox_image(im, in.w, in.h);
         float *pred = mn_base_predict(net, r.data);
         if (in.hierarchy) mn_base_hierarchy(pred, in.outputs, in.hierarchy);
-        top_k(pred, dc.classes, top, idx);
+        mn_base_top_k(pred, dc.classes, top, idx);
         for (int i = 0; i < top; ++i) printf("%5.2f%%: %s\n", pred[idx[i]] * 100, dc.labels[idx[i]]);
         free(idx);
-        free_image(r);
-        free_image(im);
+        mn_base_free_image(r);
+        mn_base_free_image(im);
     }
     if (net) mn_base_free(net);
     mn_free_data_cfg(&dc);

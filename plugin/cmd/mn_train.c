@@ -20,9 +20,6 @@
 #include "mn_report.h"
 #include "mn_timeline.h"
 #include "mn_engine.h"
-#include "data.h"
-#include "option_list.h"
-#include "utils.h"
 
 /* Deterministic batch: rows[j*b + i] is global position
  * first + j*N*b + r*b + i of the list (mod its length); no augmentation. */
@@ -32,23 +29,21 @@ static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_dat
     mn_net_info in = mn_net_get(net);
     int b = in.batch, s = in.subdivisions, rows = b * s;
     int boxes = mn_layer_last(net).max_boxes;
-    data d = {0};
-    d.shallow = 0;
-    d.X = make_matrix(rows, in.w * in.h * in.c);
-    d.y = make_matrix(rows, task == MN_TASK_CLASSIFIER ? dc->classes : mn_base_truth_size(net) * (boxes ? boxes : 90));
+    data d = mn_base_make_data(rows, in.w * in.h * in.c,
+                               task == MN_TASK_CLASSIFIER ? dc->classes : mn_base_truth_size(net) * (boxes ? boxes : 90));
     for (int j = 0; j < s; ++j) {
         for (int i = 0; i < b; ++i) {
             size_t g = (first + (size_t)j * c->size * b + (size_t)c->rank * b + i) % l->global_n;
             char *path = l->paths[g];
             MN_CHECK(mn_check_readable(c, path));
-            image im = load_image_color(path, in.w, in.h);
+            image im = mn_base_load_image(path, in.w, in.h);
             memcpy(d.X.vals[j * b + i], im.data, sizeof(float) * (size_t)d.X.cols);
-            free_image(im);
+            mn_base_free_image(im);
             if (task == MN_TASK_CLASSIFIER) {
                 int m, cls = mn_path_class(dc->labels, dc->classes, path, &m);
                 if (cls < 0) {
                     mn_error(c, "image %s matches %d labels of %s; it must contain exactly one", path, m, dc->labels_file);
-                    free_data(d);
+                    mn_base_free_data(d);
                     return MN_ERR_USER;
                 }
                 d.y.vals[j * b + i][cls] = 1;
@@ -63,34 +58,6 @@ static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_dat
     }
     *out = d;
     return MN_OK;
-}
-
-static load_args random_args(network *net, mn_task task, const mn_data_cfg *dc, const mn_list *l, data *buffer,
-                             int threads)
-{
-    load_args a = get_base_args(net);
-    a.paths = l->paths;
-    a.m = (int)l->n;
-    mn_net_info in = mn_net_get(net);
-    a.n = in.batch * in.subdivisions;
-    a.d = buffer;
-    a.threads = threads;
-    if (task == MN_TASK_CLASSIFIER) {
-        mn_base_classifier_args(net, &a);
-        a.hierarchy = in.hierarchy;
-        a.classes = dc->classes;
-        a.labels = dc->labels;
-        a.type = CLASSIFICATION_DATA;
-    } else {
-        mn_layer_info last = mn_layer_last(net);
-        a.coords = last.coords;
-        a.classes = last.classes;
-        a.jitter = last.jitter;
-        a.num_boxes = last.max_boxes;
-        a.type = DETECTION_DATA;
-        mn_base_detector_args(net, &a);
-    }
-    return a;
 }
 
 static void format_duration(double s, char *buf, size_t n)
@@ -122,7 +89,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
                             network *net, mn_optimizer *mo, const mn_list *shard, const char *base, const char *cfgfile,
                             mn_timeline *tl)
 {
-    mn_net_info in = mn_net_get(net);                  /* w and h as parsed: resize_network changes them */
+    mn_net_info in = mn_net_get(net);                  /* w and h as parsed: mn_base_resize changes them */
     int imgs = in.batch * in.subdivisions;             /* per rank, per update */
     long global_imgs = (long)imgs * c->size;
     int threads, cores, sharing, blas = mn_engine_blas_threads();
@@ -161,17 +128,20 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
     if (cs != MN_OK) { mn_cache_free(cache); return cs; }
     mn_cache_install(cache);
 
-    data train = {0}, buffer = {0};
-    load_args args = random_args(net, task, dc, shard, &buffer, threads);
-    pthread_t loader = 0;
-    int dim = in.w, base_w = in.w, count = 0;
+    data train = {0};
+    mn_base_loader_cfg lc = {shard->paths, (int)shard->n, threads, task == MN_TASK_DETECTOR, dc->classes, dc->labels};
+    mn_base_loader *loader = mn_base_loader_create(net, &lc);
+    if (!loader) mn_error(c, "no memory for the loader");
+    cs = mn_agree(c, loader ? MN_OK : MN_ERR_NOMEM);
+    if (cs != MN_OK) { mn_cache_uninstall(); mn_cache_free(cache); mn_base_loader_free(loader); return cs; }
+    int base_w = in.w, count = 0;
     int resizes = task == MN_TASK_DETECTOR && mn_layer_last(net).random && !opt->deterministic;
     /* Each batch's random draws (which images, their augmentation) start
      * from a seed of (seed, rank, iteration), so a resumed run goes on with
      * new data rather than replaying the first batches of its shard. */
     if (!opt->deterministic && !resizes) {
         srand(mn_stream_seed(opt->seed, c->rank, mn_base_iteration(net)));
-        loader = load_data(args);
+        mn_base_loader_start(loader, 0, 0);
     }
 
     double start = mn_now(), avg_loss = -1;
@@ -193,29 +163,26 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
             d = d * base_w / 416 / 32 * 32;
             if (d < 32) d = 32;
             if (c->rank == 0) printf("resizing to %dx%d on every rank\n", d, d);
-            if (loader) { pthread_join(loader, 0); free_data(buffer); }
-            dim = d;
-            args.w = args.h = dim;
-            resize_network(net, dim, dim);
+            mn_base_free_data(mn_base_loader_wait(loader));   /* a batch of the old size */
+            mn_base_resize(net, d, d);
             srand(mn_stream_seed(opt->seed, c->rank, now));
-            loader = load_data(args);
+            mn_base_loader_start(loader, d, d);
         }
         double td = mn_now();
         if (opt->deterministic) {
             s = mn_agree(c, load_fixed(c, net, task, dc, shard, mn_base_iteration(net) * (size_t)global_imgs, &train));
             if (s != MN_OK) break;
         } else {
-            pthread_join(loader, 0);
-            train = buffer;
+            train = mn_base_loader_wait(loader);
             srand(mn_stream_seed(opt->seed, c->rank, mn_base_iteration(net) + 1));
-            loader = load_data(args);
+            mn_base_loader_start(loader, 0, 0);
         }
         mn_timeline_add(tl, 0, MN_TL_DATA, td, mn_now(), 0, 0, 0);
         mn_optimizer_begin_step(mo, net);
         float loss = mn_base_train(net, train);
         double tu = mn_now();
         mn_timeline_add(tl, 0, MN_TL_UPDATE, mn_optimizer_synced_at(mo), tu, 0, 0, 0);
-        free_data(train);
+        mn_base_free_data(train);
         float sum = loss;
         mn_guard(c, "loss allreduce");
         MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_FLOAT, MPI_SUM, c->world);
@@ -286,7 +253,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         }
         if (s == MN_OK) s = mn_timeline_step(tl, it, t0, tstep);
     }
-    if (loader) { pthread_join(loader, 0); free_data(buffer); }
+    mn_base_loader_free(loader);
     mn_cache_uninstall();
     if (s == MN_OK) s = mn_engine_cache_report(c, cache, cache_mb);
     mn_cache_free(cache);
@@ -413,7 +380,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     if ((s = mn_agree(c, mn_attach_sync_bn(c, net, &opt))) != MN_OK) goto out;
     if ((s = mn_timeline_open(c, opt.timeline[0] ? opt.timeline : NULL, &tl)) != MN_OK) goto out;
     mn_optimizer_set_timeline(mo, net, tl);
-    base = basecfg((char *)cfgfile);
+    base = mn_base_cfg_name(cfgfile);
     if ((s = resume(c, net, mo, &opt, dc.backup, base, cfgfile, weightfile, clear, lock)) != MN_OK) goto out;
     s = train_loop(c, task, &dc, &opt, net, mo, &shard, base, cfgfile, tl);
     if (mn_timeline_close(tl, s == MN_OK) != MN_OK && s == MN_OK) s = MN_ERR_MPI;

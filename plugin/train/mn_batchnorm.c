@@ -57,8 +57,8 @@ static void pull_stats(network *net, const bn_stats *s, int push)
     if (mn_net_get(net).gpu < 0) return;
     for (int i = 0; i < s->n; ++i) {
         if (!s->dev[i]) continue;
-        if (push) cuda_push_array(s->dev[i], s->host[i], s->lens[i]);
-        else cuda_pull_array(s->dev[i], s->host[i], s->lens[i]);
+        if (push) mn_base_push(s->dev[i], s->host[i], s->lens[i]);
+        else mn_base_pull(s->dev[i], s->host[i], s->lens[i]);
     }
 #else
     (void)net; (void)s; (void)push;
@@ -76,7 +76,7 @@ static mn_status mean_arrays(mn_comm *c, float **arrays, const size_t *lens, int
     MN_CHECK(mn_comm_fused(c, total + 1));
     for (int i = 0; i < k; off += lens[i++]) {
 #ifdef GPU
-        if (gpu) { cuda_pull_array(arrays[i], c->fused + off, lens[i]); continue; }
+        if (gpu) { mn_base_pull(arrays[i], c->fused + off, lens[i]); continue; }
 #endif
         memcpy(c->fused + off, arrays[i], lens[i] * sizeof(float));
     }
@@ -85,7 +85,7 @@ static mn_status mean_arrays(mn_comm *c, float **arrays, const size_t *lens, int
     off = 0;
     for (int i = 0; i < k; off += lens[i++]) {
 #ifdef GPU
-        if (gpu) { cuda_push_array(arrays[i], c->fused + off, lens[i]); continue; }
+        if (gpu) { mn_base_push(arrays[i], c->fused + off, lens[i]); continue; }
 #endif
         memcpy(arrays[i], c->fused + off, lens[i] * sizeof(float));
     }

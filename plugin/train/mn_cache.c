@@ -15,7 +15,6 @@
 #include <string.h>
 #include "mn_core.h"
 #include "mn_engine.h"
-#include "stb_image.h"
 
 typedef struct {
     const char *path;        /* the caller's string; NULL: empty slot */
@@ -82,7 +81,7 @@ void mn_cache_free(mn_cache *k)
 /* Darknet's image from stb's samples, as load_image_stb converts them. */
 static image to_image(const unsigned char *data, int w, int h, int c)
 {
-    image im = make_image(w, h, c);
+    image im = mn_base_make_image(w, h, c);
     for (int k = 0; k < c; ++k)
         for (int j = 0; j < h; ++j)
             for (int i = 0; i < w; ++i)
@@ -93,9 +92,8 @@ static image to_image(const unsigned char *data, int w, int h, int c)
 /* An image that stb cannot decode ends the job here, with the file and the
  * reason, on the rank that read it (Darknet would print stb's reason and
  * abort, or on AlexeyAB's base train on a blank 10x10 image). */
-static void undecodable(const mn_cache *k, const char *filename)
+static void undecodable(const mn_cache *k, const char *filename, const char *reason)
 {
-    const char *reason = stbi_failure_reason();
     FILE *fp = fopen(filename, "rb");
     unsigned char head[4] = {0};
     size_t n = fp ? fread(head, 1, sizeof head, fp) : 0;
@@ -116,8 +114,9 @@ static int hook(void *ctx, char *filename, int channels, image *out)
     slot *s = channels == 3 ? find(k, filename, h) : NULL;
     int w, hh, c;
     if (!s) {   /* not kept: decoded as load_image_stb does, for the message on failure */
-        unsigned char *data = stbi_load(filename, &w, &hh, &c, channels);
-        if (!data) undecodable(k, filename);
+        const char *why;
+        unsigned char *data = mn_base_decode(filename, channels, &w, &hh, &c, &why);
+        if (!data) undecodable(k, filename, why);
         *out = to_image(data, w, hh, channels ? channels : c);
         free(data);
         return 1;
@@ -130,8 +129,9 @@ static int hook(void *ctx, char *filename, int channels, image *out)
         *out = to_image(pix, s->w, s->h, 3);
         return 1;
     }
-    unsigned char *data = stbi_load(filename, &w, &hh, &c, 3);
-    if (!data) undecodable(k, filename);
+    const char *why;
+    unsigned char *data = mn_base_decode(filename, 3, &w, &hh, &c, &why);
+    if (!data) undecodable(k, filename, why);
     *out = to_image(data, w, hh, 3);
     size_t bytes = (size_t)w * hh * 3;
     pthread_mutex_lock(&k->lock);
@@ -153,14 +153,12 @@ static int hook(void *ctx, char *filename, int channels, image *out)
 
 void mn_cache_install(mn_cache *k)
 {
-    load_image_hook_ctx = k;
-    load_image_hook = hook;
+    mn_base_set_image_hook(hook, k);
 }
 
 void mn_cache_uninstall(void)
 {
-    load_image_hook = NULL;
-    load_image_hook_ctx = NULL;
+    mn_base_set_image_hook(NULL, NULL);
 }
 
 mn_cache_stats mn_cache_get_stats(mn_cache *k)

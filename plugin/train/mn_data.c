@@ -9,12 +9,17 @@
 #include "mn_internal.h"
 #include "mn_input.h"
 #include "mn_eval.h"
-#include "option_list.h"
-#include "utils.h"
+
+/* option_find_int_quiet: the key's value as Darknet's atoi reads it, else def. */
+int mn_data_int(list *o, const char *key, int def)
+{
+    char *v = mn_base_option(o, key);
+    return v ? atoi(v) : def;
+}
 
 static char *str_or(list *o, const char *key, char *def)
 {
-    char *v = option_find(o, (char *)key);
+    char *v = mn_base_option(o, key);
     return v ? v : def;
 }
 
@@ -35,10 +40,7 @@ static mn_status read_labels(mn_comm *c, const char *datacfg, mn_data_cfg *d)
         return MN_ERR_USER;
     }
     fclose(fp);
-    list *l = get_paths(d->labels_file);
-    d->nlabels = l->size;
-    d->labels = (char **)list_to_array(l);
-    free_list(l);
+    d->labels = mn_base_read_lines(d->labels_file, &d->nlabels);
     if (d->nlabels < d->classes) {
         if (c->rank == 0)
             mn_error(c, "labels file %s has %d labels, but %s says classes=%d", d->labels_file, d->nlabels, datacfg, d->classes);
@@ -62,12 +64,12 @@ mn_status mn_read_data_cfg(mn_comm *c, const char *datacfg, mn_task task, mn_dat
         return MN_ERR_USER;
     }
     fclose(fp);
-    list *o = read_data_cfg((char *)datacfg);
+    list *o = mn_base_read_options(datacfg);
     d->options = o;
     d->train = str_or(o, "train", NULL);
     d->valid = str_or(o, "valid", NULL);
     d->backup = str_or(o, "backup", "backup");
-    d->classes = option_find_int_quiet(o, "classes", 0);
+    d->classes = mn_data_int(o, "classes", 0);
     d->labels_file = str_or(o, "labels", NULL);
     mn_status s = task == MN_TASK_CLASSIFIER ? read_labels(c, datacfg, d) : MN_OK;
     if (s != MN_OK) mn_free_data_cfg(d);
@@ -78,15 +80,7 @@ void mn_free_data_cfg(mn_data_cfg *d)
 {
     for (int i = 0; d->labels && i < d->nlabels; ++i) free(d->labels[i]);
     free(d->labels);
-    if (d->options) {
-        /* Darknet's kvp: key and value share the line that key points to. */
-        for (node *n = d->options->front; n; n = n->next) {
-            kvp *p = n->val;
-            free(p->key);
-            free(p);
-        }
-        free_list(d->options);
-    }
+    mn_base_free_options(d->options);
     memset(d, 0, sizeof *d);
 }
 
@@ -156,8 +150,8 @@ static void label_path_hook_fn(void *ctx, const char *image, char *labelpath)
     mn_label_fallback(image, labelpath, 4096);
 }
 
-void mn_label_path_install(void) { label_path_hook = label_path_hook_fn; }
-void mn_label_path_uninstall(void) { label_path_hook = NULL; }
+void mn_label_path_install(void) { mn_base_set_label_path_hook(label_path_hook_fn, NULL); }
+void mn_label_path_uninstall(void) { mn_base_set_label_path_hook(NULL, NULL); }
 
 /* YOLO label coordinates are relative to the image; a float rounding past
  * the edge by this much is not a mistake. */
@@ -262,14 +256,12 @@ static int keep_label_line(void *ctx, const char *line)
 
 void mn_label_filter_install(mn_label_skip *skip)
 {
-    read_boxes_line_hook_ctx = skip;
-    read_boxes_line_hook = keep_label_line;
+    mn_base_set_box_line_hook(keep_label_line, skip);
 }
 
 void mn_label_filter_uninstall(void)
 {
-    read_boxes_line_hook = NULL;
-    read_boxes_line_hook_ctx = NULL;
+    mn_base_set_box_line_hook(NULL, NULL);
 }
 
 /* What the start's check learned of where the labels are: the count of
@@ -352,13 +344,13 @@ mn_status mn_check_detector_classes(const mn_comm *c, const char *datacfg, const
         }
         if (len + 16 < sizeof layers) len += (size_t)snprintf(layers + len, sizeof layers - len, "%s%d", len ? ", " : "", i);
     }
-    const char *nf = option_find(dc->options, "names");
+    const char *nf = mn_base_option(dc->options, "names");
     int names = nf ? count_names(nf) : -2;
     if (names == -1) {
         mn_error(c, "cannot read names file %s (from %s): %s", nf, datacfg, strerror(errno));
         return MN_ERR_USER;
     }
-    int data_says = option_find(dc->options, "classes") != NULL;
+    int data_says = mn_base_option(dc->options, "classes") != NULL;
     if ((data_says && dc->classes != classes) || (names >= 0 && names != classes)) {
         char n_part[600] = "";
         if (names >= 0) snprintf(n_part, sizeof n_part, ", and names file %s has %d names", nf, names);

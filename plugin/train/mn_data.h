@@ -15,5 +15,7 @@ typedef struct {
 /* On error nothing is left to free; on success mn_free_data_cfg releases it. */
 mn_status mn_read_data_cfg(mn_comm *c, const char *datacfg, mn_task task, mn_data_cfg *d);
 void mn_free_data_cfg(mn_data_cfg *d);
+/* An integer option of a data cfg (options), or def where it is not given. */
+int mn_data_int(list *options, const char *key, int def);
 
 #endif

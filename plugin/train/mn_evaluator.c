@@ -16,8 +16,6 @@
 #include "mn_detwire.h"
 #include "mn_engine.h"
 #include "mn_input.h"
-#include "option_list.h"
-#include "utils.h"
 
 /* Stock validate_detector's and validate_detector_recall's settings. */
 #define VALID_THRESH .005f
@@ -58,8 +56,8 @@ static mn_status read_det_keys(mn_comm *c, const char *datacfg, const char *cfgf
     mn_status s = MN_OK;
     list *o = r->dc.options;
     r->classes = mn_layer_last(r->net).classes;
-    r->prefix = option_find(o, "results");
-    const char *eval = option_find(o, "eval");
+    r->prefix = mn_base_option(o, "results");
+    const char *eval = mn_base_option(o, "eval");
     if (!r->prefix) r->prefix = "results";
     if (!eval) eval = "voc";
     if (!is_detector(r->net)) {
@@ -69,7 +67,7 @@ static mn_status read_det_keys(mn_comm *c, const char *datacfg, const char *cfgf
         if (c->rank == 0) mn_error(c, "%s: eval=%s is not supported; darknet-mn writes VOC files (eval=voc)", datacfg, eval);
         s = MN_ERR_USER;
     } else if (need_names && c->rank == 0) {
-        const char *nf = option_find(o, "names");
+        const char *nf = mn_base_option(o, "names");
         if (!nf) nf = "data/names.list";
         FILE *fp = fopen(nf, "r");
         if (!fp) {
@@ -77,14 +75,11 @@ static mn_status read_det_keys(mn_comm *c, const char *datacfg, const char *cfgf
             s = MN_ERR_USER;
         } else {
             fclose(fp);
-            list *l = get_paths((char *)nf);
-            if (l->size < r->classes) {
-                mn_error(c, "names file %s has %d names, but the network has %d classes", nf, l->size, r->classes);
+            r->names = mn_base_read_lines(nf, &r->nnames);
+            if (r->nnames < r->classes) {
+                mn_error(c, "names file %s has %d names, but the network has %d classes", nf, r->nnames, r->classes);
                 s = MN_ERR_USER;
             }
-            r->names = (char **)list_to_array(l);
-            r->nnames = l->size;
-            free_list(l);
         }
     }
     return mn_agree(c, s);
@@ -159,18 +154,18 @@ static mn_status classify_shard(mn_comm *c, network *net, const mn_data_cfg *dc,
             break;
         }
         if ((s = mn_check_readable(c, shard->paths[i])) != MN_OK) break;
-        image im = load_image_color(shard->paths[i], 0, 0);
-        image resized = resize_min(im, in.w);
-        image crop = crop_image(resized, (resized.w - in.w) / 2, (resized.h - in.h) / 2, in.w, in.h);
+        image im = mn_base_load_image(shard->paths[i], 0, 0);
+        image resized = mn_base_resize_min(im, in.w);
+        image crop = mn_base_crop_image(resized, (resized.w - in.w) / 2, (resized.h - in.h) / 2, in.w, in.h);
         float *pred = mn_base_predict(net, crop.data);
         if (in.hierarchy) mn_base_hierarchy(pred, in.outputs, in.hierarchy);
-        top_k(pred, dc->classes, topk, idx);
+        mn_base_top_k(pred, dc->classes, topk, idx);
         hits[0] += idx[0] == cls;
         for (int j = 0; j < topk; ++j) hits[1] += idx[j] == cls;
         hits[2] += 1;
-        if (resized.data != im.data) free_image(resized);
-        free_image(im);
-        free_image(crop);
+        if (resized.data != im.data) mn_base_free_image(resized);
+        mn_base_free_image(im);
+        mn_base_free_image(crop);
     }
     free(idx);
     return s;
@@ -181,7 +176,7 @@ mn_status mn_classifier_valid(mn_comm *c, const char *datacfg, const char *cfgfi
 {
     eval_run r;
     MN_CHECK(open_run(c, datacfg, MN_TASK_CLASSIFIER, cfgfile, weightfile, 0, &r));
-    int topk = option_find_int_quiet(r.dc.options, "top", 1);
+    int topk = mn_data_int(r.dc.options, "top", 1);
     if (topk < 1 || topk > r.dc.classes) topk = r.dc.classes < 5 ? r.dc.classes : 5;
     long hits[3] = {0, 0, 0};   /* top-1, top-k, images */
     mn_status s = mn_agree(c, classify_shard(c, r.net, &r.dc, &r.shard, topk, hits));
@@ -203,15 +198,8 @@ static void label_path(const char *path, char *out)
 {
     static const char *const from[] = {"images", "JPEGImages", ".jpg", ".JPG", ".JPEG", ".png"};
     static const char *const to[] = {"labels", "labels", ".txt", ".txt", ".txt", ".txt"};
-    char tmp[4096];
-    if (mn_base_label_path(path, out, sizeof tmp)) return;   /* out: read_truth's lp, as large */
-    /* Not in place: Darknet's find_replace copies str onto output with
-     * sprintf when nothing matches, an overlapping copy when they alias. */
-    find_replace((char *)path, (char *)from[0], (char *)to[0], out);
-    for (int i = 1; i < 6; ++i) {
-        find_replace(out, (char *)from[i], (char *)to[i], tmp);
-        strcpy(out, tmp);
-    }
+    if (mn_base_label_path(path, out, 4096)) return;   /* out: read_truth's lp, as large */
+    mn_base_replace(path, from, to, 6, out);
 }
 
 /* The truth boxes of an image (relative center x, y, w, h per Darknet's labels). */
@@ -222,7 +210,7 @@ static mn_status read_truth(mn_comm *c, const char *path, int classes, mn_label_
     label_path(path, lp);
     mn_label_fallback(path, lp, sizeof lp);   /* as training found them */
     MN_CHECK(mn_check_label_lines(c, path, lp, classes, skip));
-    *out = read_boxes(lp, n);
+    *out = mn_base_read_boxes(lp, n);
     return MN_OK;
 }
 
@@ -238,7 +226,7 @@ static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, in
         int ntruth = 0;
         MN_CHECK(mn_check_readable(c, path));
         if (with_truth) MN_CHECK(read_truth(c, path, classes, skip, &truth, &ntruth));
-        image im = load_image_color((char *)path, 0, 0);
+        image im = mn_base_load_image(path, 0, 0);
         int letter;
         image sized = mn_base_detector_input(net, im, &letter);
         mn_base_predict(net, sized.data);
@@ -246,10 +234,10 @@ static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, in
         detection *dets = mn_base_boxes(net, im.w, im.h, VALID_THRESH, HIER_THRESH, 0, letter, &nboxes);
         mn_base_nms(net, dets, nboxes, classes, VALID_NMS, im.w, im.h, 0);
         mn_put_record(out, path, im.w, im.h, truth, ntruth, dets, nboxes, classes);
-        free_detections(dets, nboxes);
+        mn_base_free_detections(dets, nboxes);
         free(truth);
-        free_image(im);
-        free_image(sized);
+        mn_base_free_image(im);
+        mn_base_free_image(sized);
         if (out->failed) { mn_error(c, "out of memory holding detections"); return MN_ERR_NOMEM; }
     }
     return MN_OK;
@@ -309,7 +297,7 @@ static mn_status write_voc(mn_comm *c, const mn_bytes *all, voc_files *v, size_t
     int ok = 1;
     *images = *rows = 0;
     while (mn_next_record(&p, end, &r)) {
-        char *id = basecfg(r.path);
+        char *id = mn_base_cfg_name(r.path);
         for (int i = 0; i < r.rows; ++i) {
             float prob, x0, y0, x1, y1;
             int j = mn_get_row(&r, i, &prob, &x0, &y0, &x1, &y1);
@@ -384,18 +372,18 @@ static mn_status recall_shard(mn_comm *c, network *net, const mn_list *shard, mn
         int ntruth = 0;
         MN_CHECK(mn_check_readable(c, path));
         MN_CHECK(read_truth(c, path, classes, skip, &truth, &ntruth));
-        image orig = load_image_color((char *)path, 0, 0);
-        image sized = resize_image(orig, in.w, in.h);
+        image orig = mn_base_load_image(path, 0, 0);
+        image sized = mn_base_resize_image(orig, in.w, in.h);
         mn_base_predict(net, sized.data);
         int nboxes = 0;
         detection *dets = mn_base_boxes(net, sized.w, sized.h, RECALL_THRESH, HIER_THRESH, 1, 0, &nboxes);
-        do_nms_obj(dets, nboxes, 1, RECALL_NMS);
+        mn_base_nms_obj(dets, nboxes, 1, RECALL_NMS);
         for (int k = 0; k < nboxes; ++k) sums[3] += dets[k].objectness > RECALL_THRESH;
         for (int j = 0; j < ntruth; ++j) {
             box t = {truth[j].x, truth[j].y, truth[j].w, truth[j].h};
             float best = 0;
             for (int k = 0; k < nboxes; ++k) {
-                float iou = box_iou(dets[k].bbox, t);
+                float iou = mn_base_box_iou(dets[k].bbox, t);
                 if (dets[k].objectness > RECALL_THRESH && iou > best) best = iou;
             }
             sums[1] += 1;
@@ -403,10 +391,10 @@ static mn_status recall_shard(mn_comm *c, network *net, const mn_list *shard, mn
             sums[4] += best;
         }
         sums[0] += 1;
-        free_detections(dets, nboxes);
+        mn_base_free_detections(dets, nboxes);
         free(truth);
-        free_image(orig);
-        free_image(sized);
+        mn_base_free_image(orig);
+        mn_base_free_image(sized);
     }
     return MN_OK;
 }

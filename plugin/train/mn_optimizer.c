@@ -96,8 +96,8 @@ static void finish_mean_gpu(mn_optimizer *o, int bad)
     o->nonfinite = bad;
     for (int i = 0; i < o->n; off += o->lens[i], ++i) {
         int n = (int)o->lens[i];
-        if (bad && o->is_aside) copy_gpu(n, o->aside_gpu + off, 1, o->arrays_gpu[i], 1);
-        else if (bad) fill_gpu(n, 0, o->arrays_gpu[i], 1);
+        if (bad && o->is_aside) mn_base_copy_gpu(n, o->aside_gpu + off, o->arrays_gpu[i]);
+        else if (bad) mn_base_fill_gpu(n, 0, o->arrays_gpu[i]);
         else if (o->is_aside)
             step_ok(o, (cudaError_t)mn_gpu_add(o->arrays_gpu[i], o->aside_gpu + off, o->lens[i], mn_base_stream()),
                     "adding the momentum part back");
@@ -183,9 +183,9 @@ static void stats_copy(mn_optimizer *o, int restore)
         float *live = o->stats[i], *saved = o->stats_saved + off;
         size_t n = o->stats_lens[i];
 #ifdef GPU
-        if (gpu_index >= 0) {
-            if (restore) cuda_push_array(live, saved, n);
-            else cuda_pull_array(live, saved, n);
+        if (mn_base_gpu() >= 0) {
+            if (restore) mn_base_push(live, saved, n);
+            else mn_base_pull(live, saved, n);
             continue;
         }
 #endif
@@ -321,7 +321,7 @@ static int sync_all(network *net, mn_optimizer *o)
         return after_mean(o);
     }
     if (o->route == MN_ROUTE_DEVICE) {
-        if (poison) fill_gpu(1, NAN, o->arrays_gpu[0], 1);
+        if (poison) mn_base_fill_gpu(1, NAN, o->arrays_gpu[0]);
         sync_on_device(net, o);
         return after_mean(o);
     }
@@ -402,7 +402,7 @@ static mn_status find_stats(network *net, mn_optimizer *o)
             if (p[j].data != l.rolling_mean && p[j].data != l.rolling_variance) continue;
             float *live = p[j].data;
 #ifdef GPU
-            if (gpu_index >= 0) live = live == l.rolling_mean ? l.rolling_mean_gpu : l.rolling_variance_gpu;
+            if (mn_base_gpu() >= 0) live = live == l.rolling_mean ? l.rolling_mean_gpu : l.rolling_variance_gpu;
 #endif
             o->stats[o->nstats] = live;
             o->stats_lens[o->nstats++] = p[j].n;
@@ -564,8 +564,8 @@ void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
     if (o->aside_gpu && mn_net_get(net).gpu >= 0) {   /* the same on the device */
         size_t off = 0;
         for (int i = 0; i < o->n; off += o->lens[i], ++i) {
-            copy_gpu((int)o->lens[i], o->arrays_gpu[i], 1, o->aside_gpu + off, 1);
-            fill_gpu((int)o->lens[i], 0, o->arrays_gpu[i], 1);
+            mn_base_copy_gpu((int)o->lens[i], o->arrays_gpu[i], o->aside_gpu + off);
+            mn_base_fill_gpu((int)o->lens[i], 0, o->arrays_gpu[i]);
         }
         o->is_aside = 1;
         return;
@@ -590,8 +590,8 @@ float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_devic
      * only the staging copy of the last allreduce. */
     if (mn_net_get(net).gpu >= 0)
         for (int i = 0; i < o->n; ++i) {
-            if (to_device) cuda_push_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
-            else cuda_pull_array(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
+            if (to_device) mn_base_push(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
+            else mn_base_pull(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
         }
 #else
     (void)net;

@@ -205,7 +205,7 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
 
     if (c->rank == 0 && weightfile && *weightfile) {
         s = mn_check_weights_file(c, net, weightfile);
-        if (s == MN_OK) load_weights(net, (char *)weightfile);
+        if (s == MN_OK) mn_base_load_weights(net, weightfile);
         if (s == MN_OK) s = mn_check_finite_params(c, net, weightfile);
     }
     if (flags & MN_LOAD_CLEAR) mn_net_set_seen(net, 0);

@@ -99,8 +99,8 @@ mn_status mn_replica_check(mn_comm *c, network *net, mn_optimizer *o, int stats_
     float *params = NULL;
 #ifdef GPU
     /* The device copies are the live ones: one packed pull of them all. */
-    if (gpu_index >= 0) params = malloc((mn_params_count(net) + 1) * sizeof(float));
-    int need = gpu_index >= 0;
+    if (mn_base_gpu() >= 0) params = malloc((mn_params_count(net) + 1) * sizeof(float));
+    int need = mn_base_gpu() >= 0;
 #else
     int need = 0;
 #endif

@@ -176,7 +176,7 @@ mn_status mn_gpu_place(mn_comm *c, int nogpu)
 #endif
     g->nogpu = nogpu != 0;
     mn_gpu_select(g, NULL, &o);
-    gpu_index = o.device;   /* Darknet's: networks parsed from now on compute there (-1: the CPU) */
+    mn_base_set_gpu(o.device);   /* Darknet's: networks parsed from now on compute there (-1: the CPU) */
     MN_CHECK(mn_agree(c, st));
     if (first_with(c, o.device >= 0 && !o.own))
         printf("darknet-mn: rank %d (%s): %d ranks of this host use its GPU (device %d of the %d it sees; "

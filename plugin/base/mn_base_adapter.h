@@ -1,0 +1,34 @@
+/* What the C adapters share inside base/ and nothing above it includes:
+ * the functions that take Darknet's load_args, whose fields differ between
+ * the bases (the loader in mn_base_net.c calls them; mn_base.h's
+ * mn_base_loader is what the rest of the plugin sees). */
+#ifndef MN_MN_BASE_ADAPTER_H
+#define MN_MN_BASE_ADAPTER_H
+
+#include "mn_base.h"
+#ifdef MN_BASE_ALEXEYAB
+/* The fork keeps these out of darknet.h (its network.h would bring utils.h,
+ * whose names collide with the plugin's). */
+int resize_network(network *net, int w, int h);
+#ifdef GPU
+/* pjreddie's names of the fork's blas kernels and device arrays. */
+#include "dark_cuda.h"
+void fill_ongpu(int N, float ALPHA, float *X, int INCX);
+void copy_ongpu(int N, float *X, int INCX, float *Y, int INCY);
+static inline void fill_gpu(int n, float a, float *x, int incx) { fill_ongpu(n, a, x, incx); }
+static inline void copy_gpu(int n, float *x, int incx, float *y, int incy) { copy_ongpu(n, x, incx, y, incy); }
+#endif
+char *get_layer_string(LAYER_TYPE a);
+void load_weights(network *net, char *filename);
+#endif
+
+/* The base's own detector loader arguments (augmentation keys of [net] and
+ * the last layer) on top of get_base_args and the last layer's coords,
+ * classes, jitter and max_boxes. */
+void mn_base_detector_args(network *net, load_args *a);
+/* The base's classifier loader arguments (crop range, flip, size) on top of
+ * get_base_args: pjreddie scales min_ratio/max_ratio by the width, the fork
+ * reads min_crop/max_crop (its get_base_args already did) and has no ratios. */
+void mn_base_classifier_args(network *net, load_args *a);
+
+#endif
