@@ -274,6 +274,10 @@ endif
 print-layers:
 	@echo $(subst $(eval) ,$(comma),$(PLUGIN_LAYERS))
 comma := ,
+# tests/boundary.py --link's arguments for this build: Darknet's library it
+# links, then its plugin library and main.o, whose calls into Darknet it checks.
+print-link:
+	@echo $(LIBDK) $(LIBMN) $(OBJ)/main.o
 
 # The CUDA build only compiles and links on a machine without a GPU.
 gpu-build:

@@ -1,29 +1,48 @@
 #!/usr/bin/env python3
-"""Nothing above plugin/base/ reads Darknet's network or layers: checks the sources.
+"""Nothing above plugin/base/ reads Darknet's network or layers, nor calls Darknet.
 
-usage: boundary.py [--src DIR] LAYERS [FILE...]
+usage: boundary.py [--src DIR] LAYERS [FILE...] [--link DARKNET_LIB PLUGIN...]...
   LAYERS  the layer folders of plugin/ from the bottom, comma-separated (the
           Makefile's PLUGIN_LAYERS); every .c, .h and .cu file of the layers
           above base is checked
   FILE    more files to check (main.c)
+  --link  a build's check (make print-link prints its arguments): Darknet's
+          own library the build links (libdarknet.a), then the build's
+          libdarknet_mn.a, whose members compiled from a file above base are
+          checked, and objects checked whole (main.o)
 
-What the plugin needs of a network and its layers goes through mn_base.h's
-mn_net_* and mn_layer_* accessors (docs/design.md, "Where darknet-mn meets
-Darknet"), so that a base whose network is no C struct (hank-ai's C++
-Darknet, whose layer types are an enum class) needs only its adapter. A file
-fails, named with its line, where, outside comments and strings, it
-dereferences a variable it declares as network * (net->, r->net->, (*out)->),
-reads a field of one it holds by value (net.batch), or indexes a layers array
-(->layers[, .layers[); where it dereferences a layer (a variable declared
-layer * or layer, mn_net_layer(...)->, mn_net_last(...)->); or where it names
-Darknet's LAYER_TYPE or one of its values (YOLO; mn_layer_kind is the
-plugin's own). A layer * handed on (to mn_layer_params) is no read. Prints
-one ok line, or a FAIL line per read, and exits non-zero on any.
+The sources: what the plugin needs of a network and its layers goes through
+mn_base.h's mn_net_* and mn_layer_* accessors (docs/design.md, "Where
+darknet-mn meets Darknet"), so that a base whose network is no C struct
+(hank-ai's C++ Darknet, whose layer types are an enum class) needs only its
+adapter. A file fails, named with its line, where, outside comments and
+strings, it dereferences a variable it declares as network * (net->,
+r->net->, (*out)->), reads a field of one it holds by value (net.batch), or
+indexes a layers array (->layers[, .layers[); where it dereferences a layer
+(a variable declared layer * or layer, mn_net_layer(...)->,
+mn_net_last(...)->); or where it names Darknet's LAYER_TYPE or one of its
+values (YOLO; mn_layer_kind is the plugin's own). A layer * handed on (to
+mn_layer_params) is no read.
+
+The objects (--link): what the plugin calls of Darknet goes through
+mn_base.h's mn_base_* functions, so that a C++ base's adapter is the one
+place that calls it. nm lists each checked object's undefined symbols; one
+that Darknet's library defines (a function, or a variable such as
+gpu_index) fails, named with the object, the symbol and the Darknet member
+that defines it. Macros and inline functions leave no symbol and headers
+are not read: this sees what the build links, which no grep of the sources
+can be fooled about.
+
+Prints one ok line per check, or a FAIL line per problem, and exits
+non-zero on any.
 """
 import glob
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layers import members   # noqa: E402  nm's defined and undefined symbols of each member
 
 # Comments and literals become spaces, newlines kept, so lines still count.
 TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
@@ -93,11 +112,49 @@ WHY = {
 }
 
 
+def link_check(src, above, darknet, plugins):
+    """FAIL lines, and how many objects were checked, of one build: each undefined
+    symbol of an object above base/ that Darknet's library defines."""
+    layer_of = {}
+    for l in above:
+        for path in glob.glob(os.path.join(src, l, "*.c")) + glob.glob(os.path.join(src, l, "*.cu")):
+            layer_of[os.path.splitext(os.path.basename(path))[0]] = l
+    problems, checked = [], 0
+    for p in [darknet] + plugins:
+        if not os.path.exists(p):
+            return [f"{p} does not exist (build it first)"], 0
+    owner = {}
+    for member, (defined, _) in sorted(members(darknet).items()):
+        for sym in defined:
+            owner.setdefault(sym, member)
+    for p in plugins:
+        whole = not p.endswith(".a")   # an object given alone (main.o) is above base/ whatever its name
+        for member, (_, used) in sorted(members(p).items()):
+            stem = os.path.splitext(member)[0]
+            if not whole and stem not in layer_of:
+                continue   # base/ and core/ (layers.py names a member of no layer)
+            checked += 1
+            where = f"{p}({member})" if not whole else p
+            what = f"{layer_of[stem]}/{stem}" if not whole else "above base/"
+            for sym in sorted(used):
+                if sym in owner:
+                    problems.append(f"{where} [{what}] calls Darknet's {sym} (defined in {darknet}({owner[sym]})); "
+                                    f"above base/ call mn_base.h's mn_base_* (docs/design.md)")
+    return problems, checked
+
+
 def main():
     args = sys.argv[1:]
     src = "plugin"
     if args[:1] == ["--src"] and len(args) > 1:
         src, args = args[1], args[2:]
+    links = []
+    while "--link" in args:
+        i = len(args) - 1 - args[::-1].index("--link")
+        if len(args) - i < 3:
+            sys.exit(__doc__)
+        links.insert(0, args[i + 1:])
+        args = args[:i]
     if not args:
         sys.exit(__doc__)
     layers = args[0].split(",")
@@ -114,11 +171,20 @@ def main():
         for no, kind, what in reads(path):
             print(f"FAIL boundary: {path}:{no}: {WHY[kind].format(what)} (docs/design.md)")
             problems += 1
+    if not problems:
+        print(f"ok   boundary: {len(files)} files above base/ ({', '.join(above)}{', ' if args[1:] else ''}"
+              f"{', '.join(args[1:])}) read no network or layer field and name no layer type: "
+              f"they go through mn_base.h's mn_net_* and mn_layer_*")
+    for darknet, *plugins in links:
+        found, checked = link_check(src, above, darknet, plugins)
+        for p in found:
+            print("FAIL boundary: " + p)
+        problems += len(found)
+        if not found:
+            print(f"ok   boundary: {checked} objects above base/ of {' '.join(plugins)} call nothing "
+                  f"{darknet} defines: they go through mn_base.h")
     if problems:
         sys.exit(1)
-    print(f"ok   boundary: {len(files)} files above base/ ({', '.join(above)}{', ' if args[1:] else ''}"
-          f"{', '.join(args[1:])}) read no network or layer field and name no layer type: "
-          f"they go through mn_base.h's mn_net_* and mn_layer_*")
 
 
 if __name__ == "__main__":

@@ -314,9 +314,33 @@ if [ $rc != 0 ] && grep -q "low/mn_a calls up into high/mn_b (mn_high)" "$L/out"
    grep -q "a cycle of calls among 2 files: high/mn_b, low/mn_a" "$L/out"; then ok "layers: a planted upward call and cycle are named"
 else bad "layers: the planted cycle was not reported (rc $rc): $(head -3 "$L/out")"; fi
 
-echo "== Nothing above base/ reads Darknet's network or layers (tests/boundary.py, docs/design.md)"
-if python3 tests/boundary.py "$LAYERS" main.c > "$T/boundary.out" 2>&1; then cat "$T/boundary.out"; pass=$((pass + 1))
-else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "boundary: $(grep -c FAIL "$T/boundary.out") network or layer reads above base/"; fi
+echo "== Nothing above base/ reads Darknet's network or layers, nor calls Darknet (tests/boundary.py, docs/design.md)"
+# The sources, and the objects of each build made above: pjreddie's CPU build, the GPU builds when
+# they built (AlexeyAB's CPU build: tests/run_alexeyab.sh).
+links=()
+for flags in "" "GPU=1 CUDNN=1 NCCL=1" "DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1"; do
+    set -- $(make -s --no-print-directory BUILD="$BUILD" $flags print-link)
+    [ -f "$2" ] || [ -z "$flags" ] || continue   # a GPU build failed or was skipped above
+    links+=(--link "$@")
+done
+if python3 tests/boundary.py "$LAYERS" main.c "${links[@]}" > "$T/boundary.out" 2>&1; then cat "$T/boundary.out"; pass=$((pass + 1))
+else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "boundary: $(grep -c FAIL "$T/boundary.out") network or layer reads or Darknet calls above base/"; fi
+# The link check itself: an object above base/ calling Darknet's load_data and reading its gpu_index,
+# and main.o calling top_k, are named with object and symbol; a base/ object calling load_data is not.
+P=$T/boundary-link && rm -rf "$P" && mkdir -p "$P/src/base" "$P/src/high"
+echo 'int load_data(int); int mn_ok(void) { return load_data(1); }' > "$P/src/base/mn_ok.c"
+echo 'extern int gpu_index; int load_data(int); int mn_bad(void) { return load_data(gpu_index); }' > "$P/src/high/mn_bad.c"
+echo 'int top_k(void); int main(void) { return top_k(); }' > "$P/main.c"
+gcc -c "$P/src/base/mn_ok.c" -o "$P/mn_ok.o" && gcc -c "$P/src/high/mn_bad.c" -o "$P/mn_bad.o" && gcc -c "$P/main.c" -o "$P/main.o" &&
+    ar rcs "$P/lib.a" "$P/mn_ok.o" "$P/mn_bad.o"
+dk=$(make -s --no-print-directory BUILD="$BUILD" print-link | cut -d' ' -f1)
+python3 tests/boundary.py --src "$P/src" base,high --link "$dk" "$P/lib.a" "$P/main.o" > "$P/out" 2>&1; rc=$?
+want="$P/lib.a(mn_bad.o) [high/mn_bad] calls Darknet's gpu_index (defined in $dk(cuda.o))
+$P/lib.a(mn_bad.o) [high/mn_bad] calls Darknet's load_data (defined in $dk(data.o))
+$P/main.o [above base/] calls Darknet's top_k (defined in $dk(utils.o))"
+missing=$(echo "$want" | while read -r w; do grep -qF "$w" "$P/out" || echo "$w"; done)
+if [ $rc != 0 ] && [ -z "$missing" ] && [ "$(grep -c FAIL "$P/out")" = 3 ]; then ok "boundary: the 3 planted Darknet calls above base/ are named with object and symbol"
+else bad "boundary: planted Darknet calls (rc $rc): missing '$missing'; $(head -3 "$P/out")"; fi
 # The check itself: each planted read is named with its file and line; comments, strings and base/ are not.
 B=$T/boundary-self && rm -rf "$B" && mkdir -p "$B/src/base" "$B/src/high"
 echo 'int g(network *net) { return net->n; }' > "$B/src/base/mn_ok.c"
