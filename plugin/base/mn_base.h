@@ -2,8 +2,9 @@
  * package) and AlexeyAB's fork, behind one interface. One adapter per base
  * (mn_base_pjreddie.c, mn_base_alexeyab.c); the Makefile's DARKNET= picks it
  * (MN_BASE_ALEXEYAB), and the other file compiles to nothing. The rest of the
- * plugin holds a network * and calls these instead of the Darknet functions
- * whose signatures differ between the bases. */
+ * plugin holds a network * and calls these, never a Darknet function
+ * (tests/boundary.py --link checks the objects), so that a C++ base's
+ * adapter can define them all with extern "C". */
 #ifndef MN_MN_BASE_H
 #define MN_MN_BASE_H
 
