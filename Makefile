@@ -192,8 +192,10 @@ HK_CMAKE := -DCMAKE_BUILD_TYPE=Release -DDARKNET_HOST_TUNED=OFF -DENABLE_SSE_AND
             -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=TRUE -DCMAKE_CXX_FLAGS=-Wno-unknown-pragmas -DDARKNET_TRY_ONNX=OFF -DDARKNET_TRY_ROCM=OFF \
             -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DDARKNET_VERSION_STRING=$(HK_VERSION) -DDARKNET_BRANCH_NAME=$(HK_BRANCH)
 ifeq ($(GPU),1)
-# The fork skips OpenBLAS when it finds CUDA, and takes cuDNN wherever it finds it.
+# The fork skips OpenBLAS when it finds CUDA.
 HK_CMAKE += -DDARKNET_TRY_CUDA=ON -DCMAKE_CUDA_COMPILER=$(CUDA)/bin/nvcc "-DDARKNET_CUDA_ARCHITECTURES=$(HK_CUDA_ARCH)"
+# CUDNN=0: CUDA without cuDNN (patch 0017's cache option; the fork took it wherever found).
+HK_CMAKE += -DDARKNET_TRY_CUDNN=$(if $(filter 1,$(CUDNN)),ON,OFF)
 else
 HK_CMAKE += -DDARKNET_TRY_CUDA=OFF $(if $(filter 0,$(BLAS)),-DDARKNET_TRY_OPENBLAS=OFF)
 endif
