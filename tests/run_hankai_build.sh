@@ -9,9 +9,14 @@
 # describe); make DARKNET=hankai for darknet_mn stops with its one line; and
 # the weights: cfg/yolov4-tiny-fashion.cfg trained by darknet-mn on AlexeyAB's
 # base, and both forks' own `detector test` on the same images give the same
-# detections (classes; boxes and confidences to rounding). Not part of
-# make test: make test-hankai (2 min 13 s from nothing on 2 cores, the
-# fork's build 99 s of it; 15 s once built).
+# detections (classes; boxes and confidences to rounding); the hooks of
+# patches 0005 to 0017: the same detector map as AlexeyAB's; the fork's
+# CLI trains a cfg with [distributed]
+# without asking "yes" given -yes, and -seed makes its weights repeatable;
+# tests/hankai_hooks.cpp, built against libdarknet.a, installs the hooks
+# no CLI reaches and counts their calls. Not part of
+# make test: make test-hankai (3 min 30 s after a change of patches on 2
+# cores, the fork's build 140 s of it; 32 s once built).
 # HANKAI_GPU=1 (make test-hankai-gpu, the CUDA build, longer) checks the
 # GPU=1 CUDNN=1 build instead: the build, the flags, the version compiled
 # in, code for sm_75, 80, 86 and 90 with PTX for 90 (no GPU run here).
@@ -174,4 +179,84 @@ for i in 000000 000001 000002 000003 000004 000005; do
     else bad "hankai detector test on valid/$i.jpg against AlexeyAB's: $r (see $T/ab-$i.log, $T/hk-$i.log)"; fi
 done
 
+
+# detector map on the same weights: the patched fork's per-class AP, TP and
+# FP are AlexeyAB's (its AP printed to 0.01 %; hank-ai's map output was the
+# same before patches 0005 to 0017, checked by hand: docs/hankai.md).
+(cd "$T" && timeout 300 "$ROOT/$ABDK/darknet" detector map y4.data y4-plain.cfg "$W" -dont_show > ab-map.log 2>&1)
+(cd "$T" && timeout 300 "$ROOT/$HK" detector map -nocolor y4.data y4-plain.cfg "$W" -dont_show > hk-map.log 2>&1)
+if r=$(python3 - "$T/ab-map.log" "$T/hk-map.log" << 'EOF' 2>&1
+import re, sys
+ab = {int(m[0]): (float(m[1]), int(m[2]), int(m[3])) for m in
+      re.findall(r"class_id = (\d+), name = \S+, ap = ([\d.]+)%\s+\(TP = (\d+), FP = (\d+)\)", open(sys.argv[1]).read())}
+hk = {int(m[0]): (float(m[1]), int(m[2]), int(m[3])) for m in
+      re.findall(r"(?m)^\s+(\d+) \S+\s+([\d.]+)\s+(\d+)\s+(\d+)\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+$", open(sys.argv[2]).read())}
+if not ab or sorted(ab) != sorted(hk): sys.exit("classes: AlexeyAB's %s, hank-ai's %s" % (sorted(ab), sorted(hk)))
+bad = [c for c in ab if ab[c][1:] != hk[c][1:] or abs(ab[c][0] - hk[c][0]) > 0.0051]
+if bad: sys.exit("class %d: AlexeyAB's AP %% TP FP %s, hank-ai's %s" % (bad[0], ab[bad[0]], hk[bad[0]]))
+print("%d classes, TP %d, FP %d, AP within 0.005 %%" % (len(ab), sum(v[1] for v in ab.values()), sum(v[2] for v in ab.values())))
+EOF
+); then ok "hankai detector map = AlexeyAB's: $r"
+else bad "hankai detector map against AlexeyAB's: $r (see $T/ab-map.log, $T/hk-map.log)"; fi
+
+# The hooks darknet-mn needs (patches 0005 to 0017). The fork's own CLI:
+# without -yes a CPU train still asks for "yes" (closed stdin: cancelled);
+# with -yes (0016) it trains a cfg with a [distributed] section (0005),
+# 3 iterations; two runs with -seed 7 (0014) write the same weights, one
+# with -seed 8 others.
+sed 's/^max_batches=.*/max_batches=3/' "$T/y4.cfg" > "$T/y4-hk.cfg"
+# hk_train NAME ARGS...: y4-hk.cfg trained by the fork, backups in $T/NAME.
+hk_train() {
+    local name=$1; shift
+    mkdir -p "$T/$name"
+    sed "s|^backup=.*|backup=$T/$name|" "$T/y4.data" > "$T/$name.data"
+    (cd "$T/$name" && timeout 300 "$ROOT/$HK" detector train -nocolor "$T/$name.data" "$T/y4-hk.cfg" -dont_show "$@" \
+        < /dev/null > "$T/$name.log" 2>&1) 2> /dev/null
+}
+hk_train ask
+rc=$?
+if [ $rc != 0 ] && [ $rc != 124 ] && grep -q 'Type "yes"' "$T/ask.log" && grep -q 'Cancel the attempt' "$T/ask.log"; then
+    ok "hankai CPU detector train without -yes asks for \"yes\" (closed stdin: cancelled, exit $rc)"
+else bad "hankai CPU detector train without -yes: exit $rc (see $T/ask.log)"; fi
+t0=$SECONDS
+hk_train seed7a -yes -seed 7
+rc=$?
+HW=y4-hk_final.weights
+if [ $rc = 0 ] && [ -s "$T/seed7a/$HW" ] && ! grep -q 'Type "yes"' "$T/seed7a.log"; then
+    ok "hankai detector train -yes: a cfg with [distributed] trained 3 iterations without the question ($((SECONDS - t0)) s)"
+else bad "hankai detector train -yes -seed 7: exit $rc (see $T/seed7a.log)"; tail -3 "$T/seed7a.log"; fi
+hk_train seed7b -yes -seed 7
+hk_train seed8 -yes -seed 8
+if [ -s "$T/seed7b/$HW" ] && cmp -s "$T/seed7a/$HW" "$T/seed7b/$HW"; then ok "hankai -seed 7 twice: identical weights"
+else bad "hankai -seed 7 twice: the weights differ or are missing (see $T/seed7b.log)"; fi
+if [ -s "$T/seed8/$HW" ] && ! cmp -s "$T/seed7a/$HW" "$T/seed8/$HW"; then ok "hankai -seed 8: other weights than -seed 7"
+else bad "hankai -seed 8: the same weights as -seed 7, or none (see $T/seed8.log)"; fi
+
+# The hooks no CLI reaches: tests/hankai_hooks.cpp, a host program built
+# against libdarknet.a with the flags the fork's CLI was compiled and linked
+# with, installs each one and checks its calls.
+flags=$(python3 - "$HB/compile_commands.json" << 'EOF'
+import json, shlex, sys
+for c in json.load(open(sys.argv[1])):
+    if c["file"].endswith("darknet_cli.cpp"):
+        a, out, i = shlex.split(c["command"]), [], 0
+        while i < len(a):
+            if a[i] in ("-isystem", "-include"):
+                out += a[i:i + 2]
+                i += 2
+                continue
+            if a[i].startswith(("-D", "-I", "-std=")): out.append(a[i])
+            i += 1
+        print(" ".join(shlex.quote(x) for x in out))
+EOF
+)
+libs=$(tr ' ' '\n' < "$HB/src-cli/CMakeFiles/darknetcli.dir/link.txt" | grep -E '^/.*\.so(\.[0-9.]+)*$|^-l' | grep -v libdarknet | tr '\n' ' ')
+if eval g++ -O1 "$flags" tests/hankai_hooks.cpp "$HB/src-lib/libdarknet.a" $libs -lpthread -o "$T/hankai_hooks" > "$T/hooks-build.log" 2>&1; then
+    "$T/hankai_hooks" "$T" > "$T/hooks.out" 2> "$T/hooks.err"
+    while read -r word rest; do
+        case $word in ok) ok "hankai $rest" ;; FAIL) bad "hankai $rest" ;; esac
+    done < "$T/hooks.out"
+    n=$(grep -c '^ok ' "$T/hooks.out")
+    [ "$n" = 10 ] || bad "hankai_hooks: $n of its 10 checks passed (see $T/hooks.out, $T/hooks.err)"
+else bad "tests/hankai_hooks.cpp does not build (see $T/hooks-build.log)"; tail -5 "$T/hooks-build.log"; fi
 finish
