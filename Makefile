@@ -3,8 +3,9 @@
 # DARKNET=alexeyab builds on AlexeyAB's fork instead of Debian's pjreddie Darknet:
 # the snapshot in ../shared/third_party, or a clone named by DARKNET_SRC=<dir>,
 # patched with patches/alexeyab/, into build/alexeyab-cpu (or -gpu).
-# DARKNET=hankai: hank-ai's Darknet V5 (C++, CMake; docs/hankai.md), so far the
-# fork alone: make DARKNET=hankai darknet (darknet-mn does not build on it yet).
+# DARKNET=hankai: hank-ai's Darknet V5 (C++, CMake; docs/hankai.md), the
+# snapshot or DARKNET_SRC, into build/hankai-cpu; make DARKNET=hankai darknet
+# builds the fork alone.
 # SANITIZE=1 builds the plugin, main and the unit tests with ASan+UBSan into
 # build/cpu-asan (make test-sanitize: tests/sanitize.mk).
 GPU ?= 0
@@ -38,8 +39,12 @@ DK_VARIANT := gpu$(if $(filter 1,$(BLAS)),-blas)
 VARIANT := $(DK_VARIANT)
 else
 BLAS ?= 1
-DNNL_DEFAULT := $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),1,0)
+# hank-ai's base has no layer engine yet (its hook is not ported: docs/hankai.md).
+DNNL_DEFAULT := $(if $(filter hankai,$(DARKNET)),0,$(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),1,0))
 DNNL ?= $(DNNL_DEFAULT)
+ifeq ($(DARKNET),hankai)
+override DNNL := 0
+endif
 DK_VARIANT := cpu$(if $(filter 0,$(BLAS)),-noblas)
 VARIANT := $(DK_VARIANT)$(if $(filter-out $(DNNL_DEFAULT),$(DNNL)),$(if $(filter 1,$(DNNL)),-dnnl,-nodnnl))
 endif
@@ -88,7 +93,14 @@ CPPFLAGS += $(shell pkg-config --cflags cairo 2>/dev/null)
 LDLIBS := -lm -pthread $(shell pkg-config --libs cairo 2>/dev/null)
 ifeq ($(BLAS),1)
 CPPFLAGS += -DMN_BLAS
+ifeq ($(DARKNET),hankai)
+# One OpenBLAS in the process: the fork's, with 64-bit integers (the
+# plugin calls only its thread count, whose header is the same; docs/hankai.md).
+CPPFLAGS += -I/usr/include/x86_64-linux-gnu/openblas64-pthread
+LDLIBS += -lopenblas64
+else
 LDLIBS += -lopenblas
+endif
 endif
 ifeq ($(DNNL),1)
 CPPFLAGS += -DMN_DNNL
@@ -107,6 +119,16 @@ ifeq ($(GPU),1)
 LDLIBS += -L$(CUDA)/lib64/stubs -lcuda
 endif
 endif
+ifeq ($(DARKNET),hankai)
+# The plugin's C sees the fork's types through mn_base_hankai.h; its adapter
+# (C++17) is compiled with the fork's own defines (read from its
+# compile_commands.json) and linked with its OpenCV and C++ runtime.
+CPPFLAGS += -DMN_BASE_HANKAI -I$(DK)/src-lib
+LDLIBS += $(shell pkg-config --libs opencv4 2>/dev/null) -lstdc++
+ifeq ($(GPU),1)
+LDLIBS += -L$(CUDA)/lib64/stubs -lcuda
+endif
+endif
 ifeq ($(CUDNN),1)
 CPPFLAGS += -DCUDNN
 LDLIBS += -lcudnn
@@ -117,8 +139,16 @@ LDLIBS += -lnccl
 endif
 
 PLUGIN_SRC := $(foreach l,$(PLUGIN_LAYERS),$(wildcard plugin/$(l)/*.c))
+ifeq ($(DARKNET),hankai)
+# The C bases' adapters and what reads their struct layer (accessors,
+# parameter lists, the layer engine's batch norm) give way to the C++ adapter.
+PLUGIN_SRC := $(filter-out $(addprefix plugin/base/,mn_base_net.c mn_base_params.c mn_base_pjreddie.c mn_base_alexeyab.c mn_bn.c),$(PLUGIN_SRC))
+endif
 PLUGIN_HDR := plugin/darknet_mn.h $(foreach l,$(PLUGIN_LAYERS),$(wildcard plugin/$(l)/*.h))
 PLUGIN_OBJ := $(patsubst plugin/%.c,$(OBJ)/plugin/%.o,$(PLUGIN_SRC))
+ifeq ($(DARKNET),hankai)
+PLUGIN_OBJ += $(OBJ)/plugin/base/mn_base_hankai.o
+endif
 ifeq ($(GPU),1)
 # The device-side kernels (float16 casts, checks), for the same GPUs as Darknet's build.
 NVCC ?= nvcc
@@ -253,6 +283,17 @@ $(OBJ)/plugin/%.o: plugin/%.c $(PLUGIN_HDR) $(DK)/.patched $(OBJ)/.settings
 # vectorize it (the values are the same).
 $(OBJ)/plugin/base/mn_bn.o $(OBJ)/plugin/base/mn_loops.o: private CFLAGS += -fno-trapping-math
 
+ifeq ($(DARKNET),hankai)
+MPICXX ?= mpicxx
+# The fork's headers want its configure (darknet_version.h) and its -D flags.
+HK_CXXFLAGS := -std=gnu++17 -O3 -g -fPIC -Wall -Wextra -Wno-unused-parameter -isystem /usr/include/opencv4
+$(PLUGIN_OBJ) $(OBJ)/main.o: $(LIBDK)
+$(OBJ)/plugin/base/mn_base_hankai.o: plugin/base/mn_base_hankai.cpp $(PLUGIN_HDR) $(DK)/.patched $(OBJ)/.settings
+	@mkdir -p $(dir $@)
+	$(MPICXX) $$(grep -m1 -o '"command": "[^ ]*\( -D[^ ]*\)*' $(HK_BUILD)/compile_commands.json | grep -o ' -D.*') \
+	    $(CPPFLAGS) $(HK_CXXFLAGS) -c $< -o $@
+endif
+
 $(OBJ)/plugin/transport/mn_kernels.o: plugin/transport/mn_kernels.cu plugin/transport/mn_wait.h $(OBJ)/.settings
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
@@ -264,14 +305,8 @@ $(OBJ)/main.o: main.c plugin/darknet_mn.h $(DK)/.patched $(OBJ)/.settings
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-ifeq ($(DARKNET),hankai)
-# No adapter for this base yet (the fork's headers are C++): no pretending.
-$(PROG):
-	$(error darknet-mn does not build on hank-ai's Darknet yet (its adapter is to come); make DARKNET=hankai darknet builds the fork itself)
-else
 $(PROG): $(OBJ)/main.o $(LIBMN) $(LIBDK) $(OBJ)/.settings
 	$(MPICC) $(CFLAGS) $(filter-out %.settings,$^) -o $@ $(LDLIBS)
-endif
 
 print-layers:
 	@echo $(subst $(eval) ,$(comma),$(PLUGIN_LAYERS))

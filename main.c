@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "darknet_mn.h"
+#include "mn_base.h"
 #include "mn_predict.h"
 #include "mn_output.h"
 
@@ -219,6 +220,7 @@ int main(int argc, char **argv)
     mn_comm *c = mn_comm_create(MPI_COMM_WORLD, &s);
     if (c) {
         mn_install_fault_handlers(c);
+        mn_base_init();   /* hank-ai's fatal errors through mn_fatal, before any network */
         /* Before anything loads a network: Darknet allocates on the current device. */
         s = mn_gpu_place(c, l.nogpu);
         if (s != MN_OK) ;

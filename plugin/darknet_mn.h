@@ -8,7 +8,11 @@
 
 #include <stddef.h>
 #include <mpi.h>
+#ifdef MN_BASE_HANKAI
+#include "mn_base_hankai.h"   /* the fork's headers are C++: its types for C */
+#else
 #include "darknet.h"
+#endif
 
 #define MN_VERSION "0.1.0"
 

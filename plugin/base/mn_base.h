@@ -1,7 +1,8 @@
 /* The Darknet underneath: what differs between pjreddie's Darknet (Debian's
  * package) and AlexeyAB's fork, behind one interface. One adapter per base
- * (mn_base_pjreddie.c, mn_base_alexeyab.c); the Makefile's DARKNET= picks it
- * (MN_BASE_ALEXEYAB), and the other file compiles to nothing. The rest of the
+ * (mn_base_pjreddie.c, mn_base_alexeyab.c, mn_base_hankai.cpp); the
+ * Makefile's DARKNET= picks it (MN_BASE_ALEXEYAB, MN_BASE_HANKAI), and the
+ * other files compile to nothing or are left out. The rest of the
  * plugin holds a network * and calls these, never a Darknet function
  * (tests/boundary.py --link checks the objects), so that a C++ base's
  * adapter can define them all with extern "C". */
@@ -10,7 +11,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#ifdef MN_BASE_HANKAI
+#include "mn_base_hankai.h"   /* C++ headers: the types alone, network and layer opaque */
+#else
 #include "darknet.h"
+#endif
 #include "mn_core.h"
 #ifdef MN_BASE_ALEXEYAB
 /* The fork keeps these types out of darknet.h: list, data, box_label. */
@@ -138,8 +143,15 @@ void *mn_base_stream(void);
  * dstTensorDesc at N=1 and keeps the workspace size of the batch it was
  * parsed at). */
 network *mn_base_parse_batch1(const char *cfgfile);
-/* "pjreddie" or "AlexeyAB's". */
+/* "pjreddie", "AlexeyAB's" or "hank-ai's". */
 const char *mn_base_name(void);
+/* Once a process, before any network: the base's own settings (hank-ai's:
+ * its fatal errors through mn_fatal, no CPU training prompt). */
+void mn_base_init(void);
+/* Seeds the base's random numbers (rand() on the C bases; the fork's
+ * per-thread engines too on hank-ai's, its loader threads on streams of
+ * their own), so that a seed gives the same weights and batches. */
+void mn_base_seed(unsigned seed);
 /* parse_network_cfg on the heap (the fork returns the network by value). */
 network *mn_base_parse(const char *cfgfile);
 void mn_base_free(network *net);

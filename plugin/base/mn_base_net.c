@@ -313,6 +313,10 @@ void mn_base_load_weights(network *net, const char *path) { load_weights(net, (c
 void mn_base_resize(network *net, int w, int h) { resize_network(net, w, h); }
 void mn_base_set_batch(network *net, int batch) { set_batch_network(net, batch); }
 
+/* Nothing to set on the C bases: Darknet's error() aborts, which the fault handlers catch. */
+void mn_base_init(void) {}
+void mn_base_seed(unsigned seed) { srand(seed); }
+
 int mn_base_gpu(void) { return gpu_index; }
 void mn_base_set_gpu(int device) { gpu_index = device; }
 #ifdef GPU

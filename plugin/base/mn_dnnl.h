@@ -26,11 +26,18 @@ typedef struct {
  * with its geometry in g; forward and backward replace its own. pool2 says
  * whether maxpool layer l is a plain 2x2 stride-2 pooling of an even input
  * (mn_maxpool2), pool_forward replaces its forward. */
+#ifdef MN_BASE_HANKAI
+/* The layer is opaque in C on hank-ai's base (its forward takes C++
+ * references); no engine there yet (docs/hankai.md), only the slot's size. */
+typedef void (*mn_layer_fn)(void);
+#else
+typedef __typeof__(((layer *)0)->forward) mn_layer_fn;
+#endif
 typedef struct {
     const char *(*refuse)(const layer *l, mn_conv_geom *g);
-    __typeof__(((layer *)0)->forward) forward, backward;
+    mn_layer_fn forward, backward;
     int (*pool2)(const layer *l);
-    __typeof__(((layer *)0)->forward) pool_forward;
+    mn_layer_fn pool_forward;
 } mn_dnnl_ops;
 /* Each adapter's functions (MN_DNNL_OPS defines it); NULL in a DNNL=0 build. */
 const mn_dnnl_ops *mn_base_dnnl_ops(void);

@@ -51,7 +51,7 @@ static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_dat
                 /* Darknet shuffles an image's boxes with rand(), and box order
                  * decides which of two boxes in one cell trains: a stream of the
                  * image's path keeps that the same however ranks split the batch. */
-                srand(mn_stream_seed(0, -2, mn_fnv1a(MN_FNV_SEED, path, strlen(path))));
+                mn_base_seed(mn_stream_seed(0, -2, mn_fnv1a(MN_FNV_SEED, path, strlen(path))));
                 mn_base_fill_truth(net, path, boxes ? boxes : 90, d.y.vals[j * b + i], dc->classes);
             }
         }
@@ -140,7 +140,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
      * from a seed of (seed, rank, iteration), so a resumed run goes on with
      * new data rather than replaying the first batches of its shard. */
     if (!opt->deterministic && !resizes) {
-        srand(mn_stream_seed(opt->seed, c->rank, mn_base_iteration(net)));
+        mn_base_seed(mn_stream_seed(opt->seed, c->rank, mn_base_iteration(net)));
         mn_base_loader_start(loader, 0, 0);
     }
 
@@ -165,7 +165,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
             if (c->rank == 0) printf("resizing to %dx%d on every rank\n", d, d);
             mn_base_free_data(mn_base_loader_wait(loader));   /* a batch of the old size */
             mn_base_resize(net, d, d);
-            srand(mn_stream_seed(opt->seed, c->rank, now));
+            mn_base_seed(mn_stream_seed(opt->seed, c->rank, now));
             mn_base_loader_start(loader, d, d);
         }
         double td = mn_now();
@@ -174,7 +174,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
             if (s != MN_OK) break;
         } else {
             train = mn_base_loader_wait(loader);
-            srand(mn_stream_seed(opt->seed, c->rank, mn_base_iteration(net) + 1));
+            mn_base_seed(mn_stream_seed(opt->seed, c->rank, mn_base_iteration(net) + 1));
             mn_base_loader_start(loader, 0, 0);
         }
         mn_timeline_add(tl, 0, MN_TL_DATA, td, mn_now(), 0, 0, 0);
@@ -367,7 +367,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         s = mn_agree(c, MN_ERR_USER);
         goto out;
     }
-    srand(mn_stream_seed(opt.seed, c->rank, mn_base_iteration(net)));
+    mn_base_seed(mn_stream_seed(opt.seed, c->rank, mn_base_iteration(net)));
     s = opt.deterministic ? mn_bcast_list(c, dc.train, opt.shuffle, opt.seed, &shard)
                           : mn_scatter_list(c, dc.train, opt.shuffle, opt.seed, &shard);
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = mn_agree(c, mn_check_detector_classes(c, datacfg, cfgfile, &dc, net));

@@ -72,6 +72,20 @@ static void on_fatal(int sig)
     mn_die(128 + sig);
 }
 
+void mn_fatal(const char *what)
+{
+    char msg[1024];
+    size_t n = 0;
+    append(msg, &n, sizeof msg, fault_prefix[0] ? fault_prefix : "darknet-mn: fatal: ");
+    append(msg, &n, sizeof msg, what);
+    while (n > 0 && msg[n - 1] == '\n') --n;
+    append(msg, &n, sizeof msg, "; aborting all ranks\n");
+    mn_output_replay();
+    ssize_t r = write(mn_output_error_fd(), msg, n);
+    (void)r;
+    mn_die(1);
+}
+
 void mn_install_fault_handlers(const mn_comm *c)
 {
     snprintf(fault_prefix, sizeof fault_prefix, "darknet-mn: rank %d (%s): fatal: ", c->rank, c->host);

@@ -8,6 +8,10 @@
  * of every rank. A deadline (SIGALRM) _exits the process if MPI_Abort does
  * not return. Async-signal-safe but for MPI_Abort. */
 void mn_die(int code) __attribute__((noreturn));
+/* A fatal error the base reports (hank-ai's darknet_fatal_error, after it
+ * printed its message): "darknet-mn: rank R (host): fatal: what; aborting
+ * all ranks" on the error stream, then mn_die(1). */
+void mn_fatal(const char *what) __attribute__((noreturn));
 /* Seconds mn_die gives MPI_Abort before _exit. */
 #define MN_ABORT_DEADLINE 10
 

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mn_internal.h"
-#include "option_list.h"
 #include "mn_eval.h"
 
 void mn_default_options(mn_options *opt)

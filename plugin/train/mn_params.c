@@ -12,8 +12,6 @@
 #include "mn_internal.h"
 #include "mn_input.h"
 #include "mn_engine.h"
-#include "option_list.h"
-#include "parser.h"
 
 /* Bytes that load_weights reads for layer l (dontload / dontloadscales honoured). */
 static size_t layer_load_bytes(const network *net, int li)
@@ -184,7 +182,7 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
 
     /* Darknet draws the initial weights with rand(), in whatever state MPI's
      * start left it: from the seed instead, the same weights every run. */
-    srand(mn_stream_seed(opt->seed, -3, 0));
+    mn_base_seed(mn_stream_seed(opt->seed, -3, 0));
     network *net = (flags & MN_LOAD_BATCH1) ? mn_base_parse_batch1(cfgfile) : mn_base_parse(cfgfile);
     s = mn_check_net_size(c, net, cfgfile);
     for (int i = 0; i < mn_net_layers(net) && s == MN_OK; ++i) {
