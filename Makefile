@@ -364,6 +364,7 @@ test-alexeyab:
 .PHONY: test-hankai
 test-hankai:
 	BUILD=$(BUILD) ./tests/run_hankai_build.sh
+	BUILD=$(BUILD) ./tests/run_hankai.sh
 # Its CUDA build (GPU=1 CUDNN=1; compiles and links, about 12 minutes on 2 cores).
 .PHONY: test-hankai-gpu
 test-hankai-gpu:

@@ -77,7 +77,7 @@ def check(src, layers, lib):
     rank = {l: i for i, l in enumerate(layers)}
     source = {}
     for l in layers:
-        for path in glob.glob(os.path.join(src, l, "*.c")) + glob.glob(os.path.join(src, l, "*.cu")):
+        for path in [p for e in ("*.c", "*.cpp", "*.cu") for p in glob.glob(os.path.join(src, l, e))]:
             source[os.path.splitext(os.path.basename(path))[0]] = l
     if not os.path.exists(lib):
         return [f"{lib} does not exist (build it first)"], 0, 0
