@@ -19,6 +19,12 @@ extern "C" {
 #include "mn_fault.h"
 }
 
+/* The plugin's C reads device fields and calls the device helpers under
+ * GPU (the Makefile's), the fork under DARKNET_GPU (its CMake's). */
+#if defined(GPU) != defined(DARKNET_GPU)
+#error "GPU=1 needs the fork's CUDA build (DARKNET_GPU), and only then"
+#endif
+
 /* The C copies of the fork's structs (mn_base_hankai_types.h) must keep its
  * layouts: a change in the fork stops the build here. */
 namespace mn_c {
@@ -233,11 +239,43 @@ void mn_layer_set_update(network *net, int i, int which, float *p)
     (which == MN_UPDATE_WEIGHTS ? l.weight_updates : which == MN_UPDATE_BIASES ? l.bias_updates : l.scale_updates) = p;
 }
 
-/* CPU builds: the host arrays are the live ones (the CUDA build of this
- * adapter is not written yet: docs/hankai.md). */
+#ifdef DARKNET_GPU
+/* In a GPU run the device copies are the live ones. mn_layer_params lists
+ * parameters of convolutional and connected layers only, which the fork's
+ * own push and pull functions move (they check every CUDA status and end
+ * through darknet_fatal_error, hence mn_fatal; the pulls wait for the
+ * stream). They take a mutable layer but write only its host arrays
+ * (pull) or device arrays (push). */
+void mn_layer_move(const layer *lp, int to_device)
+{
+    if (Darknet::CfgAndState::get().gpu_index < 0) return;
+    Darknet::Layer &l = const_cast<Darknet::Layer &>(L(lp));
+    if (l.type == T::CONVOLUTIONAL) (to_device ? push_convolutional_layer : pull_convolutional_layer)(l);
+    else if (l.type == T::CONNECTED) (to_device ? push_connected_layer : pull_connected_layer)(l);
+    else mn_base_move_layer(lp, to_device);
+}
+
+/* The fork computes on its get_cuda_stream() (non-blocking under CUDNN, so
+ * not ordered with the legacy stream): the plugin's device work goes there. */
+void *mn_base_stream(void)
+{
+    return Darknet::CfgAndState::get().gpu_index >= 0 ? static_cast<void *>(get_cuda_stream()) : nullptr;
+}
+
+/* The fork's helpers, on its stream, each CUDA status checked there. The
+ * push is asynchronous, as AlexeyAB's: later device work on the stream is
+ * ordered after it; the pull waits for the stream. */
+void mn_base_push(float *dev, float *host, size_t n) { cuda_push_array(dev, host, n); }
+void mn_base_pull(float *dev, float *host, size_t n) { cuda_pull_array(dev, host, n); }
+void mn_base_fill_gpu(int n, float value, float *x) { fill_ongpu(n, value, x, 1); }
+void mn_base_copy_gpu(int n, const float *x, float *y) { copy_ongpu(n, const_cast<float *>(x), 1, y, 1); }
+#else
+/* CPU builds: the host arrays are the live ones. */
 void mn_layer_move(const layer *l, int to_device) { (void)l, (void)to_device; }
-void mn_base_move_layer(const layer *l, int to_device) { (void)l, (void)to_device; }
 void *mn_base_stream(void) { return nullptr; }
+#endif
+/* Every type mn_layer_params lists is moved by mn_layer_move. */
+void mn_base_move_layer(const layer *l, int to_device) { (void)l, (void)to_device; }
 
 network *mn_base_parse(const char *cfgfile) { return C(new Darknet::Network(parse_network_cfg(cfgfile))); }
 /* As the fork's validate_detector_map parses its network. */

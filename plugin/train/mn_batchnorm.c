@@ -4,9 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mn_internal.h"
-#ifdef GPU
-#include "cuda.h"
-#endif
 
 /* The running-statistic arrays of the network, host and device. */
 typedef struct {

@@ -13,9 +13,6 @@
 #include "mn_internal.h"
 #include "mn_overlap.h"
 #include "mn_timeline.h"
-#ifdef GPU
-#include "cuda.h"
-#endif
 
 struct mn_optimizer {
     mn_comm *comm;
