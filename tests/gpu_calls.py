@@ -149,7 +149,7 @@ def main(argv):
     for root in roots:
         for d, _, names in sorted(os.walk(root)):
             for f in sorted(names):
-                if f.endswith((".c", ".h", ".cu")):
+                if f.endswith((".c", ".h", ".cu", ".cpp")):
                     files += 1
                     check_file(os.path.join(d, f), problems)
     for p in problems:

@@ -102,6 +102,17 @@ all_rc() {
         if [ "$3" = nonzero ]; then [ "$rc" != 0 ] || return 1; else [ "$rc" = "$3" ] || return 1; fi
     done
 }
+# gpu_none OUT PROG ARGS...: a GPU build on a machine without a usable GPU
+# stops at start on 2 ranks, each non-zero, rank 0 saying why (mn_gpu_place),
+# for any command (Darknet's layers would abort on their first device
+# buffer, -nogpu or not).
+gpu_none() {
+    local o=$1 prog=$2; shift 2
+    on_ranks "$o" 60 2 -- "$prog" "$@"
+    if all_rc "$o" 2 nonzero && grep -q "this GPU build needs a CUDA device, also with -nogpu" "$o.err.0" && [ ! -s "$o.err.1" ]; then
+        ok "GPU build without a GPU: $prog $1: $(head -1 "$o.err.0")"
+    else bad "GPU build without a GPU: $prog $1: $(rcs "$o" 2); $(cat "$o".err.* | head -3)"; fi
+}
 # rcs OUT NP: the ranks' exit codes, "0 0 " ("none" for a rank that left none).
 rcs() { local r; for ((r = 0; r < $2; ++r)); do cat "$1.rc.$r" 2> /dev/null || echo none; done | tr '\n' ' '; }
 

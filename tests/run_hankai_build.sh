@@ -19,7 +19,10 @@
 # cores, the fork's build 140 s of it; 32 s once built).
 # HANKAI_GPU=1 (make test-hankai-gpu, the CUDA build, longer) checks the
 # GPU=1 CUDNN=1 build instead: the build, the flags, the version compiled
-# in, code for sm_75, 80, 86 and 90 with PTX for 90 (no GPU run here).
+# in, code for sm_75, 80, 86 and 90 with PTX for 90; then darknet-mn on it
+# (GPU=1 CUDNN=1 NCCL=1): it links without warnings of ours, stops at start
+# without a GPU, and passes tests/layers.py, tests/boundary.py (--link the
+# fork's CUDA libdarknet.a) and tests/gpu_calls.py. Nothing runs on a GPU.
 # Skipped (ok) when neither source is here.
 # Run by make test-hankai (env BUILD), or alone from the repository root.
 . "$(dirname "$0")/lib.sh"
@@ -89,6 +92,30 @@ EOF
     if [ "$code" = "ptx_90 sm_75 sm_80 sm_86 sm_90" ]; then ok "hankai GPU build: libdarknet.a holds $code"
     else bad "hankai GPU build: libdarknet.a holds '$code', not ptx_90 sm_75 sm_80 sm_86 sm_90"; fi
     if ldd "$HK" | grep -q libcudnn; then ok "hankai GPU build: $HK links cuDNN"; else bad "hankai GPU build: no cuDNN in ldd $HK"; fi
+
+    # darknet-mn on the fork's CUDA build: compiled and linked, never run on
+    # a GPU here. Our warnings are the compilers' lines naming our files.
+    P=$BUILD/hankai-gpu/darknet_mn
+    t0=$SECONDS
+    if make -s -j"$(nproc)" BUILD="$BUILD" DARKNET=hankai GPU=1 CUDNN=1 NCCL=1 > "$T/mn-build.log" 2>&1 && [ -x "$P" ]; then
+        ok "make DARKNET=hankai GPU=1 CUDNN=1 NCCL=1 builds $P ($((SECONDS - t0)) s)"
+    else bad "make DARKNET=hankai GPU=1 CUDNN=1 NCCL=1 (see $T/mn-build.log)"; tail -5 "$T/mn-build.log"; finish; fi
+    warn=$(grep -E '^(plugin/|main\.c)[^ ]*[:(][0-9]+[^ ]* warning' "$T/mn-build.log" | head -3)
+    if [ -z "$warn" ]; then ok "hankai GPU build of darknet-mn: no warnings in our files"
+    else bad "hankai GPU build of darknet-mn warns: $warn"; fi
+    if ! nvidia-smi -L > /dev/null 2>&1; then gpu_none "$T/gpu-none" "$P" info; fi
+    # Its calls go one way, nothing above base/ reads the network or calls
+    # the fork (its CUDA libdarknet.a), and every CUDA call is checked.
+    LAYERS=$(make -s --no-print-directory print-layers)
+    if python3 tests/layers.py "$LAYERS" "$BUILD/hankai-gpu/libdarknet_mn.a" > "$T/layers.out" 2>&1; then
+        while read -r l; do ok "hankai GPU: ${l#ok   }"; done < "$T/layers.out"
+    else sed 's/^/     /' "$T/layers.out" | cut -c1-600; bad "layers: $BUILD/hankai-gpu/libdarknet_mn.a (tests/layers.py)"; fi
+    if python3 tests/boundary.py "$LAYERS" main.c \
+            --link $(make -s --no-print-directory BUILD="$BUILD" DARKNET=hankai GPU=1 CUDNN=1 NCCL=1 print-link) > "$T/boundary.out" 2>&1; then
+        while read -r l; do ok "hankai GPU: ${l#ok   }"; done < "$T/boundary.out"
+    else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "hankai GPU boundary: reads or calls of the fork above base/ (tests/boundary.py)"; fi
+    if python3 tests/gpu_calls.py plugin > "$T/gpu-calls.out" 2>&1; then ok "hankai GPU: $(tail -1 "$T/gpu-calls.out")"
+    else bad "hankai GPU gpu_calls: $(tail -1 "$T/gpu-calls.out")"; sed 's/^/     /' "$T/gpu-calls.out" | head -20; fi
     finish
 fi
 
