@@ -59,7 +59,7 @@ eq_run np4 4 1 1 communicator=naive; eq_check np4 "4 x 1 through naive"
 { cat "$T/np2-flat.cfg"; echo sync_bn=1; } > "$T/sbn.cfg"
 expect_error "$T/syncbn" 2 "sync_bn=1 (hank-ai's batch norm does not yet average" -- "$P" detector train "$T/y4.data" "$T/sbn.cfg"
 # Rank 0 alone prints the training lines.
-mn "$T/out" 2 detector train "$T/y4.data" "$T/np2-flat.cfg"
+on_ranks "$T/out" 120 2 -- "$P" detector train "$T/y4.data" "$T/np2-flat.cfg"
 if all_rc "$T/out" 2 0 && grep -aq '^3: loss' "$T/out.out.0" && ! grep -aq 'loss' "$T/out.out.1"; then
     ok "hankai: rank 0 alone prints ($(grep -ac . "$T/out.out.0") lines; rank 1: $(grep -ac . "$T/out.out.1"))"
 else bad "hankai rank-0-only output: exit $(rcs "$T/out" 2), rank 1 printed $(grep -ac loss "$T/out.out.1") loss lines"; fi
