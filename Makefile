@@ -124,10 +124,9 @@ ifeq ($(DARKNET),hankai)
 # (C++17) is compiled with the fork's own defines (read from its
 # compile_commands.json) and linked with its OpenCV and C++ runtime.
 CPPFLAGS += -DMN_BASE_HANKAI -I$(DK)/src-lib
-LDLIBS += $(shell pkg-config --libs opencv4 2>/dev/null) -lstdc++
-ifeq ($(GPU),1)
-LDLIBS += -L$(CUDA)/lib64/stubs -lcuda
-endif
+# No -lcuda on its GPU build: the adapter looks up the fork's one driver
+# call at run time, so that a machine without a driver gets our message.
+LDLIBS += $(shell pkg-config --libs opencv4 2>/dev/null) -lstdc++ $(if $(filter 1,$(GPU)),-ldl)
 endif
 ifeq ($(CUDNN),1)
 CPPFLAGS += -DCUDNN

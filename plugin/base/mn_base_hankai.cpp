@@ -11,6 +11,9 @@
 #include <cmath>
 #include <cstddef>
 #include <thread>
+#ifdef DARKNET_GPU
+#include <dlfcn.h>
+#endif
 #include "darknet_internal.hpp"
 #include "weights.hpp"
 extern "C" {
@@ -23,6 +26,23 @@ extern "C" {
  * GPU (the Makefile's), the fork under DARKNET_GPU (its CMake's). */
 #if defined(GPU) != defined(DARKNET_GPU)
 #error "GPU=1 needs the fork's CUDA build (DARKNET_GPU), and only then"
+#endif
+
+#ifdef DARKNET_GPU
+/* The fork's one driver-API call (cuda_get_context, for yolo_v2_class.cpp's
+ * Detector, which darknet-mn never makes), looked up in the driver when
+ * called instead of linked: without -lcuda the program starts where no
+ * driver is installed and says why (mn_gpu_place), as pjreddie's GPU build
+ * does, instead of the loader stopping on libcuda.so.1. */
+extern "C" CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
+{
+    using fn = CUresult (*)(CUcontext *);
+    static const fn f = [] {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        return h ? reinterpret_cast<fn>(dlsym(h, "cuCtxGetCurrent")) : nullptr;
+    }();
+    return f ? f(pctx) : CUDA_ERROR_NO_DEVICE;
+}
 #endif
 
 /* The C copies of the fork's structs (mn_base_hankai_types.h) must keep its
