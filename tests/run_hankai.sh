@@ -2,8 +2,9 @@
 # darknet-mn on hank-ai's Darknet V5 (make DARKNET=hankai; docs/hankai.md),
 # after tests/run_hankai_build.sh built and checked the fork: N x b against
 # 1 x N*b training equivalence of detector train through the CPU
-# communicators (weights to float rounding, seen equal), with subdivisions;
-# sync_bn=1 refused for now; rank-0-only output; a bad key, a missing file
+# communicators (weights to float rounding, seen equal), with subdivisions,
+# and with batch norm: sync_bn=1 equal (patch 0006), sync_bn=0 not;
+# rank-0-only output; a bad key, a missing file
 # and a fatal error of the fork's parser end every rank non-zero with one
 # message; yolov4-tiny-fashion trained 60 iterations on 2 ranks: the fork's
 # own CLI reads its weights (detector map: the detection count and each
@@ -35,7 +36,7 @@ mn_cfg "$T/e.cfg" detector width=128 height=128 batch=4 max_batches=3 learning_r
 seen_of() { od -A n -t u8 -j 12 -N 8 "$1" | tr -d ' '; }
 eq_run() {   # eq_run NAME NP BATCH SUBDIVISIONS [DISTRIBUTED-LINE...]: trains $T/NAME.cfg
     local name=$1 np=$2 b=$3 s=$4; shift 4
-    sed -e "s/^batch=.*/batch=$b/" -e "s/^subdivisions=.*/subdivisions=$s/" "$T/e.cfg" > "$T/$name.cfg"
+    sed -e "s/^batch=.*/batch=$b/" -e "s/^subdivisions=.*/subdivisions=$s/" "${EQ_CFG:-$T/e.cfg}" > "$T/$name.cfg"
     printf '%s\n' "$@" >> "$T/$name.cfg"
     timeout 180 $MPI -n "$np" "$P" detector train "$T/y4.data" "$T/$name.cfg" > "$T/$name.log" 2>&1
 }
@@ -43,11 +44,11 @@ eq_run ref 1 4 1
 R=$T/backup/ref_final.weights
 [ -f "$R" ] && ok "hankai 1 x 4 trained: $(grep -a '^3: loss' "$T/ref.log" | cut -d, -f1), seen $(seen_of "$R")" ||
     { bad "hankai 1 x 4 training (see $T/ref.log)"; tail -3 "$T/ref.log"; finish; }
-eq_check() {   # eq_check NAME WHAT
-    local w=$T/backup/$1_final.weights
+eq_check() {   # eq_check NAME WHAT [REFERENCE]: against $R
+    local w=$T/backup/$1_final.weights ref=${3:-1 x 4}
     if [ -f "$w" ] && "$TEST_BIN/mn_wcmp" "$R" "$w" 1e-5 > "$T/$1.cmp" 2>&1 && [ "$(seen_of "$w")" = "$(seen_of "$R")" ]; then
-        ok "hankai equivalence: $2 = 1 x 4 ($(cat "$T/$1.cmp"))"
-    else bad "hankai equivalence: $2 vs 1 x 4: $(cat "$T/$1.cmp" 2> /dev/null) seen $(seen_of "$w" 2> /dev/null) (see $T/$1.log)"; fi
+        ok "hankai equivalence: $2 = $ref ($(cat "$T/$1.cmp"))"
+    else bad "hankai equivalence: $2 vs $ref: $(cat "$T/$1.cmp" 2> /dev/null) seen $(seen_of "$w" 2> /dev/null) (see $T/$1.log)"; fi
 }
 eq_run sub2 1 4 2; eq_check sub2 "1 x 4 in subdivisions of 2"
 for comm in naive flat single_node; do
@@ -55,9 +56,22 @@ for comm in naive flat single_node; do
 done
 eq_run np2sub 2 2 2 communicator=flat; eq_check np2sub "2 x 2 in subdivisions of 2 through flat"
 eq_run np4 4 1 1 communicator=naive; eq_check np4 "4 x 1 through naive"
-# sync_bn=1 is refused on this base for now (docs/hankai.md): by every rank, naming the key.
-{ cat "$T/np2-flat.cfg"; echo sync_bn=1; } > "$T/sbn.cfg"
-expect_error "$T/syncbn" 2 "sync_bn=1 (hank-ai's batch norm does not yet average" -- "$P" detector train "$T/y4.data" "$T/sbn.cfg"
+# Batch norm (the two 3x3 layers): with sync_bn=1, 2 x 2 normalizes over the
+# 4 images of 1 x 4, to the bound the other bases use; with sync_bn=0 each
+# rank's 2 images, which must differ measurably (else the check could not fail).
+sed 's/^filters=\(8\|16\)$/&\nbatch_normalize=1/' "$T/e.cfg" > "$T/e-bn.cfg"
+EQ_CFG=$T/e-bn.cfg
+eq_run bn 1 4 1; eq_run bnsub 1 4 2
+R=$T/backup/bn_final.weights
+eq_run sbn 2 2 1 communicator=flat sync_bn=1; eq_check sbn "batch norm, sync_bn=1: 2 x 2"
+R=$T/backup/bnsub_final.weights
+eq_run sbnsub 2 2 2 communicator=flat sync_bn=1; eq_check sbnsub "batch norm, sync_bn=1: 2 x 2 in subdivisions of 2" "1 x 4 in subdivisions of 2"
+eq_run nosbn 2 2 1 communicator=flat
+"$TEST_BIN/mn_wcmp" "$T/backup/bn_final.weights" "$T/backup/nosbn_final.weights" 1e30 > "$T/nosbn.cmp" 2>&1
+rel0=$(grep -o 'relative difference [0-9.e+-]*' "$T/nosbn.cmp" | cut -d' ' -f3)
+if [ -n "$rel0" ] && awk "BEGIN{exit !($rel0 > 1e-4)}"; then ok "hankai batch norm, sync_bn=0: 2 x 2 differs from 1 x 4 (relative difference $rel0)"
+else bad "hankai batch norm, sync_bn=0: 2 x 2 vs 1 x 4 relative difference '$rel0' (see $T/nosbn.log)"; fi
+EQ_CFG=; R=$T/backup/ref_final.weights
 # Rank 0 alone prints the training lines.
 on_ranks "$T/out" 120 2 -- "$P" detector train "$T/y4.data" "$T/np2-flat.cfg"
 if all_rc "$T/out" 2 0 && grep -aq '^3: loss' "$T/out.out.0" && ! grep -aq 'loss' "$T/out.out.1"; then

@@ -661,12 +661,17 @@ const char *mn_base_refused_layer(const layer *lp)
 }
 
 /* The fork has no classifier loader (CLASSIFICATION_DATA is gone), and the
- * same keys as AlexeyAB's that break N x b = 1 x N*b. */
+ * same keys as AlexeyAB's that break N x b = 1 x N*b. sync_bn=1 is allowed
+ * on the CPU: patch 0006 hooks its CPU batch norm and sums the statistics in
+ * double; its CUDA batch norm has no hook, so a GPU run would not average. */
 const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 {
-    /* Its hook is called (patch 0006), but 2 x 2 came out 4e-3 from 1 x 4
-     * (AlexeyAB's: 1e-5): refused until that is understood (docs/hankai.md). */
-    if (sync_bn) return "sync_bn=1 (hank-ai's batch norm does not yet average to 1 x N*b; docs/hankai.md)";
+#ifdef GPU
+    if (sync_bn && N(net).gpu_index >= 0)
+        return "sync_bn=1 on the GPU (hank-ai's CUDA batch norm has no statistics hook yet; it runs on the CPU, -nogpu)";
+#else
+    (void)sync_bn;
+#endif
     if (!detector) return "classifier training (hank-ai's Darknet has no classifier loader; detector train only)";
     if (N(net).adversarial_lr > 0) return "adversarial_lr (each rank would draw its own adversarial steps)";
     if (N(net).dynamic_minibatch) return "dynamic_minibatch (each rank's batch would change on its own)";
