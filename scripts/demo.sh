@@ -9,8 +9,11 @@
 # cfg/fashion-det.cfg. make demo DARKNET=alexeyab: cfg/yolov4-tiny-fashion.cfg,
 # whose classifier is its own first 27 layers (up to the stride-32 conv)
 # under a 1x1 conv to the 10 classes, average pool and softmax, at 64x64.
+# make demo DARKNET=hankai: cfg/yolov4-tiny-fashion.cfg from its seeded
+# initial weights, steps 3 and 4 only: hank-ai's Darknet has no classifier
+# loader, so darknet-mn refuses classifier training on it (docs/hankai.md).
 # The iteration counts are the cfgs' with max_batches (and the step
-# schedule) cut for a demo: copies go to build/demo (build/demo-alexeyab).
+# schedule) cut for a demo: copies go to build/demo (build/demo-<base>).
 set -eu
 cd "$(dirname "$0")/.."
 NP=${NP:-2}
@@ -30,6 +33,12 @@ if [ "$DARKNET" = alexeyab ]; then
       awk '/^\[/ { n++ } n >= 2 && n <= 1 + '$BACKBONE cfg/$DET.cfg
       printf '[convolutional]\nfilters=10\nsize=1\nstride=1\npad=1\nactivation=linear\n\n[avgpool]\n\n[softmax]\n'
     } > "$W/$CLS.cfg"
+elif [ "$DARKNET" = hankai ]; then
+    MN=${PROG:-build/hankai-cpu/darknet_mn}
+    W=build/demo-hankai
+    DET_ITERS=${DET_ITERS:-2400}
+    DET=yolov4-tiny-fashion CLS=
+    mkdir -p "$W"
 else
     MN=${PROG:-darknet_mn}
     W=build/demo
@@ -43,18 +52,20 @@ mkdir -p build/backup
 sed -e "s/^max_batches=.*/max_batches=$DET_ITERS/" -e "s/^steps=.*/steps=$((DET_ITERS * 8 / 10)),$((DET_ITERS * 9 / 10))/" \
     -e "s/^eval_interval=.*/eval_interval=$((DET_ITERS / 2))/" cfg/$DET.cfg > "$W/$DET.cfg"
 grep -q '^\[distributed\]' "$W/$DET.cfg" || printf '\n[distributed]\neval_interval=%d\n' $((DET_ITERS / 2)) >> "$W/$DET.cfg"
-rm -f build/backup/${CLS}_final.weights build/backup/${DET}_*.weights
+rm -f ${CLS:+build/backup/${CLS}_final.weights} build/backup/${DET}_*.weights
 run() {   # run LOG CMD...: show the command, keep its output in build/demo/LOG
     local log=$1; shift
     echo "== $*"
     "$@" > "$W/$log.out" 2> "$W/$log.err" || { tail -n 20 "$W/$log.err" "$W/$log.out"; exit 1; }
 }
-run cls $MPI $MN classifier train cfg/fashion.data "$W/$CLS.cfg"
-grep -E "^$CLS_ITERS: " "$W/cls.out"
-run partial $MN partial "$W/$CLS.cfg" build/backup/${CLS}_final.weights "$W/backbone.weights" $BACKBONE
-grep "^darknet-mn: " "$W/partial.out"
-[ "${DEMO_UNTIL:-}" = backbone ] && exit 0   # bench/time_to_map.sh: only the backbone
-run det $MPI $MN detector train data/fashion-det.data "$W/$DET.cfg" "$W/backbone.weights"
+if [ -n "$CLS" ]; then
+    run cls $MPI $MN classifier train cfg/fashion.data "$W/$CLS.cfg"
+    grep -E "^$CLS_ITERS: " "$W/cls.out"
+    run partial $MN partial "$W/$CLS.cfg" build/backup/${CLS}_final.weights "$W/backbone.weights" $BACKBONE
+    grep "^darknet-mn: " "$W/partial.out"
+    [ "${DEMO_UNTIL:-}" = backbone ] && exit 0   # bench/time_to_map.sh: only the backbone
+fi
+run det $MPI $MN detector train data/fashion-det.data "$W/$DET.cfg" ${CLS:+"$W/backbone.weights"}
 grep -E "^$DET_ITERS: |eval mAP" "$W/det.out"
 echo "   chart: build/backup/${DET}_chart.png, log: build/backup/${DET}_log.csv"
 run map $MPI $MN detector map data/fashion-det.data "$W/$DET.cfg" build/backup/${DET}_final.weights

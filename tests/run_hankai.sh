@@ -3,7 +3,10 @@
 # after tests/run_hankai_build.sh built and checked the fork: N x b against
 # 1 x N*b training equivalence of detector train through the CPU
 # communicators (weights to float rounding, seen equal), with subdivisions,
-# and with batch norm: sync_bn=1 equal (patch 0006), sync_bn=0 not;
+# hierarchical and two_dimensional on forced nodes, double_buffering=1;
+# float16 gradients near float32's; overlap=1 and a checkpoint resumed equal
+# to the blocking, uninterrupted run bit for bit; with batch norm, sync_bn=1
+# equal (patch 0006), sync_bn=0 not; classifier training refused;
 # rank-0-only output; a bad key, a missing file
 # and a fatal error of the fork's parser end every rank non-zero with one
 # message; yolov4-tiny-fashion trained 60 iterations on 2 ranks: the fork's
@@ -34,9 +37,10 @@ mn_cfg "$T/e.cfg" detector width=128 height=128 batch=4 max_batches=3 learning_r
     '[convolutional]' '[maxpool]' '[convolutional]' filters=16 '[maxpool]' \
     '[convolutional]' size=1 filters=45 activation=linear '[yolo]' classes=10 -- deterministic=1 shuffle=0
 seen_of() { od -A n -t u8 -j 12 -N 8 "$1" | tr -d ' '; }
-eq_run() {   # eq_run NAME NP BATCH SUBDIVISIONS [DISTRIBUTED-LINE...]: trains $T/NAME.cfg
+eq_run() {   # [MAXB=K] eq_run NAME NP BATCH SUBDIVISIONS [DISTRIBUTED-LINE...]: trains $T/NAME.cfg (K updates, 3 by default)
     local name=$1 np=$2 b=$3 s=$4; shift 4
-    sed -e "s/^batch=.*/batch=$b/" -e "s/^subdivisions=.*/subdivisions=$s/" "${EQ_CFG:-$T/e.cfg}" > "$T/$name.cfg"
+    sed -e "s/^batch=.*/batch=$b/" -e "s/^subdivisions=.*/subdivisions=$s/" -e "s/^max_batches=.*/max_batches=${MAXB:-3}/" \
+        "${EQ_CFG:-$T/e.cfg}" > "$T/$name.cfg"
     printf '%s\n' "$@" >> "$T/$name.cfg"
     timeout 180 $MPI -n "$np" "$P" detector train "$T/y4.data" "$T/$name.cfg" > "$T/$name.log" 2>&1
 }
@@ -72,6 +76,61 @@ rel0=$(grep -o 'relative difference [0-9.e+-]*' "$T/nosbn.cmp" | cut -d' ' -f3)
 if [ -n "$rel0" ] && awk "BEGIN{exit !($rel0 > 1e-4)}"; then ok "hankai batch norm, sync_bn=0: 2 x 2 differs from 1 x 4 (relative difference $rel0)"
 else bad "hankai batch norm, sync_bn=0: 2 x 2 vs 1 x 4 relative difference '$rel0' (see $T/nosbn.log)"; fi
 EQ_CFG=; R=$T/backup/ref_final.weights
+# The two-level communicators on nodes forced by MN_RANKS_PER_NODE (as
+# run_alexeyab.sh does; this host is one node): 2 nodes of 1 rank, and 2 of 2.
+for comm in hierarchical two_dimensional; do
+    MPI="$MPI -x MN_RANKS_PER_NODE=1" eq_run "np2-$comm" 2 2 1 "communicator=$comm"
+    eq_check "np2-$comm" "2 x 2 through $comm on 2 nodes of 1"
+    MPI="$MPI -x MN_RANKS_PER_NODE=2" eq_run "np4-$comm" 4 1 1 "communicator=$comm"
+    eq_check "np4-$comm" "4 x 1 through $comm on 2 nodes of 2"
+    for n in 2 4; do   # the split took: rank 0 names 2 nodes
+        grep -aq "on $n ranks (2 nodes), communicator $comm" "$T/np$n-$comm.log" || bad "hankai $comm on $n ranks: not on 2 nodes (see $T/np$n-$comm.log)"
+    done
+done
+# double_buffering=1 (ChainerMN's): the first update applies nothing, each
+# later one the previous step's mean (burn_in=0: no fresh steps). So 1 step
+# with it keeps the seed's weights (W0, bit for bit), and 2 x 2 with it for 2
+# steps = 1 x 4 without it for 1, on what training changed (mn_wcmp FROM):
+# the weights barely move in a step, a check on them alone would pass anyway.
+MAXB=1 eq_run db1 1 4 1 double_buffering=1
+MAXB=1 eq_run off1 1 4 1
+MAXB=2 eq_run db2 2 2 1 communicator=flat double_buffering=1
+W0=$T/backup/db1_final.weights
+if [ -f "$W0" ] && ! "$TEST_BIN/mn_wcmp" "$T/backup/off1_final.weights" "$W0" 0 > "$T/db0.cmp" 2>&1 &&
+   "$TEST_BIN/mn_wcmp" "$T/backup/db2_final.weights" "$T/backup/off1_final.weights" 1e-5 "$W0" > "$T/db.cmp" 2>&1 &&
+   grep -aq "double_buffering=1" "$T/db2.log"; then
+    ok "hankai double_buffering: 2 x 2, 2 steps with it = 1 x 4, 1 step without it ($(cat "$T/db.cmp")); without it 1 step moves the weights"
+else bad "hankai double_buffering: $(cat "$T/db.cmp" "$T/db0.cmp" 2> /dev/null) (see $T/db2.log)"; fi
+# float16 gradients: near float32's 2 x 2 (the other bases' bound, 5%, here
+# on what training changed), not equal to it.
+eq_run np2-f16 2 2 1 communicator=flat allreduce_grad_dtype=float16
+F16=$T/backup/np2-f16_final.weights F32=$T/backup/np2-flat_final.weights
+if [ -f "$F16" ] && "$TEST_BIN/mn_wcmp" "$F16" "$F32" 0.05 "$W0" > "$T/f16.cmp" 2>&1 && ! "$TEST_BIN/mn_wcmp" "$F16" "$F32" 0 > /dev/null 2>&1; then
+    ok "hankai allreduce_grad_dtype=float16: 2 x 2 near float32's, not equal ($(cat "$T/f16.cmp"))"
+else bad "hankai float16: $(cat "$T/f16.cmp" 2> /dev/null) (see $T/np2-f16.log)"; fi
+# overlap=1: the fork's backward calls the hook (patch 0008) layer by layer,
+# buckets go out during the backward; bit for bit the blocking 2 x 2.
+MPI="$MPI -x MN_PIECE_BYTES=4096" eq_run np2-ov 2 2 1 communicator=flat overlap=1 bucket_mb=0.002 "timeline=$T/ov.json"
+if grep -aq "overlap=1: [0-9]* buckets" "$T/np2-ov.log" && grep -q '"name":"backward"' "$T/ov.json" &&
+   "$TEST_BIN/mn_wcmp" "$T/backup/np2-ov_final.weights" "$F32" 0 > "$T/ov.cmp" 2>&1; then
+    ok "hankai overlap=1 = blocking, bit for bit, 2 x 2 ($(grep -ao '[0-9]* buckets' "$T/np2-ov.log"); $(cat "$T/ov.cmp"))"
+else bad "hankai overlap=1 vs blocking: $(cat "$T/ov.cmp" 2> /dev/null) (see $T/np2-ov.log)"; fi
+# Checkpoint and resume: 2 x 2 stopped at iteration 2 (its checkpoint), then
+# the same cfg to 3 resumes there (seen 8 on) and ends bit for bit on the
+# uninterrupted run's weights.
+MAXB=2 eq_run ck 2 2 1 communicator=flat checkpoint_interval=2
+s2=$(seen_of "$T/backup/ck_final.weights" 2> /dev/null)
+sed -i 's/^max_batches=.*/max_batches=3/' "$T/ck.cfg"
+timeout 180 $MPI -n 2 "$P" detector train "$T/y4.data" "$T/ck.cfg" > "$T/ck-resume.log" 2>&1
+if [ "$s2" = 8 ] && grep -aq "resuming from checkpoint $T/backup/ck.ckpt-2: iteration 2" "$T/ck-resume.log" &&
+   grep -aq '^3: loss' "$T/ck-resume.log" && ! grep -aq '^[12]: loss' "$T/ck-resume.log" &&
+   [ "$(seen_of "$T/backup/ck_final.weights")" = 12 ] && "$TEST_BIN/mn_wcmp" "$T/backup/ck_final.weights" "$F32" 0 > "$T/ck.cmp" 2>&1; then
+    ok "hankai checkpoint: stopped at 2 (seen 8), resumed to 3 (seen 12) = the uninterrupted 2 x 2 ($(cat "$T/ck.cmp"))"
+else bad "hankai checkpoint and resume: seen $s2 at 2, $(cat "$T/ck.cmp" 2> /dev/null) (see $T/ck.log, $T/ck-resume.log)"; fi
+# classifier train: refused on every rank, one message naming the base and where it works.
+printf 'classes=10\ntrain=%s\nvalid=%s\nlabels=%s\nbackup=%s\n' "$T/det/train.list" "$T/det/valid.list" data/fashion.names "$T/cls" > "$T/cls.data"
+mn_cfg "$T/cls.cfg"
+ERROR_LINES=1 expect_error "$T/cls" 2 "classifier training (the fork has no classifier loader: train classifiers with darknet-mn built on AlexeyAB's Darknet, make DARKNET=alexeyab, or pjreddie's, make; detector train works here) is not supported on hank-ai's Darknet" -- "$P" classifier train "$T/cls.data" "$T/cls.cfg"
 # Rank 0 alone prints the training lines.
 on_ranks "$T/out" 120 2 -- "$P" detector train "$T/y4.data" "$T/np2-flat.cfg"
 if all_rc "$T/out" 2 0 && grep -aq '^3: loss' "$T/out.out.0" && ! grep -aq 'loss' "$T/out.out.1"; then

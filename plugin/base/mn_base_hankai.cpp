@@ -672,7 +672,10 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 #else
     (void)sync_bn;
 #endif
-    if (!detector) return "classifier training (hank-ai's Darknet has no classifier loader; detector train only)";
+    /* Says where it works: the caller ends "... is not supported on hank-ai's Darknet". */
+    if (!detector)
+        return "classifier training (the fork has no classifier loader: train classifiers with darknet-mn built on "
+               "AlexeyAB's Darknet, make DARKNET=alexeyab, or pjreddie's, make; detector train works here)";
     if (N(net).adversarial_lr > 0) return "adversarial_lr (each rank would draw its own adversarial steps)";
     if (N(net).dynamic_minibatch) return "dynamic_minibatch (each rank's batch would change on its own)";
     return nullptr;
