@@ -6,10 +6,11 @@
 #  - the counters, ok, bad and finish;
 #  - launches: a command on N ranks under a time limit keeping each rank's
 #    output and exit code (rank_cmd, on_ranks, mn), their checks (all_rc,
-#    rcs), a user error every rank stops on (expect_error), a C test under
-#    mpiexec (on_mpi, unit_test);
+#    rcs), a user error every rank stops on (expect_error), a command line
+#    refused (refused), a job hit mid-training (bg_ranks, rank_signal,
+#    wait_iter, ends_within), a C test under mpiexec (on_mpi, unit_test);
 #  - the data: fashion_slice, suite_folder, fork_y4_cfg and fork_det_data (the
-#    detection set in the forks' layout);
+#    detection set in the forks' layout), shapes_set;
 #  - the cfgs: one generator, mn_cfg, of the tiny classifier and detector.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -115,6 +116,74 @@ gpu_none() {
 }
 # rcs OUT NP: the ranks' exit codes, "0 0 " ("none" for a rank that left none).
 rcs() { local r; for ((r = 0; r < $2; ++r)); do cat "$1.rc.$r" 2> /dev/null || echo none; done | tr '\n' ' '; }
+
+# A job to hit mid-training (tests/run_fault.sh, tests/run_hankai.sh):
+# bg_ranks OUT NP CMD...: CMD on NP ranks in the background (120 s at
+# most), each rank's pid in OUT.pid.<rank>, the job's output in OUT.out and
+# OUT.err, mpiexec's pid in OUT.mpiexec.
+bg_ranks() {
+    local o=$1 np=$2; shift 2
+    rm -f "$o".pid.* "$o".out "$o".err
+    timeout 120 $MPI -n "$np" sh -c "echo \$\$ > $o.pid.\$OMPI_COMM_WORLD_RANK; exec $*" > "$o.out" 2> "$o.err" &
+    echo $! > "$o.mpiexec"
+}
+# rank_signal SIG OUT R: signal rank R of job OUT, only while that pid is
+# still one of our ranks (a pid reused by an unrelated process is left alone).
+rank_signal() {
+    local pid; pid=$(cat "$2.pid.$3" 2> /dev/null) || return 1
+    [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q darknet_mn && kill "-$1" "$pid" 2> /dev/null
+}
+# wait_iter OUT K: until rank 0 reported iteration K (or 60 s); K '[0-9]*':
+# any iteration (a resumed run starts past the first ones).
+wait_iter() {
+    local i
+    for ((i = 0; i < 3000; ++i)); do
+        grep -aq "^$2: loss" "$1.out" 2> /dev/null && return 0
+        sleep 0.02
+    done
+    return 1
+}
+# ends_within OUT SECONDS: mpiexec and every rank gone in time, mpiexec non-zero.
+ends_within() {
+    local o=$1 limit=$2 t0=$SECONDS pid alive
+    local mp; mp=$(cat "$o.mpiexec")
+    while kill -0 "$mp" 2> /dev/null; do
+        if ((SECONDS - t0 > limit)); then echo "mpiexec still running after ${limit}s"; return 1; fi
+        sleep 0.1
+    done
+    wait "$mp"; local rc=$?
+    for pid in $(cat "$o".pid.*); do
+        # Gone, or a zombie not yet reaped (its state in /proc/PID/stat is Z).
+        alive=1; for _ in 1 2 3 4 5 6 7 8 9 10; do
+            if ! kill -0 "$pid" 2> /dev/null || [ "$(awk '{print $3}' "/proc/$pid/stat" 2> /dev/null)" = Z ]; then alive=0; break; fi
+            sleep 0.2
+        done
+        [ $alive = 0 ] || { echo "rank process $pid still alive"; return 1; }
+    done
+    echo "$((SECONDS - t0))s, mpiexec status $rc"
+    [ "$rc" != 0 ]
+}
+# refused DIR PATTERN PROG ARGS...: a command line refused before anything
+# starts (main.c): every rank of 2 exits 2, rank 0 alone prints a line
+# matching PATTERN, DIR (the run's backup folder) stays empty.
+refused() {
+    local dir=$1 pat=$2; shift 2
+    mkdir -p "$dir"
+    on_ranks "$dir" 60 2 -- "$@"
+    if all_rc "$dir" 2 2 && grep -q -- "$pat" "$dir.err.0" && [ ! -s "$dir.err.1" ] && [ -z "$(ls -A "$dir")" ]; then
+        ok "${dir##*/}: $(head -1 "$dir.err.0" | cut -c1-150)"
+    else bad "${dir##*/}: exit $(rcs "$dir" 2): $(cat "$dir".err.* | head -2)"; fi
+}
+# shapes_set DIR LAYOUT: a 3-class shapes set (tests/mn_shapes.c, 8 training
+# and 4 validation images) in DIR with its labels beside the images (LAYOUT
+# beside) or in labels/ (folder), and its obj.data; prints the data file.
+shapes_set() {
+    local s=$1
+    "$TEST_BIN/mn_shapes" "$s" train 8 1 jpg > /dev/null && "$TEST_BIN/mn_shapes" "$s" valid 4 2 jpg > /dev/null || return 1
+    if [ "$2" = beside ]; then mv "$s"/labels/*.txt "$s/images/" && rmdir "$s/labels"; fi
+    printf 'classes=3\ntrain=%s/train.list\nvalid=%s/valid.list\nnames=%s/names.txt\nbackup=%s/backup\n' "$s" "$s" "$s" "$s" > "$s/obj.data"
+    echo "$s/obj.data"
+}
 
 # expect_error OUT NP PATTERN [ENV=VALUE...] -- CMD...: CMD, a user error,
 # on NP ranks within 120 s (on_ranks): every rank exits non-zero, none

@@ -18,57 +18,15 @@ cfg() {   # [BATCH=N] cfg NAME MAXB [distributed lines...]
     printf 'classes=10\ntrain=%s/train.list\nvalid=%s/test.list\nlabels=%s/labels.txt\nbackup=%s/%s\n' "$D" "$D" "$D" "$F" "$n" > "$F/$n.data"
 }
 
-# launch NAME NP: starts training in the background; each rank's pid in $F/NAME.pid.<rank>.
-launch() {
-    local name=$1 np=$2
-    rm -f "$F/$name".pid.* "$F/$name".out "$F/$name".err
-    timeout 120 $MPI -n "$np" sh -c "echo \$\$ > $F/$name.pid.\$OMPI_COMM_WORLD_RANK; exec ./darknet_mn classifier train $F/$name.data $F/$name.cfg" \
-        > "$F/$name.out" 2> "$F/$name.err" &
-    echo $! > "$F/$name.mpiexec"
-}
-# rank_signal SIG NAME R: signal rank R of job NAME, only while that pid is
-# still one of our ranks (a pid reused by an unrelated process is left alone).
-rank_signal() {
-    local pid; pid=$(cat "$F/$2.pid.$3" 2> /dev/null) || return 1
-    [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q darknet_mn && kill "-$1" "$pid" 2> /dev/null
-}
-# wait_iter NAME K: until rank 0 reported iteration K (or 60 s); K '[0-9]*':
-# any iteration (a resumed run starts past the first ones).
-wait_iter() {
-    local i
-    for ((i = 0; i < 3000; ++i)); do
-        grep -q "^$2: loss" "$F/$1.out" 2> /dev/null && return 0
-        sleep 0.02
-    done
-    return 1
-}
-# ends_within NAME SECONDS: mpiexec and every rank gone in time, mpiexec non-zero.
-ends_within() {
-    local name=$1 limit=$2 t0=$SECONDS pid alive
-    local mp; mp=$(cat "$F/$name.mpiexec")
-    while kill -0 "$mp" 2> /dev/null; do
-        if ((SECONDS - t0 > limit)); then echo "mpiexec still running after ${limit}s"; return 1; fi
-        sleep 0.1
-    done
-    wait "$mp"; local rc=$?
-    for pid in $(cat "$F/$name".pid.*); do
-        # Gone, or a zombie not yet reaped (its state in /proc/PID/stat is Z).
-        alive=1; for _ in 1 2 3 4 5 6 7 8 9 10; do
-            if ! kill -0 "$pid" 2> /dev/null || [ "$(awk '{print $3}' "/proc/$pid/stat" 2> /dev/null)" = Z ]; then alive=0; break; fi
-            sleep 0.2
-        done
-        [ $alive = 0 ] || { echo "rank process $pid still alive"; return 1; }
-    done
-    echo "$((SECONDS - t0))s, mpiexec status $rc"
-    [ "$rc" != 0 ]
-}
+# launch NAME NP: starts training in the background (bg_ranks, tests/lib.sh).
+launch() { bg_ranks "$F/$1" "$2" ./darknet_mn classifier train "$F/$1.data" "$F/$1.cfg"; }
 
 # 1. kill -9 one of 4 ranks mid-training.
 cfg kill 400
 launch kill 4
-if wait_iter kill 3; then
-    rank_signal 9 kill 2
-    if took=$(ends_within kill 15) && grep -q "rank 2" "$F/kill.err"; then ok "kill -9 of rank 2 of 4: all gone in $took; $(grep -m1 'rank 2' "$F/kill.err" | cut -c1-120)"
+if wait_iter "$F/kill" 3; then
+    rank_signal 9 "$F/kill" 2
+    if took=$(ends_within "$F/kill" 15) && grep -q "rank 2" "$F/kill.err"; then ok "kill -9 of rank 2 of 4: all gone in $took; $(grep -m1 'rank 2' "$F/kill.err" | cut -c1-120)"
     else bad "kill -9: job did not end within 15 s or rank 2 not named ($(tail -3 "$F/kill.err"))"; fi
 else bad "kill -9: training never reached iteration 3 ($(tail -3 "$F/kill.err"))"; fi
 
@@ -76,18 +34,18 @@ else bad "kill -9: training never reached iteration 3 ($(tail -3 "$F/kill.err"))
 #     on their communication threads, or waiting for the last one.
 cfg killov 400 overlap=1 bucket_mb=0.01
 launch killov 4
-if wait_iter killov 3; then
-    rank_signal 9 killov 2
-    if took=$(ends_within killov 15) && grep -q "rank 2" "$F/killov.err"; then ok "kill -9 of rank 2 of 4 with overlap=1: all gone in $took"
+if wait_iter "$F/killov" 3; then
+    rank_signal 9 "$F/killov" 2
+    if took=$(ends_within "$F/killov" 15) && grep -q "rank 2" "$F/killov.err"; then ok "kill -9 of rank 2 of 4 with overlap=1: all gone in $took"
     else bad "kill -9 with overlap=1: job did not end within 15 s or rank 2 not named ($(tail -3 "$F/killov.err"))"; fi
 else bad "kill -9 with overlap=1: training never reached iteration 3 ($(tail -3 "$F/killov.err"))"; fi
 
 # 2. SIGSEGV on one rank: the fault handler names rank, host and cause.
 cfg segv 400
 launch segv 4
-if wait_iter segv 3; then
-    rank_signal SEGV segv 1
-    if took=$(ends_within segv 15) && grep -q "rank 1 (.*): fatal: SIGSEGV" "$F/segv.err"; then ok "SIGSEGV on rank 1: all gone in $took; $(grep -m1 'fatal: SIGSEGV' "$F/segv.err")"
+if wait_iter "$F/segv" 3; then
+    rank_signal SEGV "$F/segv" 1
+    if took=$(ends_within "$F/segv" 15) && grep -q "rank 1 (.*): fatal: SIGSEGV" "$F/segv.err"; then ok "SIGSEGV on rank 1: all gone in $took; $(grep -m1 'fatal: SIGSEGV' "$F/segv.err")"
     else bad "SIGSEGV: $took; $(grep -c 'fatal: SIGSEGV' "$F/segv.err") handler lines; $(tail -3 "$F/segv.err")"; fi
 else bad "SIGSEGV: training never reached iteration 3"; fi
 
@@ -100,12 +58,12 @@ stall_check() {   # stall_check NAME WHAT [distributed lines...]
     cfg "$name" 400 collective_timeout=4 "$@"
     [ "$name" = stallbn ] && sed -i 's/^\[convolutional\]/[convolutional]\nbatch_normalize=1/' "$F/$name.cfg"
     launch "$name" 3
-    if wait_iter "$name" 3; then
-        rank_signal STOP "$name" 2
-        if took=$(ends_within "$name" 20) && grep -q "rank 2 did not arrive within 4 s\|did not complete in time (collective_timeout=4 s)" "$F/$name.err"; then
+    if wait_iter "$F/$name" 3; then
+        rank_signal STOP "$F/$name" 2
+        if took=$(ends_within "$F/$name" 20) && grep -q "rank 2 did not arrive within 4 s\|did not complete in time (collective_timeout=4 s)" "$F/$name.err"; then
             ok "$what: all gone in $took; $(grep -m1 'did not arrive\|did not complete' "$F/$name.err" | cut -c1-150)"
         else bad "$what: $took $(tail -3 "$F/$name.err")"; fi
-        rank_signal CONT "$name" 2; rank_signal 9 "$name" 2
+        rank_signal CONT "$F/$name" 2; rank_signal 9 "$F/$name" 2
     else bad "$what: training never reached iteration 3"; fi
 }
 stall_check stall "stalled rank 2"
@@ -116,12 +74,12 @@ stall_check stallov "stalled rank 2 with overlap=1" overlap=1 bucket_mb=0.05
 #     deadline still ends the rank, and mpiexec the job.
 cfg hang 400
 MPI="$MPI -x LD_PRELOAD=$(pwd)/$TEST_BIN/mn_hang_abort.so" launch hang 2
-if wait_iter hang 3; then
-    rank_signal SEGV hang 1
-    if took=$(ends_within hang 30) && grep -q "rank 1 (.*): fatal: SIGSEGV" "$F/hang.err"; then
+if wait_iter "$F/hang" 3; then
+    rank_signal SEGV "$F/hang" 1
+    if took=$(ends_within "$F/hang" 30) && grep -q "rank 1 (.*): fatal: SIGSEGV" "$F/hang.err"; then
         ok "SIGSEGV on rank 1 with an MPI_Abort that hangs: all gone in $took"
     else bad "hanging MPI_Abort: $took $(tail -3 "$F/hang.err")"; fi
-    rank_signal 9 hang 1
+    rank_signal 9 "$F/hang" 1
 else bad "hanging MPI_Abort: training never reached iteration 3"; fi
 
 # 4. An image that does not decode in random-sampling mode (Darknet's own
@@ -134,7 +92,7 @@ sed -i "s|^train=.*|train=$F/badimg.list|" "$F/badimg.data"
 sed -i 's/^\[distributed\]/[distributed]\nshuffle=0/' "$F/badimg.cfg"   # the bad paths land in the last rank's shard
 launch badimg 2
 sleep 1
-if took=$(ends_within badimg 30) && grep -q "rank 1 (.*): image $F/gone_.*\.png is not a JPEG/PNG/BMP/TGA image" "$F/badimg.err"; then
+if took=$(ends_within "$F/badimg" 30) && grep -q "rank 1 (.*): image $F/gone_.*\.png is not a JPEG/PNG/BMP/TGA image" "$F/badimg.err"; then
     ok "unreadable image on rank 1 (random loader): all gone in $took; names rank 1 and the file"
 else bad "unreadable image (random loader): $(tail -4 "$F/badimg.err")"; fi
 
@@ -150,8 +108,8 @@ resume_check() {   # resume_check PREFIX WHAT [distributed lines...]
     BATCH=128 cfg "${p}resumed" 20 deterministic=1 shuffle=0 checkpoint_interval=5 checkpoint_keep=2 "$@"
     timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/${p}straight.data" "$F/${p}straight.cfg" > "$F/${p}straight.out" 2> "$F/${p}straight.err"
     launch "${p}resumed" 2
-    if wait_iter "${p}resumed" 12; then rank_signal 9 ${p}resumed 1; fi
-    ends_within "${p}resumed" 15 > /dev/null
+    if wait_iter "$F/${p}resumed" 12; then rank_signal 9 "$F/${p}resumed" 1; fi
+    ends_within "$F/${p}resumed" 15 > /dev/null
     [ -f "$F/${p}resumed/${p}resumed_final.weights" ] && bad "$what: the killed run finished before the kill (too fast to test)"
     gens=$(ls "$F/${p}resumed" | grep -c 'ckpt-[0-9]*$')
     timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/${p}resumed.data" "$F/${p}resumed.cfg" > "$F/${p}resumed2.out" 2> "$F/${p}resumed2.err"
@@ -183,10 +141,10 @@ cfg saves 400 backup_interval=1 checkpoint_interval=1
 intact=1
 for k in 1 2 3; do
     launch saves 2
-    wait_iter saves '[0-9]*' || true
+    wait_iter "$F/saves" '[0-9]*' || true
     sleep 0.0$((k * 3))
-    rank_signal 9 saves 0
-    ends_within saves 15 > /dev/null
+    rank_signal 9 "$F/saves" 0
+    ends_within "$F/saves" 15 > /dev/null
     if ! timeout 60 ./darknet_mn classifier valid "$F/saves.data" "$F/saves.cfg" "$F/saves/saves.backup" > /dev/null 2>&1; then intact=0; fi
 done
 if [ $intact = 1 ] && timeout 60 $MPI -n 2 ./darknet_mn classifier train "$F/saves.data" "$F/saves.cfg" 2> /dev/null | grep -q "resuming from checkpoint" ; then

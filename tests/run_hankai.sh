@@ -9,7 +9,9 @@
 # equal (patch 0006), sync_bn=0 not; classifier training refused;
 # rank-0-only output; a bad key, a missing file
 # and a fatal error of the fork's parser end every rank non-zero with one
-# message; yolov4-tiny-fashion trained 60 iterations on 2 ranks: the fork's
+# message; a rank killed or stalled ends the job within collective_timeout,
+# naming it, no weights written; the tutorial's -dont_show -map -log,
+# -clear and the -gpus refusal; each rank reads its own half of the list; yolov4-tiny-fashion trained 60 iterations on 2 ranks: the fork's
 # own CLI reads its weights (detector map: the detection count and each
 # class's AP to a measured bound; detector test: the same objects), detector
 # map on 2 ranks = 1 rank, and darknet-mn resumes the fork's weights;
@@ -23,7 +25,7 @@ HK=$BUILD/hankai-cpu
 P=$HK/darknet_mn
 PROG=$P   # for mn (lib.sh): this build, not ./darknet_mn
 DK=third_party/darknet-hankai-cpu
-if make -s -j2 DARKNET=hankai "$P" > "$T/build.log" 2>&1 && make -s "$TEST_BIN/mn_wcmp" >> "$T/build.log" 2>&1; then
+if make -s -j2 DARKNET=hankai "$P" > "$T/build.log" 2>&1 && make -s "$TEST_BIN/mn_wcmp" "$TEST_BIN/mn_shapes" >> "$T/build.log" 2>&1; then
     ok "make DARKNET=hankai builds $P"
 else
     bad "make DARKNET=hankai (see $T/build.log)"; tail -5 "$T/build.log"; finish
@@ -150,6 +152,80 @@ if ! rcs "$T/fatal" 2 | grep -qw 0 && [ "$(cat "$T/fatal.rc")" != 0 ] && [ "$(ca
    grep -aq "darknet-mn: rank [01] (.*): fatal: .*aborting all ranks" "$T"/fatal.err.* && ! ls core* > /dev/null 2>&1; then
     ok "hankai fatal error of the fork: every rank exits non-zero ($(rcs "$T/fatal" 2)): $(grep -ah 'fatal: ' "$T"/fatal.err.* | head -1 | cut -c1-160)"
 else bad "hankai fatal error: exit $(rcs "$T/fatal" 2), mpiexec $(cat "$T/fatal.rc"): $(cat "$T"/fatal.err.* | head -3)"; fi
+
+# A rank killed (SIGKILL) or stalled (SIGSTOP) at iteration 3 of 400, on 3
+# ranks with collective_timeout=4 (as tests/run_fault.sh on the other
+# bases): every rank gone within the timeout and a margin, mpiexec
+# non-zero, a message naming rank 2, and no weights file in the backup folder.
+fault_row() {   # fault_row NAME SIG WANT SECONDS
+    local name=$1 sig=$2 want=$3 took held
+    sed 's/^max_batches=.*/max_batches=400/; s/^batch=.*/batch=2/' "$T/e.cfg" > "$T/$name.cfg"
+    printf 'communicator=flat\ncollective_timeout=4\n' >> "$T/$name.cfg"
+    sed "s|^backup=.*|backup=$T/$name|" "$T/y4.data" > "$T/$name.data"
+    bg_ranks "$T/$name" 3 "$P" detector train "$T/$name.data" "$T/$name.cfg"
+    if wait_iter "$T/$name" 3; then
+        rank_signal "$sig" "$T/$name" 2
+        took=$(ends_within "$T/$name" "$4")
+        held=$(ls -A "$T/$name" 2> /dev/null | grep -v '^\.darknet_mn\.lock$' | tr '\n' ' ')
+        if grep -aq "$want" "$T/$name.err" && [[ $took == *"status "[1-9]* ]] && ! grep -q 'weights\|ckpt' <<< "$held"; then
+            ok "hankai $name: SIG$sig to rank 2 of 3 at iteration 3: all gone in $took; $(grep -am1 "$want" "$T/$name.err" | cut -c1-130); backup folder: ${held:-empty}"
+        else bad "hankai $name: $took; backup folder '$held'; $(tail -3 "$T/$name.err")"; fi
+    else bad "hankai $name: training never reached iteration 3 ($(tail -3 "$T/$name.err"))"; fi
+    rank_signal CONT "$T/$name" 2; rank_signal 9 "$T/$name" 2
+}
+fault_row kill KILL "rank 2" 15
+fault_row stall STOP "rank 2 did not arrive within 4 s\|did not complete in time (collective_timeout=4 s)" 20
+
+# The tutorial's command (tests/run_tutorial.sh on the other bases), labels
+# beside the images as the fork's guide has them: 2 ranks train and -map
+# evaluates at max_batches (the other bases' cadence) into _best, -log holds
+# rank 0's output and nothing of it reaches the terminal.
+HS=$(shapes_set "$T/shapes" beside) || bad "hankai: mn_shapes could not write the set"
+mn_cfg "$T/yolo.cfg" detector max_batches=4
+SB=$T/shapes/backup
+on_ranks "$T/tut" 180 2 -- "$P" detector train "$HS" "$T/yolo.cfg" -dont_show -map -log "$T/tut-train.log"
+L=$T/tut-train.log
+if ! all_rc "$T/tut" 2 0; then bad "hankai tutorial: exit codes $(rcs "$T/tut" 2): $(cat "$T"/tut.err.* | head -3)"
+elif grep -q '^darknet-mn: labels:' "$L"; then bad "hankai tutorial: labels beside the images are the fork's own rule: $(grep -m1 labels: "$L")"
+elif ! grep -q '^darknet-mn: -map: evaluating mAP@0.5 every 100 iterations (4 epochs of 8 images, at least 100), not before iteration 10 (burn_in), and at 4 (max_batches)' "$L"; then
+    bad "hankai tutorial: no -map start line in $L"
+elif [ "$(grep -c '^[0-9]*: eval mAP@0.5' "$L")" != 1 ] || ! grep -q '^4: eval mAP@0.5 [0-9.]* on 4 images' "$L"; then
+    bad "hankai tutorial: want one evaluation, at 4: $(grep ': eval' "$L")"
+elif [ ! -s "$SB/yolo_best.weights" ] || [ ! -s "$SB/yolo_final.weights" ]; then bad "hankai tutorial: no _best or _final weights"
+elif grep -aq 'loss' "$T/tut.out.0" "$T/tut.err.0"; then bad "hankai tutorial: rank 0's output reached the terminal despite -log"
+elif ! grep -q '^4: loss' "$L"; then bad "hankai tutorial: $L lacks the training lines"
+else ok "hankai tutorial: detector train ... -dont_show -map -log: $(grep '^4: eval' "$L" | cut -d, -f1); seen $(seen_of "$SB/yolo_final.weights")"; fi
+# -clear: the final weights (iteration 4) trained again from iteration 0,
+# seen counted from 0 (4 updates of 2 x 8: 64).
+on_ranks "$T/clear" 180 2 -- "$P" detector train "$HS" "$T/yolo.cfg" "$SB/yolo_final.weights" -dont_show -clear
+if all_rc "$T/clear" 2 0 && grep -aq "starting from $SB/yolo_final.weights at iteration 0 (-clear: seen set to 0" "$T/clear.out.0" &&
+   grep -aq '^1: loss' "$T/clear.out.0" && grep -aq '^4: loss' "$T/clear.out.0" && [ "$(seen_of "$SB/yolo_final.weights")" = 64 ]; then
+    ok "hankai -clear: from the final weights at iteration 0, 4 updates again, seen 64"
+else bad "hankai -clear: exit $(rcs "$T/clear" 2); $(grep -ah 'starting\|resum' "$T/clear.out.0"); seen $(seen_of "$SB/yolo_final.weights"); $(head -2 "$T/clear.err.0")"; fi
+refused "$T/gpus" "^darknet-mn: -gpus is not used: darknet-mn runs one MPI rank per GPU; launch mpiexec -n 2 $P detector train $HS $T/yolo.cfg -dont_show -map" \
+    "$P" detector train "$HS" "$T/yolo.cfg" -dont_show -map -gpus 0,1
+
+# Scattering: unshuffled (shuffle=0, deterministic=0) rank r reads the r-th
+# half of the list, through the fork's random loader. Eight good images
+# and eight that do not decode (labels beside them): last, the job ends on
+# rank 1 naming one of them and rank 0 never reads one; first, the reverse.
+mkdir -p "$T/bad"
+head -8 "$T/det/train.list" > "$T/good.list"
+for i in 1 2 3 4 5 6 7 8; do
+    printf 'not an image\n' > "$T/bad/bad$i.jpg"; cp "$(sed -n "${i}p" "$T/good.list" | sed 's/\.jpg$/.txt/')" "$T/bad/bad$i.txt"
+    echo "$T/bad/bad$i.jpg"
+done > "$T/bad.list"
+sed 's/^max_batches=.*/max_batches=400/; s/^batch=.*/batch=2/; s/^deterministic=1/deterministic=0/' "$T/e.cfg" > "$T/sc.cfg"
+for order in last first; do
+    if [ $order = last ]; then cat "$T/good.list" "$T/bad.list"; else cat "$T/bad.list" "$T/good.list"; fi > "$T/sc-$order.list"
+    sed "s|^train=.*|train=$T/sc-$order.list|; s|^backup=.*|backup=$T/sc-$order|" "$T/y4.data" > "$T/sc-$order.data"
+    bg_ranks "$T/sc-$order" 2 "$P" detector train "$T/sc-$order.data" "$T/sc.cfg"
+    took=$(ends_within "$T/sc-$order" 60)
+    r=1 o=0; [ $order = first ] && r=0 o=1
+    if grep -aq "rank $r (.*): image $T/bad/bad[1-8]\.jpg is not a" "$T/sc-$order.err" && ! grep -aq "rank $o (.*): image" "$T/sc-$order.err" && [[ $took == *"status "[1-9]* ]]; then
+        ok "hankai scattering: the bad half $order: rank $r alone reads it, all gone in $took; $(grep -aom1 "rank $r (.*): image .*" "$T/sc-$order.err" | cut -c1-120)"
+    else bad "hankai scattering, the bad half $order: $took; $(grep -a 'darknet-mn' "$T/sc-$order.err" | head -3)"; fi
+done
 
 # Weights both ways, on weights that detect (the tiny network above, 3
 # updates, finds nothing): yolov4-tiny-fashion (fork_y4_cfg, as

@@ -21,15 +21,7 @@ U=$G
 if on_mpi "$U/rules.log" 60 1 -- "$TEST_BIN/test_rules" "$U"; then ok "$(grep -m1 '^test_rules:' "$U/rules.log")"
 else bad "test_rules (see $U/rules.log)"; grep FAIL "$U/rules.log" | head -5; fi
 
-# set_of LAYOUT: a 3-class shapes set (tests/mn_shapes.c) with its labels
-# beside the images or in labels/, and its obj.data; prints the data file.
-set_of() {
-    local s=$U/set-$1
-    "$TEST_BIN/mn_shapes" "$s" train 8 1 jpg > /dev/null && "$TEST_BIN/mn_shapes" "$s" valid 4 2 jpg > /dev/null || return 1
-    if [ "$1" = beside ]; then mv "$s"/labels/*.txt "$s/images/" && rmdir "$s/labels"; fi
-    printf 'classes=3\ntrain=%s/train.list\nvalid=%s/valid.list\nnames=%s/names.txt\nbackup=%s/backup\n' "$s" "$s" "$s" "$s" > "$s/obj.data"
-    echo "$s/obj.data"
-}
+set_of() { shapes_set "$U/set-$1" "$1"; }
 # The tiny yolo of tests/lib.sh for 3 classes, 4 updates of 8 images.
 mn_cfg "$U/yolo.cfg" detector max_batches=4
 
@@ -86,14 +78,7 @@ done
 
 # Refused before anything starts, on every base alike (main.c): the reason
 # and what to do instead, every rank exit 2, no file.
-refuse() {   # refuse NAME PATTERN ARGS...
-    local name=$1 pat=$2; shift 2
-    mkdir -p "$U/$name"
-    on_ranks "$U/$name" 60 2 -- "$PROG" "$@"
-    if all_rc "$U/$name" 2 2 && grep -q -- "$pat" "$U/$name.err.0" && [ ! -s "$U/$name.err.1" ] && [ -z "$(ls -A "$U/$name")" ]; then
-        ok "$name: $(head -1 "$U/$name.err.0" | cut -c1-150)"
-    else bad "$name: exit $(rcs "$U/$name" 2): $(cat "$U/$name".err.* | head -2)"; fi
-}
+refuse() { local name=$1 pat=$2; shift 2; refused "$U/$name" "$pat" "$PROG" "$@"; }   # refuse NAME PATTERN ARGS (of $PROG)
 d=$U/set-folder/obj.data
 refuse gpus "^darknet-mn: -gpus is not used: darknet-mn runs one MPI rank per GPU; launch mpiexec -n 2 ./darknet_mn detector train $d $U/yolo.cfg -dont_show -map" \
     detector train "$d" "$U/yolo.cfg" -dont_show -map -gpus 0,1
