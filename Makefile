@@ -158,7 +158,7 @@ endif
 LIBMN := $(OBJ)/libdarknet_mn.a
 LIBDK := $(DK)/libdarknet.a
 
-.PHONY: all deps darknet test demo bench bench-engine bench-time-to-map clean distclean gpu-build
+.PHONY: all deps darknet test demo bench bench-hankai bench-engine bench-time-to-map clean distclean gpu-build
 all: $(PROG)
 
 deps:
@@ -244,6 +244,14 @@ $(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings | $(HK_DEPS)
 $(LIBDK): $(DK)/.patched
 	cmake -S $(DK) -B $(HK_BUILD) --log-level=ERROR $(HK_CMAKE)
 	$(MAKE) -C $(HK_BUILD) -s darknetstatic darknetcli darknet_01_inference_images
+# The fork's CLI from the same patched tree and flags but with OpenMP (its
+# CMake finds it when not disabled): the fork's own CPU training, the peer
+# of make bench-hankai, as darknet-stock-omp is of make bench.
+HK_OMP := $(BUILD)/hankai-omp/src-cli/darknet
+$(HK_OMP): $(LIBDK)
+	cmake -S $(DK) -B $(BUILD)/hankai-omp --log-level=ERROR $(filter-out -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=TRUE,$(HK_CMAKE))
+	grep -q '^OpenMP_CXX_FLAGS:.*openmp' $(BUILD)/hankai-omp/CMakeCache.txt   # found, or the comparison is void
+	$(MAKE) -C $(BUILD)/hankai-omp -s darknetcli
 else
 # Unpack Debian's source package and apply our patches in order.
 DK_SETTINGS := GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS)
@@ -376,6 +384,11 @@ bench: $(PROG) $(STOCK) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
 # ./darknet (about 50 minutes, on a quiet machine): bench/results/time-to-map.txt.
 bench-time-to-map:
 	./bench/time_to_map.sh
+
+# darknet-mn on hank-ai's base against the fork's own CPU training (OpenMP,
+# 2 threads), same cfg, data and global batch: bench/results/hankai-speed.txt.
+bench-hankai:
+	./bench/hankai.sh
 
 # The gemm calls of a training image, timed through this build's gemm (bench/engine.sh).
 $(OBJ)/bench_gemm: bench/gemm_shapes.c $(LIBDK)
