@@ -15,8 +15,14 @@ DARKNET ?= pjreddie
 # reads this Makefile again, so that what follows (pkg-config's flags,
 # whether oneDNN is there) is decided with the packages installed.
 DEPS_STAMP := third_party/deps.mk
+# hank-ai's Darknet adds its own (scripts/deps.sh hankai: cmake, OpenCV,
+# 64-bit OpenBLAS), included alike: its link flags come from pkg-config too.
+HK_DEPS := third_party/deps-hankai.mk
 ifeq ($(filter clean distclean deps,$(MAKECMDGOALS)),)
 include $(DEPS_STAMP)
+ifeq ($(DARKNET),hankai)
+include $(HK_DEPS)
+endif
 endif
 # Darknet's source package, fetched once (what rebuilds Darknet, unlike a re-run of deps.sh).
 DL_STAMP := third_party/dl/.fetched
@@ -197,7 +203,6 @@ else ifeq ($(DARKNET),hankai)
 # "build": its CMake renames a folder of that name in its tree to old_build).
 # deps.sh hankai installs cmake, OpenCV and 64-bit OpenBLAS first.
 HK_BUILD := $(DK)/build-mn
-HK_DEPS := third_party/deps-hankai.stamp
 # The version the fork prints: a clone's own git describe (git run in the
 # copy would describe darknet-mn's repository), else the snapshot's.
 ifneq ($(DARKNET_SRC),)

@@ -45,6 +45,7 @@ mkdir -p "$top/third_party/dl"
 # The Makefile includes this file; its being newer than this script tells
 # make that everything above is installed (make re-reads itself after it).
 echo "# written by scripts/deps.sh: Debian's packages and Darknet's source are installed" > "$top/third_party/deps.mk"
-# The hankai rules' prerequisite: hank-ai's Darknet's packages are here too.
-[ "$hankai" = 1 ] && echo "cmake libopencv-dev libopenblas64-dev" > "$top/third_party/deps-hankai.stamp"
+# With DARKNET=hankai the Makefile includes this one too: hank-ai's
+# Darknet's packages are here, and its pkg-config flags can be read.
+[ "$hankai" = 1 ] && echo "# written by scripts/deps.sh hankai: cmake libopencv-dev libopenblas64-dev are installed" > "$top/third_party/deps-hankai.mk"
 echo "deps: ok"
