@@ -302,7 +302,9 @@ void mn_base_move_layer(const layer *l, int to_device);
 const char *mn_base_refused_layer(const layer *l);
 /* Features this base cannot run in this build (sync_bn: only where every
  * batch-norm site calls the hook; the detector's loader options); NULL when
- * all is well, else why not. */
+ * all is well, else why not. net is NULL on a first call made before the
+ * cfg is parsed: what the task alone rules out (a fork's parser may stop on
+ * a cfg of a task it cannot train, before a refusal with a reason). */
 const char *mn_base_refuse(const network *net, int sync_bn, int detector);
 
 /* The parameter arrays of a layer in weights-file order. grad is the matching

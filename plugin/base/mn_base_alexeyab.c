@@ -269,6 +269,7 @@ const char *mn_base_refused_layer(const layer *l)
  * N x b = 1 x N*b equivalence. */
 const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 {
+    if (!net) return NULL;   /* both tasks train here */
 #ifndef OPENCV
     /* data.c's loader without OpenCV stops in error() at the first batch. */
     if (detector && net->mixup == 2) return "[net] cutmix=1 (the fork's detection loader has no cutmix)";

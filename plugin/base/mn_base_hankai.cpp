@@ -666,16 +666,19 @@ const char *mn_base_refused_layer(const layer *lp)
  * double; its CUDA batch norm has no hook, so a GPU run would not average. */
 const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 {
+    /* Says where it works: the caller ends "... is not supported on hank-ai's Darknet". Judged
+     * before the cfg is parsed (net NULL): the fork's parser stops on the stock classifier
+     * cfgs' crop keys (min_crop, max_crop), which it no longer reads. */
+    if (!detector)
+        return "classifier training (the fork has no classifier loader: train classifiers with darknet-mn built on "
+               "AlexeyAB's Darknet, make DARKNET=alexeyab, or pjreddie's, make; detector train works here)";
+    if (!net) return nullptr;
 #ifdef GPU
     if (sync_bn && N(net).gpu_index >= 0)
         return "sync_bn=1 on the GPU (hank-ai's CUDA batch norm has no statistics hook yet; it runs on the CPU, -nogpu)";
 #else
     (void)sync_bn;
 #endif
-    /* Says where it works: the caller ends "... is not supported on hank-ai's Darknet". */
-    if (!detector)
-        return "classifier training (the fork has no classifier loader: train classifiers with darknet-mn built on "
-               "AlexeyAB's Darknet, make DARKNET=alexeyab, or pjreddie's, make; detector train works here)";
     if (N(net).adversarial_lr > 0) return "adversarial_lr (each rank would draw its own adversarial steps)";
     if (N(net).dynamic_minibatch) return "dynamic_minibatch (each rank's batch would change on its own)";
     return nullptr;

@@ -331,6 +331,13 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         s = mn_agree(c, MN_ERR_USER);
         goto out;
     }
+    /* What the task alone rules out, before a fork's parser can stop on the cfg without the reason. */
+    const char *early = mn_base_refuse(NULL, 0, task == MN_TASK_DETECTOR);
+    if (early) {
+        if (c->rank == 0) mn_error(c, "%s: %s is not supported on %s Darknet", cfgfile, early, mn_base_name());
+        s = mn_agree(c, MN_ERR_USER);
+        goto out;
+    }
     if ((s = mn_load_network(c, cfgfile, weightfile, clear ? MN_LOAD_CLEAR : 0, &net, &opt)) != MN_OK) goto out;
     opt.eval_epochs = map_epochs;
     /* The watchdog, as soon as the cfg gave its timeout: every setup
