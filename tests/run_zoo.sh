@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stock cfgs of both bases (tools/mn_zoo.py; all of them: make zoo): a
+# Stock cfgs of the bases (tools/mn_zoo.py; all of them: make zoo): a
 # subset, each adapted as a user would (64-128 px, 10 classes, batch 2) and
 # trained 3 iterations on 2 ranks, must end as expected: trained (finite
 # loss, weights the base's own ./darknet loads), refused with darknet-mn's
@@ -34,8 +34,8 @@ equiv() {   # equiv BASE MN DARKNET CFGDIR CFGS...
         --wcmp "$TEST_BIN/mn_wcmp" --out "$T/$base-eq" --equiv "$(IFS=,; echo "$*")" > "$T/$base-eq.log" 2>&1
     local c
     for c in "$@"; do
-        if grep -aq "^ok  *$c:" "$T/$base-eq.log"; then ok "equivalence $base $(grep -a "^ok  *$c:" "$T/$base-eq.log" | sed 's/^ok *//')"
-        else bad "equivalence $base $c: $(grep -a "$c" "$T/$base-eq.log" | tail -1) (see $T/$base-eq.log)"; fi
+        if grep -aq "^ok  *$c:" "$T/$base-eq.log"; then ok "equivalence ${label:-$base} $(grep -a "^ok  *$c:" "$T/$base-eq.log" | sed 's/^ok *//')"
+        else bad "equivalence ${label:-$base} $c: $(grep -a "$c" "$T/$base-eq.log" | tail -1) (see $T/$base-eq.log)"; fi
     done
 }
 
@@ -101,5 +101,21 @@ else
     else bad "alexeyab stopbackward=1: exit $rc, frozen layers $(cmp "$w0.20" "$F/frozen_final.weights.20" 2>&1 | head -1) (see $F/train.log)"; fi
     equiv alexeyab "$AB/darknet_mn" "$FK/darknet" "$FK/cfg" yolov4-tiny.cfg yolov7-tiny.cfg darknet19.cfg
     seeds alexeyab "$AB/darknet_mn" yolov4-tiny.cfg
+fi
+
+# hank-ai's base, where make DARKNET=hankai built it (minutes; make test does
+# not build it): two detectors trained and loaded by the fork's own CLI, a
+# classifier refused with the bases that train it, one equivalence row.
+HB=$BUILD/hankai-cpu/darknet_mn
+HK=third_party/darknet-hankai-cpu
+if [ ! -x "$HB" ] || [ ! -x "$HK/build-mn/src-cli/darknet" ]; then
+    ok "hankai-only zoo rows skipped: $HB or the fork's CLI is not built (make DARKNET=hankai)"
+else
+    zoo hankai "$HB" "$HK/build-mn/src-cli/darknet" "$HK/cfg" yolov4-tiny.cfg yolov3-tiny.cfg darknet53.cfg
+    L=$T/hankai.log
+    for c in yolov4-tiny yolov3-tiny; do expect hankai-only "$L" $c.cfg trained 'loss [0-9]'; done
+    # Refused before the fork's parser stops on the cfg's min_crop/max_crop without a reason.
+    expect hankai-only "$L" darknet53.cfg refused "classifier training .*DARKNET=alexeyab.* not supported on hank-ai's Darknet"
+    label=hankai-only equiv hankai "$HB" "$HK/build-mn/src-cli/darknet" "$HK/cfg" yolov4-tiny.cfg
 fi
 finish

@@ -19,7 +19,10 @@ sync_bn, random=0: their updates (weights minus the start, mn_wcmp) must
 agree to --tol, or to 3 times what merely reordering one rank's batch changes
 (Darknet sums batch-norm statistics in float32).
 
-Usage: mn_zoo.py --base pjreddie|alexeyab --mn BIN --darknet BIN --cfgs DIR
+On hank-ai's base (--base hankai) classifier cfgs end as refused: the fork
+has no classifier loader, and darknet-mn's message says which bases train them.
+
+Usage: mn_zoo.py --base pjreddie|alexeyab|hankai --mn BIN --darknet BIN --cfgs DIR
                  --det DIR --cls DIR --wcmp BIN --out DIR [--np 2]
                  [--only a.cfg,b.cfg] [--table FILE] [--equiv a.cfg,...]
 """
@@ -208,7 +211,8 @@ def final_loss(log, iters):
 
 
 def refusal(log, cfg):
-    lines = [l for l in log.splitlines() if l.startswith("darknet-mn:") and cfg in l]
+    # hank-ai's fork ends its own lines with a colour reset, which then heads darknet-mn's next line.
+    lines = [l for l in re.sub(r"\x1b\[[0-9;]*m", "", log).splitlines() if l.startswith("darknet-mn:") and cfg in l]
     return lines[0] if lines else None
 
 
@@ -239,6 +243,14 @@ def trial(a, data, name, secs, what, iters):
 
 def base_loads(a, what, cfg, w, dfile, det_img, cls_img):
     """The base's own binary loads the weights and runs one image through them."""
+    if a.base == "hankai":
+        # The fork prints no "Predicted in"; its -out JSON is written only after the image went through.
+        js = os.path.join(a.out, os.path.basename(cfg)[:-4] + ".own.json")
+        if os.path.exists(js):
+            os.remove(js)
+        cmd = [a.darknet, "detector", "test", "-nocolor", dfile, cfg, w, det_img, "-dont_show", "-out", js]
+        rc, _, log = run(cmd, os.path.join(a.out, os.path.basename(cfg)[:-4] + ".own.log"), a.timeout, cwd=a.out)
+        return rc == 0 and os.path.exists(js) and "frame_id" in open(js).read(), rc
     if what == "detector":
         cmd = [a.darknet, "detector", "test", dfile, cfg, w, det_img]
         if a.base == "alexeyab":
@@ -256,6 +268,9 @@ def nan_verdict(a, what, cfg, dfile):
     cmd = [a.darknet, task, "train", dfile, cfg]
     if a.base == "alexeyab":
         cmd += ["-dont_show"]
+    elif a.base == "hankai":
+        # The fork's CPU training asks before it starts; -yes answers (patch 0016).
+        cmd[3:3] = ["-nocolor", "-dont_show", "-yes"]
     rc, _, log = run(cmd, os.path.join(a.out, os.path.basename(cfg)[:-4] + ".own-train.log"), a.timeout, cwd=a.out)
     also = bool(re.search(r"\b-?(nan|inf)\b", log, re.I))
     return ("nan-too" if also else "FAILED",
@@ -395,7 +410,7 @@ def equiv(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     for k in ("base", "mn", "darknet", "cfgs", "det", "cls", "out", "wcmp"):
-        p.add_argument("--" + k, required=k not in ("wcmp",))
+        p.add_argument("--" + k, required=k not in ("wcmp",), choices=("pjreddie", "alexeyab", "hankai") if k == "base" else None)
     p.add_argument("--np", type=int, default=2)
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--iters", type=int, default=3)
