@@ -679,6 +679,11 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 #else
     (void)sync_bn;
 #endif
+    /* The fork's load_data_detection stops on these at the first batch (data.cpp), after the
+     * ranks' setup; its stock cfgs (yolov4-csp, -p5, -p6, yolov4x-mish...) ship mosaic with letter_box. */
+    if (N(net).mixup == 2 || N(net).mixup == 4) return "[net] cutmix=1 (the fork's detection loader has no cutmix; remove it)";
+    if (N(net).mixup == 3 && N(net).letter_box)
+        return "[net] mosaic=1 with letter_box=1 (the fork's detection loader cannot combine them; set mosaic=0)";
     if (N(net).adversarial_lr > 0) return "adversarial_lr (each rank would draw its own adversarial steps)";
     if (N(net).dynamic_minibatch) return "dynamic_minibatch (each rank's batch would change on its own)";
     return nullptr;
