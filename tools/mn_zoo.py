@@ -6,7 +6,8 @@ Each cfg ends as one of:
   trained  finite loss, weights written, and the base's own ./darknet loads
            them (detector test / classifier predict on one image);
   refused  darknet-mn stopped before training with one `darknet-mn:` line
-           naming the cfg;
+           naming the cfg (on hank-ai's base also: the fork's own fatal error,
+           which its own CLI gives on the same cfg and data too);
   skipped  not trainable by `detector train` or `classifier train` (the
            reason is in the table);
   FAILED   anything else (a crash, a NaN, a hang, a weights file the base
@@ -277,6 +278,22 @@ def nan_verdict(a, what, cfg, dfile):
             "NaN; the base's own ./darknet on the same cfg and data: %s" % ("NaN or Inf too" if also else "no NaN (exit %s)" % rc))
 
 
+def fork_too(a, what, cfg, dfile, log):
+    """hank-ai's fork ships cfgs its own parser or loader stops on (a duplicate
+    key, a key it no longer reads, letter_box with mosaic): darknet-mn's run
+    ended in the fork's fatal error, caught on every rank. The same message from
+    the fork's own CLI on the same cfg and data makes it the fork's refusal, not
+    darknet-mn's failure; returns its detail, or None."""
+    m = re.search(r"^darknet-mn: rank \d+ \([^)]*\): fatal: (.*); aborting all ranks$",
+                  re.sub(r"\x1b\[[0-9;]*m", "", log), re.M)
+    if a.base != "hankai" or what != "detector" or not m or m.group(1).startswith("SIG"):
+        return None
+    cmd = [a.darknet, "detector", "train", "-nocolor", "-dont_show", "-yes", dfile, cfg]
+    _, _, own = run(cmd, os.path.join(a.out, os.path.basename(cfg)[:-4] + ".own-train.log"), a.timeout, cwd=a.out)
+    msg = m.group(1).replace(cfg, os.path.basename(cfg))
+    return "the fork itself stops on it (its own CLI too): %s" % msg if m.group(1) in own else None
+
+
 def size_for(secs, what):
     st = max([s for s in strides(secs) if s >= 1] + [1])
     want = 64 if what == "classifier" else 96
@@ -331,6 +348,10 @@ def zoo(a):
                 outcome, detail = "FAILED", detail + "; the base's own ./darknet did not load the weights (exit %s)" % rc
         elif outcome == "nan":
             outcome, detail = nan_verdict(a, what, cfg, dfile)
+        elif outcome == "FAILED":
+            own = fork_too(a, what, cfg, dfile, open(cfg[:-4] + ".log", errors="replace").read())
+            if own:
+                outcome, detail = "refused", own
         rows.append((name, "%s %dpx" % (what, size), outcome, detail))
         bad += outcome == "FAILED"
         print("%-8s %s (%s %dpx): %s" % (outcome, name, what, size, detail), flush=True)
