@@ -280,7 +280,8 @@ darknet: $(LIBDK)
 # (pkg-config's answer, oneDNN's header), rebuilds what it touches.
 OBJ_SETTINGS := $(MPICC) $(CPPFLAGS) $(CFLAGS) $(LDLIBS) $(NVFLAGS)
 $(OBJ)/.settings: private TEXT := $(OBJ_SETTINGS)
-$(DK).settings: private TEXT := $(DK_SETTINGS)
+# The patch list too: a patch removed (no file newer) must unpack the tree anew.
+$(DK).settings: private TEXT := $(DK_SETTINGS) patches: $(notdir $(PATCHES))
 %.settings: FORCE
 	@mkdir -p $(@D)
 	@echo '$(TEXT)' | cmp -s - $@ || echo '$(TEXT)' > $@

@@ -103,13 +103,13 @@ else
     seeds alexeyab "$AB/darknet_mn" yolov4-tiny.cfg
 fi
 
-# hank-ai's base, where make DARKNET=hankai built it (minutes; make test does
-# not build it): two detectors trained and loaded by the fork's own CLI, a
-# classifier refused with the bases that train it, one equivalence row.
+# hank-ai's base (built here unless run_hankai.sh built it before): two
+# detectors trained and loaded by the fork's own CLI, a classifier refused
+# with the bases that train it, one equivalence row.
 HB=$BUILD/hankai-cpu/darknet_mn
 HK=third_party/darknet-hankai-cpu
-if [ ! -x "$HB" ] || [ ! -x "$HK/build-mn/src-cli/darknet" ]; then
-    ok "hankai-only zoo rows skipped: $HB or the fork's CLI is not built (make DARKNET=hankai)"
+if ! make -s -j2 DARKNET=hankai "$HB" > "$T/hankai-build.log" 2>&1 || [ ! -x "$HK/build-mn/src-cli/darknet" ]; then
+    bad "hankai-only zoo rows: make DARKNET=hankai did not build $HB and the fork's CLI (see $T/hankai-build.log)"
 else
     zoo hankai "$HB" "$HK/build-mn/src-cli/darknet" "$HK/cfg" yolov4-tiny.cfg yolov3-tiny.cfg darknet53.cfg
     L=$T/hankai.log
