@@ -47,10 +47,13 @@ fashion_slice() {
 # the forks' layout in $T/det, each label file beside its image (AlexeyAB's
 # replace_image_to_label maps only COCO's and VOC's folders), and $T/y4.data
 # naming it, backups in $T/backup; non-zero when the set cannot be made.
-# fork_y4_cfg OUT: cfg/yolov4-tiny-fashion.cfg for 60 iterations at the full
-# rate from the start (no burn-in), the short detector both forks' suites train.
+# fork_y4_cfg OUT: cfg/yolov4-tiny-fashion.cfg for 60 iterations at half the
+# full rate from the start (no burn-in), the short detector both forks'
+# suites train. At the full rate, 0.01, hank-ai's run went NaN at iteration
+# 50 on an AVX-512 machine (loss 2 to 49 at 46-47) and not on others; at
+# 0.005 and 0.003 no loss after iteration 20 passed 2.9 there.
 fork_y4_cfg() {
-    sed 's/^max_batches=.*/max_batches=60/; s/^burn_in=.*/burn_in=0/; s/^learning_rate=.*/learning_rate=0.01/' \
+    sed 's/^max_batches=.*/max_batches=60/; s/^burn_in=.*/burn_in=0/; s/^learning_rate=.*/learning_rate=0.005/' \
         cfg/yolov4-tiny-fashion.cfg > "$1"
 }
 fork_det_data() {
@@ -212,13 +215,15 @@ on_mpi() {
 }
 # summary LOG: a C test's longest result line (other ranks' output may share its line).
 summary() { grep -ao 'test_[a-z]*: .*' "$1" | awk 'length > length(best) { best = $0 } END { print best }'; }
-# unit_test NAME NP [ENV=VALUE...] -- CMD...: a C test on NP ranks within 60 s
-# (on_mpi, log $T/NAME.log): ok with its summary, or its FAIL lines.
+# unit_test NAME NP [ENV=VALUE...] -- CMD...: a C test on NP ranks within 300 s
+# (on_mpi, log $T/NAME.log): ok with its summary, or its FAIL lines. The
+# limit only catches a hang: 4 ranks on 2 busy cores took 69 s for a test
+# that takes 12 s on them idle (test_comm with MN_PIECE_BYTES=4004).
 # SUITE_LABEL, where set, begins its name.
 unit_test() {
     local name=$1 np=$2; shift 2
     local label=${SUITE_LABEL:+$SUITE_LABEL }$name
-    if on_mpi "$T/$name.log" 60 "$np" "$@"; then ok "$label: $(summary "$T/$name.log")"
+    if on_mpi "$T/$name.log" 300 "$np" "$@"; then ok "$label: $(summary "$T/$name.log")"
     else bad "$label (see $T/$name.log)"; grep -ah "FAIL" "$T/$name.log" | head -5; fi
 }
 

@@ -10,10 +10,11 @@ unset T D MPI
 if [ "${SANITIZE:-0}" = 1 ]; then exec ./tests/sanitize.sh; fi
 rm -rf "$T" && mkdir -p "$T"
 
-# run_unit NAME NP [ENV=V] -- CMD...: a unit test under mpiexec with a time limit.
+# run_unit NAME NP [ENV=V] -- CMD...: a unit test under mpiexec with a time limit
+# that only catches a hang (unit_test in tests/lib.sh says why it is long).
 run_unit() {
     local name=$1; shift
-    if on_mpi "$T/$name.log" 120 "$@"; then ok "$name"
+    if on_mpi "$T/$name.log" 300 "$@"; then ok "$name"
     else bad "$name (see $T/$name.log)"; tail -5 "$T/$name.log"; fi
 }
 

@@ -50,7 +50,13 @@ SUITE_LABEL=alexeyab
 # resamples), they add layers of two sizes, which the fork's parser asserts
 # against; refused with the layer and both sizes instead.
 PJ_STYLE='/(resnet50|resnet101|resnet152|resnext152-32x4d)\.cfg$'
-unit_test fork-cfgs-accepted 2 -- "$TB/test_cfg" $(ls "$DK"/cfg/*.cfg | grep -Ev "$PJ_STYLE") cfg/*.cfg
+# cspx-p7-mish.cfg lists 20 anchor pairs for num=16 and masks up to 19:
+# refused (Darknet copies every anchor into room for num pairs).
+unit_test fork-cfgs-accepted 2 -- "$TB/test_cfg" $(ls "$DK"/cfg/*.cfg | grep -Ev "$PJ_STYLE|/cspx-p7-mish\.cfg$") cfg/*.cfg
+if ! timeout 60 $MPI -n 2 "$TB/test_cfg" "$DK/cfg/cspx-p7-mish.cfg" > "$T/anchors.log" 2>&1 &&
+   grep -aq "cspx-p7-mish.cfg:[0-9]*: \[yolo\] anchors= lists 20 pairs, more than num=16" "$T/anchors.log"; then
+    ok "alexeyab cspx-p7-mish.cfg refused: $(grep -ao '\[yolo\] anchors=.*' "$T/anchors.log" | head -1)"
+else bad "alexeyab cspx-p7-mish.cfg: not refused for its anchors: $(head -2 "$T/anchors.log")"; fi
 for c in $(ls "$DK"/cfg/*.cfg | grep -E "$PJ_STYLE"); do
     if ! timeout 60 $MPI -n 2 "$TB/test_cfg" "$c" > "$T/pjstyle.log" 2>&1 &&
        grep -aq "$c:[0-9]*: layer 17 (\[shortcut\]) takes layer 16, 32x32, and layer 13, 64x64: AlexeyAB's Darknet adds only layers of one size" "$T/pjstyle.log"; then
@@ -77,7 +83,7 @@ mkdir -p "$T/bnavg" && unit_test "bnavg-np2" 2 -- "$TB/test_bnavg" "$T/bnavg"
 fork_det_data || { bad "make fashion-det-data (see $T/det-data.log)"; finish; }
 
 # YOLOv4-tiny-style, 2 ranks, 60 iterations of 8 images a rank, deterministic
-# data (the same weights on every run), at the full rate from the start.
+# data (the same weights on every run), at half the full rate from the start.
 fork_y4_cfg "$T/y4.cfg"
 printf '\n[distributed]\ndeterministic=1\nsync_bn=1\nbn_average=1\ncheckpoint_interval=30\ncollective_timeout=60\n' >> "$T/y4.cfg"
 W=$T/backup/y4_final.weights
