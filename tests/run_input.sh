@@ -216,6 +216,12 @@ if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
     ls "$I"/det/images/*.jpg > "$I/det.list"
     row det-class-id 1 "$LBL/train0003.txt:2: class id 7 is outside 0..2 \(the cfg's last layer has classes=3\)" - \
         detector train "$(detdata det-class-id "$I/det.list")" "$(detcfg det-class-id)"
+    # Anchors past num, or a mask naming one: Darknet writes or reads past
+    # the layer's biases (AlexeyAB's cspx-p7-mish.cfg has both).
+    row det-anchors-past-num 1 "det-anchors-past-num.cfg:[0-9]+: \[yolo\] anchors= lists 4 pairs, more than num=3: Darknet copies them all into room for num pairs \(set num=4\)" - \
+        detector train "$(detdata det-anchors-past-num "$S/train.list")" "$(detcfg det-anchors-past-num 'anchors=4,4, 8,8, 16,16, 32,32')"
+    row det-mask-past-num 1 "det-mask-past-num.cfg:[0-9]+: \[yolo\] mask=0,1,3 names anchor 3, outside anchors 0..2 of num=3" - \
+        detector train "$(detdata det-mask-past-num "$S/train.list")" "$(detcfg det-mask-past-num mask=0,1,3)"
     # Every label line is 'class x y w h', relative, finite: each mistake of
     # issue 25's table is refused before training, naming file:line and why.
     lab() {   # lab NAME 'LINE' PATTERN: train0003's label file holds LINE

@@ -184,6 +184,17 @@ int mn_base_label_path(const char *path, char *out, size_t cap);
  * last layer's nms_kind and beta_nms, on relative boxes, DIoU not being
  * scale-free). */
 void mn_base_nms(const network *net, detection *dets, int n, int classes, float thresh, int w, int h, int relative);
+/* Relative boxes to pixels of a w x h image: the forks' mn_base_nms, after
+ * their NMS on relative boxes. */
+static inline void mn_base_boxes_to_pixels(detection *dets, int n, int w, int h)
+{
+    for (int i = 0; i < n; ++i) {
+        dets[i].bbox.x *= w;
+        dets[i].bbox.w *= w;
+        dets[i].bbox.y *= h;
+        dets[i].bbox.h *= h;
+    }
+}
 void mn_base_hierarchy(float *pred, int n, tree *hier);
 /* Floats per truth box of the last layer, and one image's truth boxes as the
  * training loader writes them (no augmentation). */

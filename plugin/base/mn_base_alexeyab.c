@@ -144,12 +144,7 @@ void mn_base_nms(const network *net, detection *dets, int n, int classes, float 
     layer l = net->layers[net->n - 1];
     if (l.nms_kind == DEFAULT_NMS) do_nms_sort(dets, n, classes, thresh);
     else diounms_sort(dets, n, classes, thresh, l.nms_kind, l.beta_nms);
-    for (int i = 0; !relative && i < n; ++i) {
-        dets[i].bbox.x *= w;
-        dets[i].bbox.w *= w;
-        dets[i].bbox.y *= h;
-        dets[i].bbox.h *= h;
-    }
+    if (!relative) mn_base_boxes_to_pixels(dets, n, w, h);
 }
 
 void mn_base_hierarchy(float *pred, int n, tree *hier) { hierarchy_predictions(pred, n, hier, 1); }

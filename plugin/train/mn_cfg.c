@@ -395,6 +395,36 @@ static int check_shapes(cfg *g)
     return ok;
 }
 
+/* A detection layer's anchors against its num: Darknet sizes biases for num
+ * pairs and indexes them by mask, but copies every listed anchor (the
+ * fork's yolo parser; pjreddie's yolo and region) and takes any mask: more
+ * pairs than num write past biases, a mask of num or more reads past it
+ * (AlexeyAB's cspx-p7-mish.cfg: 20 pairs, num=16, mask up to 19). */
+static int check_anchors(cfg *g)
+{
+    for (int i = 0; i < g->n; ++i) {
+        const char *k = g->e[i].key;
+        if (g->e[i].val || (strcmp(k, "[yolo]") && strcmp(k, "[Gaussian_yolo]") && strcmp(k, "[region]"))) continue;
+        long num = sec_int(g, i, "num", 1);
+        const entry *a = find(g, i, "anchors"), *m = find(g, i, "mask");
+        int pairs = 0;
+        for (const char *p = a ? a->val : ""; *p; ++p) pairs += *p == ',';
+        pairs = a && a->val[0] ? (pairs + 2) / 2 : 0;
+        if (pairs > num)
+            return fail(g, a->line, "%s anchors= lists %d pairs, more than num=%ld: Darknet copies them all into room for "
+                        "num pairs (set num=%d)", k, pairs, num, pairs);
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", m ? m->val : "");
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            long v;
+            if (parse_long(tok, &v) && (v < 0 || v >= num))
+                return fail(g, m->line, "%s mask=%s names anchor %ld, outside anchors 0..%ld of num=%ld", k, m->val, v,
+                            num - 1, num);
+        }
+    }
+    return 1;
+}
+
 /* "[section]\n" and "key=value\n" lines in order: what every rank must share. */
 static char *normalised(const cfg *g, size_t *len)
 {
@@ -502,7 +532,7 @@ mn_status mn_cfg_read(mn_comm *c, const char *cfgfile, mn_options *opt)
     cfg g = {0};
     mn_options scratch;
     g.file = cfgfile;
-    int ok = read_cfg_file(&g) && check_entries(&g, c->size) && check_shapes(&g) && read_options(&g, opt ? opt : &scratch);
+    int ok = read_cfg_file(&g) && check_entries(&g, c->size) && check_shapes(&g) && check_anchors(&g) && read_options(&g, opt ? opt : &scratch);
     mn_status s = report_lowest(c, !ok, g.err);
     if (s == MN_OK) s = compare_with_rank0(c, &g);
     cfg_free(&g);
