@@ -61,7 +61,7 @@ void *mn_base_stream(void)
 
 void mn_base_free(network *net)
 {
-    mn_dnnl_free(net);
+    mn_dnnl_free(net->layer_engine);
     free_network(*net);
     free(net);
 }
@@ -324,11 +324,21 @@ static void act_backward(const layer *l)
     else gradient_array(l->output, n, l->activation, l->delta);
 }
 
+/* The engine's view of convolutional layer l. */
+static mn_conv conv_view(const layer *l)
+{
+    int dilation = l->dilation < 1 ? 1 : l->dilation;
+    mn_conv v = {l->batch, l->c, l->h, l->w, l->n, l->groups, l->size, l->out_h, l->out_w,
+                 l->stride_y, l->stride_x, dilation, l->pad * dilation, l->weights, l->delta, l->weight_updates};
+    return v;
+}
+
 static void dnnl_forward(layer l, network_state state)
 {
     if (l.train == 0) state.train = 0;   /* frozen, without statistics buffers (patch 0011) */
     int bn = l.batch_normalize && state.train;
-    mn_dnnl_forward(state.net.layer_engine, state.index, &l, state.input, bn ? l.x : l.output);
+    mn_conv v = conv_view(&l);
+    mn_dnnl_forward(state.net.layer_engine, state.index, &v, state.input, bn ? l.x : l.output);
     if (bn) {
         mn_bn_forward(&bn_base, &l, &state.net);
         if (!mn_bn_fuses(&l)) act_forward(&l);
@@ -351,19 +361,16 @@ static void dnnl_backward(layer l, network_state state)
     }
     /* The fork's col2im_cpu_ext zeroes the input gradient before writing it,
      * 1x1 or not (a route's share there is lost, as in its own backward). */
-    mn_dnnl_backward(state.net.layer_engine, state.index, &l, state.input, state.delta, 1);
+    mn_conv v = conv_view(&l);
+    mn_dnnl_backward(state.net.layer_engine, state.index, &v, state.input, state.delta, 1);
 }
 
-static const char *dnnl_refuse(const layer *l, mn_conv_geom *g)
+static const char *dnnl_refuse(const layer *l)
 {
     if (l->antialiasing) return "antialiasing";
     if (l->assisted_excitation) return "assisted_excitation";
     if (l->share_layer) return "share_index";
     if (l->deform) return "deform";
-    g->stride_h = l->stride_y;
-    g->stride_w = l->stride_x;
-    g->dilation = l->dilation < 1 ? 1 : l->dilation;
-    g->pad = l->pad * g->dilation;
     return NULL;
 }
 

@@ -303,7 +303,6 @@ network *mn_base_parse_batch1(const char *cfgfile) { return C(new Darknet::Netwo
 
 void mn_base_free(network *net)
 {
-    mn_dnnl_free(net);
     free_network(N(net));
     delete &N(net);
 }

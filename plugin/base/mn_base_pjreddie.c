@@ -32,7 +32,7 @@ network *mn_base_parse_batch1(const char *cfgfile) { return parse_network_cfg_ba
 void *mn_base_stream(void) { return NULL; }
 void mn_base_free(network *net)
 {
-    mn_dnnl_free(net);
+    mn_dnnl_free(net->layer_engine);
     free_network(net);
 }
 size_t mn_base_iteration(const network *net) { return get_current_batch((network *)net); }
@@ -191,10 +191,19 @@ static void act_backward(const float *y, int n, ACTIVATION a, float *delta)
 /* pjreddie's batch norm (batchnorm_layer.c) for mn_bn.c. */
 static const mn_bn_base bn_base = {.99f, .01f, 0, 1};
 
+/* The engine's view of convolutional layer l. */
+static mn_conv conv_view(const layer *l)
+{
+    mn_conv v = {l->batch, l->c, l->h, l->w, l->n, l->groups, l->size, l->out_h, l->out_w,
+                 l->stride, l->stride, 1, l->pad, l->weights, l->delta, l->weight_updates};
+    return v;
+}
+
 static void dnnl_forward(layer l, network net)
 {
     int bn = l.batch_normalize && net.train;
-    mn_dnnl_forward(net.layer_engine, net.index, &l, net.input, bn ? l.x : l.output);
+    mn_conv v = conv_view(&l);
+    mn_dnnl_forward(net.layer_engine, net.index, &v, net.input, bn ? l.x : l.output);
     if (bn) {
         mn_bn_forward(&bn_base, &l, &net);
         if (!mn_bn_fuses(&l)) act_forward(l.output, l.outputs * l.batch, l.activation);
@@ -216,14 +225,14 @@ static void dnnl_backward(layer l, network net)
         else backward_bias(l.bias_updates, l.delta, l.batch, l.n, l.out_w * l.out_h);
     }
     /* A 1x1 convolution's gemm writes the input gradient (beta 0); col2im adds it. */
-    mn_dnnl_backward(net.layer_engine, net.index, &l, net.input, net.delta, l.size == 1);
+    mn_conv v = conv_view(&l);
+    mn_dnnl_backward(net.layer_engine, net.index, &v, net.input, net.delta, l.size == 1);
 }
 
-static const char *dnnl_refuse(const layer *l, mn_conv_geom *g)
+/* Every convolutional layer but binary and xnor ones goes. */
+static const char *dnnl_refuse(const layer *l)
 {
-    g->stride_h = g->stride_w = l->stride;
-    g->dilation = 1;
-    g->pad = l->pad;
+    (void)l;
     return NULL;
 }
 

@@ -1,4 +1,5 @@
-/* oneDNN convolution for both bases (mn_dnnl.h). Darknet's tensors stay
+/* oneDNN convolution for every base (mn_dnnl.h), on the mn_conv views the
+ * adapters make: no Darknet struct is read here. Darknet's tensors stay
  * plain (NCHW, OIHW / GOIHW); each primitive is created with its layouts
  * left to oneDNN (blocked ones are its fast kernels), and reorders move the
  * tensors in and out of them around each call. The primitives take one
@@ -25,7 +26,7 @@ typedef struct {
 } arg;
 
 typedef struct {
-    int key[6];      /* c, h, w, n, out_h, out_w the primitives were made for */
+    int key[12];     /* the mn_conv sizes the primitives were made for */
     int ready;
     dnnl_primitive_t fwd, bwd_data, bwd_weights;
     arg f_src, f_wei, f_dst;
@@ -42,7 +43,7 @@ struct mn_dnnl {
     int n, hooked;
     int pools;   /* maxpool layers on mn_maxpool2 */
     conv *layers;
-    mn_conv_geom *geom;
+    char *on;    /* layer i is on the engine */
 };
 
 static void check(const mn_dnnl *d, int i, const char *what, dnnl_status_t s)
@@ -129,17 +130,20 @@ static void arg_done(mn_dnnl *d, int i, arg *a)
     run(d, i, "reorder", a->reorder, 2, r);
 }
 
+static size_t conv_inputs(const mn_conv *l) { return (size_t)l->c * l->h * l->w; }
+static size_t conv_outputs(const mn_conv *l) { return (size_t)l->n * l->out_h * l->out_w; }
+static size_t conv_nweights(const mn_conv *l) { return (size_t)l->c / l->groups * l->n * l->size * l->size; }
+
 /* The three primitives of layer i at its current shape. */
-static void conv_make(mn_dnnl *d, int i, const layer *l, conv *v)
+static void conv_make(mn_dnnl *d, int i, const mn_conv *l, conv *v)
 {
-    const mn_conv_geom *g = &d->geom[i];
     int gr = l->groups;
     dnnl_dims_t sd = {1, l->c, l->h, l->w}, dd = {1, l->n, l->out_h, l->out_w};
     dnnl_dims_t wd = {gr, l->n / gr, l->c / gr, l->size, l->size};
     dnnl_dims_t wd4 = {l->n, l->c, l->size, l->size};
-    int ext = (l->size - 1) * g->dilation + 1;
-    dnnl_dims_t st = {g->stride_h, g->stride_w}, dl = {g->dilation - 1, g->dilation - 1}, pl = {g->pad, g->pad};
-    dnnl_dims_t pr = {(l->out_h - 1) * g->stride_h + ext - l->h - g->pad, (l->out_w - 1) * g->stride_w + ext - l->w - g->pad};
+    int ext = (l->size - 1) * l->dilation + 1;
+    dnnl_dims_t st = {l->stride_h, l->stride_w}, dl = {l->dilation - 1, l->dilation - 1}, pl = {l->pad, l->pad};
+    dnnl_dims_t pr = {(l->out_h - 1) * l->stride_h + ext - l->h - l->pad, (l->out_w - 1) * l->stride_w + ext - l->w - l->pad};
     dnnl_memory_desc_t s, w, o, sa, wa, oa;
     check(d, i, "memory_desc_init", dnnl_memory_desc_init_by_tag(&s, 4, sd, dnnl_f32, dnnl_nchw));
     check(d, i, "memory_desc_init", dnnl_memory_desc_init_by_tag(&o, 4, dd, dnnl_f32, dnnl_nchw));
@@ -180,16 +184,17 @@ static void conv_make(mn_dnnl *d, int i, const layer *l, conv *v)
     dnnl_primitive_desc_destroy(fpd);
     dnnl_primitive_desc_destroy(dpd);
     dnnl_primitive_desc_destroy(wpd);
-    v->dw = malloc(sizeof(float) * (size_t)l->nweights);
-    v->dx = malloc(sizeof(float) * (size_t)l->inputs);
+    v->dw = malloc(sizeof(float) * conv_nweights(l));
+    v->dx = malloc(sizeof(float) * conv_inputs(l));
     if (!v->dw || !v->dx) mn_abort(d->comm, "layer %d (convolutional): no memory for oneDNN's gradients", i);
 }
 
 /* Layer i's primitives, made or remade for its current size. */
-static conv *conv_of(mn_dnnl *d, int i, const layer *l)
+static conv *conv_of(mn_dnnl *d, int i, const mn_conv *l)
 {
     conv *v = &d->layers[i];
-    int key[6] = {l->c, l->h, l->w, l->n, l->out_h, l->out_w};
+    int key[12] = {l->c, l->h, l->w, l->n, l->out_h, l->out_w, l->groups, l->size,
+                   l->stride_h, l->stride_w, l->dilation, l->pad};
     if (v->ready && !memcmp(v->key, key, sizeof key)) return v;
     conv_free(v);
     conv_make(d, i, l, v);
@@ -198,86 +203,87 @@ static conv *conv_of(mn_dnnl *d, int i, const layer *l)
     return v;
 }
 
-void mn_dnnl_forward(void *engine, int i, const layer *l, const float *input, float *out)
+int mn_dnnl_forward(void *engine, int i, const mn_conv *l, const float *input, float *out)
 {
     mn_dnnl *d = engine;
+    if (!d || i < 0 || i >= d->n || !d->on[i]) return 0;
     conv *v = conv_of(d, i, l);
     dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, NULL}, {DNNL_ARG_WEIGHTS, arg_in(d, i, &v->f_wei, l->weights)}, {DNNL_ARG_DST, NULL}};
     for (int b = 0; b < l->batch; ++b) {
-        a[0].memory = arg_in(d, i, &v->f_src, input + (size_t)b * l->inputs);
-        a[2].memory = arg_out(d, i, &v->f_dst, out + (size_t)b * l->outputs);
+        a[0].memory = arg_in(d, i, &v->f_src, input + b * conv_inputs(l));
+        a[2].memory = arg_out(d, i, &v->f_dst, out + b * conv_outputs(l));
         run(d, i, "convolution forward", v->fwd, 3, a);
         arg_done(d, i, &v->f_dst);
     }
+    return 1;
 }
 
-void mn_dnnl_backward(void *engine, int i, const layer *l, const float *input, float *delta, int overwrite)
+int mn_dnnl_backward(void *engine, int i, const mn_conv *l, const float *input, float *delta, int overwrite)
 {
     mn_dnnl *d = engine;
+    if (!d || i < 0 || i >= d->n || !d->on[i]) return 0;
     conv *v = conv_of(d, i, l);
+    size_t inputs = conv_inputs(l), nweights = conv_nweights(l);
     /* Forward reordered these weights (Darknet's backward always follows it). */
     dnnl_exec_arg_t w[3] = {{DNNL_ARG_SRC, NULL}, {DNNL_ARG_DIFF_DST, NULL}, {DNNL_ARG_DIFF_WEIGHTS, NULL}};
     dnnl_exec_arg_t x[3] = {{DNNL_ARG_DIFF_DST, NULL}, {DNNL_ARG_WEIGHTS, NULL}, {DNNL_ARG_DIFF_SRC, NULL}};
     if (delta) x[1].memory = arg_in(d, i, &v->d_wei, l->weights);
     for (int b = 0; b < l->batch; ++b) {
-        float *dy = l->delta + (size_t)b * l->outputs;
-        w[0].memory = arg_in(d, i, &v->w_src, input + (size_t)b * l->inputs);
+        float *dy = l->delta + b * conv_outputs(l);
+        w[0].memory = arg_in(d, i, &v->w_src, input + b * inputs);
         w[1].memory = arg_in(d, i, &v->w_dst, dy);
         w[2].memory = arg_out(d, i, &v->w_wei, v->dw);
         run(d, i, "convolution backward weights", v->bwd_weights, 3, w);
         arg_done(d, i, &v->w_wei);
-        for (int k = 0; k < l->nweights; ++k) l->weight_updates[k] += v->dw[k];
+        for (size_t k = 0; k < nweights; ++k) l->weight_updates[k] += v->dw[k];
         if (!delta) continue;
-        float *dxb = delta + (size_t)b * l->inputs, *dx = overwrite ? dxb : v->dx;
+        float *dxb = delta + b * inputs, *dx = overwrite ? dxb : v->dx;
         x[0].memory = arg_in(d, i, &v->d_dst, dy);
         x[2].memory = arg_out(d, i, &v->d_src, dx);
         run(d, i, "convolution backward data", v->bwd_data, 3, x);
         arg_done(d, i, &v->d_src);
         if (!overwrite)
-            for (int k = 0; k < l->inputs; ++k) dxb[k] += dx[k];
+            for (size_t k = 0; k < inputs; ++k) dxb[k] += dx[k];
     }
+    return 1;
 }
 
 int mn_dnnl_install(network *net, const mn_comm *c, const mn_dnnl_ops *ops)
 {
     const char *off = getenv("MN_DNNL");
-    if (off && !strcmp(off, "0")) return 0;
+    if (!ops || (off && !strcmp(off, "0"))) return 0;
+    int n = ops->layers(net);
     mn_dnnl *d = calloc(1, sizeof *d);
-    if (d) d->layers = calloc((size_t)net->n, sizeof *d->layers);
-    if (d) d->geom = calloc((size_t)net->n, sizeof *d->geom);
-    if (!d || !d->layers || !d->geom) mn_abort(c, "no memory for oneDNN's state of %d layers", net->n);
+    if (d) d->layers = calloc((size_t)n, sizeof *d->layers);
+    if (d) d->on = calloc((size_t)n, 1);
+    if (!d || !d->layers || !d->on) mn_abort(c, "no memory for oneDNN's state of %d layers", n);
     d->comm = c;
-    d->n = net->n;
-    for (int i = 0; i < net->n; ++i) {
-        layer *l = &net->layers[i];
-        if (l->type == MAXPOOL && ops->pool2(l)) {
-            l->forward = ops->pool_forward;
-            d->pools++;
-        }
-        if (l->type != CONVOLUTIONAL || l->xnor || l->binary || ops->refuse(l, &d->geom[i])) continue;
+    d->n = n;
+    for (int i = 0; i < n; ++i) {
+        int what = ops->hook(net, i);
+        if (what == MN_DNNL_POOL) d->pools++;
+        if (what != MN_DNNL_CONV) continue;
         if (!d->eng) {
             check(d, i, "engine_create", dnnl_engine_create(&d->eng, dnnl_cpu, 0));
             check(d, i, "stream_create", dnnl_stream_create(&d->stream, d->eng, dnnl_stream_default_flags));
         }
-        l->forward = ops->forward;
-        l->backward = ops->backward;
+        d->on[i] = 1;
         d->hooked++;
     }
-    net->layer_engine = d;
+    *ops->state(net) = d;
     return d->hooked;
 }
 
-void mn_dnnl_free(network *net)
+void mn_dnnl_free(void *engine)
 {
-    mn_dnnl *d = net->layer_engine;
+    mn_dnnl *d = engine;
     if (!d) return;
     for (int i = 0; i < d->n; ++i) conv_free(&d->layers[i]);
     if (d->stream) dnnl_stream_destroy(d->stream);
     if (d->eng) dnnl_engine_destroy(d->eng);
     free(d->layers);
-    free(d->geom);
+    free(d->on);
     free(d);
-    net->layer_engine = NULL;
 }
 
 int mn_dnnl_threads(void)
@@ -300,9 +306,9 @@ int mn_dnnl_engine(char *buf, size_t n)
     return 1;
 }
 
-int mn_dnnl_describe(const network *net, char *buf, size_t n)
+int mn_dnnl_describe(network *net, const mn_dnnl_ops *ops, char *buf, size_t n)
 {
-    const mn_dnnl *d = net->layer_engine;
+    const mn_dnnl *d = ops ? *ops->state(net) : NULL;
     if (!d || !d->hooked) return 0;
     const dnnl_version_t *v = dnnl_version();
     int k = snprintf(buf, n, "oneDNN %d.%d.%d, %d thread%s, %d convolutional layer%s", v->major, v->minor, v->patch,
@@ -318,9 +324,13 @@ int mn_dnnl_install(network *net, const mn_comm *c, const mn_dnnl_ops *ops)
     (void)net, (void)c, (void)ops;
     return 0;
 }
-void mn_dnnl_free(network *net) { (void)net; }
+void mn_dnnl_free(void *engine) { (void)engine; }
 int mn_dnnl_threads(void) { return 0; }
-int mn_dnnl_describe(const network *net, char *buf, size_t n) { (void)net; (void)buf; (void)n; return 0; }
+int mn_dnnl_describe(network *net, const mn_dnnl_ops *ops, char *buf, size_t n)
+{
+    (void)net, (void)ops, (void)buf, (void)n;
+    return 0;
+}
 int mn_dnnl_engine(char *buf, size_t n)
 {
     snprintf(buf, n, "Darknet's im2col + gemm (built without oneDNN: DNNL=0, or libdnnl-dev missing)");

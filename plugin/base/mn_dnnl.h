@@ -1,12 +1,15 @@
 /* Convolutional layers through oneDNN (DNNL=1 builds: MN_DNNL). After the
- * parser, mn_base_dnnl_install swaps a network's convolutional layers'
- * forward and backward for the base adapter's, which run the convolution
- * here, batch norm in training (with leaky or linear) through mn_bn.c, and
- * the rest (bias, other activations, batch norm outside training) through
- * Darknet's own functions or, for leaky, mn_loops.c's loop with the same
- * result; 2x2 stride-2 maxpool layers get mn_loops.c's forward. The state
- * hangs off net->layer_engine (patch 0013, alexeyab 0013). MN_DNNL=0 in the
- * environment keeps Darknet's im2col + gemm path in a DNNL=1 build. */
+ * parser, mn_dnnl_install lets the base adapter put a network's layers on
+ * the engine. On the C bases (pjreddie's, AlexeyAB's) their forward and
+ * backward become the adapter's, which run the convolution here, batch
+ * norm in training (with leaky or linear) through mn_bn.c, and the rest
+ * (bias, other activations, batch norm outside training) through Darknet's
+ * own functions or, for leaky, mn_loops.c's loop with the same result;
+ * 2x2 stride-2 maxpool layers get mn_loops.c's forward. The state hangs
+ * off the network's layer_engine (patches 0013, alexeyab 0013); hank-ai's
+ * base has no engine yet (docs/hankai.md). MN_DNNL=0 in the environment keeps
+ * Darknet's im2col + gemm path in a DNNL=1 build. This file reads no
+ * Darknet struct: the adapters hand it the mn_conv view and mn_dnnl_ops. */
 #ifndef MN_MN_DNNL_H
 #define MN_MN_DNNL_H
 
@@ -14,45 +17,67 @@
 
 typedef struct mn_dnnl mn_dnnl;
 
-/* A convolution's geometry beyond the fields both bases share. */
+/* A convolutional layer as the engine sees it, made by the adapter at each
+ * call (batch, size and update arrays change: set_batch, resize, the
+ * optimizer's arena). Tensors are Darknet's: NCHW, weights OIHW (GOIHW). */
 typedef struct {
+    int batch, c, h, w, n, groups, size, out_h, out_w;
     int stride_h, stride_w;
     int dilation;   /* 1: none */
     int pad;        /* on the top and left; the bottom and right follow from out_h, out_w */
-} mn_conv_geom;
+    const float *weights;
+    float *delta;            /* the gradient at the output */
+    float *weight_updates;   /* the weight gradient is added here */
+} mn_conv;
 
-/* A base's oneDNN layer functions: refuse says why layer l (convolutional,
- * not binary) stays on Darknet's path (NULL: it can go through oneDNN),
- * with its geometry in g; forward and backward replace its own. pool2 says
- * whether maxpool layer l is a plain 2x2 stride-2 pooling of an even input
- * (mn_maxpool2), pool_forward replaces its forward. */
-#ifdef MN_BASE_HANKAI
-/* The layer is opaque in C on hank-ai's base (its forward takes C++
- * references); no engine there yet (docs/hankai.md), only the slot's size. */
-typedef void (*mn_layer_fn)(void);
-#else
-typedef __typeof__(((layer *)0)->forward) mn_layer_fn;
-#endif
+/* What a base's hook did with a layer (mn_dnnl_ops). */
+enum { MN_DNNL_KEEP, MN_DNNL_CONV, MN_DNNL_POOL };
+/* A base's side of the engine. layers: the network's layer count. hook:
+ * puts layer i on the engine where it fits and says what it did
+ * (MN_DNNL_CONV: a convolutional layer whose convolution mn_dnnl_forward
+ * and mn_dnnl_backward now run; MN_DNNL_POOL: a 2x2 stride-2 maxpool of an
+ * even input, now mn_maxpool2's; MN_DNNL_KEEP: Darknet's path, e.g. for a
+ * feature the engine lacks). state: the network's layer_engine field. */
 typedef struct {
-    const char *(*refuse)(const layer *l, mn_conv_geom *g);
-    mn_layer_fn forward, backward;
-    int (*pool2)(const layer *l);
-    mn_layer_fn pool_forward;
+    int (*layers)(const network *net);
+    int (*hook)(network *net, int i);
+    void **(*state)(network *net);
 } mn_dnnl_ops;
-/* Each adapter's functions (MN_DNNL_OPS defines it); NULL in a DNNL=0 build. */
+/* Each adapter's (NULL in a DNNL=0 build). */
 const mn_dnnl_ops *mn_base_dnnl_ops(void);
-#ifdef MN_DNNL
-#define MN_DNNL_OPS(r, f, b, p, pf) static const mn_dnnl_ops mn_dnnl_ops_ = {r, f, b, p, pf}; \
+#if defined MN_DNNL && !defined MN_BASE_HANKAI
+/* The C bases' ops, whose struct layer and network agree: refuse(l) says
+ * why convolutional layer l stays on Darknet's path (NULL: it goes),
+ * conv_fwd and conv_bwd replace its forward and backward; pool2(l) whether
+ * maxpool layer l is a plain 2x2 stride-2 pooling of an even input,
+ * pool_fwd replaces its forward. */
+#define MN_DNNL_OPS(refuse, conv_fwd, conv_bwd, pool2, pool_fwd) \
+    static int mn_dnnl_layers_(const network *net) { return net->n; } \
+    static void **mn_dnnl_state_(network *net) { return &net->layer_engine; } \
+    static int mn_dnnl_hook_(network *net, int i) \
+    { \
+        layer *l = &net->layers[i]; \
+        if (l->type == MAXPOOL && pool2(l)) { \
+            l->forward = pool_fwd; \
+            return MN_DNNL_POOL; \
+        } \
+        if (l->type != CONVOLUTIONAL || l->xnor || l->binary || refuse(l)) return MN_DNNL_KEEP; \
+        l->forward = conv_fwd; \
+        l->backward = conv_bwd; \
+        return MN_DNNL_CONV; \
+    } \
+    static const mn_dnnl_ops mn_dnnl_ops_ = {mn_dnnl_layers_, mn_dnnl_hook_, mn_dnnl_state_}; \
     const mn_dnnl_ops *mn_base_dnnl_ops(void) { return &mn_dnnl_ops_; }
-#else
-#define MN_DNNL_OPS(r, f, b, p, pf) const mn_dnnl_ops *mn_base_dnnl_ops(void) { return NULL; }
+#elif !defined MN_DNNL
+#define MN_DNNL_OPS(refuse, conv_fwd, conv_bwd, pool2, pool_fwd) \
+    const mn_dnnl_ops *mn_base_dnnl_ops(void) { return NULL; }
 #endif
-/* Gives the network's convolutional layers that ops->refuse lets through
- * the adapter's oneDNN forward and backward; returns their count (0 in a
- * DNNL=0 build, under MN_DNNL=0, or for none). c names the rank in errors. */
+/* Hooks the network's layers that ops->hook puts on the engine; returns
+ * how many convolutional layers (0 in a DNNL=0 build, under MN_DNNL=0,
+ * ops NULL, or for none). c names the rank in errors. */
 int mn_dnnl_install(network *net, const mn_comm *c, const mn_dnnl_ops *ops);
-/* Frees net->layer_engine (mn_base_free calls it). */
-void mn_dnnl_free(network *net);
+/* Frees an engine's state (a network's layer_engine; mn_base_free). */
+void mn_dnnl_free(void *engine);
 /* oneDNN's threads for this rank: 1, unless OMP_NUM_THREADS is set (it
  * stands); 0 in a DNNL=0 build. */
 int mn_dnnl_threads(void);
@@ -62,15 +87,16 @@ int mn_dnnl_threads(void);
 int mn_dnnl_engine(char *buf, size_t n);
 /* "oneDNN 2.6.3, 1 thread, 3 convolutional layers" into buf; 0 where
  * mn_dnnl_install hooked nothing or was not run. */
-int mn_dnnl_describe(const network *net, char *buf, size_t n);
+int mn_dnnl_describe(network *net, const mn_dnnl_ops *ops, char *buf, size_t n);
 
-/* For the adapters' hooked functions. out (the layer's output, or its x
- * where mn_bn_forward follows) = layer i's convolution of input (no bias). */
-void mn_dnnl_forward(void *engine, int i, const layer *l, const float *input, float *out);
+/* For the adapters. out (the layer's output, or its x where mn_bn_forward
+ * follows) = layer i's convolution of input (no bias). Returns 0, leaving
+ * out alone, where the engine did not take layer i. */
+int mn_dnnl_forward(void *engine, int i, const mn_conv *l, const float *input, float *out);
 /* l->weight_updates += the weight gradient of l->delta; with delta: the
  * input gradient is added into it, or written over it when overwrite (as
- * the base's own backward does). */
-void mn_dnnl_backward(void *engine, int i, const layer *l, const float *input, float *delta, int overwrite);
+ * the base's own backward does). Returns 0 as mn_dnnl_forward does. */
+int mn_dnnl_backward(void *engine, int i, const mn_conv *l, const float *input, float *delta, int overwrite);
 
 /* mn_loops.c: Darknet's per-element loops without their per-element
  * dispatch, to the bit on finite values. */

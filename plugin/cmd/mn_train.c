@@ -107,7 +107,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         char conv[160] = "", what[128];
         /* Which engine runs the convolutions on the CPU, even where it is not oneDNN. */
         int cpu = mn_gpu_device(c) < 0;
-        if (mn_dnnl_describe(net, what, sizeof what) || (cpu && !mn_dnnl_engine(what, sizeof what)))
+        if (mn_dnnl_describe(net, mn_base_dnnl_ops(), what, sizeof what) || (cpu && !mn_dnnl_engine(what, sizeof what)))
             snprintf(conv, sizeof conv, "; convolution %s", what);
         printf("darknet-mn: rank 0: gemm %s%s; %d loader thread%s (%d core%s, %d rank%s on them); image cache %zu MiB\n",
                gemm, conv, threads, threads > 1 ? "s" : "", cores, cores > 1 ? "s" : "", sharing, sharing > 1 ? "s" : "",
