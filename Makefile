@@ -45,12 +45,8 @@ DK_VARIANT := gpu$(if $(filter 1,$(BLAS)),-blas)
 VARIANT := $(DK_VARIANT)
 else
 BLAS ?= 1
-# hank-ai's base has no layer engine yet (its hook is not ported: docs/hankai.md).
-DNNL_DEFAULT := $(if $(filter hankai,$(DARKNET)),0,$(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),1,0))
+DNNL_DEFAULT := $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),1,0)
 DNNL ?= $(DNNL_DEFAULT)
-ifeq ($(DARKNET),hankai)
-override DNNL := 0
-endif
 DK_VARIANT := cpu$(if $(filter 0,$(BLAS)),-noblas)
 VARIANT := $(DK_VARIANT)$(if $(filter-out $(DNNL_DEFAULT),$(DNNL)),$(if $(filter 1,$(DNNL)),-dnnl,-nodnnl))
 endif
@@ -146,7 +142,8 @@ endif
 PLUGIN_SRC := $(foreach l,$(PLUGIN_LAYERS),$(wildcard plugin/$(l)/*.c))
 ifeq ($(DARKNET),hankai)
 # The C bases' adapters and what reads their struct layer (accessors,
-# parameter lists, the layer engine's batch norm) give way to the C++ adapter.
+# parameter lists, the layer engine's batch norm: on this base the fork's
+# own runs around the engine's convolution) give way to the C++ adapter.
 PLUGIN_SRC := $(filter-out $(addprefix plugin/base/,mn_base_net.c mn_base_params.c mn_base_pjreddie.c mn_base_alexeyab.c mn_bn.c),$(PLUGIN_SRC))
 endif
 PLUGIN_HDR := plugin/darknet_mn.h $(foreach l,$(PLUGIN_LAYERS),$(wildcard plugin/$(l)/*.h))
@@ -372,7 +369,8 @@ $(AB_STOCK): $(AB_SNAPSHOT)
 test-alexeyab:
 	BUILD=$(BUILD) ./tests/run_alexeyab.sh
 
-# hank-ai's base: the fork built and checked, darknet-mn on it, its zoo rows.
+# hank-ai's base: the fork built and checked, darknet-mn on it (its oneDNN
+# engine against the fork's im2col + gemm too), its zoo rows.
 # Not in make test, which keeps to the two C bases and its 12 minutes: the
 # fork needs OpenCV (a large install) and a C++ build of its own; .ci/run runs
 # this after make test.
@@ -380,6 +378,7 @@ test-alexeyab:
 test-hankai: $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) ./tests/run_hankai_build.sh
 	BUILD=$(BUILD) ./tests/run_hankai.sh
+	BUILD=$(BUILD) ./tests/run_hankai_dnnl.sh
 	BUILD=$(BUILD) ZOO_BASES=hankai ./tests/run_zoo.sh
 # Its CUDA build (GPU=1 CUDNN=1; compiles and links, about 12 minutes on 2 cores).
 .PHONY: test-hankai-gpu

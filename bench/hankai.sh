@@ -7,8 +7,10 @@
 #              batch 16, detector train ... -yes -dont_show (no -gpus)
 #   mn-1       build/hankai-cpu/darknet_mn, 1 rank x 16
 #   mn-2       the same, 2 ranks x 8
-# Neither side has oneDNN: both train on the fork's own CPU layers (gemm on
-# OpenBLAS). As bench/speed.sh: a system's images/s is the images of
+# darknet-mn's convolutions run on oneDNN (the default since the engine came
+# to this base; MN_DNNL=0 in the environment keeps the fork's im2col + gemm
+# on OpenBLAS, which results/hankai-speed.txt was measured with); the rest
+# of both is the fork's own CPU layers. As bench/speed.sh: a system's images/s is the images of
 # (LONG - SHORT) updates over the wall time of a LONG-update run minus that of
 # a SHORT-update run, so startup and the final save cancel; the systems
 # alternate within a round; ROUNDS rounds; the median over rounds.

@@ -16,7 +16,9 @@
 # class's AP to a measured bound; detector test: the same objects), detector
 # map on 2 ranks = 1 rank, and darknet-mn resumes the fork's weights;
 # tests/layers.py and tests/boundary.py (--link against the fork's
-# libdarknet.a) on this build.
+# libdarknet.a) on this build. Its convolutions run on oneDNN, the build's
+# default (tests/run_hankai_dnnl.sh checks the engine against the fork's
+# path); the bounds held unchanged with it.
 # Run by make test-hankai (env BUILD), or alone from the repository root.
 . "$(dirname "$0")/lib.sh"
 T=$T/hankai

@@ -303,6 +303,7 @@ network *mn_base_parse_batch1(const char *cfgfile) { return C(new Darknet::Netwo
 
 void mn_base_free(network *net)
 {
+    mn_dnnl_free(N(net).layer_engine);
     free_network(N(net));
     delete &N(net);
 }
@@ -683,7 +684,63 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
     return nullptr;
 }
 
-/* No layer engine on this base yet (docs/hankai.md). */
-const mn_dnnl_ops *mn_base_dnnl_ops(void) { return nullptr; }
-
 }   // extern "C"
+
+#ifdef MN_DNNL
+/* The layer engine (mn_dnnl.c) through patch 0018: the fork's own
+ * forward_ and backward_convolutional_layer run everything but the
+ * convolution, which they hand to these (the im2col + gemm loop forward;
+ * gemm, im2col and col2im backward). So batch norm, bias and activations
+ * are the fork's, and a result differs from its own path by the
+ * convolution's float rounding only. */
+namespace {
+/* What the engine does not take, as on AlexeyAB's (and xnor, binary). */
+bool engine_refuses(const Darknet::Layer &l)
+{
+    return l.type != T::CONVOLUTIONAL || l.xnor || l.binary || l.antialiasing || l.assisted_excitation ||
+           l.share_layer || l.deform;
+}
+
+mn_conv conv_view(Darknet::Layer &l)
+{
+    int dilation = l.dilation < 1 ? 1 : l.dilation;
+    return mn_conv{l.batch, l.c, l.h, l.w, l.n, l.groups, l.size, l.out_h, l.out_w,
+                   l.stride_y, l.stride_x, dilation, l.pad * dilation, l.weights, l.delta, l.weight_updates};
+}
+
+/* Layer index's own forward and backward only: an antialiasing layer's
+ * inner convolution comes with index 0 (refused anyway). */
+bool engine_forward(const Darknet::Network &net, int index, Darknet::Layer &l, const float *input)
+{
+    if (&net.layers[index] != &l) return false;
+    mn_conv v = conv_view(l);
+    return mn_dnnl_forward(net.layer_engine, index, &v, input, l.output);
+}
+
+/* The fork's col2im_cpu_ext writes the input gradient over delta (1x1 too). */
+bool engine_backward(const Darknet::Network &net, int index, Darknet::Layer &l, const float *input, float *delta)
+{
+    if (&net.layers[index] != &l) return false;
+    mn_conv v = conv_view(l);
+    return mn_dnnl_backward(net.layer_engine, index, &v, input, delta, 1);
+}
+
+int engine_layers(const network *net) { return N(net).n; }
+void **engine_state(network *net) { return &N(net).layer_engine; }
+
+int engine_hook(network *net, int i)
+{
+    Darknet::Network &n = N(net);
+    if (engine_refuses(n.layers[i])) return MN_DNNL_KEEP;
+    n.conv_forward = engine_forward;
+    n.conv_backward = engine_backward;
+    return MN_DNNL_CONV;
+}
+
+const mn_dnnl_ops engine_ops = {engine_layers, engine_hook, engine_state};
+}   // namespace
+
+extern "C" const mn_dnnl_ops *mn_base_dnnl_ops(void) { return &engine_ops; }
+#else
+extern "C" const mn_dnnl_ops *mn_base_dnnl_ops(void) { return nullptr; }
+#endif

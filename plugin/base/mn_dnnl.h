@@ -5,9 +5,10 @@
  * norm in training (with leaky or linear) through mn_bn.c, and the rest
  * (bias, other activations, batch norm outside training) through Darknet's
  * own functions or, for leaky, mn_loops.c's loop with the same result;
- * 2x2 stride-2 maxpool layers get mn_loops.c's forward. The state hangs
- * off the network's layer_engine (patches 0013, alexeyab 0013); hank-ai's
- * base has no engine yet (docs/hankai.md). MN_DNNL=0 in the environment keeps
+ * 2x2 stride-2 maxpool layers get mn_loops.c's forward. On hank-ai's the
+ * fork's own forward and backward hand the engine just the convolution
+ * (patch 0018). The state hangs off the network's layer_engine (patches
+ * 0013, alexeyab 0013, hankai 0018). MN_DNNL=0 in the environment keeps
  * Darknet's im2col + gemm path in a DNNL=1 build. This file reads no
  * Darknet struct: the adapters hand it the mn_conv view and mn_dnnl_ops. */
 #ifndef MN_MN_DNNL_H
