@@ -308,3 +308,17 @@ mn_cfg_edit() {
         cur=$((cur + 1))
     fi
 }
+
+# bench_step LABEL BIN: BIN's bench step on cfg/yolov4-tiny-fashion.cfg runs
+# its base's own CPU passes: one step line, every gradient float counted
+# (bench/scale_model.py's count, exactly) and a forward and a backward that
+# took time. (On the forks it read a NULL input buffer: SIGSEGV.)
+bench_step() {
+    local c=cfg/yolov4-tiny-fashion.cfg out got want
+    out=$(timeout 120 "$2" bench step "$c" -iters 2 2>&1)
+    got=$(sed -n 's/^step .* grad_floats=\([0-9]*\) .* forward_s=\([0-9.]*\) backward_s=\([0-9.]*\) .*/\1 \2 \3/p' <<< "$out")
+    want=$(python3 bench/scale_model.py --count "$c" | sed 's/.*grad_floats=//')
+    if [ -n "$got" ] && [ "${got%% *}" = "$want" ] && awk '{ exit !($2 > 0 && $3 > 0) }' <<< "$got"; then
+        ok "$1 bench step $c: $want gradient floats, forward and backward $(cut -d' ' -f2,3 <<< "$got") s"
+    else bad "$1 bench step $c: '$got', want $want floats: $(grep -a 'darknet-mn\|^step' <<< "$out" | head -2)"; fi
+}

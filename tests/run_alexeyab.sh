@@ -64,6 +64,8 @@ for c in $(ls "$DK"/cfg/*.cfg | grep -E "$PJ_STYLE"); do
     else bad "alexeyab $(basename "$c"): not refused with the shortcut's sizes: $(head -2 "$T/pjstyle.log")"; fi
 done
 
+bench_step alexeyab "$AB/darknet_mn"
+
 # Equivalence: every CPU communicator, on the node layouts it takes.
 eq() {   # eq COMM NP [RANKS_PER_NODE]
     local d=$T/eq-$1-$2-${3:-real}

@@ -335,4 +335,6 @@ if python3 tests/boundary.py "$(make -s --no-print-directory print-layers)" main
     while read -r l; do ok "hankai: ${l#ok   }"; done < "$T/boundary.out"
 else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "boundary: network or layer reads or Darknet calls above base/ (tests/boundary.py)"; fi
 
+bench_step hankai "$P"
+
 finish

@@ -98,9 +98,7 @@ void mn_layer_move(const layer *l, int to_device);
  * on the fork. */
 uint64_t mn_net_seen(const network *net);
 void mn_net_set_seen(network *net, uint64_t seen);
-/* The input buffer of a forward pass (batch * inputs floats) and the train
- * flag: bench step runs the passes itself. */
-float *mn_net_input(const network *net);
+/* The train flag: bench step runs the passes itself. */
 void mn_net_set_train(network *net, int train);
 
 /* The update hooks the patches add (0001, 0008), installed together
@@ -282,11 +280,12 @@ void mn_base_top_k(float *a, int n, int k, int *index);
 void mn_base_load_weights(network *net, const char *path);
 void mn_base_resize(network *net, int w, int h);
 void mn_base_set_batch(network *net, int batch);
-/* One forward, backward or update pass on the network's input, timed apart
- * by bench step; nonzero where the base runs no pass alone (the fork's
- * passes take a network_state its train_network makes). */
-int mn_base_forward(network *net);
-int mn_base_backward(network *net);
+/* One forward, backward or update pass, timed apart by bench step, on
+ * input (batch * inputs floats) and no truth boxes; nonzero where the base
+ * runs no pass alone (the forks on a GPU: their device passes take a state
+ * their train_network_datum_gpu makes). */
+int mn_base_forward(network *net, const float *input);
+int mn_base_backward(network *net, const float *input);
 int mn_base_update(network *net);
 /* The GPU networks parsed from now on compute on (Darknet's gpu_index;
  * -1: the CPU). */

@@ -177,11 +177,45 @@ void mn_base_detector_args(network *net, load_args *a)
     a->mosaic_bound = net->mosaic_bound;
 }
 
-/* The fork's passes take a network_state that its train_network makes
- * around them: bench step is pjreddie's only. */
-int mn_base_forward(network *net) { (void)net; return -1; }
-int mn_base_backward(network *net) { (void)net; return -1; }
-int mn_base_update(network *net) { (void)net; return -1; }
+/* The fork's CPU passes take the network_state its train_network_datum
+ * makes; no truth boxes is a zero buffer (every loss layer stops at the
+ * first empty box), as large as any layer reads. On a GPU its passes take
+ * device state: none there. */
+int mn_base_forward(network *net, const float *input)
+{
+    if (gpu_index >= 0) return -1;
+    size_t n = 0;
+    for (int i = 0; i < net->n; ++i) {
+        size_t t = (size_t)(net->layers[i].truths > net->layers[i].outputs ? net->layers[i].truths : net->layers[i].outputs);
+        n = t > n ? t : n;
+    }
+    float *truth = calloc(n * (size_t)net->batch + 1, sizeof(float));
+    if (!truth) return -1;
+    network_state s = {0};
+    s.net = *net;
+    s.input = (float *)input;
+    s.truth = truth;
+    s.train = 1;
+    forward_network(*net, s);
+    free(truth);
+    return 0;
+}
+int mn_base_backward(network *net, const float *input)
+{
+    if (gpu_index >= 0) return -1;
+    network_state s = {0};
+    s.net = *net;
+    s.input = (float *)input;
+    s.train = 1;
+    backward_network(*net, s);
+    return 0;
+}
+int mn_base_update(network *net)
+{
+    if (gpu_index >= 0) return -1;
+    update_network(*net);
+    return 0;
+}
 
 /* What the fork's train_classifier sets (classifier.c:91-111) beyond
  * get_base_args; its min_crop/max_crop stay (the fork has no min_ratio). */

@@ -8,9 +8,11 @@
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <thread>
+#include <vector>
 #ifdef DARKNET_GPU
 #include <dlfcn.h>
 #endif
@@ -192,7 +194,6 @@ layer *mn_net_layer(const network *net, int i) { return reinterpret_cast<layer *
 layer *mn_net_last(const network *net) { return mn_net_layer(net, N(net).n - 1); }
 uint64_t mn_net_seen(const network *net) { return *N(net).seen; }
 void mn_net_set_seen(network *net, uint64_t seen) { *N(net).seen = seen; }
-float *mn_net_input(const network *net) { return N(net).input; }
 void mn_net_set_train(network *net, int train) { N(net).train = train; }
 
 /* The plugin's hooks take a network *: the same pointer, so the same call. */
@@ -593,10 +594,42 @@ void mn_base_load_weights(network *net, const char *path) { load_weights(&N(net)
 void mn_base_resize(network *net, int w, int h) { resize_network(&N(net), w, h); }
 void mn_base_set_batch(network *net, int batch) { set_batch_network(&N(net), batch); }
 
-/* The fork's passes take a network_state its train_network makes: bench step is pjreddie's only. */
-int mn_base_forward(network *net) { (void)net; return -1; }
-int mn_base_backward(network *net) { (void)net; return -1; }
-int mn_base_update(network *net) { (void)net; return -1; }
+/* The fork's CPU passes take the NetworkState its train_network_datum
+ * makes; no truth boxes is a zero buffer (every loss layer stops at the
+ * first empty box), as large as any layer reads. On a GPU its passes take
+ * device state: none there. */
+int mn_base_forward(network *net, const float *input)
+{
+    Darknet::Network &n = N(net);
+    if (mn_base_gpu() >= 0) return -1;
+    size_t most = 0;
+    for (int i = 0; i < n.n; ++i) most = std::max(most, (size_t)std::max(n.layers[i].truths, n.layers[i].outputs));
+    std::vector<float> truth(most * (size_t)n.batch + 1, 0.0f);
+    Darknet::NetworkState s = {};
+    s.net = n;
+    s.input = const_cast<float *>(input);
+    s.truth = truth.data();
+    s.train = 1;
+    forward_network(n, s);
+    return 0;
+}
+int mn_base_backward(network *net, const float *input)
+{
+    Darknet::Network &n = N(net);
+    if (mn_base_gpu() >= 0) return -1;
+    Darknet::NetworkState s = {};
+    s.net = n;
+    s.input = const_cast<float *>(input);
+    s.train = 1;
+    backward_network(n, s);
+    return 0;
+}
+int mn_base_update(network *net)
+{
+    if (mn_base_gpu() >= 0) return -1;
+    update_network(N(net));
+    return 0;
+}
 
 int mn_base_gpu(void) { return Darknet::CfgAndState::get().gpu_index; }
 void mn_base_set_gpu(int device) { Darknet::CfgAndState::get().gpu_index = device; }

@@ -54,7 +54,6 @@ layer *mn_net_last(const network *net) { return &net->layers[net->n - 1]; }
 uint64_t mn_net_seen(const network *net) { return (uint64_t)*net->seen; }
 void mn_net_set_seen(network *net, uint64_t seen) { *net->seen = seen; }
 
-float *mn_net_input(const network *net) { return net->input; }
 void mn_net_set_train(network *net, int train) { net->train = train; }
 
 void mn_net_set_hooks(network *net, const mn_net_hooks *h)

@@ -95,8 +95,14 @@ void mn_base_detector_args(network *net, load_args *a)
     (void)a;
 }
 
-int mn_base_forward(network *net) { forward_network(net); return 0; }
-int mn_base_backward(network *net) { backward_network(net); return 0; }
+/* Its passes read net->input (and net->truth, zeros from the parser). */
+int mn_base_forward(network *net, const float *input)
+{
+    memcpy(net->input, input, sizeof(float) * (size_t)net->inputs * net->batch);
+    forward_network(net);
+    return 0;
+}
+int mn_base_backward(network *net, const float *input) { (void)input; backward_network(net); return 0; }
 int mn_base_update(network *net) { update_network(net); return 0; }
 
 /* As examples/classifier.c:train_classifier. */

@@ -460,26 +460,26 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
         for (int j = 0; j < k; ++j) floats += p[j].grad ? p[j].n : 0;
     }
     mn_net_info in = mn_net_get(net);   /* after mn_base_set_batch */
-    float *input = mn_net_input(net);
-    for (int i = 0; i < in.inputs * in.batch; ++i) input[i] = (float)(i % 255) / 255.0f;
+    float *input = malloc(sizeof(float) * (size_t)in.inputs * in.batch);
+    for (int i = 0; input && i < in.inputs * in.batch; ++i) input[i] = (float)(i % 255) / 255.0f;
     /* t: wall seconds of forward, backward, update; then the same in this
      * thread's CPU time, which other jobs sharing the core do not inflate. */
     double *t = calloc(6 * (size_t)iters, sizeof *t);
-    if (!t) s = MN_ERR_NOMEM;
+    if (!t || !input) s = MN_ERR_NOMEM;
     for (int it = -1; s == MN_OK && it < iters; ++it) {
         double w[4], u[4];
         w[0] = mn_now(), u[0] = thread_cpu_now();
         mn_net_set_train(net, 1);
-        if (mn_base_forward(net)) {
+        if (mn_base_forward(net, input)) {
             if (c->rank == 0)
-                mn_error(c, "bench step %s: %s runs no pass alone; available in the pjreddie build only (make)", cfg,
+                mn_error(c, "bench step %s: %s runs no pass alone on a GPU; pjreddie's base does (make GPU=1)", cfg,
                          mn_base_name());
             s = MN_ERR_UNAVAILABLE;
             break;
         }
         sync_device(c);
         w[1] = mn_now(), u[1] = thread_cpu_now();
-        mn_base_backward(net);
+        mn_base_backward(net, input);
         sync_device(c);
         w[2] = mn_now(), u[2] = thread_cpu_now();
         mn_base_update(net);
@@ -504,6 +504,7 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
                cfg_batch, in.subdivisions, med[0], med[1], med[2], med[3], med[4], med[5]);
     }
     free(t);
+    free(input);
     mn_base_free(net);
     return s;
 }
