@@ -179,17 +179,15 @@ void mn_base_detector_args(network *net, load_args *a)
 
 /* The fork's CPU passes take the network_state its train_network_datum
  * makes; no truth boxes is a zero buffer (every loss layer stops at the
- * first empty box), as large as any layer reads. On a GPU its passes take
- * device state: none there. */
+ * first empty box) of an image's truth floats, the most a loss layer reads:
+ * a yolo layer's truths, the last layer's outputs for softmax or cost. On
+ * a GPU its passes take device state: none there. */
 int mn_base_forward(network *net, const float *input)
 {
     if (gpu_index >= 0) return -1;
-    size_t n = 0;
-    for (int i = 0; i < net->n; ++i) {
-        size_t t = (size_t)(net->layers[i].truths > net->layers[i].outputs ? net->layers[i].truths : net->layers[i].outputs);
-        n = t > n ? t : n;
-    }
-    float *truth = calloc(n * (size_t)net->batch + 1, sizeof(float));
+    int n = net->layers[net->n - 1].outputs;
+    for (int i = 0; i < net->n; ++i) n = net->layers[i].truths > n ? net->layers[i].truths : n;
+    float *truth = calloc((size_t)n * net->batch, sizeof(float));
     if (!truth) return -1;
     network_state s = {0};
     s.net = *net;

@@ -596,15 +596,16 @@ void mn_base_set_batch(network *net, int batch) { set_batch_network(&N(net), bat
 
 /* The fork's CPU passes take the NetworkState its train_network_datum
  * makes; no truth boxes is a zero buffer (every loss layer stops at the
- * first empty box), as large as any layer reads. On a GPU its passes take
- * device state: none there. */
+ * first empty box) of an image's truth floats, the most a loss layer reads:
+ * a yolo layer's truths, the last layer's outputs for softmax or cost. On
+ * a GPU its passes take device state: none there. */
 int mn_base_forward(network *net, const float *input)
 {
     Darknet::Network &n = N(net);
     if (mn_base_gpu() >= 0) return -1;
-    size_t most = 0;
-    for (int i = 0; i < n.n; ++i) most = std::max(most, (size_t)std::max(n.layers[i].truths, n.layers[i].outputs));
-    std::vector<float> truth(most * (size_t)n.batch + 1, 0.0f);
+    int most = n.layers[n.n - 1].outputs;
+    for (int i = 0; i < n.n; ++i) most = std::max(most, n.layers[i].truths);
+    std::vector<float> truth((size_t)most * n.batch, 0.0f);
     Darknet::NetworkState s = {};
     s.net = n;
     s.input = const_cast<float *>(input);
