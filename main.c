@@ -199,7 +199,7 @@ int main(int argc, char **argv)
     MPI_Allreduce(&quiet_failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (any_failed) {
         MPI_Finalize();
-        return 2;
+        return MN_EXIT_USAGE;
     }
     if (version) {
         if (rank == 0) printf("darknet-mn %s\n", MN_VERSION);
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
             else usage();
         }
         MPI_Finalize();
-        return 2;
+        return MN_EXIT_USAGE;
     }
     const char *cmd = l.cmd->cmd;
     mn_status s = MN_ERR_USER;
@@ -240,5 +240,5 @@ int main(int argc, char **argv)
         mn_comm_free(c);
     }
     MPI_Finalize();
-    return s == MN_OK ? 0 : 1;
+    return mn_exit_status(s);
 }

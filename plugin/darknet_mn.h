@@ -23,8 +23,26 @@ typedef enum {
     MN_ERR_MPI,      /* an MPI call failed */
     MN_ERR_NOMEM,
     MN_ERR_UNAVAILABLE, /* feature not built in (e.g. NCCL) or not implemented */
-    MN_ERR_DIVERGED  /* the ranks no longer hold the same model (mn_replica.h) */
+    MN_ERR_DIVERGED, /* the ranks no longer hold the same model (mn_replica.h) */
+    MN_ERR_REFUSED,  /* the backup folder belongs to another live job or another experiment */
+    MN_ERR_STOPPED   /* a signal asked the job to stop: the state was saved to resume from */
 } mn_status;
+
+/* The exit status of ./darknet_mn, the same on every rank, so that a batch
+ * script can tell "rerun me" from "fix your input" (docs/user-guide.md,
+ * "Exit statuses"). Launchers add their own for a rank killed from outside
+ * (mpiexec, srun: 128 + the signal, or their own codes): a rerun suits those. */
+enum {
+    MN_EXIT_OK = 0,
+    MN_EXIT_USER = 1,     /* the cfg, data, weights or an image is wrong: a rerun fails alike */
+    MN_EXIT_USAGE = 2,    /* the command line is wrong */
+    MN_EXIT_REFUSED = 3,  /* the backup folder is another live job's or another experiment's */
+    MN_EXIT_FAULT = 70,   /* an internal fault: a crash, the ranks diverged (sysexits' EX_SOFTWARE) */
+    MN_EXIT_RERUN = 75    /* stopped by a signal after a checkpoint, a rank or host lost, a collective
+                             timed out, MPI, the device or memory failed: rerun, it resumes (EX_TEMPFAIL) */
+};
+/* The exit status for a command's final status. */
+int mn_exit_status(mn_status s);
 
 typedef struct mn_comm mn_comm;
 
@@ -110,11 +128,12 @@ mn_status mn_agree(mn_comm *c, mn_status mine);
 /* Rank-prefixed message on stderr; printed by whichever rank calls it. */
 void mn_error(const mn_comm *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Fatal error inside a collective section: names the rank, aborts every rank. */
+/* Fatal error inside a collective section (MPI, the device or memory failed):
+ * names the rank, aborts every rank with MN_EXIT_RERUN. */
 void mn_abort(const mn_comm *c, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 
 /* SIGSEGV, SIGBUS, SIGFPE, SIGABRT on this rank: print the rank, host and
- * cause, then abort every rank (MPI_Abort). */
+ * cause, then abort every rank (MPI_Abort, MN_EXIT_FAULT). */
 void mn_install_fault_handlers(const mn_comm *c);
 
 /* Loads the network on every rank from the cfg mn_cfg_read checked (the

@@ -14,9 +14,12 @@
 # same arguments. A host answers when Open MPI's launch agent runs `true`
 # there within --probe-timeout seconds (the agent of --mca plm_rsh_agent in
 # the arguments, else OMPI_MCA_plm_rsh_agent, else ssh in batch mode).
-# Not rerun: success (exit 0), darknet-mn's user errors and refusals
-# (exit 1 and 2: a rerun would fail alike), a stop by the user (SIGINT,
-# SIGTERM), fewer than --min-hosts hosts answering (default 1).
+# Not rerun: success (exit 0), darknet-mn's user errors (1, 2), refusals
+# (3) and internal faults (70): a rerun would fail alike; a stop by the
+# user (SIGINT, SIGTERM to this script), fewer than --min-hosts hosts
+# answering (default 1). Rerun: 75 (darknet-mn's "rerun me": a signal
+# stopped it after a checkpoint, a rank was lost, a collective timed out)
+# and whatever else the launcher returns for a rank it lost.
 # Each attempt's start, end, exit status and hosts are printed with a
 # timestamp ("mn_rerun: ..."), so a log shows what each failure cost.
 set -u
@@ -65,6 +68,14 @@ live() {
 }
 slots() { local e n=0; for e in ${1//,/ }; do n=$((n + ${e##*:})); done; echo $n; }
 
+# darknet-mn's exit statuses that a rerun cannot cure (docs/user-guide.md,
+# "Exit statuses"); 75 and a launcher's own statuses for a lost rank are rerun.
+why() {
+    case $1 in
+        1) echo "a user error (cfg, data, weights)" ;; 2) echo "a command-line error" ;;
+        3) echo "a refusal (the backup folder is another job's or experiment's)" ;; 70) echo "an internal fault" ;;
+    esac
+}
 stopped=0
 trap 'stopped=1' INT TERM
 attempt=0
@@ -91,7 +102,7 @@ while :; do
     stamp "attempt $((attempt + 1)) ended with exit status $rc"
     case $rc in
         0) exit 0 ;;
-        1|2) stamp "exit status $rc is a user error or refusal: not rerun"; exit $rc ;;
+        1|2|3|70) stamp "exit status $rc is $(why "$rc"): not rerun"; exit $rc ;;
     esac
     if [ "$attempt" -ge "$max" ]; then stamp "no restarts left (--max-restarts $max)"; exit $rc; fi
     attempt=$((attempt + 1))

@@ -82,18 +82,20 @@ suite_folder() {
 
 # rank_cmd OUT CMD...: one rank's shell command line running CMD, its
 # stdout, stderr and exit code in OUT.out.<rank>, OUT.err.<rank>, OUT.rc.<rank>.
+# The rank is Open MPI's OMPI_COMM_WORLD_RANK or MPICH's PMI_RANK.
 rank_cmd() {
     local o=$1; shift
-    echo "$* > $o.out.\$OMPI_COMM_WORLD_RANK 2> $o.err.\$OMPI_COMM_WORLD_RANK; echo \$? > $o.rc.\$OMPI_COMM_WORLD_RANK"
+    echo "r=\${OMPI_COMM_WORLD_RANK:-\$PMI_RANK}; $* > $o.out.\$r 2> $o.err.\$r; echo \$? > $o.rc.\$r"
 }
 # on_ranks OUT SECONDS NP [ENV=VALUE...] -- CMD...: CMD on NP ranks (each
 # with every ENV) within SECONDS, kept as rank_cmd keeps it; mpiexec's own
 # status in OUT.rc (124: killed by the time limit).
 on_ranks() {
     local o=$1 s=$2 np=$3 envs=(); shift 3
-    while [ "$1" != -- ]; do envs+=(-x "$1"); shift; done
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done
     shift
-    timeout "$s" $MPI "${envs[@]}" -n "$np" sh -c "$(rank_cmd "$o" "$@")"
+    # env rather than Open MPI's -x: MPICH's mpiexec has none.
+    timeout "$s" $MPI -n "$np" env "${envs[@]}" sh -c "$(rank_cmd "$o" "$@")"
     echo $? > "$o.rc"
 }
 # mn OUT NP ARGS...: $PROG ARGS on NP ranks within 120 s (on_ranks).

@@ -99,7 +99,7 @@ job usererr
 sed -i 's/^batch=.*/batch=0/' "$R/usererr.cfg"
 timeout 60 scripts/mn_rerun.sh --max-restarts 3 -- mpiexec -n 2 ./darknet_mn classifier train "$R/usererr.data" "$R/usererr.cfg" > "$R/usererr.out" 2>&1
 rc=$?
-if [ $rc = 1 ] && [ "$(grep -c 'attempt [0-9] of 4 starts' "$R/usererr.out")" = 1 ] && grep -q 'exit status 1 is a user error or refusal: not rerun' "$R/usererr.out"; then
+if [ $rc = 1 ] && [ "$(grep -c 'attempt [0-9] of 4 starts' "$R/usererr.out")" = 1 ] && grep -q 'exit status 1 is a user error (cfg, data, weights): not rerun' "$R/usererr.out"; then
     ok "a user error is not rerun: $(grep -m1 'not rerun' "$R/usererr.out" | cut -d' ' -f3-)"
 else bad "user error: exit $rc, $(grep -c 'attempt [0-9] of 4 starts' "$R/usererr.out") attempts"; fi
 timeout 60 scripts/mn_rerun.sh --max-restarts 2 -- sh -c 'exit 3' > "$R/bounded.out" 2>&1

@@ -157,7 +157,7 @@ static int ping(mn_comm *c, double timeout, double *worst)
     if (missing) {
         printf("ping: FAILED: rank%s%s did not answer rank 0 within %.0f s\n", missing > 1 ? "s" : "", late, timeout);
         fflush(stdout);
-        mn_die(1);   /* those ranks cannot be reached to agree on anything */
+        mn_die(MN_EXIT_RERUN);   /* those ranks cannot be reached to agree on anything */
     }
     for (int r = 1; r < n; ++r) MPI_Wait(&req[2 * r], MPI_STATUS_IGNORE);
     free(req); free(out); free(back); free(t);

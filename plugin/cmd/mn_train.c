@@ -84,6 +84,28 @@ static mn_status ensure_dir(mn_comm *c, const char *dir)
     return mn_agree(c, s);
 }
 
+/* A stop signal reached `signaled` ranks (all agree through the loss
+ * allreduce): this update's state goes to a checkpoint, unless the
+ * iteration wrote one, and the job ends with MN_ERR_STOPPED, whose exit
+ * status asks for a rerun; the same command then resumes here, as if never
+ * stopped. */
+static mn_status stop_here(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, const char *dir,
+                           const char *base, size_t it, int signaled, int checked, int written)
+{
+    double t = mn_now();
+    if (!checked) MN_CHECK(mn_replica_check(c, net, mo, opt->sync_bn, it, NULL));
+    if (!written) MN_CHECK(mn_checkpoint_save(c, net, mo, dir, base, opt->checkpoint_keep));
+    if (c->rank == 0) {
+        int sig = mn_stop_signal();
+        printf("darknet-mn: stopped at iteration %zu by %s (on %d of %d ranks): checkpoint %s/%s.ckpt-%zu written "
+               "in %.1f s; exit status %d: run the same command again to resume\n", it,
+               sig ? mn_signal_name(sig) : "a signal on another rank", signaled, c->size, dir, base, it,
+               mn_now() - t, MN_EXIT_RERUN);
+        fflush(stdout);
+    }
+    return MN_ERR_STOPPED;
+}
+
 /* The loop itself: load, train (the hook averages gradients), report, save. */
 static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, const mn_options *opt,
                             network *net, mn_optimizer *mo, const mn_list *shard, const char *base, const char *cfgfile,
@@ -183,11 +205,14 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         double tu = mn_now();
         mn_timeline_add(tl, 0, MN_TL_UPDATE, mn_optimizer_synced_at(mo), tu, 0, 0, 0);
         mn_base_free_data(train);
-        float sum = loss;
+        /* The loss's sum carries how many ranks a stop signal reached, so
+         * every rank learns of one on any rank at no extra message. */
+        float sum[2] = {loss, mn_stop_signal() ? 1.f : 0.f};
         mn_guard(c, "loss allreduce");
-        MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_FLOAT, MPI_SUM, c->world);
+        MPI_Allreduce(MPI_IN_PLACE, sum, 2, MPI_FLOAT, MPI_SUM, c->world);
         mn_unguard(c);
-        loss = sum / c->size;
+        loss = sum[0] / c->size;
+        int stopping = sum[1] > 0;
         double tstep = mn_now();
         mn_timeline_add(tl, 0, MN_TL_LOSS, tu, tstep, 0, 0, 0);
         if (mn_optimizer_nonfinite(mo) || !isfinite(loss)) {
@@ -252,6 +277,8 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
             mn_timeline_add(tl, 0, MN_TL_SAVE, tw, mn_now(), 0, 0, 0);
         }
         if (s == MN_OK) s = mn_timeline_step(tl, it, t0, tstep);
+        if (s == MN_OK && stopping && it < (size_t)in.max_batches)
+            s = stop_here(c, net, mo, opt, dc->backup, base, it, (int)sum[1], saves, ckpt);
     }
     mn_base_loader_free(loader);
     mn_cache_uninstall();
@@ -278,7 +305,8 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
 {
     mn_resumed r = {0};
     int given = weightfile && *weightfile;
-    if (opt->checkpoint_interval > 0 && !clear) MN_CHECK(mn_checkpoint_resume(c, net, mo, dir, base, lock, &r));
+    /* Without checkpoint_interval a checkpoint is there only where a signal stopped the run. */
+    if (!clear) MN_CHECK(mn_checkpoint_resume(c, net, mo, dir, base, lock, &r));
     size_t it = mn_base_iteration(net);
     mn_net_info in = mn_net_get(net);
     int global = in.batch * in.subdivisions * c->size;
@@ -383,6 +411,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     if (task == MN_TASK_DETECTOR) mn_label_path_install();
     if ((s = ensure_dir(c, dc.backup)) != MN_OK) goto out;
     if ((s = mn_backup_lock(c, dc.backup, &lock)) != MN_OK) goto out;
+    mn_install_stop_handlers();   /* from here a stop signal ends in a checkpoint */
     if ((s = mn_agree(c, mn_attach(c, net, &opt, &mo))) != MN_OK) goto out;
     if ((s = mn_agree(c, mn_attach_sync_bn(c, net, &opt))) != MN_OK) goto out;
     if ((s = mn_timeline_open(c, opt.timeline[0] ? opt.timeline : NULL, &tl)) != MN_OK) goto out;

@@ -11,3 +11,18 @@ mn_status mn_agree(mn_comm *c, mn_status mine)
     mn_unguard(c);
     return (mn_status)out;
 }
+
+int mn_exit_status(mn_status s)
+{
+    switch (s) {
+    case MN_OK: return MN_EXIT_OK;
+    case MN_ERR_USER:
+    case MN_ERR_UNAVAILABLE: return MN_EXIT_USER;   /* not built in: a rerun of the same build fails alike */
+    case MN_ERR_REFUSED: return MN_EXIT_REFUSED;
+    case MN_ERR_DIVERGED: return MN_EXIT_FAULT;
+    case MN_ERR_MPI:
+    case MN_ERR_NOMEM:
+    case MN_ERR_STOPPED: return MN_EXIT_RERUN;
+    }
+    return MN_EXIT_FAULT;
+}

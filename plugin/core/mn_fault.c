@@ -17,6 +17,8 @@ static char fault_prefix[160];
 static pthread_t main_thread;
 static int thread_level = MPI_THREAD_SINGLE, installed;
 static volatile sig_atomic_t exit_code = 1;
+/* The first of SIGTERM, SIGUSR1, SIGINT that reached this process (0: none). */
+static volatile sig_atomic_t stop_signal;
 
 static void on_deadline(int sig)
 {
@@ -69,7 +71,7 @@ static void on_fatal(int sig)
     mn_output_replay();   /* a rank > 0: what Darknet said last (its error()) */
     ssize_t r = write(mn_output_error_fd(), msg, n);
     (void)r;
-    mn_die(128 + sig);
+    mn_die(MN_EXIT_FAULT);
 }
 
 void mn_fatal(const char *what)
@@ -101,4 +103,41 @@ void mn_install_fault_handlers(const mn_comm *c)
         sa.sa_flags = SA_NODEFER;   /* a crash inside the handler re-enters it and exits */
         sigaction(sigs[i], &sa, NULL);
     }
+}
+
+/* Slurm's time limit and preemption (SIGTERM, or the --signal asked for),
+ * mpiexec's forwarded SIGUSR1, a user's SIGINT: training stops at the end
+ * of the iteration, saved. A second SIGTERM or SIGINT ends the process at
+ * once, as it would have without us. */
+static void on_stop(int sig)
+{
+    if (stop_signal && sig != SIGUSR1) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    stop_signal = sig;
+}
+
+void mn_install_stop_handlers(void)
+{
+    const int sigs[] = {SIGTERM, SIGUSR1, SIGINT};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; ++i) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+int mn_stop_signal(void)
+{
+    return stop_signal;
+}
+
+const char *mn_signal_name(int sig)
+{
+    return sig == SIGTERM ? "SIGTERM" : sig == SIGUSR1 ? "SIGUSR1" : sig == SIGINT ? "SIGINT" : "a signal";
 }

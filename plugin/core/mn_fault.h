@@ -12,6 +12,12 @@ void mn_die(int code) __attribute__((noreturn));
  * printed its message): "darknet-mn: rank R (host): fatal: what; aborting
  * all ranks" on the error stream, then mn_die(1). */
 void mn_fatal(const char *what) __attribute__((noreturn));
+/* SIGTERM, SIGUSR1 and SIGINT set a flag that training reads at each
+ * iteration's end (mn_stop_signal: the first signal, 0 for none); a second
+ * SIGTERM or SIGINT takes its default action. */
+void mn_install_stop_handlers(void);
+int mn_stop_signal(void);
+const char *mn_signal_name(int sig);
 /* Seconds mn_die gives MPI_Abort before _exit. */
 #define MN_ABORT_DEADLINE 10
 

@@ -49,7 +49,7 @@ static void *timer_main(void *arg)
         if (left <= 0) {
             mn_error(w->comm, "%s at iteration %zu did not complete in time (collective_timeout=%.0f s): "
                      "another rank stalled or died; aborting the job", w->what, w->iteration, w->timeout);
-            mn_die(3);
+            mn_die(MN_EXIT_RERUN);
         }
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -129,7 +129,7 @@ static void wait_tokens(mn_watchdog *w, size_t iteration)
                 }
             mn_error(c, "%s at iteration %zu: rank%s %s did not arrive within %.0f s (collective_timeout); aborting the job",
                      w->what, iteration, count > 1 ? "s" : "", late, w->timeout);
-            mn_die(3);
+            mn_die(MN_EXIT_RERUN);
         }
         /* Poll like MPI's own blocking wait does, rather than sleep: a sleep
          * would delay every step by its wake-up latency. */

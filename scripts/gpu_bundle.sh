@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# scripts/gpu_bundle.sh DIR: the GPU check (docs/gpu-check.md) packed for a
+# machine that has NVIDIA's driver, CUDA 13, cuDNN 9 and NCCL 2 but none of
+# Debian's packages and no MPI: a borrowed GPU box, a container image.
+# DIR gets
+#   bin/   the GPU build of darknet_mn linked with Debian's MPICH, MPICH's
+#          launcher (mpiexec.hydra and its proxy, which it finds beside
+#          itself), mn_wcmp;
+#   lib/   every library these need but glibc, the C++ runtime and NVIDIA's
+#          (CUDA, cuBLAS, cuRAND, cuDNN, NCCL: the GPU machine's own);
+#   fashion/  the 256 + 64 Fashion-MNIST images the check trains on;
+#   run.sh    on the GPU machine, from this repository's root:
+#             bash DIR/run.sh [OUT] runs scripts/gpu_check.sh with these,
+#             finding NVIDIA's libraries where the machine keeps them, and
+#             leaves its logs in OUT (default DIR/out).
+# MPICH rather than Open MPI: its launcher runs from any folder, where Open
+# MPI's looks for its components and PMIx's under the prefix it was built for.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: scripts/gpu_bundle.sh DIR}
+command -v mpicc.mpich > /dev/null || { echo "gpu_bundle: needs Debian's MPICH (apt-get install mpich libmpich-dev)" >&2; exit 2; }
+make -s -j"$(nproc)" BUILD=build/mpich MPICC=mpicc.mpich GPU=1 CUDNN=1 NCCL=1 build/mpich/gpu/darknet_mn
+make -s build/cpu/tests/mn_wcmp build/tools/mn_fashion
+rm -rf "$out" && mkdir -p "$out/bin" "$out/lib"
+cp build/mpich/gpu/darknet_mn build/cpu/tests/mn_wcmp /usr/bin/mpiexec.hydra /usr/bin/hydra_pmi_proxy "$out/bin/"
+# The machine's own: glibc, the C++ runtime (a newer one serves), NVIDIA's.
+mine='^(linux-vdso|ld-linux|libc|libm|libmvec|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcurand|libcudnn.*|libnccl)\.so'
+for b in "$out"/bin/*; do
+    ldd "$b" | awk '$3 ~ /^\// { print $1, $3 }'
+done | sort -u | while read -r name path; do
+    [[ $name =~ $mine ]] || cp -L "$path" "$out/lib/$name"
+done
+build/tools/mn_fashion /usr/share/datasets/fashion-mnist "$out/fashion" --limit-train 256 --limit-test 64 > /dev/null
+cat > "$out/run.sh" << 'EOF'
+#!/usr/bin/env bash
+# On the GPU machine, from the repository's root: bash BUNDLE/run.sh [OUT].
+set -u
+B=$(cd "$(dirname "$0")" && pwd)
+O=${1:-$B/out}
+mkdir -p "$O"
+# NVIDIA's libraries wherever this machine keeps them: the CUDA toolkit, or
+# the pip wheels a PyTorch image carries (nvidia/*/lib).
+nv=$(for l in libcudart.so.13 libcublas.so.13 libcurand.so.10 libcudnn.so.9 libnccl.so.2; do
+         find /usr/local/cuda*/ /usr/lib /opt /usr/local/lib -name "$l" 2> /dev/null | head -1
+     done | xargs -r -n1 dirname | awk '!seen[$0]++' | paste -sd:)
+export LD_LIBRARY_PATH=$B/lib${nv:+:$nv}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=$B/bin:/usr/local/cuda/bin:$PATH
+{
+    echo "== bundle: $B; NVIDIA's libraries from: ${nv:-none found}"
+    nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    ldd "$B/bin/darknet_mn" | grep -E "not found|cudnn|nccl|cublas|cudart|mpich"
+    timeout 120 mpiexec.hydra -n 1 "$B/bin/darknet_mn" info; echo "info on 1 rank: exit $?"
+    timeout 120 mpiexec.hydra -n 2 "$B/bin/darknet_mn" info; echo "info on 2 ranks: exit $?"
+    # A figure, not a check: one rank's training step on the demo's detector.
+    timeout 120 mpiexec.hydra -n 1 "$B/bin/darknet_mn" bench step cfg/fashion-det.cfg -iters 20; echo "bench step: exit $?"
+} > "$O/probe.log" 2>&1
+cat "$O/probe.log"
+BUILD=${BUILD:-build} PROG=$B/bin/darknet_mn MPI=mpiexec.hydra WCMP=$B/bin/mn_wcmp GPU_DATA=$B/fashion \
+    GPU_CHECK_OUT=$O bash scripts/gpu_check.sh 2>&1 | tee "$O/gpu-check.log"
+EOF
+chmod +x "$out/run.sh"
+du -sh "$out"
