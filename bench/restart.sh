@@ -3,7 +3,7 @@
 # iteration of the rerun, and the iterations done twice, for both ways a
 # job carries on by itself: scripts/mn_rerun.sh under mpiexec on the two-host
 # testbed, and scripts/darknet_mn.sbatch requeued by Slurm (scripts/slurm.sh).
-# The cases are the tests' own (tests/run_rerun.sh, tests/run_slurm.sh), run
+# The cases are the tests' own (tests/run_rerun.sh, tests/cluster_slurm.sh), run
 # ROUNDS times each, one after the other. Writes bench/results/restart.txt.
 #   bench/restart.sh [ROUNDS]   (default 3; root; make test's data first)
 set -u
@@ -17,10 +17,11 @@ rm -rf "$W" && mkdir -p "$W"
     echo "# bench/restart.sh $ROUNDS: $(bench_host), $(date -u +%F)"
     load_line before
     for r in $(seq "$ROUNDS"); do
-        for t in rerun slurm; do
-            bash "tests/run_$t.sh" > "$W/r$r-$t.log" 2>&1 || echo "# round $r, $t: a check failed (see $W/r$r-$t.log)"
+        for f in tests/run_rerun.sh tests/cluster_slurm.sh; do
+            t=$(basename "$f" .sh); t=${t#*_}
+            bash "$f" > "$W/r$r-$t.log" 2>&1 || echo "# round $r, $t: a check failed (see $W/r$r-$t.log)"
             # "     NAME: S s from the kill to ...; N iterations done twice"
-            sed -n "s/^     \([a-z]*\): \([0-9.]*\) s from the kill to .*; \([0-9-]*\) iterations done twice$/$t \1 round $r: \2 s, \3 iterations twice/p" "$W/r$r-$t.log"
+            sed -n "s/^     \([a-z0-9]*\): \([0-9.]*\) s from the \(kill\|signal\) to .*; \([0-9-]*\) iterations done twice$/$t \1 round $r: \2 s, \4 iterations twice/p" "$W/r$r-$t.log"
         done
     done
     load_line after

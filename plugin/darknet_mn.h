@@ -25,19 +25,21 @@ typedef enum {
     MN_ERR_UNAVAILABLE, /* feature not built in (e.g. NCCL) or not implemented */
     MN_ERR_DIVERGED, /* the ranks no longer hold the same model (mn_replica.h) */
     MN_ERR_REFUSED,  /* the backup folder belongs to another live job or another experiment */
-    MN_ERR_STOPPED   /* a signal asked the job to stop: the state was saved to resume from */
+    MN_ERR_STOPPED   /* stopped so as to be rerun: a signal asked (the state was saved), or
+                        too few ranks to keep the training's global batch (global_batch=strict) */
 } mn_status;
 
 /* The exit status of ./darknet_mn, the same on every rank, so that a batch
  * script can tell "rerun me" from "fix your input" (docs/user-guide.md,
- * "Exit statuses"). Launchers add their own for a rank killed from outside
- * (mpiexec, srun: 128 + the signal, or their own codes): a rerun suits those. */
+ * "Exit statuses"): sysexits.h's codes, so that none is a launcher's own
+ * (mpiexec and srun exit 1 when they fail to start a step, 128 + a signal
+ * for a rank killed from outside): a rerun suits those. */
 enum {
     MN_EXIT_OK = 0,
-    MN_EXIT_USER = 1,     /* the cfg, data, weights or an image is wrong: a rerun fails alike */
-    MN_EXIT_USAGE = 2,    /* the command line is wrong */
-    MN_EXIT_REFUSED = 3,  /* the backup folder is another live job's or another experiment's */
-    MN_EXIT_FAULT = 70,   /* an internal fault: a crash, the ranks diverged (sysexits' EX_SOFTWARE) */
+    MN_EXIT_USAGE = 64,   /* the command line is wrong (sysexits' EX_USAGE) */
+    MN_EXIT_USER = 65,    /* the cfg, data, weights or an image is wrong: a rerun fails alike (EX_DATAERR) */
+    MN_EXIT_FAULT = 70,   /* an internal fault: a crash, the ranks diverged (EX_SOFTWARE) */
+    MN_EXIT_REFUSED = 73, /* the backup folder is another live job's or another experiment's (EX_CANTCREAT) */
     MN_EXIT_RERUN = 75    /* stopped by a signal after a checkpoint, a rank or host lost, a collective
                              timed out, MPI, the device or memory failed: rerun, it resumes (EX_TEMPFAIL) */
 };
@@ -72,7 +74,14 @@ typedef struct {
     int collective_timeout;  /* seconds any collective of training may wait for all ranks; 0 = forever */
     int chart;               /* rank 0 keeps <backup>/<base>_chart.png up to date */
     int cache_mb;            /* MiB of decoded images a rank keeps; -1 = the default (mn_engine.h) */
+    int global_batch;        /* a checkpoint of another rank count: MN_GLOBAL_BATCH_* */
 } mn_options;
+/* global_batch=keep (the default): a resume on other ranks keeps the
+ * checkpoint's global batch where subdivisions can (the same training),
+ * else goes on with the cfg's and says what changed; strict: stops with
+ * MN_ERR_STOPPED instead (a rerun on more ranks resumes); cfg: always the
+ * cfg's batch and subdivisions. */
+enum { MN_GLOBAL_BATCH_KEEP, MN_GLOBAL_BATCH_STRICT, MN_GLOBAL_BATCH_CFG };
 
 /* The defaults; mn_load_network gives the cfg's options (mn_cfg_read). */
 void mn_default_options(mn_options *opt);

@@ -6,24 +6,30 @@
 # (checkpoint_interval in [distributed]). What torchrun's --max-restarts
 # does, on mpiexec and darknet-mn's checkpoints: no process manager here.
 #
-#   scripts/mn_rerun.sh [--max-restarts N] [--host H1:S1,H2:S2,... | --hostfile FILE]
+#   scripts/mn_rerun.sh [--max-restarts N] [--host H1[:S1],H2[:S2],... | --hostfile FILE]
 #                       [--min-hosts K] [--probe-timeout SEC] -- MPIEXEC_ARGS... ./darknet_mn ARGS...
 #
 # The ranks are the slots of the hosts that answer (a hostfile's lines are
-# "host slots=N"); without hosts, the job reruns on this machine with the
-# same arguments. A host answers when Open MPI's launch agent runs `true`
-# there within --probe-timeout seconds (the agent of --mca plm_rsh_agent in
-# the arguments, else OMPI_MCA_plm_rsh_agent, else ssh in batch mode).
-# Not rerun: success (exit 0), darknet-mn's user errors (1, 2), refusals
-# (3) and internal faults (70): a rerun would fail alike; a stop by the
+# "host slots=N"; a host without slots has 1, as for Open MPI); without
+# hosts, the job reruns on this machine with the same arguments. A host
+# answers when Open MPI's launch agent runs `true` there within
+# --probe-timeout seconds (the agent of --mca plm_rsh_agent in the
+# arguments, else OMPI_MCA_plm_rsh_agent, else ssh in batch mode). With
+# hosts the command must be Open MPI's launcher (mpiexec, mpirun, orterun,
+# by any path) without -n or hosts of its own: the script gives it
+# -n <slots> --host <hosts>. The defaults are the sbatch script's: 3
+# restarts, 30 s to answer, every host (--min-hosts: a job that should
+# train as launched stops rather than shrink).
+# Not rerun: success (exit 0), darknet-mn's user errors (64, 65), internal
+# faults (70) and refusals (73): a rerun would fail alike; a stop by the
 # user (SIGINT, SIGTERM to this script), fewer than --min-hosts hosts
-# answering (default 1). Rerun: 75 (darknet-mn's "rerun me": a signal
+# answering. Rerun: 75 (darknet-mn's "rerun me": a signal
 # stopped it after a checkpoint, a rank was lost, a collective timed out)
 # and whatever else the launcher returns for a rank it lost.
 # Each attempt's start, end, exit status and hosts are printed with a
 # timestamp ("mn_rerun: ..."), so a log shows what each failure cost.
 set -u
-max=3 hosts="" hostfile="" min_hosts=1 probe_timeout=10
+max=3 hosts="" hostfile="" min_hosts="" probe_timeout=30
 usage() { echo "usage: $0 [--max-restarts N] [--host H:S,... | --hostfile FILE] [--min-hosts K] [--probe-timeout SEC] -- MPIEXEC_ARGS... ./darknet_mn ARGS..." >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -37,15 +43,37 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ $# -gt 0 ] || usage
-for v in "$max" "$min_hosts" "$probe_timeout"; do
-    [[ $v =~ ^[0-9]+$ ]] || { echo "mn_rerun: '$v' is not a whole number" >&2; exit 2; }
+refuse() { echo "mn_rerun: $*" >&2; exit 2; }
+for v in "$max" "${min_hosts:-1}" "$probe_timeout"; do
+    [[ $v =~ ^[0-9]+$ ]] || refuse "'$v' is not a whole number"
 done
 if [ -n "$hostfile" ]; then
-    [ -r "$hostfile" ] || { echo "mn_rerun: cannot read hostfile $hostfile" >&2; exit 2; }
+    [ -r "$hostfile" ] || refuse "cannot read hostfile $hostfile"
     hosts=$(awk '!/^[ \t]*(#|$)/ { s = 1; for (i = 2; i <= NF; ++i) if ($i ~ /^slots=/) s = substr($i, 7)
                                    printf "%s%s:%s", n++ ? "," : "", $1, s }' "$hostfile")
-    [ -n "$hosts" ] || { echo "mn_rerun: hostfile $hostfile names no host" >&2; exit 2; }
+    [ -n "$hosts" ] || refuse "hostfile $hostfile names no host"
 fi
+if [ -n "$hosts" ]; then
+    norm=""
+    for e in ${hosts//,/ }; do
+        [[ $e =~ ^[^:]+$ ]] && e=$e:1
+        [[ $e =~ ^[^:]+:[1-9][0-9]*$ ]] || refuse "host entry '$e' is not HOST or HOST:SLOTS"
+        norm=$norm${norm:+,}$e
+    done
+    hosts=$norm
+    case $(basename "$1") in
+        mpiexec | mpirun | orterun | mpiexec.openmpi | mpirun.openmpi) ;;
+        *) refuse "--host and --hostfile give Open MPI's mpiexec -n and --host; '$1' is not Open MPI's mpiexec or mpirun (run it without --host: it is rerun on its own hosts)" ;;
+    esac
+    for a in "$@"; do
+        case $a in
+            -n | -np | --np | -c | --host | -host | -H | --hostfile | -hostfile | --machinefile | -machinefile)
+                refuse "'$a' in the command: with --host or --hostfile the ranks and hosts are the script's" ;;
+        esac
+    done
+fi
+n_hosts=$(awk -v l="$hosts" 'BEGIN { print l == "" ? 0 : split(l, a, ",") }')
+min_hosts=${min_hosts:-$n_hosts}
 
 # The launch agent, as mpiexec would use it.
 agent=${OMPI_MCA_plm_rsh_agent:-ssh -o BatchMode=yes -o ConnectTimeout=$probe_timeout}
@@ -72,8 +100,8 @@ slots() { local e n=0; for e in ${1//,/ }; do n=$((n + ${e##*:})); done; echo $n
 # "Exit statuses"); 75 and a launcher's own statuses for a lost rank are rerun.
 why() {
     case $1 in
-        1) echo "a user error (cfg, data, weights)" ;; 2) echo "a command-line error" ;;
-        3) echo "a refusal (the backup folder is another job's or experiment's)" ;; 70) echo "an internal fault" ;;
+        64) echo "a command-line error" ;; 65) echo "a user error (cfg, data, weights)" ;;
+        70) echo "an internal fault" ;; 73) echo "a refusal (the backup folder is another job's or experiment's)" ;;
     esac
 }
 stopped=0
@@ -86,12 +114,11 @@ while :; do
         count=$(awk -v l="$now" 'BEGIN { print l == "" ? 0 : split(l, a, ",") }')
         if [ "$count" -lt "$min_hosts" ]; then
             stamp "$count host(s) answer, fewer than --min-hosts $min_hosts: giving up"
-            exit 1
+            exit 75   # "rerun me": once the hosts are back
         fi
         [ "$attempt" -gt 0 ] && [ "$now" != "$hosts" ] && stamp "now on $now ($(slots "$now") ranks), was $hosts"
         hosts=$now
-        run=(mpiexec -n "$(slots "$hosts")" --host "$hosts" "${args[@]:1}")
-        [ "${args[0]}" = mpiexec ] || run=("${args[@]}")   # not mpiexec: run as given
+        run=("${args[0]}" -n "$(slots "$hosts")" --host "$hosts" "${args[@]:1}")
     fi
     stamp "attempt $((attempt + 1)) of $((max + 1)) starts: ${run[*]}"
     "${run[@]}" &
@@ -102,7 +129,7 @@ while :; do
     stamp "attempt $((attempt + 1)) ended with exit status $rc"
     case $rc in
         0) exit 0 ;;
-        1|2|3|70) stamp "exit status $rc is $(why "$rc"): not rerun"; exit $rc ;;
+        64|65|70|73) stamp "exit status $rc is $(why "$rc"): not rerun"; exit $rc ;;
     esac
     if [ "$attempt" -ge "$max" ]; then stamp "no restarts left (--max-restarts $max)"; exit $rc; fi
     attempt=$((attempt + 1))

@@ -9,6 +9,8 @@
 #   scripts/slurm.sh env          # eval "$(scripts/slurm.sh env)": what a client needs
 #   scripts/slurm.sh kill NODE    # the node dies: kill -9 of every process in it
 #   scripts/slurm.sh start NODE   # its slurmd comes back
+#   scripts/slurm.sh cut NODE     # the node goes silent: link down, processes alive
+#   scripts/slurm.sh mend NODE    # its link comes back
 #   scripts/slurm.sh status       # sinfo and squeue
 #   scripts/slurm.sh down         # stops and removes everything; idempotent
 #
@@ -299,6 +301,19 @@ start_node() {
     say "$h: slurmd started (pid $(cat "$D/$h.pid"))"
 }
 
+# a node goes silent: its link down, its processes alive (a cable, a switch,
+# a kernel hang): packets to and from it are dropped, no reset is sent
+cut_node() {
+    need_node "$1"
+    ip link set "$BR-$1" down
+    say "$1: link down (processes alive)"
+}
+mend_node() {
+    need_node "$1"
+    ip link set "$BR-$1" up
+    say "$1: link up"
+}
+
 conf() { [ -e "$D/slurm.conf" ] || die "not up (no $D/slurm.conf)"; }
 
 # Ranks that srun starts need nothing more; the ALLOW variables are for an
@@ -324,6 +339,8 @@ case $cmd in
     env) print_env ;;
     kill) [ $# = 1 ] || die "usage: $0 kill NODE"; need_root; kill_node "$1" ;;
     start) [ $# = 1 ] || die "usage: $0 start NODE"; need_root; start_node "$1" ;;
+    cut) [ $# = 1 ] || die "usage: $0 cut NODE"; need_root; cut_node "$1" ;;
+    mend) [ $# = 1 ] || die "usage: $0 mend NODE"; need_root; mend_node "$1" ;;
     status) status ;;
-    *) echo "usage: $0 up [NODES] | env | kill NODE | start NODE | status | down" >&2; exit 2 ;;
+    *) echo "usage: $0 up [NODES] | env | kill NODE | start NODE | cut NODE | mend NODE | status | down" >&2; exit 2 ;;
 esac

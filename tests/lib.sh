@@ -25,6 +25,8 @@ T_GIVEN=${T:+1} D_GIVEN=${D:+1}
 T=${T:-$(pwd)/$BUILD/test}
 D=${D:-$T/fashion}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# darknet_mn's exit statuses (plugin/darknet_mn.h, docs/user-guide.md "Exit statuses").
+EX_USAGE=64 EX_USER=65 EX_FAULT=70 EX_REFUSED=73 EX_RERUN=75
 
 pass=0
 fail=0
@@ -125,11 +127,15 @@ rcs() { local r; for ((r = 0; r < $2; ++r)); do cat "$1.rc.$r" 2> /dev/null || e
 # A job to hit mid-training (tests/run_fault.sh, tests/run_hankai.sh):
 # bg_ranks OUT NP CMD...: CMD on NP ranks in the background (120 s at
 # most), each rank's pid in OUT.pid.<rank>, the job's output in OUT.out and
-# OUT.err, mpiexec's pid in OUT.mpiexec.
+# OUT.err, mpiexec's pid in OUT.mpiexec (that of a shell waiting for it)
+# and its status, once it ended, in OUT.mrc.
 bg_ranks() {
     local o=$1 np=$2; shift 2
     rm -f "$o".pid.* "$o".out "$o".err
-    timeout 120 $MPI -n "$np" sh -c "echo \$\$ > $o.pid.\$OMPI_COMM_WORLD_RANK; exec $*" > "$o.out" 2> "$o.err" &
+    rm -f "$o.mrc"
+    # mpiexec's status into OUT.mrc: ends_within runs in a subshell, where wait cannot reach it.
+    (timeout 120 $MPI -n "$np" sh -c "echo \$\$ > $o.pid.\${OMPI_COMM_WORLD_RANK:-\$PMI_RANK}; exec $*" > "$o.out" 2> "$o.err"
+     echo $? > "$o.mrc") &
     echo $! > "$o.mpiexec"
 }
 # rank_signal SIG OUT R: signal rank R of job OUT, only while that pid is
@@ -156,7 +162,7 @@ ends_within() {
         if ((SECONDS - t0 > limit)); then echo "mpiexec still running after ${limit}s"; return 1; fi
         sleep 0.1
     done
-    wait "$mp"; local rc=$?
+    local rc; rc=$(cat "$o.mrc" 2> /dev/null || echo none)
     for pid in $(cat "$o".pid.*); do
         # Gone, or a zombie not yet reaped (its state in /proc/PID/stat is Z).
         alive=1; for _ in 1 2 3 4 5 6 7 8 9 10; do
@@ -169,13 +175,13 @@ ends_within() {
     [ "$rc" != 0 ]
 }
 # refused DIR PATTERN PROG ARGS...: a command line refused before anything
-# starts (main.c): every rank of 2 exits 2, rank 0 alone prints a line
+# starts (main.c): every rank of 2 exits EX_USAGE, rank 0 alone prints a line
 # matching PATTERN, DIR (the run's backup folder) stays empty.
 refused() {
     local dir=$1 pat=$2; shift 2
     mkdir -p "$dir"
     on_ranks "$dir" 60 2 -- "$@"
-    if all_rc "$dir" 2 2 && grep -q -- "$pat" "$dir.err.0" && [ ! -s "$dir.err.1" ] && [ -z "$(ls -A "$dir")" ]; then
+    if all_rc "$dir" 2 $EX_USAGE && grep -q -- "$pat" "$dir.err.0" && [ ! -s "$dir.err.1" ] && [ -z "$(ls -A "$dir")" ]; then
         ok "${dir##*/}: $(head -1 "$dir.err.0" | cut -c1-150)"
     else bad "${dir##*/}: exit $(rcs "$dir" 2): $(cat "$dir".err.* | head -2)"; fi
 }

@@ -179,7 +179,7 @@ if command -v valgrind > /dev/null; then
     sed 's/^min_crop=.*/min_crop=0/; s/^max_crop=.*/max_crop=0/; s/^max_batches=.*/max_batches=2/; s/^batch=.*/batch=8/' cfg/fashion.cfg > "$T/nan.cfg"
     timeout 120 $MPI -n 1 valgrind -q --error-limit=no "$AB/darknet_mn" classifier train "$T/cls.data" "$T/nan.cfg" > "$T/nan.log" 2>&1
     rc=$?
-    if [ $rc = 1 ] && grep -aq "iteration 1: the loss or the averaged gradient is NaN or Inf" "$T/nan.log" && ! grep -aq "Invalid write" "$T/nan.log"; then
+    if [ $rc = $EX_USER ] && grep -aq "iteration 1: the loss or the averaged gradient is NaN or Inf" "$T/nan.log" && ! grep -aq "Invalid write" "$T/nan.log"; then
         ok "alexeyab NaN images: stopped at the loss check, exit $rc, valgrind: no invalid write"
     else bad "alexeyab NaN images: exit $rc, $(grep -ac 'Invalid write' "$T/nan.log") invalid writes (see $T/nan.log)"; fi
 else bad "valgrind not installed: the NaN-input memory check did not run"; fi

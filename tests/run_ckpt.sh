@@ -79,20 +79,20 @@ if want refuse; then
     data e; run e 2 "$F/e.cfg"
     before=$(ls -l --time-style=full-iso "$F/e")
     run e 2 "$F/e.cfg"
-    if all_rc "$F/e" 2 1 && [ "$before" = "$(ls -l --time-style=full-iso "$F/e")" ] &&
+    if all_rc "$F/e" 2 $EX_USER && [ "$before" = "$(ls -l --time-style=full-iso "$F/e")" ] &&
        grep -q "checkpoint $F/e/e.ckpt-6 is at iteration 6 and the cfg's max_batches is 6: nothing to train; raise max_batches to go on, or add -clear" "$F/e.err" &&
        [ "$(grep -c 'nothing to train' "$F/e.err")" = 1 ]; then
         ok "a re-run after a finished run is refused on every rank, nothing written: $(grep -o 'checkpoint .*' "$F/e.err" | cut -c1-110)"
     else bad "re-run after the end: rc $(rcs "$F/e" 2); $(head -2 "$F/e.err"); $(grep -h 'resumed\|wrote' "$F/e.out")"; fi
     cfg "$F/e.cfg" 2 1 6
     data ew; run ew 2 "$F/e.cfg" "$F/e/e_final.weights"
-    if all_rc "$F/ew" 2 1 && [ ! -e "$F/ew" -o -z "$(ls "$F/ew" 2> /dev/null)" ] &&
+    if all_rc "$F/ew" 2 $EX_USER && [ ! -e "$F/ew" -o -z "$(ls "$F/ew" 2> /dev/null)" ] &&
        grep -q "weights file $F/e/e_final.weights is at iteration 6 and the cfg's max_batches is 6: nothing to train; raise max_batches to go on, or add -clear" "$F/ew.err"; then
         ok "a weights file at max_batches is refused: $(grep -o 'weights file .*' "$F/ew.err" | cut -c1-80)"
     else bad "weights at the end: rc $(rcs "$F/ew" 2); $(head -2 "$F/ew.err")"; fi
     cfg "$F/e.cfg" 2 1 0
     data ez; run ez 2 "$F/e.cfg"
-    if all_rc "$F/ez" 2 1 && [ -z "$(ls "$F/ez" 2> /dev/null)" ] &&
+    if all_rc "$F/ez" 2 $EX_USER && [ -z "$(ls "$F/ez" 2> /dev/null)" ] &&
        grep -q "max_batches is 0: nothing to train" "$F/ez.err"; then ok "max_batches=0 is refused, nothing written"
     else bad "max_batches=0: rc $(rcs "$F/ez" 2); $(head -2 "$F/ez.err"); $(ls "$F/ez" 2> /dev/null)"; fi
     # -clear with a weights file: from it at iteration 0, the checkpoints untouched.
@@ -160,7 +160,7 @@ if want lock; then
     took=$((SECONDS - t0))
     kill -CONT "$(cat "$F/l1.pid.0")" "$(cat "$F/l1.pid.1")"
     wait $first; rc1=$?
-    if all_rc "$F/l" 2 1 && [ "$took" -le 20 ] && [ $rc1 = 0 ] && [ -f "$F/l/l_final.weights" ] &&
+    if all_rc "$F/l" 2 $EX_USER && [ "$took" -le 20 ] && [ $rc1 = 0 ] && [ -f "$F/l/l_final.weights" ] &&
        grep -q "backup folder $F/l is in use by another job (host $(hostname), pid $(cat "$F/l1.pid.0")); lock file $F/l/.darknet_mn.lock" "$F/l.err"; then
         ok "a second job on the same backup folder fails in ${took}s naming the holder; the first finishes: $(grep -o 'backup folder.*' "$F/l.err" | cut -c1-100)"
     else bad "lock: second rc $(rcs "$F/l" 2) in ${took}s, first rc $rc1; $(head -2 "$F/l.err")"; fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The command line and the settings every rank must share: Darknet's -gpus
 # is answered with how darknet-mn uses GPUs, an unknown flag is refused with
-# the valid ones (exit 2 on every rank, the message on rank 0 only), -clear
+# the valid ones (exit EX_USAGE on every rank, the message on rank 0 only), -clear
 # and -nogpu are accepted; MN_PIECE_BYTES, MN_RANKS_PER_NODE and MN_SHM set
 # on rank 0 alone (an MPMD launch, as mpiexec gives remote hosts without -x)
 # hold on every rank; adam=1 is refused at start.
@@ -24,15 +24,15 @@ data() {   # data NAME: a data cfg whose backup folder is $C/NAME
 # r's output and exit code in $C/NAME.{out,err,rc}.r (on_ranks, tests/lib.sh).
 cli() { local name=$1 np=$2; shift 2; on_ranks "$C/$name" 60 "$np" -- "$PROG" "$@"; }
 
-# expect_usage NAME PATTERN ARGS...: 2 ranks exit 2, PATTERN on rank 0's stderr, nothing on rank 1's.
+# expect_usage NAME PATTERN ARGS...: 2 ranks exit EX_USAGE, PATTERN on rank 0's stderr, nothing on rank 1's.
 expect_usage() {
     local name=$1 pat=$2; shift 2
     cli "$name" 2 "$@"
-    if ! all_rc "$C/$name" 2 2; then bad "$name: exit codes $(rcs "$C/$name" 2)(want 2 2); $(head -2 "$C/$name.err.0")"
+    if ! all_rc "$C/$name" 2 $EX_USAGE; then bad "$name: exit codes $(rcs "$C/$name" 2)(want $EX_USAGE); $(head -2 "$C/$name.err.0")"
     elif ! grep -q -- "$pat" "$C/$name.err.0"; then bad "$name: rank 0 does not say '$pat': $(head -3 "$C/$name.err.0")"
     elif [ -s "$C/$name.err.1" ] || [ -s "$C/$name.out.1" ]; then bad "$name: rank 1 printed: $(head -2 "$C/$name.err.1")"
     elif ls "$C/$name"/* > /dev/null 2>&1; then bad "$name: wrote into its backup folder"
-    else ok "$name: exit 2 on both ranks: $(grep -m1 -- "$pat" "$C/$name.err.0")"; fi
+    else ok "$name: exit $EX_USAGE on both ranks: $(grep -m1 -- "$pat" "$C/$name.err.0")"; fi
 }
 
 echo "== command line"
@@ -74,14 +74,14 @@ for kv in MN_PIECE_BYTES=4096 MN_RANKS_PER_NODE=1 MN_SHM=0; do
 done
 # A bad value on rank 0 stops every rank with its name.
 on_ranks "$C/bad-piece" 60 2 MN_PIECE_BYTES=lots -- "$PROG" classifier train "$(data bad-piece)" "$C/c.cfg"
-if all_rc "$C/bad-piece" 2 1 && grep -q "MN_PIECE_BYTES='lots' is not an integer of at least 4" "$C/bad-piece.err.0"; then
+if all_rc "$C/bad-piece" 2 $EX_USER && grep -q "MN_PIECE_BYTES='lots' is not an integer of at least 4" "$C/bad-piece.err.0"; then
     ok "bad MN_PIECE_BYTES: exit 1 on both ranks: $(head -1 "$C/bad-piece.err.0")"
 else bad "bad MN_PIECE_BYTES: exit codes $(rcs "$C/bad-piece" 2); $(cat "$C"/bad-piece.err.* | head -3)"; fi
 
 echo "== adam=1"
 sed 's/^momentum=\(.*\)/momentum=\1\nadam=1/' "$C/c.cfg" > "$C/adam.cfg"
 cli adam 2 classifier train "$(data adam)" "$C/adam.cfg"
-if all_rc "$C/adam" 2 1 && grep -q "adam.cfg: adam=1 is not supported" "$C/adam.err.0" && ! ls "$C/adam"/* > /dev/null 2>&1; then
+if all_rc "$C/adam" 2 $EX_USER && grep -q "adam.cfg: adam=1 is not supported" "$C/adam.err.0" && ! ls "$C/adam"/* > /dev/null 2>&1; then
     ok "adam=1 refused: exit 1 on both ranks: $(grep -m1 "adam=1" "$C/adam.err.0")"
 else bad "adam=1: exit codes $(rcs "$C/adam" 2); $(cat "$C"/adam.err.* | head -3)"; fi
 

@@ -22,7 +22,7 @@ PNG="python3 tests/mn_png.py"
 expect_exit1() {
     local name=$1 msg=$2; shift 2
     mn "$X/$name" 2 "$@"
-    if all_rc "$X/$name" 2 1 && grep -qF -- "$msg" "$X/$name.err.0"; then ok "$name: $(grep -F -- "$msg" "$X/$name.err.0" | head -1)"
+    if all_rc "$X/$name" 2 $EX_USER && grep -qF -- "$msg" "$X/$name.err.0"; then ok "$name: $(grep -F -- "$msg" "$X/$name.err.0" | head -1)"
     else bad "$name: exit codes $(rcs "$X/$name" 2), stderr: $(grep -v '^ ' "$X/$name.err.0" | head -2)"; fi
 }
 

@@ -45,7 +45,8 @@ cfg segv 400
 launch segv 4
 if wait_iter "$F/segv" 3; then
     rank_signal SEGV "$F/segv" 1
-    if took=$(ends_within "$F/segv" 15) && grep -q "rank 1 (.*): fatal: SIGSEGV" "$F/segv.err"; then ok "SIGSEGV on rank 1: all gone in $took; $(grep -m1 'fatal: SIGSEGV' "$F/segv.err")"
+    if took=$(ends_within "$F/segv" 15) && [[ $took == *"status 70" ]] && grep -q "rank 1 (.*): fatal: SIGSEGV" "$F/segv.err"; then
+        ok "SIGSEGV on rank 1: all gone in $took (an internal fault); $(grep -m1 'fatal: SIGSEGV' "$F/segv.err")"
     else bad "SIGSEGV: $took; $(grep -c 'fatal: SIGSEGV' "$F/segv.err") handler lines; $(tail -3 "$F/segv.err")"; fi
 else bad "SIGSEGV: training never reached iteration 3"; fi
 
@@ -60,7 +61,7 @@ stall_check() {   # stall_check NAME WHAT [distributed lines...]
     launch "$name" 3
     if wait_iter "$F/$name" 3; then
         rank_signal STOP "$F/$name" 2
-        if took=$(ends_within "$F/$name" 20) && grep -q "rank 2 did not arrive within 4 s\|did not complete in time (collective_timeout=4 s)" "$F/$name.err"; then
+        if took=$(ends_within "$F/$name" 20) && [[ $took == *"status 75" ]] && grep -q "rank 2 ([^)]*) did not arrive within 4 s\|did not complete in time (collective_timeout=4 s)" "$F/$name.err"; then
             ok "$what: all gone in $took; $(grep -m1 'did not arrive\|did not complete' "$F/$name.err" | cut -c1-150)"
         else bad "$what: $took $(tail -3 "$F/$name.err")"; fi
         rank_signal CONT "$F/$name" 2; rank_signal 9 "$F/$name" 2
@@ -76,7 +77,7 @@ cfg hang 400
 MPI="$MPI -x LD_PRELOAD=$(pwd)/$TEST_BIN/mn_hang_abort.so" launch hang 2
 if wait_iter "$F/hang" 3; then
     rank_signal SEGV "$F/hang" 1
-    if took=$(ends_within "$F/hang" 30) && grep -q "rank 1 (.*): fatal: SIGSEGV" "$F/hang.err"; then
+    if took=$(ends_within "$F/hang" 30) && [[ $took == *"status 70" ]] && grep -q "rank 1 (.*): fatal: SIGSEGV" "$F/hang.err"; then
         ok "SIGSEGV on rank 1 with an MPI_Abort that hangs: all gone in $took"
     else bad "hanging MPI_Abort: $took $(tail -3 "$F/hang.err")"; fi
     rank_signal 9 "$F/hang" 1
@@ -92,7 +93,7 @@ sed -i "s|^train=.*|train=$F/badimg.list|" "$F/badimg.data"
 sed -i 's/^\[distributed\]/[distributed]\nshuffle=0/' "$F/badimg.cfg"   # the bad paths land in the last rank's shard
 launch badimg 2
 sleep 1
-if took=$(ends_within "$F/badimg" 30) && grep -q "rank 1 (.*): image $F/gone_.*\.png is not a JPEG/PNG/BMP/TGA image" "$F/badimg.err"; then
+if took=$(ends_within "$F/badimg" 30) && [[ $took == *"status 1" ]] && grep -q "rank 1 (.*): image $F/gone_.*\.png is not a JPEG/PNG/BMP/TGA image" "$F/badimg.err"; then
     ok "unreadable image on rank 1 (random loader): all gone in $took; names rank 1 and the file"
 else bad "unreadable image (random loader): $(tail -4 "$F/badimg.err")"; fi
 

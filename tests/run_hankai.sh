@@ -176,7 +176,7 @@ fault_row() {   # fault_row NAME SIG WANT SECONDS
     rank_signal CONT "$T/$name" 2; rank_signal 9 "$T/$name" 2
 }
 fault_row kill KILL "rank 2" 15
-fault_row stall STOP "rank 2 did not arrive within 4 s\|did not complete in time (collective_timeout=4 s)" 20
+fault_row stall STOP "rank 2 ([^)]*) did not arrive within 4 s\|did not complete in time (collective_timeout=4 s)" 20
 
 # The tutorial's command (tests/run_tutorial.sh on the other bases), labels
 # beside the images as the fork's guide has them: 2 ranks train and -map

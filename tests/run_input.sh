@@ -16,7 +16,7 @@ rm -rf "$I" && mkdir -p "$I"
 
 # row NAME RC PATTERN FILES ARGS...: ./darknet_mn ARGS on 2 ranks; a ':' in
 # ARGS starts the next rank's arguments (MPMD, one rank per group).
-#   RC       0, 1 or 2 (a command line refused): every rank exits with it; abort: the job is
+#   RC       0, $EX_USER or $EX_USAGE (a command line refused): every rank exits with it; abort: the job is
 #            taken down (no rank exits 0), a crash report is expected
 #   PATTERN  ERE; RC 0: a line of rank 0's stdout matches it; else the
 #            message matches it: MSGS (1 unless set) lines of all ranks'
@@ -47,7 +47,7 @@ row() {
         [ -n "$why" ] && break
         rc=$(cat "$I/$name.rc.$r" 2>/dev/null)
         case $want in
-        0|1|2) [ "$rc" = "$want" ] || why="rank $r exited '${rc:-killed}', not $want" ;;
+        0|"$EX_USAGE"|"$EX_USER"|"$EX_REFUSED") [ "$rc" = "$want" ] || why="rank $r exited '${rc:-killed}', not $want" ;;
         abort) [ "$rc" != 0 ] || why="rank $r exited 0" ;;
         esac
     done
@@ -118,24 +118,24 @@ if [ -s "$I/good/good_final.weights" ]; then
 fi
 
 echo "-- 1: non-finite numbers"
-row lr-nan 1 'lr-nan.cfg:7: \[net\] learning_rate=.nan. is not a finite number' - classifier train "$(data lr-nan)" "$(cfg lr-nan learning_rate=nan)"
-row momentum-inf 1 'momentum-inf.cfg:8: \[net\] momentum=.inf. is not a finite number' - classifier train "$(data momentum-inf)" "$(cfg momentum-inf momentum=inf)"
-row decay-neg-inf 1 'decay-neg-inf.cfg:9: \[net\] decay=.-Infinity. is not a finite number' - classifier train "$(data decay-neg-inf)" "$(cfg decay-neg-inf decay=-Infinity)"
-row scales-nan 1 'scales-nan.cfg:12: \[net\] scales=.0.5,NaN. is not a finite number' - classifier train "$(data scales-nan)" "$(cfg scales-nan steps=10,20 scales=0.5,NaN)"
-row lr-huge 1 'lr-huge.cfg:7: \[net\] learning_rate=.1e999. is not a finite number' - classifier train "$(data lr-huge)" "$(cfg lr-huge learning_rate=1e999)"
-row lr-word 1 "lr-word.cfg:7: \[net\] learning_rate='fast' is not a number" - classifier train "$(data lr-word)" "$(cfg lr-word learning_rate=fast)"
+row lr-nan $EX_USER 'lr-nan.cfg:7: \[net\] learning_rate=.nan. is not a finite number' - classifier train "$(data lr-nan)" "$(cfg lr-nan learning_rate=nan)"
+row momentum-inf $EX_USER 'momentum-inf.cfg:8: \[net\] momentum=.inf. is not a finite number' - classifier train "$(data momentum-inf)" "$(cfg momentum-inf momentum=inf)"
+row decay-neg-inf $EX_USER 'decay-neg-inf.cfg:9: \[net\] decay=.-Infinity. is not a finite number' - classifier train "$(data decay-neg-inf)" "$(cfg decay-neg-inf decay=-Infinity)"
+row scales-nan $EX_USER 'scales-nan.cfg:12: \[net\] scales=.0.5,NaN. is not a finite number' - classifier train "$(data scales-nan)" "$(cfg scales-nan steps=10,20 scales=0.5,NaN)"
+row lr-huge $EX_USER 'lr-huge.cfg:7: \[net\] learning_rate=.1e999. is not a finite number' - classifier train "$(data lr-huge)" "$(cfg lr-huge learning_rate=1e999)"
+row lr-word $EX_USER "lr-word.cfg:7: \[net\] learning_rate='fast' is not a number" - classifier train "$(data lr-word)" "$(cfg lr-word learning_rate=fast)"
 if [ -s "$I/good/good_final.weights" ]; then
-    row weights-nan 1 "weights-nan.weights: layer 0 holds nan" - classifier train "$(data weights-nan)" "$(cfg weights-nan)" \
+    row weights-nan $EX_USER "weights-nan.weights: layer 0 holds nan" - classifier train "$(data weights-nan)" "$(cfg weights-nan)" \
         "$(weights weights-nan 'f = array.array("f", [float("nan")] * len(f))')"
-    row weights-inf-last 1 "weights-inf-last.weights: layer 2 holds -inf" - classifier train "$(data weights-inf-last)" \
+    row weights-inf-last $EX_USER "weights-inf-last.weights: layer 2 holds -inf" - classifier train "$(data weights-inf-last)" \
         "$(cfg weights-inf-last)" "$(weights weights-inf-last 'f[-1] = float("-inf")')"
-    row weights-version-big 1 "weights-version-big.weights has header version 999999.2.0; Darknet writes" - classifier train \
+    row weights-version-big $EX_USER "weights-version-big.weights has header version 999999.2.0; Darknet writes" - classifier train \
         "$(data weights-version-big)" "$(cfg weights-version-big)" "$(weights weights-version-big 'h[0] = 999999')"
-    row weights-version-neg 1 "weights-version-neg.weights has header version -1.2.0; Darknet writes" - classifier train \
+    row weights-version-neg $EX_USER "weights-version-neg.weights has header version -1.2.0; Darknet writes" - classifier train \
         "$(data weights-version-neg)" "$(cfg weights-version-neg)" "$(weights weights-version-neg 'h[0] = -1')"
 elif [ -z "$ONLY" ]; then bad "good training left no weights: the weights rows did not run"; fi
 # A rate that diverges: NaN reaches maxpool and the loss; the job stops cleanly.
-row diverge 1 'iteration [0-9]+: the loss or the averaged gradient is NaN or Inf' "diverge_chart.png diverge_log.csv" classifier train "$(data diverge)" \
+row diverge $EX_USER 'iteration [0-9]+: the loss or the averaged gradient is NaN or Inf' "diverge_chart.png diverge_log.csv" classifier train "$(data diverge)" \
     "$(cfg diverge learning_rate=3e38 max_batches=20)"
 
 echo "-- 2: every rank runs the same cfg"
@@ -153,32 +153,32 @@ mpmd mpmd-filters "rank 1 .*mpmd-filters-b.cfg:16: \[convolutional\] 'filters=8'
 mpmd mpmd-extra-key "rank 1 .*mpmd-extra-key-b.cfg:2: \[net\] 'burn_in=10' here, but 'batch=4'" burn_in=10
 mpmd mpmd-new-section "rank 1 .*mpmd-new-section-b.cfg:32: section '\[distributed\]' is past the end of rank 0's" -- seed=2
 cfg mpmd-distributed -- seed=1 > /dev/null; cfg mpmd-distributed-b -- seed=2 > /dev/null
-row mpmd-distributed 1 "rank 1 .*mpmd-distributed-b.cfg:33: \[distributed\] 'seed=2' here, but 'seed=1' in rank 0's" - \
+row mpmd-distributed $EX_USER "rank 1 .*mpmd-distributed-b.cfg:33: \[distributed\] 'seed=2' here, but 'seed=1' in rank 0's" - \
     classifier train "$(data mpmd-distributed)" "$I/mpmd-distributed.cfg" : classifier train "$I/mpmd-distributed.data" "$I/mpmd-distributed-b.cfg"
 NP3=1 mpmd mpmd-rank2 "rank 2 .*mpmd-rank2-b.cfg:11: \[net\] 'steps=50' here, but 'steps=100'" steps=50
 
 echo "-- 3: [net] numbers"
-row batch-0 1 "batch-0.cfg:2: \[net\] batch='0' must be an integer from 1 to 2147483647" - classifier train "$(data batch-0)" "$(cfg batch-0 batch=0)"
-row batch-neg 1 "batch-neg.cfg:2: \[net\] batch='-4' must be an integer from 1" - classifier train "$(data batch-neg)" "$(cfg batch-neg batch=-4)"
-row batch-word 1 "batch-word.cfg:2: \[net\] batch='four' must be an integer" - classifier train "$(data batch-word)" "$(cfg batch-word batch=four)"
-row batch-empty 1 "batch-empty.cfg:2: \[net\] batch='' must be an integer" - classifier train "$(data batch-empty)" "$(cfg batch-empty batch=)"
-row batch-overflow 1 "batch-overflow.cfg:2: \[net\] batch=2000000000 on 2 ranks is 4000000000 images per update" - classifier train "$(data batch-overflow)" "$(cfg batch-overflow batch=2000000000)"
-row batch-too-big 1 "batch-too-big.cfg:2: \[net\] batch=1000000000 needs 8761.9 GiB for one update's input images, more than this machine's" - classifier train "$(data batch-too-big)" "$(cfg batch-too-big batch=1000000000 subdivisions=1000)"
-row batch-int-overflow 1 "batch-int-overflow.cfg:2: \[net\] batch='99999999999' must be an integer from 1 to 2147483647" - classifier train "$(data batch-int-overflow)" "$(cfg batch-int-overflow batch=99999999999)"
+row batch-0 $EX_USER "batch-0.cfg:2: \[net\] batch='0' must be an integer from 1 to 2147483647" - classifier train "$(data batch-0)" "$(cfg batch-0 batch=0)"
+row batch-neg $EX_USER "batch-neg.cfg:2: \[net\] batch='-4' must be an integer from 1" - classifier train "$(data batch-neg)" "$(cfg batch-neg batch=-4)"
+row batch-word $EX_USER "batch-word.cfg:2: \[net\] batch='four' must be an integer" - classifier train "$(data batch-word)" "$(cfg batch-word batch=four)"
+row batch-empty $EX_USER "batch-empty.cfg:2: \[net\] batch='' must be an integer" - classifier train "$(data batch-empty)" "$(cfg batch-empty batch=)"
+row batch-overflow $EX_USER "batch-overflow.cfg:2: \[net\] batch=2000000000 on 2 ranks is 4000000000 images per update" - classifier train "$(data batch-overflow)" "$(cfg batch-overflow batch=2000000000)"
+row batch-too-big $EX_USER "batch-too-big.cfg:2: \[net\] batch=1000000000 needs 8761.9 GiB for one update's input images, more than this machine's" - classifier train "$(data batch-too-big)" "$(cfg batch-too-big batch=1000000000 subdivisions=1000)"
+row batch-int-overflow $EX_USER "batch-int-overflow.cfg:2: \[net\] batch='99999999999' must be an integer from 1 to 2147483647" - classifier train "$(data batch-int-overflow)" "$(cfg batch-int-overflow batch=99999999999)"
 # One batch's inputs fit, but a layer's batch*outputs passes Darknet's int sizes.
-row batch-layer-overflow 1 "batch-layer-overflow.cfg: \[net\] batch/subdivisions=1000000 makes layer 0 hold 3136000000 values per array, more than Darknet's int sizes" - \
+row batch-layer-overflow $EX_USER "batch-layer-overflow.cfg: \[net\] batch/subdivisions=1000000 makes layer 0 hold 3136000000 values per array, more than Darknet's int sizes" - \
     classifier train "$(data batch-layer-overflow)" "$(cfg batch-layer-overflow batch=1000000)"
 # Within int sizes, but four such conv layers' outputs and deltas (63 GiB) beyond memory.
 if [ "$(awk '/^MemTotal:/ { print int($2 / 1048576) }' /proc/meminfo)" -lt 60 ]; then
     f=$(cfg batch-layers-memory batch=600000)
     for k in 1 2 3; do sed -i "s/^\[maxpool\]\$/[convolutional]\nfilters=4\nsize=3\npad=1\nactivation=leaky\n\n[maxpool]/" "$f"; done
-    row batch-layers-memory 1 "batch-layers-memory.cfg: \[net\] batch/subdivisions=600000 needs [0-9.]+ GiB for the layers' outputs and deltas, more than this machine's" - \
+    row batch-layers-memory $EX_USER "batch-layers-memory.cfg: \[net\] batch/subdivisions=600000 needs [0-9.]+ GiB for the layers' outputs and deltas, more than this machine's" - \
         classifier train "$(data batch-layers-memory)" "$f"
 fi
-row subdivisions-0 1 "subdivisions-0.cfg:3: \[net\] subdivisions='0' must be an integer from 1" - classifier train "$(data subdivisions-0)" "$(cfg subdivisions-0 subdivisions=0)"
-row subdivisions-over 1 "subdivisions-over.cfg:3: \[net\] subdivisions=8 is larger than batch=4" - classifier train "$(data subdivisions-over)" "$(cfg subdivisions-over subdivisions=8)"
-row width-0 1 "width-0.cfg:4: \[net\] width='0' must be an integer from 1 to 65536" - classifier train "$(data width-0)" "$(cfg width-0 width=0)"
-row channels-neg 1 "channels-neg.cfg:6: \[net\] channels='-3' must be an integer from 1" - classifier train "$(data channels-neg)" "$(cfg channels-neg channels=-3)"
+row subdivisions-0 $EX_USER "subdivisions-0.cfg:3: \[net\] subdivisions='0' must be an integer from 1" - classifier train "$(data subdivisions-0)" "$(cfg subdivisions-0 subdivisions=0)"
+row subdivisions-over $EX_USER "subdivisions-over.cfg:3: \[net\] subdivisions=8 is larger than batch=4" - classifier train "$(data subdivisions-over)" "$(cfg subdivisions-over subdivisions=8)"
+row width-0 $EX_USER "width-0.cfg:4: \[net\] width='0' must be an integer from 1 to 65536" - classifier train "$(data width-0)" "$(cfg width-0 width=0)"
+row channels-neg $EX_USER "channels-neg.cfg:6: \[net\] channels='-3' must be an integer from 1" - classifier train "$(data channels-neg)" "$(cfg channels-neg channels=-3)"
 
 echo "-- 4: labels"
 mkdir -p "$I/nolabel" "$I/c1_trouser_dir"
@@ -187,12 +187,12 @@ cp "$(sed -n 2p "$D/train.list")" "$I/c1_trouser_dir/$(basename "$(sed -n 2p "$D
 { head -31 "$D/train.list"; echo "$I/nolabel/image.png"; } > "$I/nolabel.list"
 { head -31 "$D/train.list"; echo "$I/c1_trouser_dir/$(basename "$(sed -n 2p "$D/train.list")")"; } > "$I/twolabels.list"
 { head -31 "$D/train.list"; echo "$I/missing_c0_tshirt.png"; } > "$I/noimage.list"
-row label-none 1 "image $I/nolabel/image.png matches 0 labels of $D/labels.txt; it must contain exactly one" - \
+row label-none $EX_USER "image $I/nolabel/image.png matches 0 labels of $D/labels.txt; it must contain exactly one" - \
     classifier train "$(data label-none "$I/nolabel.list")" "$(cfg label-none)"
-row label-two 1 "image $I/c1_trouser_dir/.*c0_tshirt.png matches 2 labels" - classifier train "$(data label-two "$I/twolabels.list")" "$(cfg label-two)"
-row label-none-deterministic 1 "image $I/nolabel/image.png matches 0 labels" - classifier train "$(data label-none-deterministic "$I/nolabel.list")" \
+row label-two $EX_USER "image $I/c1_trouser_dir/.*c0_tshirt.png matches 2 labels" - classifier train "$(data label-two "$I/twolabels.list")" "$(cfg label-two)"
+row label-none-deterministic $EX_USER "image $I/nolabel/image.png matches 0 labels" - classifier train "$(data label-none-deterministic "$I/nolabel.list")" \
     "$(cfg label-none-deterministic -- deterministic=1)"
-row image-missing 1 "cannot read image $I/missing_c0_tshirt.png: No such file" - classifier train "$(data image-missing "$I/noimage.list")" "$(cfg image-missing)"
+row image-missing $EX_USER "cannot read image $I/missing_c0_tshirt.png: No such file" - classifier train "$(data image-missing "$I/noimage.list")" "$(cfg image-missing)"
 # Detector: a tiny yolo on the synthetic shapes (3 classes).
 S=$I/shapes
 if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
@@ -214,13 +214,13 @@ if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
     cp "$S"/images/train000[0-3].jpg "$I/det/images/" && cp "$S"/labels/train000[0-2].txt "$LBL/"
     printf '1 0.5 0.5 0.2 0.2\n7 0.5 0.5 0.2 0.2\n' > "$LBL/train0003.txt"
     ls "$I"/det/images/*.jpg > "$I/det.list"
-    row det-class-id 1 "$LBL/train0003.txt:2: class id 7 is outside 0..2 \(the cfg's last layer has classes=3\)" - \
+    row det-class-id $EX_USER "$LBL/train0003.txt:2: class id 7 is outside 0..2 \(the cfg's last layer has classes=3\)" - \
         detector train "$(detdata det-class-id "$I/det.list")" "$(detcfg det-class-id)"
     # Anchors past num, or a mask naming one: Darknet writes or reads past
     # the layer's biases (AlexeyAB's cspx-p7-mish.cfg has both).
-    row det-anchors-past-num 1 "det-anchors-past-num.cfg:[0-9]+: \[yolo\] anchors= lists 4 pairs, more than num=3: Darknet copies them all into room for num pairs \(set num=4\)" - \
+    row det-anchors-past-num $EX_USER "det-anchors-past-num.cfg:[0-9]+: \[yolo\] anchors= lists 4 pairs, more than num=3: Darknet copies them all into room for num pairs \(set num=4\)" - \
         detector train "$(detdata det-anchors-past-num "$S/train.list")" "$(detcfg det-anchors-past-num 'anchors=4,4, 8,8, 16,16, 32,32')"
-    row det-mask-past-num 1 "det-mask-past-num.cfg:[0-9]+: \[yolo\] mask=0,1,3 names anchor 3, outside anchors 0..2 of num=3" - \
+    row det-mask-past-num $EX_USER "det-mask-past-num.cfg:[0-9]+: \[yolo\] mask=0,1,3 names anchor 3, outside anchors 0..2 of num=3" - \
         detector train "$(detdata det-mask-past-num "$S/train.list")" "$(detcfg det-mask-past-num mask=0,1,3)"
     # Every label line is 'class x y w h', relative, finite: each mistake of
     # issue 25's table is refused before training, naming file:line and why.
@@ -264,29 +264,29 @@ if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
             bad "bad_labels=skip: '$a' with the bad lines, '$b' without them"
     fi
     printf '1 0.5 0.5 0.2 0.2\n2 320 240 50 60\n' > "$LBL/train0003.txt"
-    row det-label-stop 1 "$LBL/train0003.txt:2: x=320: coordinates look like pixels" - \
+    row det-label-stop $EX_USER "$LBL/train0003.txt:2: x=320: coordinates look like pixels" - \
         detector train "$(detdata det-label-stop "$I/det.list")" "$(skipcfg det-label-stop stop)"
     cp "$S/labels/train0002.txt" "$LBL/train0003.txt"
     # detector map reads the same labels through the same check.
     printf '1 0.5 0.5 0.2 0.2\n2 320 240 50 60\n' > "$LBL/train0003.txt"
     printf 'classes=3\ntrain=%s\nvalid=%s\nnames=%s/names.txt\nbackup=%s/det-good\n' "$I/det.list" "$I/det.list" "$S" "$I" > "$I/det-map.data"
-    row det-label-map 1 "$LBL/train0003.txt:2: x=320: coordinates look like pixels" - \
+    row det-label-map $EX_USER "$LBL/train0003.txt:2: x=320: coordinates look like pixels" - \
         detector map "$I/det-map.data" "$I/det-good.cfg" "$I/det-good/det-good_final.weights"
-    row det-label-recall 1 "$LBL/train0003.txt:2: x=320: coordinates look like pixels" - \
+    row det-label-recall $EX_USER "$LBL/train0003.txt:2: x=320: coordinates look like pixels" - \
         detector recall "$I/det-map.data" "$I/det-good.cfg" "$I/det-good/det-good_final.weights"
     row det-label-map-skip 0 "^darknet-mn: bad_labels=skip: dropped 1 bad label line in 1 file of $I/det.list" - \
         detector map "$I/det-map.data" "$(skipcfg det-label-map-skip skip)" "$I/det-good/det-good_final.weights"
     cp "$S/labels/train0002.txt" "$LBL/train0003.txt"
     # The data cfg's classes=, the yolo layer's and the names file agree.
     detdata det-classes "$I/det.list" > /dev/null; sed -i 's/^classes=3/classes=7/' "$I/det-classes.data"
-    row det-classes 1 "det-classes.data says classes=7, the detection layers \(2\) of $I/det-classes.cfg have classes=3, and names file $S/names.txt has 3 names: the three must agree" - \
+    row det-classes $EX_USER "det-classes.data says classes=7, the detection layers \(2\) of $I/det-classes.cfg have classes=3, and names file $S/names.txt has 3 names: the three must agree" - \
         detector train "$I/det-classes.data" "$(detcfg det-classes)"
     head -2 "$S/names.txt" > "$I/two.names"
     detdata det-names "$I/det.list" > /dev/null; sed -i "s#^names=.*#names=$I/two.names#" "$I/det-names.data"
-    row det-names 1 "det-names.data says classes=3, .* have classes=3, and names file $I/two.names has 2 names: the three must agree" - \
+    row det-names $EX_USER "det-names.data says classes=3, .* have classes=3, and names file $I/two.names has 2 names: the three must agree" - \
         detector train "$I/det-names.data" "$(detcfg det-names)"
     sed -i 's/^classes=3/classes=7/' "$I/det-map.data"
-    row det-classes-map 1 "det-map.data says classes=7, the detection layers \(2\) of $I/det-good.cfg have classes=3" - \
+    row det-classes-map $EX_USER "det-map.data says classes=7, the detection layers \(2\) of $I/det-good.cfg have classes=3" - \
         detector map "$I/det-map.data" "$I/det-good.cfg" "$I/det-good/det-good_final.weights"
     sed -i 's/^classes=7/classes=3/' "$I/det-map.data"
     # An image that cannot be decoded: darknet-mn's message on the rank that read it, not an assertion.
@@ -305,62 +305,62 @@ if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
         detector valid "$I/det-valid.data" "$I/det-good.cfg" "$I/det-good/det-good_final.weights"
     cp "$S/images/train0003.jpg" "$I/det/images/train0003.jpg"
     rm "$LBL/train0003.txt"
-    row det-no-labels 1 "cannot read the labels of $I/det/images/train0003.jpg: $LBL/train0003.txt" - \
+    row det-no-labels $EX_USER "cannot read the labels of $I/det/images/train0003.jpg: $LBL/train0003.txt" - \
         detector train "$(detdata det-no-labels "$I/det.list")" "$(detcfg det-no-labels)"
 else bad "mn_shapes could not write the detector data: the detector rows did not run"; fi
 
 echo "-- 5: cfgs Darknet's parser cannot read"
-row cfg-missing 1 "$I/nope.cfg: cannot open cfg: No such file" - classifier train "$(data cfg-missing)" "$I/nope.cfg"
+row cfg-missing $EX_USER "$I/nope.cfg: cannot open cfg: No such file" - classifier train "$(data cfg-missing)" "$I/nope.cfg"
 mkdir -p "$I/dir.cfg"
-row cfg-directory 1 "$I/dir.cfg: the cfg is a directory" - classifier train "$(data cfg-directory)" "$I/dir.cfg"
+row cfg-directory $EX_USER "$I/dir.cfg: the cfg is a directory" - classifier train "$(data cfg-directory)" "$I/dir.cfg"
 : > "$I/empty.cfg"
-row cfg-empty 1 "$I/empty.cfg: holds no sections" - classifier train "$(data cfg-empty)" "$I/empty.cfg"
+row cfg-empty $EX_USER "$I/empty.cfg: holds no sections" - classifier train "$(data cfg-empty)" "$I/empty.cfg"
 printf '# only comments\n\n;\n' > "$I/comments.cfg"
-row cfg-only-comments 1 "$I/comments.cfg: holds no sections" - classifier train "$(data cfg-only-comments)" "$I/comments.cfg"
+row cfg-only-comments $EX_USER "$I/comments.cfg: holds no sections" - classifier train "$(data cfg-only-comments)" "$I/comments.cfg"
 sed 's/^\[maxpool\]$/[maxpool/' "$(cfg cfg-truncated-header)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-truncated-header.cfg"
-row cfg-truncated-header 1 "cfg-truncated-header.cfg:22: section header '\[maxpool' has no closing '\]'" - classifier train "$(data cfg-truncated-header)" "$I/cfg-truncated-header.cfg"
+row cfg-truncated-header $EX_USER "cfg-truncated-header.cfg:22: section header '\[maxpool' has no closing '\]'" - classifier train "$(data cfg-truncated-header)" "$I/cfg-truncated-header.cfg"
 python3 -c "import random,sys; random.seed(14); sys.stdout.buffer.write(bytes(random.getrandbits(8) for _ in range(4096)))" > "$I/random.cfg"
-row cfg-random-bytes 1 "$I/random.cfg:1: holds (a NUL byte|the control byte 0x[0-9a-f]{2}); a cfg is text" - classifier train "$(data cfg-random-bytes)" "$I/random.cfg"
+row cfg-random-bytes $EX_USER "$I/random.cfg:1: holds (a NUL byte|the control byte 0x[0-9a-f]{2}); a cfg is text" - classifier train "$(data cfg-random-bytes)" "$I/random.cfg"
 { echo "batch=4"; cat "$(cfg cfg-before-section)"; } > "$I/t.t" && mv "$I/t.t" "$I/cfg-before-section.cfg"
-row cfg-before-section 1 "cfg-before-section.cfg:1: 'batch=4' comes before the first section" - classifier train "$(data cfg-before-section)" "$I/cfg-before-section.cfg"
+row cfg-before-section $EX_USER "cfg-before-section.cfg:1: 'batch=4' comes before the first section" - classifier train "$(data cfg-before-section)" "$I/cfg-before-section.cfg"
 sed 's/^size=3$/size 3/' "$(cfg cfg-no-equals)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-no-equals.cfg"
-row cfg-no-equals 1 "cfg-no-equals.cfg:17: 'size3' is not key=value" - classifier train "$(data cfg-no-equals)" "$I/cfg-no-equals.cfg"
+row cfg-no-equals $EX_USER "cfg-no-equals.cfg:17: 'size3' is not key=value" - classifier train "$(data cfg-no-equals)" "$I/cfg-no-equals.cfg"
 sed 's/^stride=1$/=1/' "$(cfg cfg-no-key)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-no-key.cfg"
-row cfg-no-key 1 "cfg-no-key.cfg:18: '=1' has no key before '='" - classifier train "$(data cfg-no-key)" "$I/cfg-no-key.cfg"
+row cfg-no-key $EX_USER "cfg-no-key.cfg:18: '=1' has no key before '='" - classifier train "$(data cfg-no-key)" "$I/cfg-no-key.cfg"
 sed 's/^\[maxpool\]$/[maxpooling]/' "$(cfg cfg-unknown-section)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-unknown-section.cfg"
-row cfg-unknown-section 1 "cfg-unknown-section.cfg:22: unknown section \[maxpooling\]; known sections: \[net\]" - classifier train "$(data cfg-unknown-section)" "$I/cfg-unknown-section.cfg"
+row cfg-unknown-section $EX_USER "cfg-unknown-section.cfg:22: unknown section \[maxpooling\]; known sections: \[net\]" - classifier train "$(data cfg-unknown-section)" "$I/cfg-unknown-section.cfg"
 # Layer sizes, walked before Darknet's parser (which builds zero-sized layers or asserts).
 sed 's/^\[connected\]$/[route]\nlayers=-1,-2\n\n[connected]/' "$(cfg cfg-route-sizes)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-route-sizes.cfg"
-row cfg-route-sizes 1 "cfg-route-sizes.cfg:27: layer 2 \(\[route\]\) takes layer 1, 14x14, and layer 0, 28x28: a route joins channels of inputs of one size" - classifier train "$(data cfg-route-sizes)" "$I/cfg-route-sizes.cfg"
+row cfg-route-sizes $EX_USER "cfg-route-sizes.cfg:27: layer 2 \(\[route\]\) takes layer 1, 14x14, and layer 0, 28x28: a route joins channels of inputs of one size" - classifier train "$(data cfg-route-sizes)" "$I/cfg-route-sizes.cfg"
 sed 's/^\[connected\]$/[route]\nlayers=-5\n\n[connected]/' "$(cfg cfg-route-outside)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-route-outside.cfg"
-row cfg-route-outside 1 "cfg-route-outside.cfg:27: layer 2 \(\[route\]\) layers=-5 names layer '-5', outside layers 0..1 before it" - classifier train "$(data cfg-route-outside)" "$I/cfg-route-outside.cfg"
-row cfg-too-small 1 "cfg-too-small.cfg:15: layer 0 \(\[convolutional\]\) would output 0x0 from its 2x2 input: width=2 height=2 is too small" - classifier train "$(data cfg-too-small)" "$(cfg cfg-too-small width=2 height=2 pad=0)"
-row cls-outputs 1 "cls-outputs.cfg: the last layer \(3\) gives 12 values per image but .*cls-outputs.data says classes=10" - classifier train "$(data cls-outputs)" "$(cfg cls-outputs output=12)"
+row cfg-route-outside $EX_USER "cfg-route-outside.cfg:27: layer 2 \(\[route\]\) layers=-5 names layer '-5', outside layers 0..1 before it" - classifier train "$(data cfg-route-outside)" "$I/cfg-route-outside.cfg"
+row cfg-too-small $EX_USER "cfg-too-small.cfg:15: layer 0 \(\[convolutional\]\) would output 0x0 from its 2x2 input: width=2 height=2 is too small" - classifier train "$(data cfg-too-small)" "$(cfg cfg-too-small width=2 height=2 pad=0)"
+row cls-outputs $EX_USER "cls-outputs.cfg: the last layer \(3\) gives 12 values per image but .*cls-outputs.data says classes=10" - classifier train "$(data cls-outputs)" "$(cfg cls-outputs output=12)"
 sed '1d' "$(cfg cfg-no-net)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-no-net.cfg"
-row cfg-no-net 1 "cfg-no-net.cfg:1: 'batch=4' comes before the first section" - classifier train "$(data cfg-no-net)" "$I/cfg-no-net.cfg"
+row cfg-no-net $EX_USER "cfg-no-net.cfg:1: 'batch=4' comes before the first section" - classifier train "$(data cfg-no-net)" "$I/cfg-no-net.cfg"
 { sed -n '15,$p' "$(cfg cfg-first-not-net)"; } > "$I/t.t" && mv "$I/t.t" "$I/cfg-first-not-net.cfg"
-row cfg-first-not-net 1 "cfg-first-not-net.cfg:1: the first section is \[convolutional\]; a cfg starts with \[net\]" - classifier train "$(data cfg-first-not-net)" "$I/cfg-first-not-net.cfg"
+row cfg-first-not-net $EX_USER "cfg-first-not-net.cfg:1: the first section is \[convolutional\]; a cfg starts with \[net\]" - classifier train "$(data cfg-first-not-net)" "$I/cfg-first-not-net.cfg"
 { cat "$(cfg cfg-two-nets)"; printf '[net]\nbatch=2\n'; } > "$I/t.t" && mv "$I/t.t" "$I/cfg-two-nets.cfg"
-row cfg-two-nets 1 "cfg-two-nets.cfg:31: a second \[net\] section" - classifier train "$(data cfg-two-nets)" "$I/cfg-two-nets.cfg"
+row cfg-two-nets $EX_USER "cfg-two-nets.cfg:31: a second \[net\] section" - classifier train "$(data cfg-two-nets)" "$I/cfg-two-nets.cfg"
 { cat "$(cfg cfg-two-distributed -- seed=1)"; printf '[distributed]\nseed=2\n'; } > "$I/t.t" && mv "$I/t.t" "$I/cfg-two-distributed.cfg"
-row cfg-two-distributed 1 "cfg-two-distributed.cfg:34: a second \[distributed\] section \(the first is on line 32\)" - classifier train "$(data cfg-two-distributed)" "$I/cfg-two-distributed.cfg"
+row cfg-two-distributed $EX_USER "cfg-two-distributed.cfg:34: a second \[distributed\] section \(the first is on line 32\)" - classifier train "$(data cfg-two-distributed)" "$I/cfg-two-distributed.cfg"
 sed 's/^\[maxpool\]$/[maxpool\r]/' "$(cfg cfg-inner-cr)" > "$I/t.t" && mv "$I/t.t" "$I/cfg-inner-cr.cfg"
-row cfg-inner-cr 1 "cfg-inner-cr.cfg:22: holds the control byte 0x0d; a cfg is text" - classifier train "$(data cfg-inner-cr)" "$I/cfg-inner-cr.cfg"
+row cfg-inner-cr $EX_USER "cfg-inner-cr.cfg:22: holds the control byte 0x0d; a cfg is text" - classifier train "$(data cfg-inner-cr)" "$I/cfg-inner-cr.cfg"
 printf 'width=28\0\n' > "$I/nul.t" && { cfg cfg-nul > /dev/null; sed -n 1,3p "$I/cfg-nul.cfg"; cat "$I/nul.t"; sed -n '4,$p' "$I/cfg-nul.cfg"; } > "$I/t.t" && mv "$I/t.t" "$I/cfg-nul.cfg"
-row cfg-nul 1 "cfg-nul.cfg:4: holds a NUL byte; a cfg is text" - classifier train "$(data cfg-nul)" "$I/cfg-nul.cfg"
+row cfg-nul $EX_USER "cfg-nul.cfg:4: holds a NUL byte; a cfg is text" - classifier train "$(data cfg-nul)" "$I/cfg-nul.cfg"
 
 echo "-- 7: unknown names"
-row activation-unknown 1 "activation-unknown.cfg:20: \[convolutional\] activation='leakyy' is unknown; valid activations: logistic, " - classifier train "$(data activation-unknown)" "$(cfg activation-unknown activation=leakyy)"
-row policy-unknown 1 "policy-unknown.cfg:10: \[net\] policy='bogus' is unknown; valid policies: random, poly, constant, step, exp, sigmoid, steps" - classifier train "$(data policy-unknown)" "$(cfg policy-unknown policy=bogus)"
-row steps-scales 1 "steps-scales.cfg:12: \[net\] steps= has 2 values but scales= has 1" - classifier train "$(data steps-scales)" "$(cfg steps-scales steps=10,20)"
+row activation-unknown $EX_USER "activation-unknown.cfg:20: \[convolutional\] activation='leakyy' is unknown; valid activations: logistic, " - classifier train "$(data activation-unknown)" "$(cfg activation-unknown activation=leakyy)"
+row policy-unknown $EX_USER "policy-unknown.cfg:10: \[net\] policy='bogus' is unknown; valid policies: random, poly, constant, step, exp, sigmoid, steps" - classifier train "$(data policy-unknown)" "$(cfg policy-unknown policy=bogus)"
+row steps-scales $EX_USER "steps-scales.cfg:12: \[net\] steps= has 2 values but scales= has 1" - classifier train "$(data steps-scales)" "$(cfg steps-scales steps=10,20)"
 
 echo "-- 9: smaller ones"
-row bench-max-negative 1 "bench allreduce: bad argument at '-max'" - bench allreduce -max -1
-row bench-max-0 1 "bench allreduce: bad argument at '-max'" - bench allreduce -max 0
-row bench-iters-word 1 "bench allreduce: bad argument at '-iters'" - bench allreduce -iters abc
-row bench-iters-0 1 "bench allreduce: bad argument at '-iters'" - bench allreduce -iters 0
-row bench-unknown-flag 2 "unknown flag '-maxx' for 'bench allreduce'; valid flags: -iters -max -nogpu" - bench allreduce -maxx 8
-row eval-list-missing 1 "cannot open list $I/nope.list \(evaluated during training: eval_interval=1\): No such file" - classifier train "$(data eval-list-missing)" \
+row bench-max-negative $EX_USER "bench allreduce: bad argument at '-max'" - bench allreduce -max -1
+row bench-max-0 $EX_USER "bench allreduce: bad argument at '-max'" - bench allreduce -max 0
+row bench-iters-word $EX_USER "bench allreduce: bad argument at '-iters'" - bench allreduce -iters abc
+row bench-iters-0 $EX_USER "bench allreduce: bad argument at '-iters'" - bench allreduce -iters 0
+row bench-unknown-flag $EX_USAGE "unknown flag '-maxx' for 'bench allreduce'; valid flags: -iters -max -nogpu" - bench allreduce -maxx 8
+row eval-list-missing $EX_USER "cannot open list $I/nope.list \(evaluated during training: eval_interval=1\): No such file" - classifier train "$(data eval-list-missing)" \
     "$(cfg eval-list-missing -- eval_interval=1 "eval_list=$I/nope.list")"
 printf 'not a png\n' > "$I/c0_tshirt_corrupt.png"
 # Every rank's shard is the corrupt image, so the first batch hits it on every
@@ -373,15 +373,15 @@ row image-corrupt abort "rank 1 \(.*\): image $I/c0_tshirt_corrupt.png is (trunc
     "$(cfg image-corrupt max_batches=30 -- shuffle=0)"
 
 echo "-- where training would start past its end, and the command line (issue 9)"
-row max-batches-0 1 "max-batches-0.cfg: max_batches is 0: nothing to train" - classifier train "$(data max-batches-0)" \
+row max-batches-0 $EX_USER "max-batches-0.cfg: max_batches is 0: nothing to train" - classifier train "$(data max-batches-0)" \
     "$(cfg max-batches-0 max_batches=0)"
 if [ -s "$I/good/good_final.weights" ]; then
-    row weights-at-end 1 "weights file $I/good/good_final.weights is at iteration 2 and the cfg's max_batches is 2: nothing to train" - \
+    row weights-at-end $EX_USER "weights file $I/good/good_final.weights is at iteration 2 and the cfg's max_batches is 2: nothing to train" - \
         classifier train "$(data weights-at-end)" "$(cfg weights-at-end)" "$I/good/good_final.weights"
 fi
-row gpus-flag 2 "-gpus is not used: darknet-mn runs one MPI rank per GPU; launch mpiexec -n 2 ./darknet_mn classifier train" - \
+row gpus-flag $EX_USAGE "-gpus is not used: darknet-mn runs one MPI rank per GPU; launch mpiexec -n 2 ./darknet_mn classifier train" - \
     classifier train "$(data gpus-flag)" "$(cfg gpus-flag)" -gpus 0,1
-row unknown-flag 2 "unknown flag '-fullscreen' for 'classifier train'; valid flags: -clear -nogpu" - \
+row unknown-flag $EX_USAGE "unknown flag '-fullscreen' for 'classifier train'; valid flags: -clear -nogpu" - \
     classifier train "$(data unknown-flag)" "$(cfg unknown-flag)" -fullscreen
 # A second job on a busy backup folder: tests/run_ckpt.sh (it needs a first
 # job held running); a crash whose MPI_Abort hangs: tests/run_fault.sh.

@@ -55,7 +55,7 @@ timeout 300 "${MPIARGS[@]}" -n 4 --host $HOSTS ./darknet_mn classifier train "$R
 case_run() {
     local name=$1 how=$2 t_kill t_first
     job "$name"
-    timeout 400 scripts/mn_rerun.sh --max-restarts 2 --probe-timeout 5 --host $HOSTS -- "${MPIARGS[@]}" \
+    timeout 400 scripts/mn_rerun.sh --max-restarts 2 --probe-timeout 5 --min-hosts 1 --host $HOSTS -- "${MPIARGS[@]}" \
         ./darknet_mn classifier train "$R/$name.data" "$R/$name.cfg" > "$R/$name.out" 2> "$R/$name.err" &
     local pid=$!
     if ! wait_line "$R/$name.out" '^12: loss' 120; then bad "$name: never reached iteration 12"; kill $pid; wait $pid; return 1; fi
@@ -87,24 +87,63 @@ else bad "killed and rerun: exit $rc; $(grep -E 'mn_rerun|resuming' "$R/back.out
 case_run gone gone; rc=$?
 if [ $rc = 0 ] && grep -q '^mn_rerun: .*host 10.77.0.2 does not answer' "$R/gone.out" "$R/gone.err" &&
    grep -q '^mn_rerun: .*now on 10.77.0.1:2 (2 ranks), was 10.77.0.1:2,10.77.0.2:2' "$R/gone.out" &&
-   grep -q "resuming from checkpoint .*ckpt-\([0-9]*\): iteration \1 of max_batches 40, written by 4 ranks (global batch 256); now 2 ranks (global batch 128)" "$R/gone.out" &&
+   grep -q "the checkpoint's global batch 256 kept on 2 ranks: subdivisions 1 -> 2" "$R/gone.out" &&
+   grep -q "resuming from checkpoint .*ckpt-\([0-9]*\): iteration \1 of max_batches 40, written by 4 ranks (global batch 256); now 2 ranks (global batch 256)" "$R/gone.out" &&
+   "$TEST_BIN/mn_wcmp" "$R/gone/gone_final.weights" "$R/straight/straight_final.weights" 1e-5 > "$R/gone.cmp" &&
    [ -s "$R/gone/gone_final.weights" ] && grep -q '^40: loss' "$R/gone.out"; then
-    ok "host B gone at iteration 12 of 40: rerun on host A's 2 ranks, finished; $(grep -m1 'now 2 ranks' "$R/gone.out" | sed 's/^darknet-mn: //')"
+    ok "host B gone at iteration 12 of 40: rerun on host A's 2 ranks with the global batch kept (subdivisions 2), finished with the uninterrupted run's weights ($(cat "$R/gone.cmp"))"
 else bad "host gone: exit $rc; $(grep -E 'mn_rerun|resuming' "$R/gone.out" "$R/gone.err" | head -6)"; fi
 $tb down > /dev/null 2>&1
 
-# Not rerun: a user error (exit 1), and no more than --max-restarts reruns
-# of a job that fails each time (here a command exiting 3, as the watchdog does).
+# Not rerun: a user error (EX_USER), and no more than --max-restarts reruns
+# of a job that fails each time (here a command exiting 75, as the watchdog does).
 job usererr
 sed -i 's/^batch=.*/batch=0/' "$R/usererr.cfg"
 timeout 60 scripts/mn_rerun.sh --max-restarts 3 -- mpiexec -n 2 ./darknet_mn classifier train "$R/usererr.data" "$R/usererr.cfg" > "$R/usererr.out" 2>&1
 rc=$?
-if [ $rc = 1 ] && [ "$(grep -c 'attempt [0-9] of 4 starts' "$R/usererr.out")" = 1 ] && grep -q 'exit status 1 is a user error (cfg, data, weights): not rerun' "$R/usererr.out"; then
+if [ $rc = $EX_USER ] && [ "$(grep -c 'attempt [0-9] of 4 starts' "$R/usererr.out")" = 1 ] && grep -q "exit status $EX_USER is a user error (cfg, data, weights): not rerun" "$R/usererr.out"; then
     ok "a user error is not rerun: $(grep -m1 'not rerun' "$R/usererr.out" | cut -d' ' -f3-)"
 else bad "user error: exit $rc, $(grep -c 'attempt [0-9] of 4 starts' "$R/usererr.out") attempts"; fi
-timeout 60 scripts/mn_rerun.sh --max-restarts 2 -- sh -c 'exit 3' > "$R/bounded.out" 2>&1
+timeout 60 scripts/mn_rerun.sh --max-restarts 2 -- sh -c 'exit 75' > "$R/bounded.out" 2>&1
 rc=$?
-if [ $rc = 3 ] && [ "$(grep -c 'attempt [0-9] of 3 starts' "$R/bounded.out")" = 3 ] && grep -q 'no restarts left (--max-restarts 2)' "$R/bounded.out"; then
-    ok "--max-restarts 2: 3 attempts, then the job's own status (3)"
+if [ $rc = 75 ] && [ "$(grep -c 'attempt [0-9] of 3 starts' "$R/bounded.out")" = 3 ] && grep -q 'no restarts left (--max-restarts 2)' "$R/bounded.out"; then
+    ok "--max-restarts 2: 3 attempts, then the job's own status (75)"
 else bad "--max-restarts: exit $rc, $(grep -c 'attempt [0-9] of 3 starts' "$R/bounded.out") attempts"; fi
+# Each status of the contract that ends the job (docs/user-guide.md, "Exit statuses").
+for st in $EX_USAGE $EX_REFUSED $EX_FAULT; do
+    timeout 60 scripts/mn_rerun.sh --max-restarts 2 -- sh -c "exit $st" > "$R/st$st.out" 2>&1
+    rc=$?
+    if [ $rc = $st ] && [ "$(grep -c 'attempt [0-9] of 3 starts' "$R/st$st.out")" = 1 ]; then ok "exit status $st is not rerun: $(grep -m1 'not rerun' "$R/st$st.out" | cut -d' ' -f3-)"
+    else bad "exit status $st: mn_rerun exit $rc, $(grep -c 'attempt [0-9] of 3 starts' "$R/st$st.out") attempts"; fi
+done
+
+# Host lists as users write them, on this machine (a launch agent that runs
+# the command here, so that every host answers): a host without slots has
+# one; Open MPI's launcher by any name or path gets -n and --host; anything
+# else, or a command with its own -n, is refused with the reason.
+printf '#!/bin/sh\nshift; exec "$@"\n' > "$R/agent"; chmod +x "$R/agent"
+hostrun() {   # hostrun NAME HOSTS LAUNCHER ARGS...: mn_rerun's output in R/NAME.out, its status in rc
+    local name=$1 h=$2; shift 2
+    timeout 60 scripts/mn_rerun.sh --max-restarts 0 --probe-timeout 5 --host "$h" -- "$@" > "$R/$name.out" 2>&1
+    rc=$?
+}
+mpx=$(command -v mpiexec)
+hostrun h1 localhost mpirun --mca plm_rsh_agent "$R/agent" ./darknet_mn info
+if [ $rc = 0 ] && grep -q "starts: mpirun -n 1 --host localhost:1 " "$R/h1.out" && grep -q '^ranks: 1 rank on 1 node' "$R/h1.out"; then
+    ok "--host localhost (no slots) with mpirun: 1 rank ($(grep -m1 'starts:' "$R/h1.out" | sed 's/.*starts: //' | cut -c1-60))"
+else bad "--host without slots: exit $rc; $(grep -m2 'mn_rerun\|ranks:' "$R/h1.out")"; fi
+hostrun h2 localhost:2 "$mpx" --mca plm_rsh_agent "$R/agent" ./darknet_mn info
+if [ $rc = 0 ] && grep -q "starts: $mpx -n 2 --host localhost:2 " "$R/h2.out" && grep -q '^ranks: 2 ranks on 1 node' "$R/h2.out"; then
+    ok "--host localhost:2 with $mpx (a full path): 2 ranks"
+else bad "--host with a full path: exit $rc; $(grep -m2 'mn_rerun\|ranks:' "$R/h2.out")"; fi
+hostrun h3 localhost:2 mpiexec.mpich ./darknet_mn info
+hostrun h4 localhost:2 mpiexec -n 2 ./darknet_mn info; rc4=$rc
+if [ $rc = 2 ] && [ $rc4 = 2 ] && grep -q "'mpiexec.mpich' is not Open MPI's mpiexec or mpirun" "$R/h3.out" &&
+   grep -q "'-n' in the command: with --host or --hostfile the ranks and hosts are the script's" "$R/h4.out" &&
+   ! grep -q 'starts' "$R/h3.out" "$R/h4.out"; then
+    ok "--host with another launcher, or with the command's own -n: refused (2) before anything starts: $(cut -d' ' -f2- "$R/h3.out" | cut -c1-90)"
+else bad "--host refusals: exit $rc4/$rc; $(cat "$R/h3.out" "$R/h4.out" | head -3)"; fi
+hostrun h5 "localhost:x" mpiexec ./darknet_mn info
+if [ $rc = 2 ] && grep -q "host entry 'localhost:x' is not HOST or HOST:SLOTS" "$R/h5.out"; then ok "--host localhost:x: refused naming the entry"
+else bad "--host localhost:x: exit $rc; $(head -2 "$R/h5.out")"; fi
 finish rerun

@@ -77,7 +77,7 @@ for base_prog in $bases; do
 done
 
 # Refused before anything starts, on every base alike (main.c): the reason
-# and what to do instead, every rank exit 2, no file.
+# and what to do instead, every rank exit EX_USAGE (64), no file.
 refuse() { local name=$1 pat=$2; shift 2; refused "$U/$name" "$pat" "$PROG" "$@"; }   # refuse NAME PATTERN ARGS (of $PROG)
 d=$U/set-folder/obj.data
 refuse gpus "^darknet-mn: -gpus is not used: darknet-mn runs one MPI rank per GPU; launch mpiexec -n 2 ./darknet_mn detector train $d $U/yolo.cfg -dont_show -map" \
@@ -93,7 +93,7 @@ refuse unknown "^darknet-mn: unknown flag '-show_imgs' for 'detector train'; val
 # -log into a folder that is not there: every rank stops, rank 0 names the file.
 mkdir -p "$U/badlog"
 on_ranks "$U/badlog" 60 2 -- "$PROG" detector train "$d" "$U/yolo.cfg" -log "$U/nope/train.log"
-if all_rc "$U/badlog" 2 2 && grep -q "^darknet-mn: rank 0: -log: cannot write $U/nope/train.log: No such file or directory$" "$U/badlog.err.0"; then
+if all_rc "$U/badlog" 2 $EX_USAGE && grep -q "^darknet-mn: rank 0: -log: cannot write $U/nope/train.log: No such file or directory$" "$U/badlog.err.0"; then
     ok "an unwritable -log: $(head -1 "$U/badlog.err.0")"
 else bad "an unwritable -log: exit $(rcs "$U/badlog" 2): $(cat "$U"/badlog.err.* | head -2)"; fi
 finish tutorial

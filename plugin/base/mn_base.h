@@ -98,6 +98,9 @@ void mn_layer_move(const layer *l, int to_device);
  * on the fork. */
 uint64_t mn_net_seen(const network *net);
 void mn_net_set_seen(network *net, uint64_t seen);
+/* Passes per update (the cfg's subdivisions): a resume on fewer ranks
+ * raises it to keep the global batch, before the loader is made. */
+void mn_net_set_subdivisions(network *net, int subdivisions);
 /* The train flag: bench step runs the passes itself. */
 void mn_net_set_train(network *net, int train);
 

@@ -194,6 +194,7 @@ layer *mn_net_layer(const network *net, int i) { return reinterpret_cast<layer *
 layer *mn_net_last(const network *net) { return mn_net_layer(net, N(net).n - 1); }
 uint64_t mn_net_seen(const network *net) { return *N(net).seen; }
 void mn_net_set_seen(network *net, uint64_t seen) { *N(net).seen = seen; }
+void mn_net_set_subdivisions(network *net, int subdivisions) { N(net).subdivisions = subdivisions; }
 void mn_net_set_train(network *net, int train) { N(net).train = train; }
 
 /* The plugin's hooks take a network *: the same pointer, so the same call. */

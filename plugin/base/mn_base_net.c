@@ -53,6 +53,7 @@ layer *mn_net_last(const network *net) { return &net->layers[net->n - 1]; }
 
 uint64_t mn_net_seen(const network *net) { return (uint64_t)*net->seen; }
 void mn_net_set_seen(network *net, uint64_t seen) { *net->seen = seen; }
+void mn_net_set_subdivisions(network *net, int subdivisions) { net->subdivisions = subdivisions; }
 
 void mn_net_set_train(network *net, int train) { net->train = train; }
 

@@ -297,6 +297,53 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
 }
 
 
+/* A checkpoint of another rank count: its global batch is kept by setting
+ * subdivisions (passes of the cfg's batch/subdivisions images) to what the
+ * rank count needs, which the equivalence contract makes the same training
+ * (global_batch=keep); where the passes do not divide it, say what changes,
+ * or stop for a rerun on more ranks (strict). Every rank computes the same
+ * from the same numbers. */
+static mn_status keep_global_batch(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt,
+                                   const mn_resumed *r)
+{
+    mn_net_info in = mn_net_get(net);
+    unsigned long long was = r->batch, now = (unsigned long long)in.batch * in.subdivisions * c->size,
+                       pass = (unsigned long long)in.batch * c->size;   /* images of one pass on every rank */
+    if (was == now || opt->global_batch == MN_GLOBAL_BATCH_CFG) return MN_OK;
+    if (was % pass == 0) {
+        int s = (int)(was / pass);
+        mn_net_set_subdivisions(net, s);
+        mn_net_set_seen(net, (uint64_t)r->iteration * was);
+        /* Darknet keeps the momentum as a sum over the rank's images of an
+         * update (its step divides by them): more images a rank, a larger sum. */
+        size_t n = 0;
+        float *st = mn_optimizer_host_state(mo, net, 0, &n);
+        float k = (float)((double)in.batch * s * r->ranks / (double)was);
+        for (size_t i = 0; i < n; ++i) st[i] *= k;
+        mn_optimizer_host_state(mo, net, 1, &n);
+        if (c->rank == 0)
+            printf("darknet-mn: the checkpoint's global batch %llu kept on %d ranks: subdivisions %d -> %d "
+                   "(%d ranks x %d images x %d passes an update), the same training as on the %d ranks that wrote it "
+                   "(global_batch=keep)\n", was, c->size, in.subdivisions, s, c->size, in.batch, s, r->ranks);
+        return MN_OK;
+    }
+    if (opt->global_batch == MN_GLOBAL_BATCH_STRICT) {
+        if (c->rank == 0)
+            mn_error(c, "global_batch=strict: the checkpoint's global batch %llu (%d ranks) cannot be kept on %d ranks "
+                        "of %d-image passes (%llu is not a multiple of %llu); stopping, for a rerun on a rank count "
+                        "that divides it", was, r->ranks, c->size, in.batch, was, pass);
+        return MN_ERR_STOPPED;
+    }
+    if (c->rank == 0)
+        printf("darknet-mn: warning: the checkpoint's global batch %llu cannot be kept on %d ranks of %d-image passes "
+               "(%llu is not a multiple of %llu): going on with %llu images an update. Darknet steps by learning_rate "
+               "times the mean gradient, so each step is as long but averages %s images: not the same training "
+               "(the linear scaling rule would set learning_rate x %.3g); global_batch=strict stops instead, for a "
+               "rerun on a rank count that divides %llu\n", was, c->size, in.batch, was, pass, now,
+               now < was ? "fewer" : "more", (double)now / (double)was, was);
+    return MN_OK;
+}
+
 /* Where training starts: the newest checkpoint unless -clear, else the
  * weights file as loaded, else the initial weights. Rank 0 says which; a start
  * at or past max_batches is refused before anything is written. */
@@ -307,6 +354,7 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
     int given = weightfile && *weightfile;
     /* Without checkpoint_interval a checkpoint is there only where a signal stopped the run. */
     if (!clear) MN_CHECK(mn_checkpoint_resume(c, net, mo, dir, base, lock, &r));
+    if (r.found) MN_CHECK(keep_global_batch(c, net, mo, opt, &r));
     size_t it = mn_base_iteration(net);
     mn_net_info in = mn_net_get(net);
     int global = in.batch * in.subdivisions * c->size;

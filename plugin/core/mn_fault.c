@@ -16,7 +16,7 @@
 static char fault_prefix[160];
 static pthread_t main_thread;
 static int thread_level = MPI_THREAD_SINGLE, installed;
-static volatile sig_atomic_t exit_code = 1;
+static volatile sig_atomic_t exit_code = MN_EXIT_FAULT;
 /* The first of SIGTERM, SIGUSR1, SIGINT that reached this process (0: none). */
 static volatile sig_atomic_t stop_signal;
 
@@ -85,7 +85,7 @@ void mn_fatal(const char *what)
     mn_output_replay();
     ssize_t r = write(mn_output_error_fd(), msg, n);
     (void)r;
-    mn_die(1);
+    mn_die(MN_EXIT_USER);   /* the base's fatal errors are its input's: a cfg key, a file */
 }
 
 void mn_install_fault_handlers(const mn_comm *c)

@@ -10,7 +10,7 @@
 void mn_die(int code) __attribute__((noreturn));
 /* A fatal error the base reports (hank-ai's darknet_fatal_error, after it
  * printed its message): "darknet-mn: rank R (host): fatal: what; aborting
- * all ranks" on the error stream, then mn_die(1). */
+ * all ranks" on the error stream, then mn_die(MN_EXIT_USER). */
 void mn_fatal(const char *what) __attribute__((noreturn));
 /* SIGTERM, SIGUSR1 and SIGINT set a flag that training reads at each
  * iteration's end (mn_stop_signal: the first signal, 0 for none); a second

@@ -37,6 +37,7 @@ struct mn_watchdog {
     MPI_Request *reqs;    /* rank 0: one Irecv per other rank */
     unsigned long long *incoming;   /* their receive buffers, read only once complete */
     unsigned long long *got;        /* the newest token of each rank */
+    char *hosts;          /* rank 0: each rank's host, 64 bytes apart, to name a late one */
 };
 
 static void *timer_main(void *arg)
@@ -67,6 +68,7 @@ static void free_watchdog(mn_watchdog *w)
     free(w->reqs);
     free(w->incoming);
     free(w->got);
+    free(w->hosts);
     free(w);
 }
 
@@ -86,6 +88,9 @@ mn_status mn_watchdog_start(mn_comm *c, double timeout, mn_watchdog **out)
     w->reqs = calloc((size_t)c->size, sizeof *w->reqs);
     w->incoming = calloc((size_t)c->size, sizeof *w->incoming);
     w->got = calloc((size_t)c->size, sizeof *w->got);
+    if (c->rank == 0 && !(w->hosts = calloc((size_t)c->size, sizeof c->host)))
+        mn_abort(c, "no memory for the watchdog's %d host names", c->size);   /* the others wait in the gather */
+    MPI_Gather(c->host, sizeof c->host, MPI_CHAR, w->hosts, sizeof c->host, MPI_CHAR, 0, w->tokens);
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->wake, NULL);
     if (!w->reqs || !w->incoming || !w->got || pthread_create(&w->thread, NULL, timer_main, w) != 0) {
@@ -125,7 +130,9 @@ static void wait_tokens(mn_watchdog *w, size_t iteration)
             for (int r = 1; r < c->size; ++r)
                 if (w->got[r] < iteration) {
                     ++count;
-                    if (n < sizeof late - 16) n += (size_t)snprintf(late + n, sizeof late - n, "%s%d", n ? ", " : "", r);
+                    if (n < sizeof late - 80)
+                        n += (size_t)snprintf(late + n, sizeof late - n, "%s%d (%s)", n ? ", " : "", r,
+                                              w->hosts + (size_t)r * sizeof c->host);
                 }
             mn_error(c, "%s at iteration %zu: rank%s %s did not arrive within %.0f s (collective_timeout); aborting the job",
                      w->what, iteration, count > 1 ? "s" : "", late, w->timeout);

@@ -104,7 +104,7 @@ static void undecodable(const mn_cache *k, const char *filename, const char *rea
                      : "is not a JPEG/PNG/BMP/TGA image";
     fprintf(mn_output_errors(), "darknet-mn: %simage %s %s%s%s%s\n", k->who, filename, what,
             reason ? " (stb: " : "", reason ? reason : "", reason ? ")" : "");
-    mn_die(1);
+    mn_die(MN_EXIT_USER);
 }
 
 static int hook(void *ctx, char *filename, int channels, image *out)

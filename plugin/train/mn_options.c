@@ -44,7 +44,8 @@ static int copy_path(char *dst, size_t n, const char *k, const char *v, char *wh
 
 static const char *const keys =
     "communicator, allreduce_grad_dtype, double_buffering, double_buffering_fresh, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
-    "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, bad_labels, collective_timeout, chart, cache_mb";
+    "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, bad_labels, collective_timeout, chart, cache_mb, "
+    "global_batch";
 
 int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size_t cap)
 {
@@ -98,6 +99,14 @@ int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size
         }
         int *skip = !strcmp(k, "nonfinite") ? &opt->nonfinite_skip : &opt->bad_labels_skip;
         *skip = !strcmp(v, "skip");
+    } else if (!strcmp(k, "global_batch")) {
+        if (!strcmp(v, "keep")) opt->global_batch = MN_GLOBAL_BATCH_KEEP;
+        else if (!strcmp(v, "strict")) opt->global_batch = MN_GLOBAL_BATCH_STRICT;
+        else if (!strcmp(v, "cfg")) opt->global_batch = MN_GLOBAL_BATCH_CFG;
+        else {
+            snprintf(why, cap, "[distributed] global_batch='%s' is invalid; valid: keep, strict, cfg", v);
+            return 0;
+        }
     } else {
         snprintf(why, cap, "unknown key '%s' in [distributed]; valid keys: %s", k, keys);
         return 0;

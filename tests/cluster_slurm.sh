@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# darknet-mn under Slurm, for real (make test-cluster): Debian's slurmctld
+# and two slurmd nodes in network namespaces (scripts/slurm.sh, which
+# installs the packages):
+#  1. srun --mpi=pmix -N 2 --ntasks-per-node=2: info shows 2 nodes x 2; the
+#     training equals mpiexec -n 4's (deterministic, flat) to float rounding,
+#     and hierarchical and two_dimensional take their legs from the nodes;
+#  2. scripts/darknet_mn.sbatch as a user submits it (--requeue, --no-kill),
+#     a node lost at iteration 600 of 2000:
+#     - mns2 killed and started again (MIN_NODES left at both nodes): the job
+#       requeues itself, resumes from its checkpoint once both nodes are
+#       back, and its final weights equal an uninterrupted job's, bit for bit;
+#     - mns2 killed and left down, MIN_NODES=1: the job goes on in its
+#       allocation on mns1 alone, resumes from its checkpoint saying what
+#       changed (ranks, global batch), and finishes;
+#     - mns1 killed, the node running the batch script and rank 0, slurmd
+#       and all, and started again once Slurm requeued the job: it resumes
+#       and ends bit for bit as the uninterrupted job;
+#     - mns2 silent (its link down 45 s, its processes alive): rank 0 names
+#       it after collective_timeout, the job is requeued once Slurm marks the
+#       node down, and ends bit for bit as the uninterrupted job;
+#  3. the time limit: a job submitted with --time=1 for about 40 s of
+#     training (and its start-up) gets SIGUSR1 before the limit, stops,
+#     checkpoints, requeues itself as often as it takes, repeats no
+#     iteration and ends with the weights of an uninterrupted run.
+# What each loss cost (seconds from the kill to the first iteration of the
+# new run, iterations done twice) is printed with each case.
+# Needs root; about 8 minutes.
+. "$(dirname "$0")/lib.sh"
+suite_folder slurm
+S=$G
+sl=scripts/slurm.sh
+trap '$sl down > /dev/null 2>&1' EXIT
+if ! $sl up > "$S/up.log" 2>&1; then bad "slurm up: $(tail -3 "$S/up.log")"; finish; fi
+eval "$($sl env)"
+ok "$(grep -m1 'up in' "$S/up.log" | sed 's/^slurm.sh: //')"
+
+# job NAME BATCH [ITERS [LINE...]]: a classifier cfg and data of its own,
+# ITERS updates (40), deterministic, a checkpoint every ITERS/8, and the
+# [distributed] LINEs.
+job() {
+    local name=$1 batch=$2 iters=${3:-40}; shift 2; shift $(($# > 0))
+    mn_cfg "$S/$name.cfg" batch="$batch" max_batches="$iters" burn_in=0 -policy -steps -scales -- \
+        deterministic=1 shuffle=0 checkpoint_interval=$((iters / 8)) collective_timeout=20 "$@"
+    printf 'classes=10\ntrain=%s/train.list\nlabels=%s/labels.txt\nbackup=%s/%s\n' "$D" "$D" "$S" "$name" > "$S/$name.data"
+    mkdir -p "$S/$name"
+}
+PROG_ABS=$(pwd)/darknet_mn
+# ONLY=a,b runs those sections alone: srun back gone rank0 silent limit.
+want() { [ -z "${ONLY:-}" ] || [[ ,$ONLY, == *,$1,* ]]; }
+
+# 1. srun: the node map, and the training of mpiexec -n 4.
+if want srun; then
+    timeout 60 srun --mpi=pmix -N 2 --ntasks-per-node=2 "$PROG_ABS" info > "$S/info.out" 2> "$S/info.err"
+    if grep -q '^ranks: 4 ranks on 2 nodes (2+2)$' "$S/info.out" && grep -q '^node 0 (mns1): ranks 0 1$' "$S/info.out" &&
+       grep -q '^node 1 (mns2): ranks 2 3$' "$S/info.out" && [ "$(tail -1 "$S/info.out")" = "all well" ]; then
+        ok "srun --mpi=pmix -N 2 --ntasks-per-node=2 ./darknet_mn info: 4 ranks on 2 nodes (2+2), all well"
+    else bad "srun info: $(head -8 "$S/info.out" | tr '\n' '|') $(tail -2 "$S/info.err")"; fi
+    job mpiexec 32 40 communicator=flat
+    timeout 120 $MPI -n 4 ./darknet_mn classifier train "$S/mpiexec.data" "$S/mpiexec.cfg" > "$S/mpiexec.out" 2>&1
+    for comm in flat hierarchical two_dimensional; do
+        job "srun-$comm" 32 40 communicator=$comm
+        timeout 120 srun --mpi=pmix -N 2 --ntasks-per-node=2 "$PROG_ABS" classifier train "$S/srun-$comm.data" "$S/srun-$comm.cfg" \
+            > "$S/srun-$comm.out" 2> "$S/srun-$comm.err"
+        if grep -q "on 4 ranks (2 nodes), communicator $comm" "$S/srun-$comm.out" &&
+           "$TEST_BIN/mn_wcmp" "$S/srun-$comm/srun-${comm}_final.weights" "$S/mpiexec/mpiexec_final.weights" 1e-5 > "$S/$comm.cmp"; then
+            ok "srun 2 nodes x 2, $comm = mpiexec -n 4 on one node: $(cat "$S/$comm.cmp")"
+        else bad "srun $comm: $(grep -m1 'on 4 ranks' "$S/srun-$comm.out") $(cat "$S/$comm.cmp" 2> /dev/null) $(tail -2 "$S/srun-$comm.err")"; fi
+    done
+fi
+
+# 2. The batch script, a node lost mid-run. submit NAME SBATCH_ARGS...: the
+# job's id; its output in S/NAME.out.
+submit() {
+    local name=$1; shift
+    sbatch --parsable --chdir="$(pwd)" --output="$S/$name.out" "$@" \
+        --export=ALL,MN="$PROG_ABS",TASK=classifier,DATA="$S/$name.data",CFG="$S/$name.cfg" scripts/darknet_mn.sbatch
+}
+wait_line() {   # wait_line FILE AWK_CONDITION SECONDS
+    local i
+    for ((i = 0; i < $3 * 10; ++i)); do awk "$2 { f = 1 } END { exit !f }" "$1" 2> /dev/null && return 0; sleep 0.1; done
+    return 1
+}
+job_done() {   # job_done ID SECONDS: until squeue no longer lists it
+    local i
+    for ((i = 0; i < $2 * 5; ++i)); do [ -z "$(squeue -h -j "$1" 2> /dev/null)" ] && return 0; sleep 0.2; done
+    return 1
+}
+# 2000 updates of 2 x 64 images (about 3 ms each), a checkpoint every 250,
+# mns2 killed at iteration 600.
+ITERS=2000
+job straight 64 $ITERS
+id=$(submit straight --nodes=2 --ntasks-per-node=1)
+job_done "$id" 120 || bad "the uninterrupted batch job did not end"
+# both nodes idle and answering ("idle", not "idle*"), so that a job of 1-2 nodes gets 2
+both_idle() { local i; for ((i = 0; i < 300; ++i)); do [ "$(sinfo -h -N -o %t | grep -cx idle)" = 2 ] && return 0; sleep 0.2; done; return 1; }
+# lose NAME BACK NODE SBATCH_ARGS...: submit, NODE lost at iteration 600:
+# killed (BACK=1 starts it again once the job has requeued itself, BACK=0
+# once the job has ended, BACK=now at once) or, with
+# BACK=cut, its link down for 45 s. Prints the cost line.
+lose() {
+    local name=$1 back=$2 node=$3 id t_kill t_first i
+    shift 3
+    job "$name" 64 $ITERS
+    both_idle || { bad "$name: the nodes are not both idle: $(sinfo -N | tr '\n' '|')"; return 1; }
+    id=$(submit "$name" "$@")
+    if ! wait_line "$S/$name.out" '/^600: loss/' 120; then bad "$name: never reached iteration 600"; scancel "$id"; return 1; fi
+    t_kill=$(date +%s.%N)
+    if [ "$back" = cut ]; then
+        $sl cut "$node" > "$S/$name.kill" 2>&1
+        (sleep 45; $sl mend "$node" >> "$S/$name.kill" 2>&1) &
+    else $sl kill "$node" > "$S/$name.kill" 2>&1; fi
+    # BACK=now: its slurmd back at once, as after a crash of every process
+    # there (or a reboot within SlurmdTimeout): it tells Slurm the batch
+    # script is gone, and Slurm requeues the job. (Back only once Slurm
+    # marked it down, the job, --no-kill, stays RUNNING on the other node
+    # with nothing in it until its time limit: Slurm 22.05.)
+    [ "$back" = now ] && $sl start "$node" >> "$S/$name.kill" 2>&1
+    if [ "$back" = 1 ]; then
+        for ((i = 0; i < 600; ++i)); do   # requeued: Slurm counts a restart
+            scontrol show job "$id" 2> /dev/null | grep -q 'Restarts=[1-9]' && break
+            sleep 0.2
+        done
+        if [ $i = 600 ]; then
+            bad "$name: not requeued within 120 s: $(scontrol show job "$id" | grep -o 'JobState=[A-Z]*')"
+            scancel "$id"; $sl start "$node" >> "$S/$name.kill" 2>&1; return 1
+        fi
+        $sl start "$node" >> "$S/$name.kill" 2>&1
+    fi
+    wait_line "$S/$name.out" '/, run 2,/ { on = 1 } on && /^[0-9]+: loss/' 180
+    t_first=$(date +%s.%N)
+    job_done "$id" 180 || { bad "$name: did not end"; scancel "$id"; }
+    [ "$back" = 0 ] && $sl start "$node" >> "$S/$name.kill" 2>&1
+    wait
+    awk -v a="$t_kill" -v b="$t_first" -v n="$(grep -c '^[0-9]*: loss' "$S/$name.out")" -v name="$name" -v it=$ITERS \
+        'BEGIN { printf "     %s: %.1f s from the kill to the first iteration of run 2; %d iterations done twice\n", name, b - a, n - it }'
+}
+if want back; then
+    lose back 1 mns2 --nodes=2 --ntasks-per-node=1
+    if grep -q "resuming from checkpoint .*back.ckpt-\([0-9]*\): iteration \1 of max_batches $ITERS, seen [0-9]* (written by 2 ranks, as now)" "$S/back.out" &&
+       grep -q '^darknet-mn: job .*, run 2, on 2 node(s)' "$S/back.out" &&
+       cmp -s "$S/straight/straight_final.weights" "$S/back/back_final.weights"; then
+        ok "sbatch job, node mns2 killed at iteration 600 of $ITERS and back: requeued, $(grep -o 'resuming from checkpoint .*ckpt-[0-9]*' "$S/back.out" | sed 's/ .*ckpt-/ /'), final weights = the uninterrupted job's"
+    else bad "node lost and back: $(grep -E '^darknet-mn: (job|resuming)' "$S/back.out" | head -5 | tr '\n' '|')"; fi
+fi
+if want gone; then
+    MIN_NODES=1 lose gone 0 mns2 --nodes=2 --ntasks-per-node=1
+    if grep -q '^darknet-mn: job .*, going on with 1 of 2 nodes (mns1; MIN_NODES=1)' "$S/gone.out" &&
+       grep -q '^darknet-mn: job .*, run 2, on 1 node(s) (mns1), 1 ranks' "$S/gone.out" &&
+       grep -q "the checkpoint's global batch 128 kept on 1 ranks: subdivisions 1 -> 2 (1 ranks x 64 images x 2 passes an update)" "$S/gone.out" &&
+       grep -q "resuming from checkpoint .*gone.ckpt-\([0-9]*\): iteration \1 of max_batches $ITERS, written by 2 ranks (global batch 128); now 1 ranks (global batch 128)" "$S/gone.out" &&
+       grep -q '^darknet-mn: job .*, run 2 ended with status 0' "$S/gone.out" && [ -s "$S/gone/gone_final.weights" ] &&
+       ! grep -q 'Restarts=[1-9]' <(scontrol show job "$(grep -m1 -o 'job [0-9]*' "$S/gone.out" | cut -c5-)" 2> /dev/null) &&
+       "$TEST_BIN/mn_wcmp" "$S/gone/gone_final.weights" "$S/straight/straight_final.weights" 1e-5 > "$S/gone.cmp"; then
+        ok "sbatch job, MIN_NODES=1, node mns2 killed at iteration 600 of $ITERS and left down: goes on with 1 of 2 nodes, $(grep -o 'resuming from checkpoint .*ckpt-[0-9]*' "$S/gone.out" | sed 's/ .*ckpt-/ /'), its global batch kept (subdivisions 2): the uninterrupted job's weights to float rounding ($(cat "$S/gone.cmp"))"
+    else bad "node lost and gone: $(grep -E '^darknet-mn: (job|resuming)|written by' "$S/gone.out" | head -8 | tr '\n' '|')"; fi
+fi
+# rank0 / silent: the same job, mns1 (the batch script's node and rank 0's)
+# killed and back, or mns2's link down 45 s.
+same() {   # same NAME WHAT: the job ran twice and ends with the straight job's weights
+    if grep -q "resuming from checkpoint .*$1.ckpt-\([0-9]*\): iteration \1 of max_batches $ITERS, seen [0-9]* (written by 2 ranks, as now)" "$S/$1.out" &&
+       grep -q '^darknet-mn: job .*, run 2, on 2 node(s)' "$S/$1.out" && grep -q ', run 2 ended with status 0' "$S/$1.out" &&
+       cmp -s "$S/straight/straight_final.weights" "$S/$1/$1_final.weights"; then
+        ok "sbatch job, $2: $(grep -o 'resuming from checkpoint .*ckpt-[0-9]*' "$S/$1.out" | sed 's/ .*ckpt-/ /'), final weights = the uninterrupted job's${3:+; $3}"
+    else bad "$2: $(grep -aE '^darknet-mn: (job|resuming)|did not|rank [0-9]' "$S/$1.out" | head -8 | tr '\n' '|')"; fi
+}
+if want rank0; then
+    lose rank0 now mns1 --nodes=2 --ntasks-per-node=1
+    same rank0 "mns1 (batch script and rank 0) killed at iteration 600 of $ITERS, its slurmd back at once: requeued by Slurm"
+fi
+if want silent; then
+    lose silent cut mns2 --nodes=2 --ntasks-per-node=1
+    same silent "mns2 silent for 45 s from iteration 600 (link down, processes alive, collective_timeout=20)" \
+        "$(grep -aom1 'rank 1 (mns2) did not arrive within 20 s\|did not complete in time (collective_timeout=20 s)' "$S/silent.out")"
+    grep -aq 'rank 1 (mns2) did not arrive within 20 s\|did not complete in time (collective_timeout=20 s)' "$S/silent.out" ||
+        bad "silent node: no rank named it within collective_timeout: $(grep -a 'did not\|status' "$S/silent.out" | head -3 | tr '\n' '|')"
+fi
+
+# 3. The time limit. 12000 updates of 2 x 64 images, no periodic checkpoint
+# (the stops' own are what it resumes from), under --time=1 with SIGUSR1 45 s
+# before the limit (Slurm looks every 30 s or so: it comes 15-45 s before).
+if want limit; then
+    ITERS=12000
+    mn_cfg "$S/limit.cfg" batch=64 max_batches=$ITERS burn_in=0 -policy -steps -scales -- deterministic=1 shuffle=0 collective_timeout=20
+    for n in limit limitref; do
+        printf 'classes=10\ntrain=%s/train.list\nlabels=%s/labels.txt\nbackup=%s/%s\n' "$D" "$D" "$S" "$n" > "$S/$n.data"
+        mkdir -p "$S/$n"
+    done
+    timeout 300 $MPI -n 2 ./darknet_mn classifier train "$S/limitref.data" "$S/limit.cfg" > "$S/limitref.out" 2>&1
+    both_idle || bad "time limit: the nodes are not both idle: $(sinfo -N | tr '\n' '|')"
+    id=$(sbatch --parsable --chdir="$(pwd)" --output="$S/limit.out" --nodes=2 --ntasks-per-node=1 --time=1 --signal=B:USR1@45 \
+        --export=ALL,MN="$PROG_ABS",TASK=classifier,DATA="$S/limit.data",CFG="$S/limit.cfg" scripts/darknet_mn.sbatch)
+    wait_line "$S/limit.out" '/SIGUSR1: asking the ranks to stop/' 120; t_sig=$(date +%s.%N)
+    wait_line "$S/limit.out" '/, run 2,/ { on = 1 } on && /^[0-9]+: loss/' 120; t_first=$(date +%s.%N)
+    job_done "$id" 400 || { bad "time limit: the job did not end within 400 s"; scancel "$id"; }
+    stops=$(grep -ac 'stopped by SIGUSR1: requeued' "$S/limit.out")
+    twice=$(( $(grep -ac '^[0-9]*: loss' "$S/limit.out") - ITERS ))
+    state=$(scontrol show job "$id" 2> /dev/null | grep -o 'JobState=[A-Z]*')
+    awk -v a="$t_sig" -v b="$t_first" -v n="$twice" \
+        'BEGIN { printf "     limit: %.1f s from the signal to the first iteration of run 2; %d iterations done twice\n", b - a, n }'
+    if [ "$stops" -ge 1 ] && [ "$twice" = 0 ] && ! grep -aq 'TIME LIMIT' "$S/limit.out" && [ "$state" != JobState=TIMEOUT ] &&
+       grep -aq ', run [0-9]* ended with status 0' "$S/limit.out" &&
+       "$TEST_BIN/mn_wcmp" "$S/limit/limit_final.weights" "$S/limitref/limit_final.weights" 0 > "$S/limit.cmp"; then
+        ok "sbatch --time=1 on $ITERS updates: stopped by SIGUSR1 before the limit and requeued $stops time(s), no iteration done twice, ${state:-gone}; final weights = an uninterrupted run's ($(cat "$S/limit.cmp"))"
+    else bad "time limit: $stops stops, $twice iterations twice, ${state:-?}; $(grep -aE '^darknet-mn: (job|stopped)|TIME LIMIT|CANCELLED' "$S/limit.out" | tail -6 | tr '\n' '|') $(cat "$S/limit.cmp" 2> /dev/null)"; fi
+fi
+finish slurm
