@@ -8,7 +8,10 @@
 #    ends the job on host A, and the rerun
 #    leaves B out, resumes from the last checkpoint on host A's 2 ranks, says what
 #    changed (ranks, global batch), and finishes;
-#  - a user error is not rerun; --max-restarts bounds the reruns.
+#  - host B silent (link down, its ranks alive): rank 0 names B's ranks
+#    after collective_timeout and the rerun goes on on host A;
+#  - the exit statuses that end a job are not rerun; --max-restarts bounds
+#    the reruns; host lists as users write them.
 # What each failure cost (seconds from the kill to the first iteration of
 # the rerun, iterations done twice) is printed with each case.
 # Run by tests/run.sh (T, D, TEST_BIN set there). Needs root (ip netns).
@@ -40,6 +43,11 @@ wait_line() {
 # network, as at a power loss, and nothing tells the peers: darknet-mn's
 # collective_timeout (10 s here) ends the job.
 kill_host() {
+    if [ "${2:-}" = silent ]; then   # off the network, its processes alive, back 45 s later
+        ip link set "v$1" down
+        (sleep 45; ip link set "v$1" up 2> /dev/null) &
+        return 0
+    fi
     [ "${2:-}" = gone ] && ip link del "v$1"
     ip netns pids "$1" 2> /dev/null | xargs -r kill -9
     [ "${2:-}" = gone ] && ip netns del "$1"
@@ -60,7 +68,7 @@ case_run() {
     local pid=$!
     if ! wait_line "$R/$name.out" '^12: loss' 120; then bad "$name: never reached iteration 12"; kill $pid; wait $pid; return 1; fi
     t_kill=$(date +%s.%N)
-    kill_host mnB $([ "$how" = gone ] && echo gone)
+    kill_host mnB $([ "$how" != back ] && echo "$how")
     local i
     for ((i = 0; i < 4800; ++i)); do   # the rerun's first iteration, after its checkpoint
         awk '/attempt 2 of 3 starts/ { on = 1 } on && /^[0-9]+: loss/ { f = 1 } END { exit !f }' "$R/$name.out" && break
@@ -93,6 +101,16 @@ if [ $rc = 0 ] && grep -q '^mn_rerun: .*host 10.77.0.2 does not answer' "$R/gone
    [ -s "$R/gone/gone_final.weights" ] && grep -q '^40: loss' "$R/gone.out"; then
     ok "host B gone at iteration 12 of 40: rerun on host A's 2 ranks with the global batch kept (subdivisions 2), finished with the uninterrupted run's weights ($(cat "$R/gone.cmp"))"
 else bad "host gone: exit $rc; $(grep -E 'mn_rerun|resuming' "$R/gone.out" "$R/gone.err" | head -6)"; fi
+# Host B silent (its link down, its ranks alive and waiting): host A's
+# ranks end after collective_timeout (10 s), rank 0 naming B's ranks and
+# host, and the rerun goes on without B.
+case_run silent silent; rc=$?
+if [ $rc = 0 ] && grep -q "did not arrive within 10 s\|did not complete in time (collective_timeout=10 s)" "$R/silent.err" &&
+   grep -q '^mn_rerun: .*now on 10.77.0.1:2 (2 ranks), was 10.77.0.1:2,10.77.0.2:2' "$R/silent.out" &&
+   "$TEST_BIN/mn_wcmp" "$R/silent/silent_final.weights" "$R/straight/straight_final.weights" 1e-5 > "$R/silent.cmp"; then
+    ok "host B silent from iteration 12 of 40 (link down, ranks alive): $(grep -m1 -o 'rank[s]* [0-9, ]* ([^)]*)[^;]*did not arrive within 10 s\|did not complete in time (collective_timeout=10 s)' "$R/silent.err"); rerun on host A, finished ($(cat "$R/silent.cmp"))"
+else bad "host silent: exit $rc; $(grep -h 'did not\|mn_rerun' "$R/silent.out" "$R/silent.err" | head -5)"; fi
+wait
 $tb down > /dev/null 2>&1
 
 # Not rerun: a user error (EX_USER), and no more than --max-restarts reruns
