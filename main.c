@@ -1,8 +1,10 @@
 /* ./darknet_mn: Darknet's training and evaluation commands, run as one MPI
  * process per core or GPU. Also works without mpiexec, as one rank. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "darknet_mn.h"
 #include "mn_base.h"
 #include "mn_predict.h"
@@ -173,6 +175,34 @@ static void parse(int argc, char **argv, cmdline *l)
 
 static const char *arg(const cmdline *l, int k) { return k < l->npos && k < MAX_POS ? l->pos[k] : NULL; }
 
+/* Until every rank has joined (MPI_Init and the communicator's setup) no
+ * watchdog runs, and a rank lost at launch would leave the others in
+ * MPI_Init for ever (srun without --kill-on-bad-exit, a node whose old step
+ * was still being cleaned up). The cfg's collective_timeout (300 s without
+ * one; 0: no limit) bounds that wait too. */
+static void on_start_timeout(int sig)
+{
+    (void)sig;
+    static const char m[] = "darknet-mn: not every rank joined within collective_timeout: a rank or host was lost "
+                            "at launch; exit status 75 (rerun)\n";
+    ssize_t r = write(2, m, sizeof m - 1);
+    (void)r;
+    _exit(MN_EXIT_RERUN);
+}
+
+static void start_timeout(const char *cfgfile)
+{
+    char v[32];
+    long t = cfgfile && mn_cfg_peek(cfgfile, "collective_timeout", v, sizeof v) ? strtol(v, NULL, 10) : 300;
+    if (t <= 0) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_start_timeout;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    alarm((unsigned)t);
+}
+
 int main(int argc, char **argv)
 {
     cmdline l;
@@ -188,6 +218,7 @@ int main(int argc, char **argv)
     int threads = l.cmd && !l.why[0] && l.cmd->sub && !strcmp(l.cmd->sub, "train") && mn_cfg_wants_threads(b);
     if (threads) setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
     int provided;
+    start_timeout(l.cmd && !l.why[0] ? b : NULL);
     MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -218,6 +249,7 @@ int main(int argc, char **argv)
     const char *cmd = l.cmd->cmd;
     mn_status s = MN_ERR_USER;
     mn_comm *c = mn_comm_create(MPI_COMM_WORLD, &s);
+    alarm(0);   /* every rank joined: the watchdog takes over */
     if (c) {
         mn_install_fault_handlers(c);
         mn_base_init();   /* hank-ai's fatal errors through mn_fatal, before any network */

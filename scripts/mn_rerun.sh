@@ -28,6 +28,10 @@
 # and whatever else the launcher returns for a rank it lost.
 # Each attempt's start, end, exit status and hosts are printed with a
 # timestamp ("mn_rerun: ..."), so a log shows what each failure cost.
+# Every attempt has the same MN_RERUN_ID, new for each invocation (mpiexec
+# passes it to every host with -x): darknet-mn's rank 0 then takes over the
+# backup folder's lock of an earlier attempt even where its flock outlives
+# a host that is gone (docs/user-guide.md, "Rerunning a failed job under mpiexec").
 set -u
 max=3 hosts="" hostfile="" min_hosts="" probe_timeout=30
 usage() { echo "usage: $0 [--max-restarts N] [--host H:S,... | --hostfile FILE] [--min-hosts K] [--probe-timeout SEC] -- MPIEXEC_ARGS... ./darknet_mn ARGS..." >&2; exit 2; }
@@ -82,6 +86,15 @@ for ((i = 0; i + 2 < ${#args[@]}; ++i)); do
     [ "${args[i]}" = --mca ] && [ "${args[i+1]}" = plm_rsh_agent ] && agent=${args[i+2]}
 done
 
+# The job's identity for the lock (plugin/train/mn_lock.c): this invocation's.
+MN_RERUN_ID=$(hostname)-$$-$(date +%s)
+export MN_RERUN_ID
+# Open MPI's mpiexec takes the environment to other hosts only with -x.
+xid=()
+case ${args[0]##*/} in
+    mpiexec|mpirun) "${args[0]}" --version 2>&1 | grep -q 'Open MPI\|OpenRTE' && xid=(-x MN_RERUN_ID) ;;
+esac
+
 stamp() { echo "mn_rerun: $(date -u +%H:%M:%S.%N | cut -c1-12): $*"; }
 # live HOSTS: the host:slots entries whose host answers, comma-joined.
 live() {
@@ -108,7 +121,7 @@ stopped=0
 trap 'stopped=1' INT TERM
 attempt=0
 while :; do
-    run=("${args[@]}")
+    run=("${args[0]}" "${xid[@]}" "${args[@]:1}")
     if [ -n "$hosts" ]; then
         now=$(live "$hosts")
         count=$(awk -v l="$now" 'BEGIN { print l == "" ? 0 : split(l, a, ",") }')
@@ -118,7 +131,7 @@ while :; do
         fi
         [ "$attempt" -gt 0 ] && [ "$now" != "$hosts" ] && stamp "now on $now ($(slots "$now") ranks), was $hosts"
         hosts=$now
-        run=("${args[0]}" -n "$(slots "$hosts")" --host "$hosts" "${args[@]:1}")
+        run=("${args[0]}" "${xid[@]}" -n "$(slots "$hosts")" --host "$hosts" "${args[@]:1}")
     fi
     stamp "attempt $((attempt + 1)) of $((max + 1)) starts: ${run[*]}"
     "${run[@]}" &

@@ -135,7 +135,7 @@ bg_ranks() {
     rm -f "$o.mrc"
     # mpiexec's status into OUT.mrc: ends_within runs in a subshell, where wait cannot reach it.
     (timeout 120 $MPI -n "$np" sh -c "echo \$\$ > $o.pid.\${OMPI_COMM_WORLD_RANK:-\$PMI_RANK}; exec $*" > "$o.out" 2> "$o.err"
-     echo $? > "$o.mrc") &
+     s=$?; echo $s > "$o.mrc"; exit $s) &
     echo $! > "$o.mpiexec"
 }
 # rank_signal SIG OUT R: signal rank R of job OUT, only while that pid is

@@ -83,6 +83,17 @@ if wait_iter "$F/hang" 3; then
     rank_signal 9 "$F/hang" 1
 else bad "hanging MPI_Abort: training never reached iteration 3"; fi
 
+# 3d. A rank that never joins (here a sleep in its place, as a task killed
+#     at launch leaves its peers): MPI_Init has no watchdog, and the others
+#     waited in it for ever; the cfg's collective_timeout now bounds it too.
+cfg nojoin 400 collective_timeout=4
+t0=$SECONDS
+timeout 60 $MPI -n 1 ./darknet_mn classifier train "$F/nojoin.data" "$F/nojoin.cfg" : -n 1 sleep 100 > "$F/nojoin.out" 2>&1
+rc=$? took=$((SECONDS - t0))
+if [ $rc = $EX_RERUN ] && [ $took -le 30 ] && grep -q "not every rank joined within collective_timeout: a rank or host was lost at launch" "$F/nojoin.out"; then
+    ok "a rank that never joins: rank 0 ends after collective_timeout=4 in ${took}s with $EX_RERUN"
+else bad "a rank that never joins: mpiexec $rc after ${took}s; $(grep -a 'darknet-mn' "$F/nojoin.out" | head -2)"; fi
+
 # 4. An image that does not decode in random-sampling mode (Darknet's own
 # loader thread, through the load-image hook: darknet-mn's message, then
 # every rank gone; a missing one is refused at start, tests/run_input.sh).
@@ -93,7 +104,7 @@ sed -i "s|^train=.*|train=$F/badimg.list|" "$F/badimg.data"
 sed -i 's/^\[distributed\]/[distributed]\nshuffle=0/' "$F/badimg.cfg"   # the bad paths land in the last rank's shard
 launch badimg 2
 sleep 1
-if took=$(ends_within "$F/badimg" 30) && [[ $took == *"status 1" ]] && grep -q "rank 1 (.*): image $F/gone_.*\.png is not a JPEG/PNG/BMP/TGA image" "$F/badimg.err"; then
+if took=$(ends_within "$F/badimg" 30) && [[ $took == *"status $EX_USER" ]] && grep -q "rank 1 (.*): image $F/gone_.*\.png is not a JPEG/PNG/BMP/TGA image" "$F/badimg.err"; then
     ok "unreadable image on rank 1 (random loader): all gone in $took; names rank 1 and the file"
 else bad "unreadable image (random loader): $(tail -4 "$F/badimg.err")"; fi
 

@@ -109,7 +109,7 @@ static mn_status stop_here(mn_comm *c, network *net, mn_optimizer *mo, const mn_
 /* The loop itself: load, train (the hook averages gradients), report, save. */
 static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, const mn_options *opt,
                             network *net, mn_optimizer *mo, const mn_list *shard, const char *base, const char *cfgfile,
-                            mn_timeline *tl)
+                            mn_timeline *tl, mn_lock *lock)
 {
     mn_net_info in = mn_net_get(net);                  /* w and h as parsed: mn_base_resize changes them */
     int imgs = in.batch * in.subdivisions;             /* per rank, per update */
@@ -205,14 +205,19 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         double tu = mn_now();
         mn_timeline_add(tl, 0, MN_TL_UPDATE, mn_optimizer_synced_at(mo), tu, 0, 0, 0);
         mn_base_free_data(train);
-        /* The loss's sum carries how many ranks a stop signal reached, so
-         * every rank learns of one on any rank at no extra message. */
-        float sum[2] = {loss, mn_stop_signal() ? 1.f : 0.f};
+        /* The loss's sum carries how many ranks a stop signal reached, and
+         * whether another job took the backup folder over (rank 0's lease
+         * thread found out), so every rank learns of either at no extra message. */
+        float sum[3] = {loss, mn_stop_signal() ? 1.f : 0.f, mn_backup_lost(lock) ? 1.f : 0.f};
         mn_guard(c, "loss allreduce");
-        MPI_Allreduce(MPI_IN_PLACE, sum, 2, MPI_FLOAT, MPI_SUM, c->world);
+        MPI_Allreduce(MPI_IN_PLACE, sum, 3, MPI_FLOAT, MPI_SUM, c->world);
         mn_unguard(c);
         loss = sum[0] / c->size;
         int stopping = sum[1] > 0;
+        if (sum[2] > 0) {
+            s = mn_backup_check(c, lock);
+            break;
+        }
         double tstep = mn_now();
         mn_timeline_add(tl, 0, MN_TL_LOSS, tu, tstep, 0, 0, 0);
         if (mn_optimizer_nonfinite(mo) || !isfinite(loss)) {
@@ -249,6 +254,8 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         if (eval) last_eval = it;
         int saves = ckpt || it % (size_t)opt->backup_interval == 0 || it % (size_t)opt->save_interval == 0 || eval;
         double ts = mn_now();
+        /* Nothing is written into a folder another job took over since the last renewal. */
+        if (s == MN_OK && (saves || stopping)) s = mn_backup_check(c, lock);
         if (s == MN_OK && saves) s = mn_replica_check(c, net, mo, opt->sync_bn, it, NULL);
         double te = mn_now();
         if (s == MN_OK && eval) s = mn_eval_during_training(c, net, task, dc, opt, it, base, cfgfile, &ev);
@@ -285,6 +292,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
     if (s == MN_OK) s = mn_engine_cache_report(c, cache, cache_mb);
     mn_cache_free(cache);
     if (s == MN_OK) s = mn_replica_check(c, net, mo, opt->sync_bn, mn_base_iteration(net), NULL);
+    if (s == MN_OK) s = mn_backup_check(c, lock);
     if (s == MN_OK) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s_final.weights", dc->backup, base);
@@ -348,7 +356,7 @@ static mn_status keep_global_batch(mn_comm *c, network *net, mn_optimizer *mo, c
  * weights file as loaded, else the initial weights. Rank 0 says which; a start
  * at or past max_batches is refused before anything is written. */
 static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, const char *dir,
-                        const char *base, const char *cfgfile, const char *weightfile, int clear, int lock)
+                        const char *base, const char *cfgfile, const char *weightfile, int clear, mn_lock *lock)
 {
     mn_resumed r = {0};
     int given = weightfile && *weightfile;
@@ -399,7 +407,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     mn_label_skip skip;
     char *base = NULL;
     mn_options opt;
-    int lock = -1;
+    mn_lock *lock = NULL;
     mn_status s = mn_agree(c, mn_read_data_cfg(c, datacfg, task, &dc));
     if (s != MN_OK) return s;
     if (!dc.train) {
@@ -458,7 +466,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     if (task == MN_TASK_DETECTOR && opt.bad_labels_skip) mn_label_filter_install(&skip);
     if (task == MN_TASK_DETECTOR) mn_label_path_install();
     if ((s = ensure_dir(c, dc.backup)) != MN_OK) goto out;
-    if ((s = mn_backup_lock(c, dc.backup, &lock)) != MN_OK) goto out;
+    if ((s = mn_backup_lock(c, dc.backup, opt.lock_lease, &lock)) != MN_OK) goto out;
     mn_install_stop_handlers();   /* from here a stop signal ends in a checkpoint */
     if ((s = mn_agree(c, mn_attach(c, net, &opt, &mo))) != MN_OK) goto out;
     if ((s = mn_agree(c, mn_attach_sync_bn(c, net, &opt))) != MN_OK) goto out;
@@ -466,7 +474,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     mn_optimizer_set_timeline(mo, net, tl);
     base = mn_base_cfg_name(cfgfile);
     if ((s = resume(c, net, mo, &opt, dc.backup, base, cfgfile, weightfile, clear, lock)) != MN_OK) goto out;
-    s = train_loop(c, task, &dc, &opt, net, mo, &shard, base, cfgfile, tl);
+    s = train_loop(c, task, &dc, &opt, net, mo, &shard, base, cfgfile, tl, lock);
     if (mn_timeline_close(tl, s == MN_OK) != MN_OK && s == MN_OK) s = MN_ERR_MPI;
     tl = NULL;
 out:

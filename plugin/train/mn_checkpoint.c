@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,15 +48,6 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The lock file names the job that owns the folder: host, pid and run id. */
-static void write_lock(const mn_comm *c, int fd, uint64_t run)
-{
-    char line[256];
-    int k = snprintf(line, sizeof line, "%s %ld %016llx\n", c->host, (long)getpid(), (unsigned long long)run);
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)k, 0) != k)
-        mn_error(c, "cannot write the lock file of the backup folder: %s", strerror(errno));
-}
-
 static uint64_t lock_run(const char *dir)
 {
     char path[4096];
@@ -69,44 +59,6 @@ static uint64_t lock_run(const char *dir)
         fclose(f);
     }
     return run;
-}
-
-mn_status mn_backup_lock(mn_comm *c, const char *dir, int *fd)
-{
-    *fd = -1;
-    mn_status s = MN_OK;
-    if (c->rank == 0) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, LOCK_NAME);
-        int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-        if (f < 0) {
-            mn_error(c, "cannot open the lock file %s: %s", path, strerror(errno));
-            s = MN_ERR_USER;
-        } else if (flock(f, LOCK_EX | LOCK_NB) != 0) {
-            int err = errno;
-            char who[256] = "", host[128] = "?";
-            long pid = 0;
-            ssize_t k = pread(f, who, sizeof who - 1, 0);
-            who[k > 0 ? k : 0] = 0;
-            if (sscanf(who, "%127s %ld", host, &pid) != 2) pid = 0;
-            if (err == EWOULDBLOCK)
-                mn_error(c, "backup folder %s is in use by another job (host %s, pid %ld); lock file %s", dir, host, pid, path);
-            else mn_error(c, "cannot lock %s: %s", path, strerror(err));
-            close(f);
-            s = MN_ERR_USER;
-        } else {
-            uint64_t run = now_ns();
-            run = mn_fnv1a(mn_fnv1a(MN_FNV_SEED, c->host, strlen(c->host)), &run, sizeof run);
-            write_lock(c, f, run);
-            *fd = f;
-        }
-    }
-    return mn_agree(c, s);
-}
-
-void mn_backup_unlock(int fd)
-{
-    if (fd >= 0) close(fd);   /* closing releases the flock; the file stays for the next job */
 }
 
 /* Reads a checkpoint's header, checks that it fits np parameters and nmom
@@ -248,7 +200,7 @@ static int find_rank0(const mn_comm *c, const char *dir, const char *base, size_
 }
 
 mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const char *dir,
-                               const char *base, int lock_fd, mn_resumed *r)
+                               const char *base, mn_lock *lock, mn_resumed *r)
 {
     memset(r, 0, sizeof *r);
     size_t np = mn_params_count(net), nmom = 0;
@@ -258,7 +210,7 @@ mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const 
     mn_status s = buf ? MN_OK : MN_ERR_NOMEM;
     if (s == MN_OK && c->rank == 0 && find_rank0(c, dir, base, np, nmom, buf, &h, r->path, sizeof r->path)) {
         r->found = 1;
-        if (lock_fd >= 0) write_lock(c, lock_fd, h.run);   /* this run continues the checkpoint's */
+        mn_backup_set_run(lock, h.run);   /* this run continues the checkpoint's */
     }
     s = mn_agree(c, s);
     uint64_t info[4] = {(uint64_t)r->found, h.iteration, h.ranks, (uint64_t)h.ranks * h.images};

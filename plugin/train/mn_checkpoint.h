@@ -1,17 +1,12 @@
-/* Checkpoints, resume, durable saves and the backup folder's lock
- * (mn_checkpoint.c). Only rank 0 touches the backup folder. */
+/* Checkpoints, resume and durable saves (mn_checkpoint.c), under the backup
+ * folder's lock (mn_lock.h). Only rank 0 touches the backup folder. */
 #ifndef MN_CHECKPOINT_H
 #define MN_CHECKPOINT_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "darknet_mn.h"
-
-/* Rank 0 holds an flock on <dir>/.darknet_mn.lock for the whole run (*fd;
- * -1 on other ranks) and writes its host, pid and a fresh run id into it; a
- * second job on the same folder is refused naming the holder. Collective. */
-mn_status mn_backup_lock(mn_comm *c, const char *dir, int *fd);
-void mn_backup_unlock(int fd);
+#include "mn_lock.h"
 
 /* save: rank 0 writes ONE file <dir>/<base>.ckpt-<iteration> (parameters,
  * running statistics, the optimizer's state, seen, the iteration, the rank
@@ -31,9 +26,9 @@ typedef struct {
 /* Rank 0 loads the most recently written checkpoint that verifies and fits
  * the network and broadcasts it; the iteration is kept and seen becomes
  * iteration x this job's global batch, so any rank count can resume. The
- * lock file (lock_fd, rank 0) then carries the checkpoint's run id. */
+ * lock file (lock, rank 0) then carries the checkpoint's run id. */
 mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const char *dir,
-                               const char *base, int lock_fd, mn_resumed *r);
+                               const char *base, mn_lock *lock, mn_resumed *r);
 /* Size of a checkpoint file. */
 size_t mn_checkpoint_bytes(const network *net, mn_optimizer *o);
 

@@ -11,6 +11,7 @@
 #include "mn_data.h"
 #include "mn_eval.h"
 #include "mn_optimizer.h"
+#include "mn_lock.h"
 #include "mn_checkpoint.h"
 
 #endif

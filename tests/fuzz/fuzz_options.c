@@ -83,6 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_num(o, "checkpoint_interval", opt.checkpoint_interval, 0);
         check_num(o, "checkpoint_keep", opt.checkpoint_keep, 1);
         check_num(o, "collective_timeout", opt.collective_timeout, 0);
+        check_num(o, "lock_lease", opt.lock_lease, 1);
     }
     for (node *n = o->front; n; n = n->next) {
         kvp *p = n->val;
