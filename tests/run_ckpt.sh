@@ -145,9 +145,10 @@ if want fsync; then
     else bad "durability order: $order; $(grep -m2 'rename' "$F/d.trace")"; fi
 fi
 
-# 14.8. A second job on the same backup folder is refused at once with the
-#       holder's host and pid; the first (stopped meanwhile, so that it is
-#       surely still running) finishes fine.
+# 14.8. A second job on the same backup folder is refused at once (exit 3,
+#       docs/user-guide.md's table) with the holder's host and pid; the
+#       first (stopped meanwhile, so that it is surely still running)
+#       finishes fine.
 if want lock; then
     cfg "$F/l.cfg" 2 1 3000   # long enough (a second or more) to be stopped while it runs
     data l
@@ -160,7 +161,7 @@ if want lock; then
     took=$((SECONDS - t0))
     kill -CONT "$(cat "$F/l1.pid.0")" "$(cat "$F/l1.pid.1")"
     wait $first; rc1=$?
-    if all_rc "$F/l" 2 1 && [ "$took" -le 20 ] && [ $rc1 = 0 ] && [ -f "$F/l/l_final.weights" ] &&
+    if all_rc "$F/l" 2 3 && [ "$took" -le 20 ] && [ $rc1 = 0 ] && [ -f "$F/l/l_final.weights" ] &&
        grep -q "backup folder $F/l is in use by another job (host $(hostname), pid $(cat "$F/l1.pid.0")); lock file $F/l/.darknet_mn.lock" "$F/l.err"; then
         ok "a second job on the same backup folder fails in ${took}s naming the holder; the first finishes: $(grep -o 'backup folder.*' "$F/l.err" | cut -c1-100)"
     else bad "lock: second rc $(rcs "$F/l" 2) in ${took}s, first rc $rc1; $(head -2 "$F/l.err")"; fi

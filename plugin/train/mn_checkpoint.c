@@ -93,7 +93,7 @@ mn_status mn_backup_lock(mn_comm *c, const char *dir, int *fd)
                 mn_error(c, "backup folder %s is in use by another job (host %s, pid %ld); lock file %s", dir, host, pid, path);
             else mn_error(c, "cannot lock %s: %s", path, strerror(err));
             close(f);
-            s = MN_ERR_USER;
+            s = err == EWOULDBLOCK ? MN_ERR_REFUSED : MN_ERR_USER;   /* another live job's: exit 3 */
         } else {
             uint64_t run = now_ns();
             run = mn_fnv1a(mn_fnv1a(MN_FNV_SEED, c->host, strlen(c->host)), &run, sizeof run);

@@ -9,7 +9,8 @@
 
 /* Rank 0 holds an flock on <dir>/.darknet_mn.lock for the whole run (*fd;
  * -1 on other ranks) and writes its host, pid and a fresh run id into it; a
- * second job on the same folder is refused naming the holder. Collective. */
+ * second job on the same folder is refused (MN_ERR_REFUSED) naming the
+ * holder. Collective. */
 mn_status mn_backup_lock(mn_comm *c, const char *dir, int *fd);
 void mn_backup_unlock(int fd);
 
