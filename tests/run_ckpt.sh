@@ -232,6 +232,44 @@ if want best; then
     else bad "the best after a restart: exit $(rcs "$F/b" 2); resumed: $got; straight: $want_; $(cat "$F/b.log" 2> /dev/null)"; fi
 fi
 
+# Issue 44.3. The backup folder must be seen by every rank where checkpoints
+# are written: rank 1 in a mount namespace of its own with an empty tmpfs
+# over the folder cannot see rank 0's token. With checkpoint_interval,
+# refused (exit 3, the rank and host named, nothing left but the lock);
+# without, one warning and the run goes on; where every rank sees it,
+# nothing said. No token is left behind.
+# blind NAME CFG: NAME's job on 2 ranks, rank 1 blind to the backup folder $F/NAME.
+blind() {
+    local o=$F/$1; rm -f "$o".rc.* "$o".out.* "$o".err.*; mkdir -p "$o"
+    timeout 120 $MPI -n 1 sh -c "$(rank_cmd "$o" "$PROG" classifier train "$F/$1.data" "$2")" : \
+        -n 1 unshare -m sh -c "mount -t tmpfs none $o && $(rank_cmd "$o" "$PROG" classifier train "$F/$1.data" "$2")"
+    cat "$o".out.* > "$o.out"; cat "$o".err.* > "$o.err"
+}
+if want shared; then
+    if ! unshare -m true 2> /dev/null; then
+        skipped=$((${skipped:-0} + 1)); echo "skip the backup folder every rank sees: unshare -m needs root here"
+    else
+        cfg "$F/v.cfg" 2 1 4 checkpoint_interval=2
+        data v; blind v "$F/v.cfg"
+        if all_rc "$F/v" 2 3 && [ "$(grep -c '^darknet-mn: ' "$F/v.err")" = 1 ] &&
+           grep -q "backup folder $F/v is not seen by rank 1 ($(hostname)): the backup folder must be on storage every node sees, or a rerun on another node starts from iteration 0 (checkpoint_interval=2 writes checkpoints there)" "$F/v.err" &&
+           [ "$(ls -A "$F/v")" = .darknet_mn.lock ]; then
+            ok "checkpoints into a folder rank 1 cannot see: refused, exit 3 on every rank, nothing left: $(grep -o 'backup folder .*' "$F/v.err" | sed "s|$F/||g" | cut -c1-150)"
+        else bad "checkpoints into a folder rank 1 cannot see: exit $(rcs "$F/v" 2); $(ls -A "$F/v" | tr '\n' ' '); $(head -2 "$F/v.err")"; fi
+        cfg "$F/vw.cfg" 2 1 4
+        data vw; blind vw "$F/vw.cfg"
+        if all_rc "$F/vw" 2 0 && [ "$(grep -c 'not seen' "$F/vw.err")" = 1 ] &&
+           grep -q "rank 0 ($(hostname)): warning: backup folder $F/vw is not seen by rank 1 ($(hostname)): rank 0 alone writes there" "$F/vw.err" &&
+           [ -f "$F/vw/vw_final.weights" ] && [ -z "$(ls -A "$F/vw" | grep token)" ]; then
+            ok "no checkpoints, a folder rank 1 cannot see: one warning, trained, no token left: $(grep -o 'warning: .*' "$F/vw.err" | sed "s|$F/||g" | cut -c1-110)"
+        else bad "no checkpoints, a folder rank 1 cannot see: exit $(rcs "$F/vw" 2); $(grep -c 'not seen' "$F/vw.err") warnings; $(ls -A "$F/vw" | tr '\n' ' ')"; fi
+        run v 2 "$F/v.cfg"
+        if all_rc "$F/v" 2 0 && ! grep -q 'not seen' "$F/v.err" && [ -f "$F/v/v.ckpt-4" ] && [ -z "$(ls -A "$F/v" | grep token)" ]; then
+            ok "the same job where both ranks see the folder: trained with checkpoints, nothing said, no token left"
+        else bad "both ranks see the folder: exit $(rcs "$F/v" 2); $(ls -A "$F/v" | tr '\n' ' '); $(head -2 "$F/v.err")"; fi
+    fi
+fi
+
 # 5. Pruning keeps an older run's generations: a -clear run on 1 rank with
 #    checkpoint_keep=2 into a folder holding a 2-rank run's 8, 10, 12 keeps
 #    its own 4 and 6 and leaves 8, 10, 12.

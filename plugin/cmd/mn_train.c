@@ -451,6 +451,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     if (task == MN_TASK_DETECTOR) mn_label_path_install();
     if ((s = ensure_dir(c, dc.backup)) != MN_OK) goto out;
     if ((s = mn_backup_lock(c, dc.backup, &lock)) != MN_OK) goto out;
+    if ((s = mn_backup_shared(c, dc.backup, opt.checkpoint_interval)) != MN_OK) goto out;
     mn_install_stop_handlers();   /* from here a stop signal ends in a checkpoint */
     if ((s = mn_agree(c, mn_attach(c, net, &opt, &mo))) != MN_OK) goto out;
     if ((s = mn_agree(c, mn_attach_sync_bn(c, net, &opt))) != MN_OK) goto out;

@@ -25,6 +25,7 @@
 #define MAX_GENERATIONS 256
 #define MAX_EXPERIMENT (64u << 20)   /* a larger experiment text is a corrupt header */
 #define LOCK_NAME ".darknet_mn.lock"
+#define TOKEN_NAME ".darknet_mn.token"
 
 typedef struct {
     char magic[8];
@@ -495,4 +496,77 @@ mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const 
     }
     free(buf);
     return s;
+}
+
+/* ------------------------------------------------------------------ the folder every node sees */
+
+mn_status mn_backup_shared(mn_comm *c, const char *dir, int checkpoint_interval)
+{
+    /* A fresh name each run: no host has looked it up before, so none holds
+     * a cached "no such file" for it (NFS). */
+    char token[128] = "", path[4352];
+    if (c->rank == 0) {
+        uint64_t t = now_ns();
+        pid_t pid = getpid();
+        uint64_t h = mn_fnv1a(mn_fnv1a(mn_fnv1a(MN_FNV_SEED, c->host, strlen(c->host)), &t, sizeof t), &pid, sizeof pid);
+        snprintf(token, sizeof token, "%s.%016llx", TOKEN_NAME, (unsigned long long)h);
+    }
+    MN_MPI(c, MPI_Bcast(token, sizeof token, MPI_CHAR, 0, c->world));
+    snprintf(path, sizeof path, "%s/%s", dir, token);
+    mn_status s = MN_OK;
+    if (c->rank == 0) {
+        FILE *f = fopen(path, "w");
+        int ok = f && fputs(token, f) >= 0;
+        if (f && fclose(f) != 0) ok = 0;
+        if (!ok) {
+            mn_error(c, "cannot write %s into the backup folder: %s", path, strerror(errno));
+            remove(path);
+            s = MN_ERR_USER;
+        }
+    }
+    MN_CHECK(mn_agree(c, s));
+    int seen = c->rank == 0;
+    for (int tries = 0; !seen && tries < 10; ++tries) {   /* a second for a slow file system's view */
+        char got[128] = "";
+        FILE *f = fopen(path, "r");
+        if (f) {
+            seen = fgets(got, sizeof got, f) && !strcmp(got, token);
+            fclose(f);
+        }
+        if (!seen) usleep(100000);
+    }
+    int *all = c->rank == 0 ? malloc(sizeof(int) * (size_t)c->size) : NULL;
+    char *hosts = c->rank == 0 ? malloc(sizeof c->host * (size_t)c->size) : NULL;
+    s = mn_agree(c, c->rank != 0 || (all && hosts) ? MN_OK : MN_ERR_NOMEM);
+    if (s == MN_OK) {
+        mn_guard(c, "the backup folder check");   /* a rank hung on a dead mount ends the job */
+        MN_MPI(c, MPI_Gather(&seen, 1, MPI_INT, all, 1, MPI_INT, 0, c->world));
+        MN_MPI(c, MPI_Gather(c->host, sizeof c->host, MPI_CHAR, hosts, sizeof c->host, MPI_CHAR, 0, c->world));
+        mn_unguard(c);
+    }
+    if (c->rank == 0) remove(path);
+    if (s == MN_OK && c->rank == 0) {
+        char who[512] = "";
+        int blind = 0, k = 0;
+        for (int r = 0; r < c->size; ++r) {
+            if (all[r]) continue;
+            if (++blind <= 4 && k < (int)sizeof who)
+                k += snprintf(who + k, sizeof who - (size_t)k, "%srank %d (%.64s)", blind > 1 ? ", " : "", r,
+                              hosts + (size_t)r * sizeof c->host);
+        }
+        if (blind > 4) snprintf(who + k, sizeof who - (size_t)k, " and %d more", blind - 4);
+        if (blind && checkpoint_interval > 0) {
+            mn_error(c, "backup folder %s is not seen by %s: the backup folder must be on storage every node sees, "
+                     "or a rerun on another node starts from iteration 0 (checkpoint_interval=%d writes checkpoints "
+                     "there); give the data cfg a backup= folder on a shared file system, or set checkpoint_interval=0",
+                     dir, who, checkpoint_interval);
+            s = MN_ERR_REFUSED;
+        } else if (blind) {
+            mn_error(c, "warning: backup folder %s is not seen by %s: rank 0 alone writes there, which is fine "
+                     "without checkpoints; a stop signal's checkpoint resumes only where rank 0 sees it", dir, who);
+        }
+    }
+    free(all);
+    free(hosts);
+    return mn_agree(c, s);
 }

@@ -14,6 +14,14 @@
 mn_status mn_backup_lock(mn_comm *c, const char *dir, int *fd);
 void mn_backup_unlock(int fd);
 
+/* Rank 0 writes a token file into dir and every rank reads it back: the
+ * ranks that cannot (another host without the folder, another mount) are
+ * named. With checkpoints (checkpoint_interval > 0) that is refused
+ * (MN_ERR_REFUSED): a rerun whose rank 0 lands on such a node would not
+ * find them and start from iteration 0; without, rank 0 warns once. The
+ * token is removed before it returns. Collective. */
+mn_status mn_backup_shared(mn_comm *c, const char *dir, int checkpoint_interval);
+
 /* What makes a run one experiment, as text (rank 0's; NULL elsewhere or
  * without memory): the cfg's layers and training keys (mn_cfg_experiment),
  * double_buffering (its mean in flight is part of the state) and the train
