@@ -93,8 +93,9 @@ if [ $rc = 0 ] && grep -q '^mn_rerun: .*host 10.77.0.2 does not answer' "$R/gone
 else bad "host gone: exit $rc; $(grep -E 'mn_rerun|resuming' "$R/gone.out" "$R/gone.err" | head -6)"; fi
 $tb down > /dev/null 2>&1
 
-# Not rerun: a user error (exit 1), and no more than --max-restarts reruns
-# of a job that fails each time (here a command exiting 3, as the watchdog does).
+# Not rerun: a user error (exit 1), a refusal (3), and no more than
+# --max-restarts reruns of a job that fails each time (here a command
+# exiting 75, as the watchdog does).
 job usererr
 sed -i 's/^batch=.*/batch=0/' "$R/usererr.cfg"
 timeout 60 scripts/mn_rerun.sh --max-restarts 3 -- mpiexec -n 2 ./darknet_mn classifier train "$R/usererr.data" "$R/usererr.cfg" > "$R/usererr.out" 2>&1
@@ -102,9 +103,14 @@ rc=$?
 if [ $rc = 1 ] && [ "$(grep -c 'attempt [0-9] of 4 starts' "$R/usererr.out")" = 1 ] && grep -q 'exit status 1 is a user error (cfg, data, weights): not rerun' "$R/usererr.out"; then
     ok "a user error is not rerun: $(grep -m1 'not rerun' "$R/usererr.out" | cut -d' ' -f3-)"
 else bad "user error: exit $rc, $(grep -c 'attempt [0-9] of 4 starts' "$R/usererr.out") attempts"; fi
-timeout 60 scripts/mn_rerun.sh --max-restarts 2 -- sh -c 'exit 3' > "$R/bounded.out" 2>&1
+timeout 60 scripts/mn_rerun.sh --max-restarts 3 -- sh -c 'exit 3' > "$R/refused.out" 2>&1
 rc=$?
-if [ $rc = 3 ] && [ "$(grep -c 'attempt [0-9] of 3 starts' "$R/bounded.out")" = 3 ] && grep -q 'no restarts left (--max-restarts 2)' "$R/bounded.out"; then
-    ok "--max-restarts 2: 3 attempts, then the job's own status (3)"
+if [ $rc = 3 ] && [ "$(grep -c 'attempt [0-9] of 4 starts' "$R/refused.out")" = 1 ] && grep -q 'exit status 3 is a refusal (.*): not rerun' "$R/refused.out"; then
+    ok "a refusal is not rerun: $(grep -m1 'not rerun' "$R/refused.out" | cut -d' ' -f3-)"
+else bad "refusal: exit $rc, $(grep -c 'attempt [0-9] of 4 starts' "$R/refused.out") attempts"; fi
+timeout 60 scripts/mn_rerun.sh --max-restarts 2 -- sh -c 'exit 75' > "$R/bounded.out" 2>&1
+rc=$?
+if [ $rc = 75 ] && [ "$(grep -c 'attempt [0-9] of 3 starts' "$R/bounded.out")" = 3 ] && grep -q 'no restarts left (--max-restarts 2)' "$R/bounded.out"; then
+    ok "--max-restarts 2: 3 attempts, then the job's own status (75)"
 else bad "--max-restarts: exit $rc, $(grep -c 'attempt [0-9] of 3 starts' "$R/bounded.out") attempts"; fi
 finish rerun

@@ -4,6 +4,8 @@
 #  - srun --mpi=pmix -N 2 --ntasks-per-node=2: info shows 2 nodes x 2; the
 #    training equals mpiexec -n 4's (deterministic, flat) to float rounding,
 #    and hierarchical and two_dimensional take their legs from the nodes;
+#  - scripts/darknet_mn.sbatch's statuses with srun stubbed: 1, 2, 3 and 70
+#    end the job, 75 is rerun;
 #  - scripts/darknet_mn.sbatch as a user submits it (--requeue, --no-kill),
 #    node mns2 killed at iteration 600 of 2000:
 #    - started again (MIN_NODES left at both nodes): the job requeues
@@ -18,6 +20,23 @@
 . "$(dirname "$0")/lib.sh"
 suite_folder slurm
 S=$G
+# 0. The batch script's exit statuses, with srun, scontrol and squeue stubbed
+#    (no cluster): 1, 2, 3 and 70 end the job after its first run, as
+#    docs/user-guide.md's table says; 75 is run again, MAX_RESTARTS times.
+stub=$S/stub && mkdir -p "$stub"
+printf '#!/bin/sh\ncase "$*" in *" true") exit 0 ;; esac\nexit "$STUB_RC"\n' > "$stub/srun"
+printf '#!/bin/sh\necho n1\n' > "$stub/scontrol"
+cp "$stub/scontrol" "$stub/squeue" && chmod +x "$stub"/*
+got=""
+for rc in 1 2 3 70 75; do
+    PATH=$stub:$PATH STUB_RC=$rc SLURM_JOB_ID=1 SLURM_JOB_NUM_NODES=1 SLURM_NTASKS=1 SLURM_JOB_NODELIST=n1 MAX_RESTARTS=2 \
+        CFG=/dev/null timeout 60 bash scripts/darknet_mn.sbatch > "$S/stub-$rc.out" 2>&1
+    got="$got $rc:$?x$(grep -c 'ended with status' "$S/stub-$rc.out")"
+done
+if [ "$got" = " 1:1x1 2:2x1 3:3x1 70:70x1 75:75x3" ]; then
+    ok "darknet_mn.sbatch, srun stubbed: exit 1, 2, 3 and 70 end the job after one run, 75 runs 3 times (MAX_RESTARTS=2): status:exit x runs$got"
+else bad "darknet_mn.sbatch's statuses (status:exit x runs):$got, want 1:1x1 2:2x1 3:3x1 70:70x1 75:75x3"; fi
+
 sl=scripts/slurm.sh
 trap '$sl down > /dev/null 2>&1' EXIT
 if ! $sl up > "$S/up.log" 2>&1; then bad "slurm up: $(tail -3 "$S/up.log")"; finish; fi
