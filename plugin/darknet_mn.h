@@ -7,6 +7,7 @@
 #define DARKNET_MN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <mpi.h>
 #ifdef MN_BASE_HANKAI
 #include "mn_base_hankai.h"   /* the fork's headers are C++: its types for C */
@@ -179,6 +180,7 @@ typedef struct {
     size_t n;
     size_t global_n;   /* length of the whole list */
     size_t offset;     /* index of paths[0] in the (shuffled) whole list */
+    uint64_t digest;   /* the sum of its paths' FNV-1a: the same paths in any order agree */
 } mn_list;
 mn_status mn_scatter_list(mn_comm *c, const char *listfile, int shuffle, int seed, mn_list *out);
 mn_status mn_bcast_list(mn_comm *c, const char *listfile, int shuffle, int seed, mn_list *out);

@@ -114,7 +114,7 @@ slots() { local e n=0; for e in ${1//,/ }; do n=$((n + ${e##*:})); done; echo $n
 why() {
     case $1 in
         64) echo "a command-line error" ;; 65) echo "a user error (cfg, data, weights)" ;;
-        70) echo "an internal fault" ;; 73) echo "a refusal (the backup folder is another job's or experiment's)" ;;
+        70) echo "an internal fault" ;; 73) echo "a refusal (the backup folder: another job's, another experiment's checkpoints, or not seen by every node)" ;;
     esac
 }
 stopped=0

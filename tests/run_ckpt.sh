@@ -49,9 +49,11 @@ fi
 # 7. A checkpoint of 4 ranks resumes on 2 and on 3 at its iteration. Criterion
 #    (momentum=0, so the state is the weights and the iteration): the resumed
 #    run equals a run on the new rank count from the 4-rank run's weights of
-#    that iteration with seen = iteration x the new global batch.
+#    that iteration with seen = iteration x the new global batch
+#    (global_batch=cfg: the global batch follows the ranks; keeping it is
+#    tests/run_stop.sh's).
 if want ranks; then
-    cfg "$F/r4/r.cfg" 2 1 6 checkpoint_interval=4 save_interval=4
+    cfg "$F/r4/r.cfg" 2 1 6 checkpoint_interval=4 save_interval=4 global_batch=cfg
     sed -i 's/^momentum=.*/momentum=0/' "$F/r4/r.cfg"
     data r4; run r4 4 "$F/r4/r.cfg"
     for n in 2 3; do
@@ -104,6 +106,168 @@ if want refuse; then
        cmp -s "$F/e.ckpt-6.before" "$F/e/e.ckpt-6" && "$W" "$F/e/e_final.weights" "$F/ec/e_final.weights" 0 > "$F/ec.log"; then
         ok "-clear with a weights file ignores the checkpoints: trains 4 updates from it, as in an empty folder ($(cat "$F/ec.log"))"
     else bad "-clear: rc $(rcs "$F/e" 2); $(grep -h 'resum\|starting' "$F/e.out"); $(cat "$F/ec.log" 2> /dev/null)"; fi
+fi
+
+# Issue 44.1. A checkpoint records its experiment: the cfg's layers and
+# training keys, and the train list. A run of another experiment in the same
+# folder is refused (status 3 on every rank, one message naming what differs
+# and how to start anew, the folder untouched), also where the parameter
+# count is the same (it resumed the old run before, the weights given left
+# unloaded). What only splits or lengthens the run stays a resume.
+# Each cfg is an edited $F/x.cfg under the same name, $F/<edit>/x.cfg, so
+# that it finds x's checkpoints.
+# refused_by NAME CFG DATA PATTERN [args...]: NAME's run of CFG with DATA
+# (backup folder $F/x) exits 73 on both ranks with one message, matching
+# PATTERN, and leaves the folder as it was.
+refused_by() {
+    local name=$1 c=$2 d=$3 pat=$4; shift 4
+    local before; before=$(ls -l --time-style=full-iso "$F/x")   # dot files aside: the lock names each job
+    cp "$F/$d.data" "$F/$name.data"
+    run "$name" 2 "$c" "$@"
+    if all_rc "$F/$name" 2 $EX_REFUSED && [ "$(grep -c '^darknet-mn: ' "$F/$name.err")" = 1 ] && grep -q -- "$pat" "$F/$name.err" &&
+       [ "$before" = "$(ls -l --time-style=full-iso "$F/x")" ] && [ -z "$(ls -A "$F/x" | grep token)" ] &&
+       ! grep -q '^[0-9]*: loss' "$F/$name.out"; then
+        ok "$name: another experiment's checkpoint is refused, exit $EX_REFUSED on every rank, the folder untouched: $(grep -o 'checkpoint .*' "$F/$name.err" | sed "s|$F/||g")"
+    else bad "$name: exit $(rcs "$F/$name" 2), want $EX_REFUSED; $(grep -h 'resuming\|not loaded' "$F/$name.out" | sed "s|$F/||g"); $(head -3 "$F/$name.err")"; fi
+}
+if want experiment; then
+    cfg "$F/x.cfg" 2 1 4 checkpoint_interval=2 save_interval=2
+    data x; run x 2 "$F/x.cfg"
+    if all_rc "$F/x" 2 0 && [ -f "$F/x/x.ckpt-4" ] && ! grep -q 'not seen' "$F/x.err" && [ -z "$(ls -A "$F/x" | grep token)" ]; then
+        ok "the first experiment: 4 updates, checkpoints $(ls "$F/x" | grep -o 'ckpt-[0-9]*' | sort -t- -k2 -n | tr '\n' ' ')"
+    else bad "the first experiment: exit $(rcs "$F/x" 2); $(ls -A "$F/x" | tr '\n' ' '); $(head -2 "$F/x.err")"; fi
+    # The same parameter count: another rate (a weights file given), another activation.
+    mkdir -p "$F/lr" "$F/act" "$F/filters" "$F/x6" "$F/xr.cfg.d"
+    sed 's/^max_batches=.*/max_batches=6/; s/^learning_rate=.*/learning_rate=0.02/' "$F/x.cfg" > "$F/lr/x.cfg"
+    refused_by x-lr "$F/lr/x.cfg" x "checkpoint $F/x/x.ckpt-4 is of another experiment: learning_rate 0.01 in the checkpoint's run, 0.02 now; add -clear to start this one anew here, or give the data cfg another backup= folder$" "$F/x/x_2.weights"
+    sed 's/^max_batches=.*/max_batches=6/; s/^activation=leaky/activation=relu/' "$F/x.cfg" > "$F/act/x.cfg"
+    refused_by x-act "$F/act/x.cfg" x "is of another experiment: layer 0 (convolutional): activation leaky in the checkpoint, relu in the cfg;"
+    # Another parameter count: was skipped, and the run started from scratch.
+    sed 's/^max_batches=.*/max_batches=6/; 0,/^filters=8/s//filters=16/' "$F/x.cfg" > "$F/filters/x.cfg"
+    refused_by x-filters "$F/filters/x.cfg" x "is of another experiment: layer 0 (convolutional): filters 8 in the checkpoint, 16 in the cfg;"
+    # Another train list: half of it.
+    sed 's/^max_batches=.*/max_batches=6/' "$F/x.cfg" > "$F/x6/x.cfg"
+    head -256 "$D/train.list" > "$F/half.list"; sed "s|^train=.*|train=$F/half.list|" "$F/x.data" > "$F/xhalf.data"
+    refused_by x-list "$F/x6/x.cfg" xhalf "is of another experiment: the train list $D/train.list held 512 images in the checkpoint's run, $F/half.list holds 256 now;"
+    # The older format (MNCKPT02, no experiment): made from checkpoint 4 as the last version wrote it.
+    mkdir -p "$F/old" && data old
+    python3 - "$F/x/x.ckpt-4" "$F/old/x.ckpt-4" << 'EOF'
+import struct, sys
+b = open(sys.argv[1], 'rb').read()
+exp = struct.unpack_from('<Q', b, 64)[0]
+body = b'MNCKPT02' + b[8:64] + b[88 + exp:-8]
+h = 1469598103934665603   # MN_FNV_SEED
+for x in body: h = ((h ^ x) * 0x100000001b3) & 0xffffffffffffffff
+open(sys.argv[2], 'wb').write(body + struct.pack('<Q', h))
+EOF
+    run old 2 "$F/x6/x.cfg"
+    if all_rc "$F/old" 2 $EX_REFUSED && [ "$(grep -c '^darknet-mn: ' "$F/old.err")" = 1 ] &&
+       grep -q "checkpoint $F/old/x.ckpt-4 is of an earlier darknet-mn (format MNCKPT02), which did not record its experiment: it may be another run's; add -clear" "$F/old.err" &&
+       [ "$(ls "$F/old")" = x.ckpt-4 ]; then
+        ok "a checkpoint of the older format is refused, exit $EX_REFUSED: $(grep -o 'checkpoint .*' "$F/old.err" | sed "s|$F/||g" | cut -c1-150)"
+    else bad "the older format: exit $(rcs "$F/old" 2); $(grep -h resuming "$F/old.out"); $(head -2 "$F/old.err")"; fi
+    # Stays a resume: max_batches raised, 1 rank of batch 4 in 2 subdivisions for 2
+    # of batch 2, the rate spelled 1e-2, a comment, and the list reordered in
+    # another file; the weights file given is not loaded (issue 44.2): the
+    # final weights are those of the same resume without it.
+    cfg "$F/xr.cfg.d/x.cfg" 2 2 6 checkpoint_interval=2 save_interval=2
+    sed -i 's/^learning_rate=.*/learning_rate=1e-2   # the same rate/' "$F/xr.cfg.d/x.cfg"
+    sort -r "$D/train.list" > "$F/reordered.list"
+    for n in xr xn; do
+        mkdir -p "$F/$n" && cp "$F/x/x.ckpt-4" "$F/$n/"
+        sed "s|^train=.*|train=$F/reordered.list|; s|^backup=.*|backup=$F/$n|" "$F/x.data" > "$F/$n.data"
+    done
+    run xr 1 "$F/xr.cfg.d/x.cfg" "$F/x/x_2.weights"; run xn 1 "$F/xr.cfg.d/x.cfg"
+    if all_rc "$F/xr" 1 0 && all_rc "$F/xn" 1 0 &&
+       grep -q "resuming from checkpoint $F/xr/x.ckpt-4: iteration 4 of max_batches 6, written by 2 ranks (global batch 4); now 1 ranks (global batch 4), seen = 4 x 4 = 16" "$F/xr.out" &&
+       grep -q "darknet-mn: $F/x/x_2.weights is not loaded: the checkpoint continues the run (-clear starts from it instead)" "$F/xr.out" &&
+       [ "$(grep -c '^[56]: loss' "$F/xr.out")" = 2 ] && "$W" "$F/xr/x_final.weights" "$F/xn/x_final.weights" 0 > "$F/xr.log"; then
+        ok "the same experiment on 1 rank x 2 subdivisions, max_batches 6, rate 1e-2, the list reordered: resumed at 4; the weights given not loaded, the same final weights as without them ($(cat "$F/xr.log"))"
+    else bad "the same experiment resumed: exit $(rcs "$F/xr" 1) $(rcs "$F/xn" 1); $(grep -h 'resuming\|not loaded' "$F/xr.out"); $(cat "$F/xr.log" 2> /dev/null); $(head -2 "$F/xr.err")"; fi
+    # -clear, as the refusal says: the other rate trains there from scratch.
+    run x-lr 2 "$F/lr/x.cfg" -clear
+    if all_rc "$F/x-lr" 2 0 && grep -q '^1: loss' "$F/x-lr.out" && [ "$(seen_of "$F/x/x_final.weights")" = 24 ]; then
+        ok "-clear starts the other experiment anew in the same folder: 6 updates from iteration 1, seen 24"
+    else bad "-clear after the refusal: exit $(rcs "$F/x-lr" 2); $(head -2 "$F/x-lr.err")"; fi
+fi
+
+# Issue 44.4a. The last checkpoint at max_batches and no final weights (the
+# run failed between the two): the rerun writes <base>_final.weights from the
+# checkpoint, trains nothing and exits 0 (it said "nothing to train", exit
+# 1). Once they are there, a rerun is refused as before.
+if want final; then
+    cfg "$F/f.cfg" 2 1 4 checkpoint_interval=2
+    data f; run f 2 "$F/f.cfg"
+    mv "$F/f/f_final.weights" "$F/f-straight.weights"
+    run f 2 "$F/f.cfg"
+    if all_rc "$F/f" 2 0 && ! grep -q ': loss' "$F/f.out" &&
+       grep -q "darknet-mn: checkpoint $F/f/f.ckpt-4 is at max_batches 4 and its run ended before writing its final weights: writing $F/f/f_final.weights from it" "$F/f.out" &&
+       "$W" "$F/f/f_final.weights" "$F/f-straight.weights" 0 > "$F/f.log"; then
+        run f 2 "$F/f.cfg"
+        if all_rc "$F/f" 2 $EX_USER && grep -q "checkpoint $F/f/f.ckpt-4 is at iteration 4 and the cfg's max_batches is 4: nothing to train" "$F/f.err"; then
+            ok "a checkpoint at max_batches without final weights: they are written from it, exit 0, no update, equal to the run's own ($(cat "$F/f.log")); then a rerun is refused as finished"
+        else bad "after the final weights from the checkpoint: exit $(rcs "$F/f" 2); $(head -2 "$F/f.err")"; fi
+    else bad "final weights from the checkpoint at max_batches: exit $(rcs "$F/f" 2); $(grep -h 'checkpoint\|wrote' "$F/f.out"); $(cat "$F/f.log" 2> /dev/null); $(head -2 "$F/f.err")"; fi
+fi
+
+# Issue 44.4b. The best score survives a restart: top-1 every 5 updates,
+# checkpoints with them; at a rate of 0.05 for 10 updates, then -0.01
+# (scales=-0.2: gradient ascent, so later scores are worse). A run to 10
+# resumed to 20 prints the evaluations of a run to 20 straight, best
+# included, and its _best.weights is that run's (the best started again
+# from -1: a worse model replaced it).
+if want best; then
+    mn_cfg "$F/b.cfg" batch=8 learning_rate=0.05 -burn_in policy=steps steps=11 scales=-0.2 max_batches=20 \
+        -- deterministic=1 shuffle=0 eval_interval=5 checkpoint_interval=5
+    data bs; run bs 2 "$F/b.cfg"
+    mkdir -p "$F/b10"; sed 's/^max_batches=.*/max_batches=10/' "$F/b.cfg" > "$F/b10/b.cfg"
+    data b; run b 2 "$F/b10/b.cfg"
+    run b 2 "$F/b.cfg"
+    evals() { grep -h '^[0-9]*: eval' "$1.out" | sed 's/ (.*//; s|, saving .*||'; }
+    got=$(evals "$F/b" | tr '\n' ';'); want_=$(evals "$F/bs" | grep '^\(15\|20\):' | tr '\n' ';')
+    if all_rc "$F/b" 2 0 && [ -n "$want_" ] && [ "$got" = "$want_" ] &&
+       grep -q "the best evaluation so far, [0-9.]* at iteration 10, carries on" "$F/b.out" &&
+       "$W" "$F/b/b_best.weights" "$F/bs/b_best.weights" 0 > "$F/b.log"; then
+        ok "the best top-1 carries over a restart at 10: $(grep -o 'the best evaluation so far, [0-9.]* at iteration [0-9]*' "$F/b.out"); evaluations as straight ($got); _best.weights = straight's ($(cat "$F/b.log"))"
+    else bad "the best after a restart: exit $(rcs "$F/b" 2); resumed: $got; straight: $want_; $(cat "$F/b.log" 2> /dev/null)"; fi
+fi
+
+# Issue 44.3. The backup folder must be seen by every rank where checkpoints
+# are written: rank 1 in a mount namespace of its own with an empty tmpfs
+# over the folder cannot see rank 0's token. With checkpoint_interval,
+# refused (exit 73, the rank and host named, nothing left but the lock);
+# without, one warning and the run goes on; where every rank sees it,
+# nothing said. No token is left behind.
+# blind NAME CFG: NAME's job on 2 ranks, rank 1 blind to the backup folder $F/NAME.
+blind() {
+    local o=$F/$1; rm -f "$o".rc.* "$o".out.* "$o".err.*; mkdir -p "$o"
+    timeout 120 $MPI -n 1 sh -c "$(rank_cmd "$o" "$PROG" classifier train "$F/$1.data" "$2")" : \
+        -n 1 unshare -m sh -c "mount -t tmpfs none $o && $(rank_cmd "$o" "$PROG" classifier train "$F/$1.data" "$2")"
+    cat "$o".out.* > "$o.out"; cat "$o".err.* > "$o.err"
+}
+if want shared; then
+    if ! unshare -m true 2> /dev/null; then
+        skipped=$((${skipped:-0} + 1)); echo "skip the backup folder every rank sees: unshare -m needs root here"
+    else
+        cfg "$F/v.cfg" 2 1 4 checkpoint_interval=2
+        data v; blind v "$F/v.cfg"
+        if all_rc "$F/v" 2 $EX_REFUSED && [ "$(grep -c '^darknet-mn: ' "$F/v.err")" = 1 ] &&
+           grep -q "backup folder $F/v is not seen by rank 1 ($(hostname)): the backup folder must be on storage every node sees, or a rerun on another node starts from iteration 0 (checkpoint_interval=2 writes checkpoints there)" "$F/v.err" &&
+           [ "$(ls -A "$F/v")" = .darknet_mn.lock ]; then
+            ok "checkpoints into a folder rank 1 cannot see: refused, exit $EX_REFUSED on every rank, nothing left: $(grep -o 'backup folder .*' "$F/v.err" | sed "s|$F/||g" | cut -c1-150)"
+        else bad "checkpoints into a folder rank 1 cannot see: exit $(rcs "$F/v" 2); $(ls -A "$F/v" | tr '\n' ' '); $(head -2 "$F/v.err")"; fi
+        cfg "$F/vw.cfg" 2 1 4
+        data vw; blind vw "$F/vw.cfg"
+        if all_rc "$F/vw" 2 0 && [ "$(grep -c 'not seen' "$F/vw.err")" = 1 ] &&
+           grep -q "rank 0 ($(hostname)): warning: backup folder $F/vw is not seen by rank 1 ($(hostname)): rank 0 alone writes there" "$F/vw.err" &&
+           [ -f "$F/vw/vw_final.weights" ] && [ -z "$(ls -A "$F/vw" | grep token)" ]; then
+            ok "no checkpoints, a folder rank 1 cannot see: one warning, trained, no token left: $(grep -o 'warning: .*' "$F/vw.err" | sed "s|$F/||g" | cut -c1-110)"
+        else bad "no checkpoints, a folder rank 1 cannot see: exit $(rcs "$F/vw" 2); $(grep -c 'not seen' "$F/vw.err") warnings; $(ls -A "$F/vw" | tr '\n' ' ')"; fi
+        run v 2 "$F/v.cfg"
+        if all_rc "$F/v" 2 0 && ! grep -q 'not seen' "$F/v.err" && [ -f "$F/v/v.ckpt-4" ] && [ -z "$(ls -A "$F/v" | grep token)" ]; then
+            ok "the same job where both ranks see the folder: trained with checkpoints, nothing said, no token left"
+        else bad "both ranks see the folder: exit $(rcs "$F/v" 2); $(ls -A "$F/v" | tr '\n' ' '); $(head -2 "$F/v.err")"; fi
+    fi
 fi
 
 # 5. Pruning keeps an older run's generations: a -clear run on 1 rank with

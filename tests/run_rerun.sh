@@ -135,6 +135,25 @@ for st in $EX_USAGE $EX_REFUSED $EX_FAULT; do
     else bad "exit status $st: mn_rerun exit $rc, $(grep -c 'attempt [0-9] of 3 starts' "$R/st$st.out") attempts"; fi
 done
 
+# scripts/darknet_mn.sbatch's statuses, with srun, scontrol, squeue and
+# scancel stubbed (no cluster): 64, 65, 70 and 73 end the job after its
+# first run, as docs/user-guide.md's table says; 75 and srun's own 1 (a step
+# that did not start) run again, MAX_RESTARTS times.
+stub=$R/stub && mkdir -p "$stub"
+printf '#!/bin/sh\ncase "$*" in *" true") exit 0 ;; esac\nexit "$STUB_RC"\n' > "$stub/srun"
+printf '#!/bin/sh\necho n1\n' > "$stub/scontrol"
+cp "$stub/scontrol" "$stub/squeue"; printf '#!/bin/sh\n' > "$stub/scancel"; chmod +x "$stub"/*
+got=""
+for st in $EX_USAGE $EX_USER $EX_FAULT $EX_REFUSED $EX_RERUN 1; do
+    PATH=$stub:$PATH STUB_RC=$st SLURM_JOB_ID=1 SLURM_JOB_NUM_NODES=1 SLURM_NTASKS=1 SLURM_JOB_NODELIST=n1 MAX_RESTARTS=2 \
+        CFG=/dev/null timeout 60 bash scripts/darknet_mn.sbatch > "$R/stub-$st.out" 2>&1
+    got="$got $st:$?x$(grep -c 'ended with status' "$R/stub-$st.out")"
+done
+want=" 64:64x1 65:65x1 70:70x1 73:73x1 75:75x3 1:1x3"
+if [ "$got" = "$want" ]; then
+    ok "darknet_mn.sbatch, srun stubbed (status:exit x runs):$got: 64, 65, 70, 73 end the job, 75 and srun's 1 run 3 times (MAX_RESTARTS=2)"
+else bad "darknet_mn.sbatch's statuses (status:exit x runs):$got, want$want"; fi
+
 # Host lists as users write them, on this machine (a launch agent that runs
 # the command here, so that every host answers): a host without slots has
 # one; Open MPI's launcher by any name or path gets -n and --host; anything

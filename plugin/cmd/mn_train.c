@@ -90,11 +90,12 @@ static mn_status ensure_dir(mn_comm *c, const char *dir)
  * status asks for a rerun; the same command then resumes here, as if never
  * stopped. */
 static mn_status stop_here(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, const char *dir,
-                           const char *base, size_t it, int signaled, int checked, int written)
+                           const char *base, const char *experiment, const mn_best *best, size_t it, int signaled,
+                           int checked, int written)
 {
     double t = mn_now();
     if (!checked) MN_CHECK(mn_replica_check(c, net, mo, opt->sync_bn, it, NULL));
-    if (!written) MN_CHECK(mn_checkpoint_save(c, net, mo, dir, base, opt->checkpoint_keep));
+    if (!written) MN_CHECK(mn_checkpoint_save(c, net, mo, dir, base, opt->checkpoint_keep, experiment, best));
     if (c->rank == 0) {
         int sig = mn_stop_signal();
         printf("darknet-mn: stopped at iteration %zu by %s (on %d of %d ranks): checkpoint %s/%s.ckpt-%zu written "
@@ -106,10 +107,23 @@ static mn_status stop_here(mn_comm *c, network *net, mn_optimizer *mo, const mn_
     return MN_ERR_STOPPED;
 }
 
+/* <dir>/<base>_final.weights, after the replica check: at the end of training,
+ * or from a checkpoint at max_batches (resume's final_only). */
+static mn_status write_final(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, const char *dir,
+                             const char *base)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s_final.weights", dir, base);
+    MN_CHECK(mn_replica_check(c, net, mo, opt->sync_bn, mn_base_iteration(net), NULL));
+    MN_CHECK(mn_save_weights_all(c, net, opt, path));
+    if (c->rank == 0) printf("darknet-mn: wrote %s\n", path);
+    return MN_OK;
+}
+
 /* The loop itself: load, train (the hook averages gradients), report, save. */
 static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, const mn_options *opt,
                             network *net, mn_optimizer *mo, const mn_list *shard, const char *base, const char *cfgfile,
-                            mn_timeline *tl, mn_lock *lock)
+                            mn_timeline *tl, mn_lock *lock, const char *experiment, mn_best best)
 {
     mn_net_info in = mn_net_get(net);                  /* w and h as parsed: mn_base_resize changes them */
     int imgs = in.batch * in.subdivisions;             /* per rank, per update */
@@ -258,7 +272,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         if (s == MN_OK && (saves || stopping)) s = mn_backup_check(c, lock);
         if (s == MN_OK && saves) s = mn_replica_check(c, net, mo, opt->sync_bn, it, NULL);
         double te = mn_now();
-        if (s == MN_OK && eval) s = mn_eval_during_training(c, net, task, dc, opt, it, base, cfgfile, &ev);
+        if (s == MN_OK && eval) s = mn_eval_during_training(c, net, task, dc, opt, it, base, cfgfile, &ev, &best);
         double tw = mn_now();
         mn_timeline_add(tl, 0, MN_TL_EVAL, te, tw, 0, 0, 0);
         if (s == MN_OK) mn_report_iteration(&rep, c, net, opt, dc->backup, base, loss, avg_loss,
@@ -274,10 +288,10 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         }
         if (s == MN_OK && ckpt) {
             double t = mn_now();
-            s = mn_checkpoint_save(c, net, mo, dc->backup, base, opt->checkpoint_keep);
+            s = mn_checkpoint_save(c, net, mo, dc->backup, base, opt->checkpoint_keep, experiment, &best);
             if (s == MN_OK && c->rank == 0)
                 printf("checkpoint %zu: %.1f MiB written by rank 0 in %.3f s\n", it,
-                       mn_checkpoint_bytes(net, mo) / 1048576.0, mn_now() - t);
+                       mn_checkpoint_bytes(net, mo, experiment) / 1048576.0, mn_now() - t);
         }
         if (saves) {   /* the replica check, then the files */
             mn_timeline_add(tl, 0, MN_TL_SAVE, ts, te, 0, 0, 0);
@@ -285,20 +299,14 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         }
         if (s == MN_OK) s = mn_timeline_step(tl, it, t0, tstep);
         if (s == MN_OK && stopping && it < (size_t)in.max_batches)
-            s = stop_here(c, net, mo, opt, dc->backup, base, it, (int)sum[1], saves, ckpt);
+            s = stop_here(c, net, mo, opt, dc->backup, base, experiment, &best, it, (int)sum[1], saves, ckpt);
     }
     mn_base_loader_free(loader);
     mn_cache_uninstall();
     if (s == MN_OK) s = mn_engine_cache_report(c, cache, cache_mb);
     mn_cache_free(cache);
-    if (s == MN_OK) s = mn_replica_check(c, net, mo, opt->sync_bn, mn_base_iteration(net), NULL);
     if (s == MN_OK) s = mn_backup_check(c, lock);
-    if (s == MN_OK) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s_final.weights", dc->backup, base);
-        s = mn_save_weights_all(c, net, opt, path);
-        if (s == MN_OK && c->rank == 0) printf("darknet-mn: wrote %s\n", path);
-    }
+    if (s == MN_OK) s = write_final(c, net, mo, opt, dc->backup, base);
     mn_eval_free(ev);
     mn_report_free(rep);
     return s;
@@ -352,46 +360,74 @@ static mn_status keep_global_batch(mn_comm *c, network *net, mn_optimizer *mo, c
     return MN_OK;
 }
 
-/* Where training starts: the newest checkpoint unless -clear, else the
- * weights file as loaded, else the initial weights. Rank 0 says which; a start
- * at or past max_batches is refused before anything is written. */
-static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, const char *dir,
-                        const char *base, const char *cfgfile, const char *weightfile, int clear, mn_lock *lock)
+/* Whether <dir>/<base>_final.weights was written after the checkpoint at
+ * path (rank 0): the run it belongs to finished. */
+static int finished_after(const char *dir, const char *base, const char *path)
 {
-    mn_resumed r = {0};
+    char final[4096];
+    struct stat f, k;
+    snprintf(final, sizeof final, "%s/%s_final.weights", dir, base);
+    if (stat(final, &f) != 0 || stat(path, &k) != 0) return 0;
+    return f.st_mtim.tv_sec > k.st_mtim.tv_sec ||
+           (f.st_mtim.tv_sec == k.st_mtim.tv_sec && f.st_mtim.tv_nsec >= k.st_mtim.tv_nsec);
+}
+
+/* Where training starts: the newest checkpoint unless -clear (refused when
+ * it is another experiment's), else the weights file as loaded, else the
+ * initial weights. Rank 0 says which; a start at or past max_batches is
+ * refused before anything is written, except from a checkpoint at
+ * max_batches whose run ended before its final weights: *final_only, they
+ * are written from it and nothing is trained. */
+static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, const char *dir,
+                        const char *base, const char *cfgfile, const char *weightfile, int clear, mn_lock *lock,
+                        const char *experiment, mn_resumed *r, int *final_only)
+{
+    memset(r, 0, sizeof *r);
+    r->best.score = -1;
+    *final_only = 0;
     int given = weightfile && *weightfile;
     /* Without checkpoint_interval a checkpoint is there only where a signal stopped the run. */
-    if (!clear) MN_CHECK(mn_checkpoint_resume(c, net, mo, dir, base, lock, &r));
-    if (r.found) MN_CHECK(keep_global_batch(c, net, mo, opt, &r));
+    if (!clear) MN_CHECK(mn_checkpoint_resume(c, net, mo, dir, base, lock, experiment, r));
+    if (r->found) MN_CHECK(keep_global_batch(c, net, mo, opt, r));
     size_t it = mn_base_iteration(net);
     mn_net_info in = mn_net_get(net);
     int global = in.batch * in.subdivisions * c->size;
+    int last = r->found && in.max_batches > 0 && it == (size_t)in.max_batches && c->rank == 0 &&
+               !finished_after(dir, base, r->path);
     if (c->rank == 0) {
         if (in.max_batches <= 0)
             mn_error(c, "%s: max_batches is %d: nothing to train; set it to the number of updates to run",
                      cfgfile, in.max_batches);
+        else if (last)
+            printf("darknet-mn: checkpoint %s is at max_batches %d and its run ended before writing its final "
+                   "weights: writing %s/%s_final.weights from it\n", r->path, in.max_batches, dir, base);
         else if (it >= (size_t)in.max_batches)
             mn_error(c, "%s %s is at iteration %zu and the cfg's max_batches is %d: nothing to train; "
                      "raise max_batches to go on, or add -clear to start %s at iteration 0",
-                     r.found ? "checkpoint" : "weights file", r.found ? r.path : weightfile, it, in.max_batches,
+                     r->found ? "checkpoint" : "weights file", r->found ? r->path : weightfile, it, in.max_batches,
                      given ? "from the weights file" : "from scratch");
-        else if (r.found && r.ranks == c->size && r.batch == (uint64_t)in.batch * in.subdivisions * c->size)
+        else if (r->found && r->ranks == c->size && r->batch == (uint64_t)in.batch * in.subdivisions * c->size)
             printf("darknet-mn: resuming from checkpoint %s: iteration %zu of max_batches %d, seen %zu "
-                   "(written by %d ranks, as now)\n", r.path, it, in.max_batches, (size_t)mn_net_seen(net), r.ranks);
-        else if (r.found)
+                   "(written by %d ranks, as now)\n", r->path, it, in.max_batches, (size_t)mn_net_seen(net), r->ranks);
+        else if (r->found)
             printf("darknet-mn: resuming from checkpoint %s: iteration %zu of max_batches %d, written by %d ranks "
                    "(global batch %llu); now %d ranks (global batch %d), seen = %zu x %d = %zu\n",
-                   r.path, it, in.max_batches, r.ranks, (unsigned long long)r.batch, c->size,
+                   r->path, it, in.max_batches, r->ranks, (unsigned long long)r->batch, c->size,
                    global, it, global, (size_t)mn_net_seen(net));
         else if (given)
             printf("darknet-mn: starting from %s at iteration %zu%s\n", weightfile, it,
                    clear ? " (-clear: seen set to 0, checkpoints not used)" : "");
-        if (r.found && given && it < (size_t)in.max_batches)
+        if (r->found && given && (last || it < (size_t)in.max_batches))
             printf("darknet-mn: %s is not loaded: the checkpoint continues the run (-clear starts from it instead)\n",
                    weightfile);
+        if (r->found && r->best.score >= 0 && it < (size_t)in.max_batches)
+            printf("darknet-mn: the best evaluation so far, %.4f at iteration %llu, carries on: %s/%s_best.weights "
+                   "is replaced only by a better one\n", r->best.score, (unsigned long long)r->best.iteration, dir, base);
         fflush(stdout);
     }
-    return mn_agree(c, in.max_batches <= 0 || it >= (size_t)in.max_batches ? MN_ERR_USER : MN_OK);
+    MN_MPI(c, MPI_Bcast(&last, 1, MPI_INT, 0, c->world));
+    *final_only = last;
+    return mn_agree(c, in.max_batches <= 0 || (it >= (size_t)in.max_batches && !last) ? MN_ERR_USER : MN_OK);
 }
 
 mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cfgfile,
@@ -405,9 +441,11 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     mn_timeline *tl = NULL;
     mn_list shard = {0};
     mn_label_skip skip;
-    char *base = NULL;
+    char *base = NULL, *experiment = NULL;
     mn_options opt;
     mn_lock *lock = NULL;
+    mn_resumed r;
+    int final_only = 0;
     mn_status s = mn_agree(c, mn_read_data_cfg(c, datacfg, task, &dc));
     if (s != MN_OK) return s;
     if (!dc.train) {
@@ -463,18 +501,25 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
                           : mn_scatter_list(c, dc.train, opt.shuffle, opt.seed, &shard);
     if (s == MN_OK && task == MN_TASK_DETECTOR) s = mn_agree(c, mn_check_detector_classes(c, datacfg, cfgfile, &dc, net));
     if (s != MN_OK || (s = mn_check_training_input(c, task, &dc, &opt, net, &shard, &skip)) != MN_OK) goto out;
+    experiment = mn_experiment(c, cfgfile, &opt, dc.train, &shard);
+    if (c->rank == 0 && !experiment) mn_error(c, "out of memory describing the experiment of %s", cfgfile);
+    if ((s = mn_agree(c, c->rank != 0 || experiment ? MN_OK : MN_ERR_NOMEM)) != MN_OK) goto out;
     if (task == MN_TASK_DETECTOR && opt.bad_labels_skip) mn_label_filter_install(&skip);
     if (task == MN_TASK_DETECTOR) mn_label_path_install();
     if ((s = ensure_dir(c, dc.backup)) != MN_OK) goto out;
     if ((s = mn_backup_lock(c, dc.backup, opt.lock_lease, &lock)) != MN_OK) goto out;
+    if ((s = mn_backup_shared(c, dc.backup, opt.checkpoint_interval)) != MN_OK) goto out;
     mn_install_stop_handlers();   /* from here a stop signal ends in a checkpoint */
     if ((s = mn_agree(c, mn_attach(c, net, &opt, &mo))) != MN_OK) goto out;
     if ((s = mn_agree(c, mn_attach_sync_bn(c, net, &opt))) != MN_OK) goto out;
     if ((s = mn_timeline_open(c, opt.timeline[0] ? opt.timeline : NULL, &tl)) != MN_OK) goto out;
     mn_optimizer_set_timeline(mo, net, tl);
     base = mn_base_cfg_name(cfgfile);
-    if ((s = resume(c, net, mo, &opt, dc.backup, base, cfgfile, weightfile, clear, lock)) != MN_OK) goto out;
-    s = train_loop(c, task, &dc, &opt, net, mo, &shard, base, cfgfile, tl, lock);
+    if ((s = resume(c, net, mo, &opt, dc.backup, base, cfgfile, weightfile, clear, lock, experiment, &r,
+                    &final_only)) != MN_OK)
+        goto out;
+    s = final_only ? write_final(c, net, mo, &opt, dc.backup, base)
+                   : train_loop(c, task, &dc, &opt, net, mo, &shard, base, cfgfile, tl, lock, experiment, r.best);
     if (mn_timeline_close(tl, s == MN_OK) != MN_OK && s == MN_OK) s = MN_ERR_MPI;
     tl = NULL;
 out:
@@ -488,5 +533,6 @@ out:
     mn_free_list(&shard);
     mn_free_data_cfg(&dc);
     free(base);
+    free(experiment);
     return s;
 }

@@ -572,6 +572,80 @@ int mn_cfg_wants_threads(const char *cfgfile)
     return threads;
 }
 
+/* One value with each comma-separated number in one spelling. */
+static void canonical_value(const char *v, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = 0;
+    for (const char *p = v; n < cap;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char tok[256];
+        double x;
+        snprintf(tok, sizeof tok, "%.*s", (int)len, p);
+        if (len < sizeof tok && parse_double(tok, &x)) n += (size_t)snprintf(out + n, cap - n, "%.9g", x);
+        else n += (size_t)snprintf(out + n, cap - n, "%.*s", (int)len, p);
+        if (!end || n >= cap) break;
+        n += (size_t)snprintf(out + n, cap - n, ",");
+        p = end + 1;
+    }
+}
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp((*(const entry *const *)a)->key, (*(const entry *const *)b)->key);
+}
+
+/* The experiment's lines of the section at header index sec, appended at *n. */
+static int section_lines(const cfg *g, int sec, const char *scope, char **t, size_t *n, size_t *cap)
+{
+    const entry *keys[1024];
+    int k = 0;
+    for (int i = sec + 1; i < g->n && g->e[i].section == sec && k < 1024; ++i) {
+        const entry *e = &g->e[i];
+        if (sec == 0 && (!strcmp(e->key, "batch") || !strcmp(e->key, "subdivisions") || !strcmp(e->key, "max_batches")))
+            continue;
+        if (find(g, sec, e->key) == e) keys[k++] = e;   /* the last of a repeated key */
+    }
+    qsort(keys, (size_t)k, sizeof *keys, by_key);
+    for (int i = -1; i < k; ++i) {
+        char val[1024];
+        if (i >= 0) canonical_value(keys[i]->val, val, sizeof val);
+        size_t need = strlen(scope) + (i < 0 ? strlen(g->e[sec].key) : strlen(keys[i]->key) + strlen(val)) + 4;
+        if (*n + need >= *cap) {
+            size_t c2 = (*cap + need) * 2;
+            char *t2 = realloc(*t, c2);
+            if (!t2) return 0;
+            *t = t2;
+            *cap = c2;
+        }
+        if (i < 0 && sec == 0) continue;   /* [net] has no type line */
+        *n += (size_t)(i < 0 ? sprintf(*t + *n, "%s\t\t%s\n", scope, g->e[sec].key)
+                             : sprintf(*t + *n, "%s\t%s\t%s\n", scope, keys[i]->key, val));
+    }
+    return 1;
+}
+
+char *mn_cfg_experiment(const char *cfgfile)
+{
+    cfg g = {0};
+    g.file = cfgfile;
+    size_t n = 0, cap = 4096;
+    char *t = malloc(cap);
+    int ok = t && read_cfg_file(&g);
+    if (ok) t[0] = 0;
+    for (int i = 0, layer = 0; ok && i < g.n; ++i) {
+        if (g.e[i].val || !strcmp(g.e[i].key, "[distributed]")) continue;
+        char scope[16];
+        if (i == 0) snprintf(scope, sizeof scope, "net");
+        else snprintf(scope, sizeof scope, "%d", layer++);
+        ok = section_lines(&g, i, scope, &t, &n, &cap);
+    }
+    cfg_free(&g);
+    if (!ok) { free(t); return NULL; }
+    return t;
+}
+
 mn_status mn_check_net_size(const mn_comm *c, const network *net, const char *cfgfile)
 {
     /* Darknet sizes a layer's arrays as int batch*outputs: past INT_MAX the

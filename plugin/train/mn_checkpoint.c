@@ -7,6 +7,7 @@
  * resumes on any number of ranks. Files are committed durably (mn_commit_file)
  * under rank 0's lock on the folder. */
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,10 +17,14 @@
 #include <time.h>
 #include <unistd.h>
 #include "mn_internal.h"
+#include "mn_input.h"
 
-#define CKPT_MAGIC "MNCKPT02"
+#define CKPT_MAGIC "MNCKPT03"
+#define CKPT_MAGIC_02 "MNCKPT02"   /* before the experiment was recorded: refused, it may be another's */
 #define MAX_GENERATIONS 256
+#define MAX_EXPERIMENT (64u << 20)   /* a larger experiment text is a corrupt header */
 #define LOCK_NAME ".darknet_mn.lock"
+#define TOKEN_NAME ".darknet_mn.token"
 
 typedef struct {
     char magic[8];
@@ -27,13 +32,19 @@ typedef struct {
     uint64_t iteration, seen, nparams, nmomentum;
     uint64_t run;             /* the run that wrote it: pruning touches only its own */
     uint64_t written;         /* ns since the epoch: the newest written is resumed */
+    /* MNCKPT02 ends here. */
+    uint64_t experiment;      /* bytes of the experiment's text, which follows the header */
+    double best;              /* the best evaluation score so far (-1: none) */
+    uint64_t best_iteration;
 } ckpt_header;
+#define HEADER_02 offsetof(ckpt_header, experiment)
 
-size_t mn_checkpoint_bytes(const network *net, mn_optimizer *o)
+size_t mn_checkpoint_bytes(const network *net, mn_optimizer *o, const char *experiment)
 {
     size_t nmom = 0;
     mn_optimizer_arena(o, &nmom);
-    return sizeof(ckpt_header) + (mn_params_count(net) + nmom) * sizeof(float) + sizeof(uint64_t);
+    return sizeof(ckpt_header) + (experiment ? strlen(experiment) : 0) +
+           (mn_params_count(net) + nmom) * sizeof(float) + sizeof(uint64_t);
 }
 
 static void ckpt_path(char *buf, size_t n, const char *dir, const char *base, uint64_t it)
@@ -61,26 +72,69 @@ static uint64_t lock_run(const char *dir)
     return run;
 }
 
-/* Reads a checkpoint's header, checks that it fits np parameters and nmom
- * optimizer values and that the file has the size they imply; with buf also
- * reads the body and verifies the checksum. 0 with *why when it does not. */
-static int read_ckpt(const char *path, size_t np, size_t nmom, ckpt_header *h, float *buf, const char **why)
+/* A checkpoint's header, either format (*old: MNCKPT02), and its experiment
+ * text (exp, NUL-terminated, the caller frees; NULL for MNCKPT02); the
+ * file's size must be what the header says. 0 when it is not whole. */
+static int read_head(FILE *f, ckpt_header *h, int *old, char **exp)
+{
+    struct stat st;
+    *exp = NULL;
+    memset(h, 0, sizeof *h);
+    if (fread(h, HEADER_02, 1, f) != 1 || fstat(fileno(f), &st) != 0) return 0;
+    *old = !memcmp(h->magic, CKPT_MAGIC_02, 8);
+    if (!*old && (memcmp(h->magic, CKPT_MAGIC, 8) ||
+                  fread((char *)h + HEADER_02, sizeof *h - HEADER_02, 1, f) != 1 || h->experiment > MAX_EXPERIMENT))
+        return 0;
+    uint64_t body = (h->nparams + h->nmomentum) * sizeof(float);
+    if (h->nparams > (uint64_t)st.st_size || h->nmomentum > (uint64_t)st.st_size ||
+        (uint64_t)st.st_size != (*old ? HEADER_02 : sizeof *h) + h->experiment + body + sizeof(uint64_t))
+        return 0;
+    if (*old) return 1;
+    char *t = malloc(h->experiment + 1);
+    int ok = t && fread(t, 1, h->experiment, f) == h->experiment;
+    if (ok) t[h->experiment] = 0;
+    if (!ok || strlen(t) != h->experiment) { free(t); return 0; }
+    *exp = t;
+    return 1;
+}
+
+/* Reads a whole checkpoint and verifies its checksum: header and experiment
+ * as read_head; the body goes into buf when it holds exactly n floats,
+ * else it is only read through. 0 when it does not verify. */
+static int read_ckpt(const char *path, ckpt_header *h, int *old, char **exp, float *buf, size_t n)
+{
+    *exp = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    int ok = 0;
+    if (read_head(f, h, old, exp)) {
+        uint64_t sum = mn_fnv1a(MN_FNV_SEED, h, *old ? HEADER_02 : sizeof *h), stored = 0;
+        if (*exp) sum = mn_fnv1a(sum, *exp, h->experiment);
+        size_t total = (size_t)(h->nparams + h->nmomentum), done = 0, chunk = 1 << 18;
+        float *into = buf && total == n ? buf : malloc(chunk * sizeof(float));
+        ok = into != NULL;
+        while (ok && done < total) {
+            size_t k = into == buf ? total : (total - done < chunk ? total - done : chunk);
+            ok = fread(into, sizeof(float), k, f) == k;
+            if (ok) sum = mn_fnv1a(sum, into, k * sizeof(float));
+            done += k;
+        }
+        ok = ok && fread(&stored, sizeof stored, 1, f) == 1 && sum == stored;
+        if (into != buf) free(into);
+    }
+    fclose(f);
+    if (!ok) { free(*exp); *exp = NULL; }
+    return ok;
+}
+
+/* The header alone (no checksum): for the listing and for pruning. */
+static int peek_ckpt(const char *path, ckpt_header *h, int *old)
 {
     FILE *f = fopen(path, "rb");
-    *why = "is incomplete or corrupt";
     if (!f) return 0;
-    struct stat st;
-    int ok = fread(h, sizeof *h, 1, f) == 1 && !memcmp(h->magic, CKPT_MAGIC, 8) && fstat(fileno(f), &st) == 0;
-    if (ok && (h->nparams != np || h->nmomentum != nmom)) {
-        *why = "is for another network or double_buffering setting";
-        ok = 0;
-    }
-    ok = ok && (size_t)st.st_size == sizeof *h + (np + nmom) * sizeof(float) + sizeof(uint64_t);
-    if (ok && buf) {
-        uint64_t stored = 0;
-        ok = fread(buf, sizeof(float), np + nmom, f) == np + nmom && fread(&stored, sizeof stored, 1, f) == 1 &&
-             mn_fnv1a(mn_fnv1a(MN_FNV_SEED, h, sizeof *h), buf, (np + nmom) * sizeof(float)) == stored;
-    }
+    char *exp;
+    int ok = read_head(f, h, old, &exp);
+    free(exp);
     fclose(f);
     return ok;
 }
@@ -106,8 +160,7 @@ static int list_gens(const char *dir, const char *base, uint64_t *gens, int max)
 }
 
 /* Rank 0: this run's loadable generations beyond the newest `keep` go. */
-static void prune(const mn_comm *c, const char *dir, const char *base, size_t np, size_t nmom,
-                  uint64_t run, int keep)
+static void prune(const mn_comm *c, const char *dir, const char *base, uint64_t run, int keep)
 {
     uint64_t gens[MAX_GENERATIONS], written[MAX_GENERATIONS];
     int n = list_gens(dir, base, gens, MAX_GENERATIONS), m = 0;
@@ -115,9 +168,9 @@ static void prune(const mn_comm *c, const char *dir, const char *base, size_t np
     for (int i = 0; i < n; ++i) {
         char path[4096];
         ckpt_header h;
-        const char *why;
+        int old;
         ckpt_path(path, sizeof path, dir, base, gens[i]);
-        if (read_ckpt(path, np, nmom, &h, NULL, &why) && h.run == run) { gens[m] = gens[i]; written[m++] = h.written; }
+        if (peek_ckpt(path, &h, &old) && !old && h.run == run) { gens[m] = gens[i]; written[m++] = h.written; }
     }
     for (int i = 0; i < m; ++i) {
         int newer = 0;
@@ -130,20 +183,22 @@ static void prune(const mn_comm *c, const char *dir, const char *base, size_t np
     }
 }
 
-static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const char *dir, const char *base, int keep)
+
+static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const char *dir, const char *base, int keep,
+                            const char *experiment, const mn_best *best)
 {
     char path[4096], tmp[4224];
     uint64_t it = mn_base_iteration(net);
     ckpt_path(path, sizeof path, dir, base, it);
     if (!mn_tmp_path(c, tmp, sizeof tmp, path)) { mn_error(c, "checkpoint path too long: %s", path); return MN_ERR_USER; }
-    size_t nmom = 0, np = mn_params_count(net);
+    size_t nmom = 0, np = mn_params_count(net), nexp = experiment ? strlen(experiment) : 0;
     float *mom = mn_optimizer_host_state(o, net, 0, &nmom);
     uint64_t run = lock_run(dir);
     mn_net_info in = mn_net_get(net);
     ckpt_header h = {{0}, (uint32_t)c->size, (uint32_t)(in.batch * in.subdivisions), it, mn_net_seen(net),
-                     np, nmom, run, now_ns()};
+                     np, nmom, run, now_ns(), nexp, best ? best->score : -1, best ? best->iteration : 0};
     memcpy(h.magic, CKPT_MAGIC, 8);
-    /* The same layout read_ckpt expects: header, parameters, momentum, checksum. */
+    /* The same layout read_ckpt expects: header, experiment, parameters, momentum, checksum. */
     float *buf = malloc((np + nmom + 1) * sizeof(float));
     FILE *f = buf ? fopen(tmp, "wb") : NULL;
     if (!f) {
@@ -153,8 +208,10 @@ static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const cha
     }
     mn_params_pack(net, buf);
     memcpy(buf + np, mom, nmom * sizeof(float));
-    uint64_t sum = mn_fnv1a(mn_fnv1a(MN_FNV_SEED, &h, sizeof h), buf, (np + nmom) * sizeof(float));
-    int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(buf, sizeof(float), np + nmom, f) == np + nmom;
+    uint64_t sum = mn_fnv1a(mn_fnv1a(MN_FNV_SEED, &h, sizeof h), experiment ? experiment : "", nexp);
+    sum = mn_fnv1a(sum, buf, (np + nmom) * sizeof(float));
+    int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(experiment ? experiment : "", 1, nexp, f) == nexp &&
+             fwrite(buf, sizeof(float), np + nmom, f) == np + nmom;
     ok = ok && fwrite(&sum, sizeof sum, 1, f) == 1;
     ok = (fclose(f) == 0) && ok;
     free(buf);
@@ -164,35 +221,186 @@ static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const cha
         return MN_ERR_USER;
     }
     MN_CHECK(mn_commit_file(c, tmp, path));
-    if (keep > 0) prune(c, dir, base, np, nmom, run, keep);
+    if (keep > 0) prune(c, dir, base, run, keep);
     return MN_OK;
 }
 
 mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const char *dir,
-                             const char *base, int keep)
+                             const char *base, int keep, const char *experiment, const mn_best *best)
 {
-    return mn_agree(c, c->rank == 0 ? save_rank0(c, net, o, dir, base, keep) : MN_OK);
+    return mn_agree(c, c->rank == 0 ? save_rank0(c, net, o, dir, base, keep, experiment, best) : MN_OK);
 }
 
-/* Rank 0: the most recently written checkpoint that verifies, into buf and *h;
- * the others are reported and skipped. 0 when there is none. */
-static int find_rank0(const mn_comm *c, const char *dir, const char *base, size_t np, size_t nmom,
-                      float *buf, ckpt_header *h, char *path, size_t cap)
+char *mn_experiment(const mn_comm *c, const char *cfgfile, const mn_options *opt, const char *trainfile,
+                    const mn_list *train)
+{
+    if (c->rank != 0) return NULL;
+    char *t = mn_cfg_experiment(cfgfile), tail[4400];
+    /* The list's path is kept for messages only: moved, the same paths are the same data. */
+    int k = snprintf(tail, sizeof tail, "distributed\tdouble_buffering\t%d\ndata\ttrain\t%zu %016llx\npath\ttrain\t%s\n",
+                     opt->double_buffering, train->global_n, (unsigned long long)train->digest, trainfile);
+    char *all = t ? realloc(t, strlen(t) + (size_t)k + 1) : NULL;
+    if (!all) { free(t); return NULL; }
+    return strcat(all, tail);
+}
+
+/* The experiment's text as lines of scope, key and value (tab-separated). */
+typedef struct {
+    const char *scope, *key, *val;
+} xline;
+
+static int xlines(char *t, xline *v, int max)
+{
+    int n = 0;
+    for (char *line = t, *next; line && *line && n < max; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        char *k = strchr(line, '\t'), *val = k ? strchr(k + 1, '\t') : NULL;
+        if (!val) continue;
+        *k = *val = 0;
+        v[n++] = (xline){line, k + 1, val + 1};
+    }
+    return n;
+}
+
+static const char *xget(const xline *v, int n, const char *scope, const char *key)
+{
+    for (int i = 0; i < n; ++i)
+        if (!strcmp(v[i].scope, scope) && !strcmp(v[i].key, key)) return v[i].val;
+    return NULL;
+}
+
+/* The first key of scope whose value differs (one side may lack it); 0 when none. */
+static int xkey_differs(const xline *a, int na, const xline *b, int nb, const char *scope, const char **key,
+                        const char **va, const char **vb)
+{
+    for (int pass = 0; pass < 2; ++pass) {
+        const xline *v = pass ? b : a;
+        int n = pass ? nb : na;
+        for (int i = 0; i < n; ++i) {
+            if (strcmp(v[i].scope, scope)) continue;
+            const char *x = xget(a, na, scope, v[i].key), *y = xget(b, nb, scope, v[i].key);
+            if (!x || !y || strcmp(x, y)) { *key = v[i].key; *va = x; *vb = y; return 1; }
+        }
+    }
+    return 0;
+}
+
+static int xlayers(const xline *v, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; ++i) k += !v[i].key[0];   /* one type line per layer */
+    return k;
+}
+
+/* A layer's type line "[convolutional]" as "convolutional". */
+static const char *bare(const char *type, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%.*s", type[0] == '[' ? (int)strlen(type) - 2 : (int)strlen(type), type + (type[0] == '['));
+    return buf;
+}
+
+/* What differs between the checkpoint's experiment (then) and this run's
+ * (now), in words; 0 when nothing does. */
+static int experiment_differs(const char *then, const char *now, char *what, size_t cap)
+{
+    char *ta = strdup(then), *tb = strdup(now);
+    int na = 1, nb = 1, found = 1;
+    for (const char *p = then; *p; ++p) na += *p == '\n';
+    for (const char *p = now; *p; ++p) nb += *p == '\n';
+    xline *a = malloc(sizeof *a * (size_t)na), *b = malloc(sizeof *b * (size_t)nb);
+    if (!ta || !tb || !a || !b) {
+        snprintf(what, cap, "(out of memory comparing them)");
+        goto out;
+    }
+    na = xlines(ta, a, na);
+    nb = xlines(tb, b, nb);
+    const char *key, *x, *y;
+    if (xkey_differs(a, na, b, nb, "net", &key, &x, &y)) {
+        snprintf(what, cap, "%s %s in the checkpoint's run, %s now", key, x ? x : "not set", y ? y : "not set");
+        goto out;
+    }
+    int la = xlayers(a, na), lb = xlayers(b, nb);
+    for (int i = 0; i < la && i < lb; ++i) {
+        char scope[16], t1[64], t2[64];
+        snprintf(scope, sizeof scope, "%d", i);
+        const char *ya = xget(a, na, scope, ""), *yb = xget(b, nb, scope, "");
+        if (strcmp(ya, yb)) {
+            snprintf(what, cap, "layer %d: %s in the checkpoint, %s in the cfg", i, bare(ya, t1, sizeof t1),
+                     bare(yb, t2, sizeof t2));
+            goto out;
+        }
+        if (xkey_differs(a, na, b, nb, scope, &key, &x, &y)) {
+            snprintf(what, cap, "layer %d (%s): %s %s in the checkpoint, %s in the cfg", i, bare(ya, t1, sizeof t1),
+                     key, x ? x : "not set", y ? y : "not set");
+            goto out;
+        }
+    }
+    if (la != lb) {
+        snprintf(what, cap, "the checkpoint's network has %d layers, the cfg's %d", la, lb);
+        goto out;
+    }
+    if (xkey_differs(a, na, b, nb, "distributed", &key, &x, &y)) {
+        snprintf(what, cap, "[distributed] %s=%s in the checkpoint's run, %s now", key, x ? x : "0", y ? y : "0");
+        goto out;
+    }
+    if (xkey_differs(a, na, b, nb, "data", &key, &x, &y)) {
+        /* "<images> <digest>", the list's path apart */
+        const char *pa = xget(a, na, "path", key), *pb = xget(b, nb, "path", key);
+        unsigned long long ia = x ? strtoull(x, NULL, 10) : 0, ib = y ? strtoull(y, NULL, 10) : 0;
+        if (ia != ib)
+            snprintf(what, cap, "the %s list %s held %llu images in the checkpoint's run, %s holds %llu now", key,
+                     pa ? pa : "?", ia, pb ? pb : "?", ib);
+        else
+            snprintf(what, cap, "the %s list %s in the checkpoint's run and %s now hold %llu images each, but not "
+                     "the same ones", key, pa ? pa : "?", pb ? pb : "?", ib);
+        goto out;
+    }
+    found = 0;
+out:
+    free(ta);
+    free(tb);
+    free(a);
+    free(b);
+    return found;
+}
+
+/* Rank 0: the most recently written checkpoint that verifies, into buf (np +
+ * nmom floats) and *h; corrupt ones are named and skipped. 1 found, 0
+ * none, -1 refused (the newest is another experiment's or of the older
+ * format; rank 0 has said which and why). */
+static int find_rank0(const mn_comm *c, const char *dir, const char *base, const char *experiment, size_t np,
+                      size_t nmom, float *buf, ckpt_header *h, char *path, size_t cap)
 {
     uint64_t gens[MAX_GENERATIONS], written[MAX_GENERATIONS];
-    int n = list_gens(dir, base, gens, MAX_GENERATIONS), m = 0;
-    const char *why;
+    int n = list_gens(dir, base, gens, MAX_GENERATIONS), m = 0, old;
     for (int i = 0; i < n; ++i) {
         ckpt_path(path, cap, dir, base, gens[i]);
-        if (read_ckpt(path, np, nmom, h, NULL, &why)) { gens[m] = gens[i]; written[m++] = h->written; }
-        else mn_error(c, "checkpoint %s %s: skipped", path, why);
+        if (peek_ckpt(path, h, &old)) { gens[m] = gens[i]; written[m++] = h->written; }
+        else mn_error(c, "checkpoint %s is incomplete or corrupt: skipped", path);
     }
     while (m > 0) {
         int best = 0;
         for (int i = 1; i < m; ++i) if (written[i] > written[best]) best = i;
         ckpt_path(path, cap, dir, base, gens[best]);
-        if (read_ckpt(path, np, nmom, h, buf, &why)) return 1;
-        mn_error(c, "checkpoint %s %s: skipped", path, why);
+        char *exp = NULL, what[2048];
+        if (read_ckpt(path, h, &old, &exp, buf, np + nmom)) {
+            const char *anew = "add -clear to start this one anew here, or give the data cfg another backup= folder";
+            int refused = 1;
+            if (old)
+                mn_error(c, "checkpoint %s is of an earlier darknet-mn (format %s), which did not record its "
+                         "experiment: it may be another run's; %s (or finish that run with the darknet-mn that wrote it)",
+                         path, CKPT_MAGIC_02, anew);
+            else if (experiment && experiment_differs(exp, experiment, what, sizeof what))
+                mn_error(c, "checkpoint %s is of another experiment: %s; %s", path, what, anew);
+            else if (h->nparams != np || h->nmomentum != nmom)
+                mn_error(c, "checkpoint %s holds %llu parameters and %llu optimizer values, this network %zu and %zu; %s",
+                         path, (unsigned long long)h->nparams, (unsigned long long)h->nmomentum, np, nmom, anew);
+            else refused = 0;
+            free(exp);
+            return refused ? -1 : 1;
+        }
+        mn_error(c, "checkpoint %s is incomplete or corrupt: skipped", path);
         gens[best] = gens[m - 1];
         written[best] = written[--m];
     }
@@ -200,21 +408,25 @@ static int find_rank0(const mn_comm *c, const char *dir, const char *base, size_
 }
 
 mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const char *dir,
-                               const char *base, mn_lock *lock, mn_resumed *r)
+                               const char *base, mn_lock *lock, const char *experiment, mn_resumed *r)
 {
     memset(r, 0, sizeof *r);
     size_t np = mn_params_count(net), nmom = 0;
     float *state = mn_optimizer_arena(o, &nmom);
     float *buf = malloc((np + nmom + 1) * sizeof(float));
-    ckpt_header h = {{0}, 0, 0, 0, 0, 0, 0, 0, 0};
+    ckpt_header h;
+    memset(&h, 0, sizeof h);
     mn_status s = buf ? MN_OK : MN_ERR_NOMEM;
-    if (s == MN_OK && c->rank == 0 && find_rank0(c, dir, base, np, nmom, buf, &h, r->path, sizeof r->path)) {
-        r->found = 1;
-        mn_backup_set_run(lock, h.run);   /* this run continues the checkpoint's */
+    if (s == MN_OK && c->rank == 0) {
+        int got = find_rank0(c, dir, base, experiment, np, nmom, buf, &h, r->path, sizeof r->path);
+        if (got < 0) s = MN_ERR_REFUSED;
+        r->found = got > 0;
+        if (got > 0) mn_backup_set_run(lock, h.run);   /* this run continues the checkpoint's */
     }
     s = mn_agree(c, s);
-    uint64_t info[4] = {(uint64_t)r->found, h.iteration, h.ranks, (uint64_t)h.ranks * h.images};
-    if (s == MN_OK && MPI_Bcast(info, 4, MPI_UINT64_T, 0, c->world) != MPI_SUCCESS) {
+    uint64_t info[6] = {(uint64_t)r->found, h.iteration, h.ranks, (uint64_t)h.ranks * h.images, 0, h.best_iteration};
+    memcpy(&info[4], &h.best, sizeof h.best);
+    if (s == MN_OK && MPI_Bcast(info, 6, MPI_UINT64_T, 0, c->world) != MPI_SUCCESS) {
         mn_error(c, "broadcasting the checkpoint's header failed");
         s = MN_ERR_MPI;
     }
@@ -231,7 +443,82 @@ mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const 
         r->iteration = info[1];
         r->ranks = (int)info[2];
         r->batch = info[3];
+        memcpy(&r->best.score, &info[4], sizeof r->best.score);
+        r->best.iteration = info[5];
     }
     free(buf);
     return s;
+}
+
+/* ------------------------------------------------------------------ the folder every node sees */
+
+mn_status mn_backup_shared(mn_comm *c, const char *dir, int checkpoint_interval)
+{
+    /* A fresh name each run: no host has looked it up before, so none holds
+     * a cached "no such file" for it (NFS). */
+    char token[128] = "", path[4352];
+    if (c->rank == 0) {
+        uint64_t t = now_ns();
+        pid_t pid = getpid();
+        uint64_t h = mn_fnv1a(mn_fnv1a(mn_fnv1a(MN_FNV_SEED, c->host, strlen(c->host)), &t, sizeof t), &pid, sizeof pid);
+        snprintf(token, sizeof token, "%s.%016llx", TOKEN_NAME, (unsigned long long)h);
+    }
+    MN_MPI(c, MPI_Bcast(token, sizeof token, MPI_CHAR, 0, c->world));
+    snprintf(path, sizeof path, "%s/%s", dir, token);
+    mn_status s = MN_OK;
+    if (c->rank == 0) {
+        FILE *f = fopen(path, "w");
+        int ok = f && fputs(token, f) >= 0;
+        if (f && fclose(f) != 0) ok = 0;
+        if (!ok) {
+            mn_error(c, "cannot write %s into the backup folder: %s", path, strerror(errno));
+            remove(path);
+            s = MN_ERR_USER;
+        }
+    }
+    MN_CHECK(mn_agree(c, s));
+    int seen = c->rank == 0;
+    for (int tries = 0; !seen && tries < 10; ++tries) {   /* a second for a slow file system's view */
+        char got[128] = "";
+        FILE *f = fopen(path, "r");
+        if (f) {
+            seen = fgets(got, sizeof got, f) && !strcmp(got, token);
+            fclose(f);
+        }
+        if (!seen) usleep(100000);
+    }
+    int *all = c->rank == 0 ? malloc(sizeof(int) * (size_t)c->size) : NULL;
+    char *hosts = c->rank == 0 ? malloc(sizeof c->host * (size_t)c->size) : NULL;
+    s = mn_agree(c, c->rank != 0 || (all && hosts) ? MN_OK : MN_ERR_NOMEM);
+    if (s == MN_OK) {
+        mn_guard(c, "the backup folder check");   /* a rank hung on a dead mount ends the job */
+        MN_MPI(c, MPI_Gather(&seen, 1, MPI_INT, all, 1, MPI_INT, 0, c->world));
+        MN_MPI(c, MPI_Gather(c->host, sizeof c->host, MPI_CHAR, hosts, sizeof c->host, MPI_CHAR, 0, c->world));
+        mn_unguard(c);
+    }
+    if (c->rank == 0) remove(path);
+    if (s == MN_OK && c->rank == 0) {
+        char who[512] = "";
+        int blind = 0, k = 0;
+        for (int r = 0; r < c->size; ++r) {
+            if (all[r]) continue;
+            if (++blind <= 4 && k < (int)sizeof who)
+                k += snprintf(who + k, sizeof who - (size_t)k, "%srank %d (%.64s)", blind > 1 ? ", " : "", r,
+                              hosts + (size_t)r * sizeof c->host);
+        }
+        if (blind > 4) snprintf(who + k, sizeof who - (size_t)k, " and %d more", blind - 4);
+        if (blind && checkpoint_interval > 0) {
+            mn_error(c, "backup folder %s is not seen by %s: the backup folder must be on storage every node sees, "
+                     "or a rerun on another node starts from iteration 0 (checkpoint_interval=%d writes checkpoints "
+                     "there); give the data cfg a backup= folder on a shared file system, or set checkpoint_interval=0",
+                     dir, who, checkpoint_interval);
+            s = MN_ERR_REFUSED;
+        } else if (blind) {
+            mn_error(c, "warning: backup folder %s is not seen by %s: rank 0 alone writes there, which is fine "
+                     "without checkpoints; a stop signal's checkpoint resumes only where rank 0 sees it", dir, who);
+        }
+    }
+    free(all);
+    free(hosts);
+    return mn_agree(c, s);
 }

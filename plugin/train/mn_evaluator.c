@@ -477,7 +477,6 @@ struct mn_eval_state {
     mn_list shard;
     network *net;    /* the evaluation's own network, at batch 1 */
     float *params;   /* the training network's parameters on their way to it */
-    double best;     /* best score so far; -1 before the first */
     double last;     /* the score at iteration last_it (for the chart) */
     size_t last_it;
     mn_label_skip skip;   /* bad_labels=skip: counted afresh at each evaluation */
@@ -507,7 +506,6 @@ static mn_status open_state(mn_comm *c, const mn_data_cfg *dc, const mn_options 
     }
     mn_eval_state *e = calloc(1, sizeof *e);
     MN_CHECK(mn_agree(c, e ? MN_OK : MN_ERR_NOMEM));
-    e->best = -1;
     mn_status s = mn_scatter_list(c, list, 0, 0, &e->shard);
     if (s == MN_OK) s = open_net(c, cfgfile, e);
     if (s != MN_OK) { mn_eval_free(e); return s; }
@@ -517,7 +515,7 @@ static mn_status open_state(mn_comm *c, const mn_data_cfg *dc, const mn_options 
 
 mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
                                   const mn_options *opt, size_t it, const char *base, const char *cfgfile,
-                                  mn_eval_state **state)
+                                  mn_eval_state **state, mn_best *best)
 {
     if (!*state) MN_CHECK(open_state(c, dc, opt, cfgfile, state));
     mn_eval_state *e = *state;
@@ -544,15 +542,15 @@ mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const 
         if (score < 0) score = 0;
     }
     MN_CHECK(s);
-    int better = score > e->best;
-    if (better) e->best = score;
+    int better = score > best->score;
+    if (better) *best = (mn_best){score, it};
     e->last = score;
     e->last_it = it;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s_best.weights", dc->backup, base);
     if (c->rank == 0) {
         printf("%zu: eval %s %.4f on %zu images, best %.4f%s%s (%.1f s)\n", it,
-               task == MN_TASK_CLASSIFIER ? "top-1" : "mAP@0.5", score, e->shard.global_n, e->best,
+               task == MN_TASK_CLASSIFIER ? "top-1" : "mAP@0.5", score, e->shard.global_n, best->score,
                better ? ", saving " : "", better ? path : "", mn_now() - t0);
         fflush(stdout);
     }

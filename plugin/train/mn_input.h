@@ -16,6 +16,15 @@
  * differing key. Collective; the lowest failing rank prints, with file:line. */
 mn_status mn_cfg_read(mn_comm *c, const char *cfgfile, mn_options *opt);
 
+/* What of the cfg makes a run one experiment, as text a checkpoint keeps
+ * (mn_checkpoint.c): "net\t<key>\t<value>" for every [net] key but batch,
+ * subdivisions and max_batches (how a run is split and how long it goes),
+ * then for layer i "<i>\t\t[<type>]" and "<i>\t<key>\t<value>"; keys sorted
+ * (the last of a repeated key, as Darknet reads it), numbers in one spelling
+ * (.001 = 0.001 = 1e-3), [distributed] left out. NULL when the cfg cannot
+ * be read (or no memory); rank 0 calls it after mn_cfg_read passed. */
+char *mn_cfg_experiment(const char *cfgfile);
+
 /* After parsing (arrays are allocated but not yet touched): each layer's
  * batch*outputs fits Darknet's int sizes, and outputs and deltas fit the
  * machine's physical memory. Every rank gets the same answer; rank 0 prints. */

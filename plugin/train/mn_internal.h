@@ -9,9 +9,9 @@
 #include "mn_dbuf.h"
 #include "mn_params.h"
 #include "mn_data.h"
-#include "mn_eval.h"
 #include "mn_optimizer.h"
 #include "mn_lock.h"
 #include "mn_checkpoint.h"
+#include "mn_eval.h"
 
 #endif

@@ -109,14 +109,17 @@ static mn_status unpack(const mn_comm *c, const char *buf, size_t bytes, size_t 
     return MN_OK;
 }
 
-/* Rank 0 reads and shuffles; everyone learns the length (0 = failed). */
+/* Rank 0 reads and shuffles; everyone learns the length (0 = failed) and
+ * the digest (an order-free sum, so a reordered list is the same data). */
 static mn_status read_on_root(mn_comm *c, const char *file, int shuffle, int seed,
-                              char ***all, uint64_t *n)
+                              char ***all, uint64_t *n, uint64_t *digest)
 {
     mn_status s = MN_OK;
     size_t k = 0;
+    uint64_t head[2] = {0, 0};
     if (c->rank == 0) {
         s = read_list(c, file, all, &k);
+        for (size_t i = 0; s == MN_OK && i < k; ++i) head[1] += mn_fnv1a(MN_FNV_SEED, (*all)[i], strlen((*all)[i]));
         if (s == MN_OK && shuffle) mn_shuffle_paths(*all, k, seed);
         if (s == MN_OK && k < (size_t)c->size) {
             mn_error(c, "list %s has %zu paths, fewer than the %d ranks", file, k, c->size);
@@ -129,8 +132,10 @@ static mn_status read_on_root(mn_comm *c, const char *file, int shuffle, int see
         *all = NULL;
         return s;
     }
-    *n = k;
-    MN_MPI(c, MPI_Bcast(n, 1, MPI_UINT64_T, 0, c->world));
+    head[0] = k;
+    MN_MPI(c, MPI_Bcast(head, 2, MPI_UINT64_T, 0, c->world));
+    *n = head[0];
+    *digest = head[1];
     return MN_OK;
 }
 
@@ -144,8 +149,8 @@ mn_status mn_scatter_list(mn_comm *c, const char *listfile, int shuffle, int see
 {
     memset(out, 0, sizeof *out);
     char **all = NULL;
-    uint64_t n = 0;
-    MN_CHECK(read_on_root(c, listfile, shuffle, seed, &all, &n));
+    uint64_t n = 0, digest = 0;
+    MN_CHECK(read_on_root(c, listfile, shuffle, seed, &all, &n, &digest));
     size_t start, count;
     mn_shard_bounds(n, c->size, c->rank, &start, &count);
     /* Byte counts and displacements of each shard in the packed block. */
@@ -182,6 +187,7 @@ mn_status mn_scatter_list(mn_comm *c, const char *listfile, int shuffle, int see
     free(displ);
     out->global_n = n;
     out->offset = start;
+    out->digest = digest;
     return mn_agree(c, s);
 }
 
@@ -189,8 +195,8 @@ mn_status mn_bcast_list(mn_comm *c, const char *listfile, int shuffle, int seed,
 {
     memset(out, 0, sizeof *out);
     char **all = NULL;
-    uint64_t n = 0;
-    MN_CHECK(read_on_root(c, listfile, shuffle, seed, &all, &n));
+    uint64_t n = 0, digest = 0;
+    MN_CHECK(read_on_root(c, listfile, shuffle, seed, &all, &n, &digest));
     uint64_t total = 0;
     char *packed = NULL;
     if (c->rank == 0) {
@@ -211,6 +217,7 @@ mn_status mn_bcast_list(mn_comm *c, const char *listfile, int shuffle, int seed,
     free(packed);
     out->global_n = n;
     out->offset = 0;
+    out->digest = digest;
     return mn_agree(c, s);
 }
 
