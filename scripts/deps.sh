@@ -15,7 +15,7 @@ hankai) hankai=1 ;;
 *) echo "usage: $0 [hankai]" >&2; exit 2 ;;
 esac
 
-pkgs="build-essential dpkg-dev pkg-config python3 procps iproute2 libopenmpi-dev openmpi-bin libstb-dev zlib1g-dev libcairo2-dev libopenblas-dev libdnnl-dev dataset-fashion-mnist darknet clang libclang-rt-14-dev libomp-14-dev strace valgrind"
+pkgs="build-essential dpkg-dev pkg-config python3 procps iproute2 libopenmpi-dev openmpi-bin mpich libmpich-dev libstb-dev zlib1g-dev libcairo2-dev libopenblas-dev libdnnl-dev dataset-fashion-mnist darknet clang libclang-rt-14-dev libomp-14-dev strace valgrind"
 [ "$hankai" = 1 ] && pkgs="$pkgs cmake libopencv-dev libopenblas64-dev"
 missing=""
 for p in $pkgs; do

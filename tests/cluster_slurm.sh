@@ -151,7 +151,7 @@ if want gone; then
        grep -q "resuming from checkpoint .*gone.ckpt-\([0-9]*\): iteration \1 of max_batches $ITERS, written by 2 ranks (global batch 128); now 1 ranks (global batch 128)" "$S/gone.out" &&
        grep -q '^darknet-mn: job .*, run 2 ended with status 0' "$S/gone.out" && [ -s "$S/gone/gone_final.weights" ] &&
        ! grep -q 'Restarts=[1-9]' <(scontrol show job "$(grep -m1 -o 'job [0-9]*' "$S/gone.out" | cut -c5-)" 2> /dev/null) &&
-       "$TEST_BIN/mn_wcmp" "$S/gone/gone_final.weights" "$S/straight/straight_final.weights" 1e-5 > "$S/gone.cmp"; then
+       "$TEST_BIN/mn_wcmp" "$S/gone/gone_final.weights" "$S/straight/straight_final.weights" 1e-4 > "$S/gone.cmp"; then
         ok "sbatch job, MIN_NODES=1, node mns2 killed at iteration 600 of $ITERS and left down: goes on with 1 of 2 nodes, $(grep -o 'resuming from checkpoint .*ckpt-[0-9]*' "$S/gone.out" | sed 's/ .*ckpt-/ /'), its global batch kept (subdivisions 2): the uninterrupted job's weights to float rounding ($(cat "$S/gone.cmp"))"
     else bad "node lost and gone: $(grep -E '^darknet-mn: (job|resuming)|written by' "$S/gone.out" | head -8 | tr '\n' '|')"; fi
 fi

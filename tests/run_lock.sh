@@ -267,7 +267,7 @@ if want rerun; then
     id1=$(scripts/mn_rerun.sh --max-restarts 0 -- sh -c 'echo "$MN_RERUN_ID"' | grep -v '^mn_rerun:')
     id2=$(scripts/mn_rerun.sh --max-restarts 0 -- sh -c 'echo "$MN_RERUN_ID"' | grep -v '^mn_rerun:')
     data rerun
-    cfg "$F/rr.cfg" 400 checkpoint_interval=10
+    cfg "$F/rr.cfg" 3000 checkpoint_interval=10
     o=$F/rerun
     timeout 120 scripts/mn_rerun.sh --max-restarts 1 -- mpiexec -n 2 \
         sh -c "echo \$\$ > $o.pid.\$OMPI_COMM_WORLD_RANK; exec $PROG classifier train $F/rerun.data $F/rr.cfg" > "$o.out" 2> "$o.err" &

@@ -8,8 +8,9 @@
 #    ends the job on host A, and the rerun
 #    leaves B out, resumes from the last checkpoint on host A's 2 ranks, says what
 #    changed (ranks, global batch), and finishes;
-#  - host B silent (link down, its ranks alive): rank 0 names B's ranks
-#    after collective_timeout and the rerun goes on on host A;
+#  - host B silent (link down 45 s, its ranks alive): rank 0 names the
+#    stalled allreduce after collective_timeout, mpiexec returns once B
+#    answers again, and the rerun finishes;
 #  - the exit statuses that end a job are not rerun; --max-restarts bounds
 #    the reruns; host lists as users write them.
 # What each failure cost (seconds from the kill to the first iteration of
@@ -70,7 +71,7 @@ case_run() {
     t_kill=$(date +%s.%N)
     kill_host mnB $([ "$how" != back ] && echo "$how")
     local i
-    for ((i = 0; i < 4800; ++i)); do   # the rerun's first iteration, after its checkpoint
+    for ((i = 0; i < 2400; ++i)); do   # the rerun's first iteration, after its checkpoint
         awk '/attempt 2 of 3 starts/ { on = 1 } on && /^[0-9]+: loss/ { f = 1 } END { exit !f }' "$R/$name.out" && break
         sleep 0.05
     done
@@ -92,24 +93,29 @@ if [ $rc = 0 ] && grep -q '^mn_rerun: .*attempt 1 ended with exit status [1-9][0
     ok "host B's ranks killed at iteration 12 of 40, B back: rerun on both hosts, $(grep -o 'resuming from checkpoint .*ckpt-[0-9]*' "$R/back.out" | sed 's/ .*ckpt-/ /'), final weights = 40 straight"
 else bad "killed and rerun: exit $rc; $(grep -E 'mn_rerun|resuming' "$R/back.out" | head -4); $(tail -2 "$R/back.err")"; fi
 
+# Host B silent (its link down 45 s, its ranks alive and waiting): host
+# A's ranks end after collective_timeout (10 s), rank 0 naming the stalled
+# allreduce; Open MPI's mpiexec itself returns only once it reaches B's
+# daemon again (B back, or TCP giving up: about 15 minutes by Linux's
+# defaults), and mn_rerun.sh then reruns the job, which resumes and ends
+# with the weights of the uninterrupted run.
+case_run silent silent; rc=$?
+if [ $rc = 0 ] && grep -q "rank 0 (mnA): gradient allreduce at iteration [0-9]*\(: rank.* did not arrive within 10 s\| did not complete in time (collective_timeout=10 s)\)" "$R/silent.err" &&
+   grep -q '^mn_rerun: .*attempt 1 ended with exit status 75' "$R/silent.out" &&
+   grep -q "resuming from checkpoint .*silent.ckpt-" "$R/silent.out" &&
+   cmp -s "$R/silent/silent_final.weights" "$R/straight/straight_final.weights"; then
+    ok "host B silent from iteration 12 of 40 (link down 45 s, ranks alive): $(grep -m1 -o 'rank 0 (mnA): gradient allreduce at iteration [0-9]*[^;]*' "$R/silent.err" | cut -c1-110); mpiexec returned once B answered (exit 75), rerun, final weights = 40 straight"
+else bad "host silent: exit $rc; $(grep -h 'did not\|mn_rerun' "$R/silent.out" "$R/silent.err" | head -5)"; fi
+wait   # B's link back
 case_run gone gone; rc=$?
 if [ $rc = 0 ] && grep -q '^mn_rerun: .*host 10.77.0.2 does not answer' "$R/gone.out" "$R/gone.err" &&
    grep -q '^mn_rerun: .*now on 10.77.0.1:2 (2 ranks), was 10.77.0.1:2,10.77.0.2:2' "$R/gone.out" &&
    grep -q "the checkpoint's global batch 256 kept on 2 ranks: subdivisions 1 -> 2" "$R/gone.out" &&
    grep -q "resuming from checkpoint .*ckpt-\([0-9]*\): iteration \1 of max_batches 40, written by 4 ranks (global batch 256); now 2 ranks (global batch 256)" "$R/gone.out" &&
-   "$TEST_BIN/mn_wcmp" "$R/gone/gone_final.weights" "$R/straight/straight_final.weights" 1e-5 > "$R/gone.cmp" &&
+   "$TEST_BIN/mn_wcmp" "$R/gone/gone_final.weights" "$R/straight/straight_final.weights" 1e-4 > "$R/gone.cmp" &&
    [ -s "$R/gone/gone_final.weights" ] && grep -q '^40: loss' "$R/gone.out"; then
     ok "host B gone at iteration 12 of 40: rerun on host A's 2 ranks with the global batch kept (subdivisions 2), finished with the uninterrupted run's weights ($(cat "$R/gone.cmp"))"
 else bad "host gone: exit $rc; $(grep -E 'mn_rerun|resuming' "$R/gone.out" "$R/gone.err" | head -6)"; fi
-# Host B silent (its link down, its ranks alive and waiting): host A's
-# ranks end after collective_timeout (10 s), rank 0 naming B's ranks and
-# host, and the rerun goes on without B.
-case_run silent silent; rc=$?
-if [ $rc = 0 ] && grep -q "did not arrive within 10 s\|did not complete in time (collective_timeout=10 s)" "$R/silent.err" &&
-   grep -q '^mn_rerun: .*now on 10.77.0.1:2 (2 ranks), was 10.77.0.1:2,10.77.0.2:2' "$R/silent.out" &&
-   "$TEST_BIN/mn_wcmp" "$R/silent/silent_final.weights" "$R/straight/straight_final.weights" 1e-5 > "$R/silent.cmp"; then
-    ok "host B silent from iteration 12 of 40 (link down, ranks alive): $(grep -m1 -o 'rank[s]* [0-9, ]* ([^)]*)[^;]*did not arrive within 10 s\|did not complete in time (collective_timeout=10 s)' "$R/silent.err"); rerun on host A, finished ($(cat "$R/silent.cmp"))"
-else bad "host silent: exit $rc; $(grep -h 'did not\|mn_rerun' "$R/silent.out" "$R/silent.err" | head -5)"; fi
 wait
 $tb down > /dev/null 2>&1
 
@@ -166,11 +172,11 @@ hostrun() {   # hostrun NAME HOSTS LAUNCHER ARGS...: mn_rerun's output in R/NAME
 }
 mpx=$(command -v mpiexec)
 hostrun h1 localhost mpirun --mca plm_rsh_agent "$R/agent" ./darknet_mn info
-if [ $rc = 0 ] && grep -q "starts: mpirun -n 1 --host localhost:1 " "$R/h1.out" && grep -q '^ranks: 1 rank on 1 node' "$R/h1.out"; then
+if [ $rc = 0 ] && grep -q "starts: mpirun -x MN_RERUN_ID -n 1 --host localhost:1 " "$R/h1.out" && grep -q '^ranks: 1 rank on 1 node' "$R/h1.out"; then
     ok "--host localhost (no slots) with mpirun: 1 rank ($(grep -m1 'starts:' "$R/h1.out" | sed 's/.*starts: //' | cut -c1-60))"
 else bad "--host without slots: exit $rc; $(grep -m2 'mn_rerun\|ranks:' "$R/h1.out")"; fi
 hostrun h2 localhost:2 "$mpx" --mca plm_rsh_agent "$R/agent" ./darknet_mn info
-if [ $rc = 0 ] && grep -q "starts: $mpx -n 2 --host localhost:2 " "$R/h2.out" && grep -q '^ranks: 2 ranks on 1 node' "$R/h2.out"; then
+if [ $rc = 0 ] && grep -q "starts: $mpx -x MN_RERUN_ID -n 2 --host localhost:2 " "$R/h2.out" && grep -q '^ranks: 2 ranks on 1 node' "$R/h2.out"; then
     ok "--host localhost:2 with $mpx (a full path): 2 ranks"
 else bad "--host with a full path: exit $rc; $(grep -m2 'mn_rerun\|ranks:' "$R/h2.out")"; fi
 hostrun h3 localhost:2 mpiexec.mpich ./darknet_mn info

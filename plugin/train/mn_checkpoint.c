@@ -411,6 +411,7 @@ mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const 
                                const char *base, mn_lock *lock, const char *experiment, mn_resumed *r)
 {
     memset(r, 0, sizeof *r);
+    r->best.score = -1;   /* no evaluation yet: the first one is the best */
     size_t np = mn_params_count(net), nmom = 0;
     float *state = mn_optimizer_arena(o, &nmom);
     float *buf = malloc((np + nmom + 1) * sizeof(float));
