@@ -15,7 +15,7 @@
 #    the reruns; host lists as users write them.
 # What each failure cost (seconds from the kill to the first iteration of
 # the rerun, iterations done twice) is printed with each case.
-# Run by tests/run.sh (T, D, TEST_BIN set there). Needs root (ip netns).
+# Run by make test-cluster (TEST_BIN set there). Needs root (ip netns).
 . "$(dirname "$0")/lib.sh"
 suite_folder rerun
 R=$G
