@@ -246,7 +246,7 @@ timeout 300 $MPI -n 2 "$P" detector map "$T/y4.data" "$T/y4.cfg" "$W" > "$T/map2
 timeout 300 "$HKCLI" detector map -nocolor "$T/y4.data" "$T/y4.cfg" "$W" > "$T/map-hk.log" 2>&1
 # The fork's detector map on them against darknet-mn's: both find
 # detections and an mAP > 0; the counts within 0.5% and each class's AP
-# within 10% + 0.1 points (tests/map_near.py). The fork's map loads each image resized by
+# within 15% + 0.1 points (tests/map_near.py). The fork's map loads each image resized by
 # OpenCV (INTER_LINEAR_EXACT), darknet-mn whole, then by Darknet's
 # resize_image: confidences move a little, and the boxes over 0.005 are not
 # quite the same (seen: 12731 against 12727 at the rate 0.01, 22855 against

@@ -200,7 +200,7 @@ done
 
 
 # detector map on the same weights: the patched fork's detection count
-# within 0.5% of AlexeyAB's and each class's AP within 10% + 0.1 points,
+# within 0.5% of AlexeyAB's and each class's AP within 15% + 0.1 points,
 # the bounds run_hankai.sh holds darknet-mn to (tests/map_near.py): the forks decode JPEGs
 # apart (OpenCV's libjpeg, stb), so confidences move a little. Seen on
 # the 0.005-rate model: 14933 against 14939 detections, class 3 at 14.43%
