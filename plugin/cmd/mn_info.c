@@ -254,6 +254,9 @@ static mn_status info(mn_comm *c, const char *cfgfile)
         printf("allreduce: 1 MiB through %s on %d rank%s: %s (%.3f ms)\n", mn_comm_name(c), c->size,
                c->size > 1 ? "s" : "", ok ? "OK" : "WRONG RESULT", secs * 1e3);
         printf("%s\n", ok && s == MN_OK ? "all well" : "NOT all well");
+        fflush(stdout);
     }
-    return ok && s == MN_OK ? MN_OK : MN_ERR_USER;
+    /* No rank leaves before rank 0 has said it: a launcher that sees a rank
+     * exit non-zero kills the others, and rank 0's last lines with them. */
+    return mn_agree(c, ok && s == MN_OK ? MN_OK : MN_ERR_USER);
 }
