@@ -374,13 +374,16 @@ test-alexeyab:
 # Not in make test, which keeps to the two C bases and its 12 minutes: the
 # fork needs OpenCV (a large install) and a C++ build of its own; .ci/run runs
 # this after make test.
-# Cluster behaviour, root: mn_rerun.sh on the two-host mpiexec testbed
+# Cluster behaviour, root: the backup folder's lock and its lease, the
+# build and runs with MPICH, mn_rerun.sh on the two-host mpiexec testbed
 # (scripts/testbed.sh: a host's ranks killed, gone, silent; the exit
 # statuses; host lists) and the Slurm testbed (scripts/slurm.sh: srun,
 # batch jobs losing a node, rank 0's node, a silent node, the time limit).
-# Apart from make test for their 10 minutes; CI runs it.
+# Apart from make test for their 12 minutes; CI runs it.
 .PHONY: test-cluster
 test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ./tests/cluster_lock.sh
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ./tests/cluster_mpich.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ./tests/cluster_rerun.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ./tests/cluster_slurm.sh
 

@@ -313,7 +313,7 @@ fi
 #       (refused) on every rank, naming the holder's host, pid and lease
 #       (a fresh one: a stop of seconds is well within the default 60 s);
 #       the first (stopped meanwhile, so that it is surely still running)
-#       finishes fine. The lease's other cases: tests/run_lock.sh.
+#       finishes fine. The lease's other cases: tests/cluster_lock.sh.
 if want lock; then
     unset SLURM_JOB_ID MN_RERUN_ID   # two jobs of one Slurm job or rerun would take the lock over
     cfg "$F/l.cfg" 2 1 3000   # long enough (a second or more) to be stopped while it runs

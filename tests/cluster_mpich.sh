@@ -5,7 +5,7 @@
 # train as 1 x 8 through flat, single_node and two_dimensional (2 nodes
 # forced) with sync_bn; a rank killed ends the job; a stop signal ends in a
 # checkpoint and exit 75 on every rank, and the rerun ends bit for bit as a
-# run never stopped. Run by tests/run.sh (T, D, TEST_BIN set there).
+# run never stopped. Run by make test-cluster (TEST_BIN set there).
 . "$(dirname "$0")/lib.sh"
 F=$T/mpich
 rm -rf "$F" && mkdir -p "$F"

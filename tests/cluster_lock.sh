@@ -8,8 +8,8 @@
 # by a process that stays, a holder frozen past its lease, a rerun of the
 # same Slurm job, flock() made a no-op by an LD_PRELOAD shim (a live holder;
 # two jobs taking over one stale lock at the same moment), and mn_rerun.sh's second attempt after
-# its first one's rank 0 died and the flock lingered. Run by tests/run.sh
-# (T, D, TEST_BIN, MPI set there); ONLY=name runs one section.
+# its first one's rank 0 died and the flock lingered. Run by make
+# test-cluster (TEST_BIN set there); ONLY=name runs one section.
 . "$(dirname "$0")/lib.sh"
 F=$T/lock
 rm -rf "$F" && mkdir -p "$F"
