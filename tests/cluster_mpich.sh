@@ -77,9 +77,10 @@ for f in /proc/[0-9]*/cmdline; do
         tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx 'PMI_RANK=1' && kill -USR1 "$p"
 done
 wait
+ended_with "$F/stop" 2 "$EX_RERUN"; stopped=$?
 first=$(rcs "$F/stop" 2) at=$(sed -n 's/.*stopped at iteration \([0-9]*\) .*/\1/p' "$F/stop.out.0")
 on_ranks "$F/stop" 120 2 -- "$PROG" classifier train "$F/stop.data" "$F/stop.cfg"
-if [ "$first" = "$EX_RERUN $EX_RERUN " ] && [ -n "$at" ] && all_rc "$F/stop" 2 0 &&
+if [ $stopped = 0 ] && [ -n "$at" ] && all_rc "$F/stop" 2 0 &&
    "$W" "$F/stop/stop_final.weights" "$F/stopref/stopref_final.weights" 0 > "$F/stop.cmp"; then
     ok "MPICH, SIGUSR1 to rank 1: stopped at iteration $at, both ranks exit $EX_RERUN; the rerun ends as a run never stopped ($(cat "$F/stop.cmp"))"
 else bad "MPICH, a stop signal: first run $first, stopped at '$at'; rerun $(rcs "$F/stop" 2); $(cat "$F/stop.cmp" 2> /dev/null)"; fi

@@ -121,6 +121,19 @@ gpu_none() {
         ok "GPU build without a GPU: $prog $1: $(head -1 "$o.err.0")"
     else bad "GPU build without a GPU: $prog $1: $(rcs "$o" 2); $(cat "$o".err.* | head -3)"; fi
 }
+# ended_with OUT NP WANT: every rank that reported exited WANT, and at
+# least one did. A rank's shell killed by the launcher leaves no status: Open
+# MPI's mpiexec ends the others once one rank exits non-zero, also when they
+# were leaving with the same status.
+ended_with() {
+    local r rc seen=0
+    for ((r = 0; r < $2; ++r)); do
+        rc=$(cat "$1.rc.$r" 2> /dev/null) || continue
+        [ "$rc" = "$3" ] || return 1
+        seen=1
+    done
+    [ $seen = 1 ]
+}
 # rcs OUT NP: the ranks' exit codes, "0 0 " ("none" for a rank that left none).
 rcs() { local r; for ((r = 0; r < $2; ++r)); do cat "$1.rc.$r" 2> /dev/null || echo none; done | tr '\n' ' '; }
 

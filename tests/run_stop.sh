@@ -54,7 +54,7 @@ stopped() {
     wait "$(cat "$o.mpiexec")"; local mrc=$?
     local line; line=$(grep -a "darknet-mn: stopped at iteration" "$o.out")
     local it; it=$(sed -n 's/.*stopped at iteration \([0-9]*\) .*/\1/p' <<< "$line")
-    if [ "$mrc" != 75 ] || ! all_rc "$o" 2 75 || [ -z "$it" ] || [ ! -f "$F/$name/long.ckpt-$it" ] ||
+    if [ "$mrc" != 75 ] || ! ended_with "$o" 2 75 || [ -z "$it" ] || [ ! -f "$F/$name/long.ckpt-$it" ] ||
        [ -e "$F/$name/long_final.weights" ] || ! grep -q "by SIG$sig (on 1 of 2 ranks)\|by a signal on another rank (on 1 of 2 ranks)" <<< "$line"; then
         bad "SIG$sig to rank $r: mpiexec $mrc, ranks $(rcs "$o" 2); '$line'; $(ls "$F/$name" | tr '\n' ' '); $(tail -2 "$o.err")"
         return
@@ -63,7 +63,7 @@ stopped() {
     mn "$F/$name-again" 2 classifier train "$F/$name-again.data" "$F/long.cfg"
     if all_rc "$F/$name-again" 2 0 && grep -q "resuming from checkpoint $F/$name/long.ckpt-$it" "$F/$name-again.out.0" &&
        "$W" "$F/$name/long_final.weights" "$F/ref/long_final.weights" 0 > "$F/$name.cmp"; then
-        ok "SIG$sig to rank $r of 2: stopped at iteration $it, every rank and mpiexec exit 75; the rerun resumes there and ends bit-identical to an uninterrupted run ($(cat "$F/$name.cmp"))"
+        ok "SIG$sig to rank $r of 2: stopped at iteration $it, mpiexec and every rank that reported exit 75 (ranks: $(rcs "$o" 2)); the rerun resumes there and ends bit-identical to an uninterrupted run ($(cat "$F/$name.cmp"))"
     else bad "SIG$sig to rank $r: the rerun: $(rcs "$F/$name-again" 2); $(grep -a resum "$F/$name-again.out.0"); $(cat "$F/$name.cmp" 2> /dev/null); $(head -2 "$F/$name-again.err.0")"; fi
 }
 if want signals; then
@@ -98,7 +98,7 @@ if want fewer; then
         cfg "$F/three-$mode.cfg" 100 checkpoint_interval=20 checkpoint_keep=10 global_batch=$mode
         mn "$F/three-$mode" 3 classifier train "$F/three-$mode.data" "$F/three-$mode.cfg"
     done
-    if all_rc "$F/three-strict" 3 $EX_RERUN &&
+    if ended_with "$F/three-strict" 3 $EX_RERUN &&
        grep -q "global_batch=strict: the checkpoint's global batch 16 (4 ranks) cannot be kept on 3 ranks of 4-image passes (16 is not a multiple of 12); stopping" "$F/three-strict.err.0" &&
        [ "$(ls "$F/three-strict")" = "three-strict.ckpt-$at" ] &&
        all_rc "$F/three-keep" 3 0 && grep -q "warning: the checkpoint's global batch 16 cannot be kept on 3 ranks of 4-image passes (16 is not a multiple of 12): going on with 12 images an update" "$F/three-keep.out.0"; then
