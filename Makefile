@@ -382,10 +382,10 @@ test-alexeyab:
 # Apart from make test for their 12 minutes; CI runs it.
 .PHONY: test-cluster
 test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion
-	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ./tests/cluster_lock.sh
-	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ./tests/cluster_mpich.sh
-	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ./tests/cluster_rerun.sh
-	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ./tests/cluster_slurm.sh
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_lock.sh
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_mpich.sh
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_rerun.sh
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_slurm.sh
 
 .PHONY: test-hankai
 test-hankai: $(BUILD)/tools/mn_fashion
