@@ -45,16 +45,6 @@ run() {
     on_ranks "$T/$name" 300 "$np" "${envs[@]}" -- "$PROG" classifier train "$(data "$name")" "$2"
 }
 w() { echo "$T/$1/$1_final.weights"; }
-# signal_rank1 SIG NAME: SIG to rank 1's darknet_mn of run NAME, not its
-# shell (found in /proc: a bare GPU machine may lack pgrep).
-signal_rank1() {
-    local f p
-    for f in /proc/[0-9]*/cmdline; do
-        p=${f#/proc/}; p=${p%/cmdline}
-        tr '\0' ' ' < "$f" 2> /dev/null | grep -q "^$PROG classifier train $T/$2.data " &&
-            tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1\|PMI_RANK=1' && kill "-$1" "$p"
-    done
-}
 WCMP=${WCMP:-$BUILD/cpu/tests/mn_wcmp}
 [ -x "$WCMP" ] || make -s "$WCMP" > /dev/null
 
@@ -91,7 +81,7 @@ run stop-ref 2 -- "$(cfg stop-ref 4 400)"
 sc=$(cfg stop 4 400)
 run stop 2 -- "$sc" &
 for _ in $(seq 600); do grep -aq '^50: loss' "$T/stop.out.0" 2> /dev/null && break; sleep 0.05; done
-signal_rank1 USR1 stop
+signal_rank1 USR1 "$T/stop.data"
 wait
 at=$(sed -n 's/.*stopped at iteration \([0-9]*\) .*/\1/p' "$T/stop.out.0")
 ended_with "$T/stop" 2 75; stopped=$?
@@ -107,7 +97,7 @@ kc=$(cfg kill 4 100000 collective_timeout=20)
 t0=$SECONDS
 run kill 2 -- "$kc" &
 sleep 20
-signal_rank1 KILL kill
+signal_rank1 KILL "$T/kill.data"
 wait
 took=$((SECONDS - t0))
 # The launcher's own status depends on it: rank 1's shell outlives its

@@ -54,11 +54,7 @@ cfg kill 4 100000 collective_timeout=20
 run kill 2 &
 for _ in $(seq 300); do grep -aq '^20: loss' "$F/kill.out.0" 2> /dev/null && break; sleep 0.05; done
 t0=$SECONDS
-for f in /proc/[0-9]*/cmdline; do
-    p=${f#/proc/}; p=${p%/cmdline}
-    tr '\0' ' ' < "$f" 2> /dev/null | grep -q "^$PROG classifier train $F/kill.data " &&
-        tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx 'PMI_RANK=1' && kill -9 "$p"
-done
+signal_rank1 KILL "$F/kill.data"
 wait
 took=$((SECONDS - t0)) r0=$(cat "$F/kill.rc.0" 2> /dev/null || echo killed)
 if [ "$(cat "$F/kill.rc.1" 2> /dev/null)" = 137 ] && [ "$r0" != 0 ] && [ "$(cat "$F/kill.rc")" != 124 ] && [ $took -lt 30 ]; then
@@ -71,11 +67,7 @@ cfg stopref 4 3000; run stopref 2
 cfg stop 4 3000
 run stop 2 &
 for _ in $(seq 600); do grep -aq '^50: loss' "$F/stop.out.0" 2> /dev/null && break; sleep 0.05; done
-for f in /proc/[0-9]*/cmdline; do
-    p=${f#/proc/}; p=${p%/cmdline}
-    tr '\0' ' ' < "$f" 2> /dev/null | grep -q "^$PROG classifier train $F/stop.data " &&
-        tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx 'PMI_RANK=1' && kill -USR1 "$p"
-done
+signal_rank1 USR1 "$F/stop.data"
 wait
 ended_with "$F/stop" 2 "$EX_RERUN"; stopped=$?
 first=$(rcs "$F/stop" 2) at=$(sed -n 's/.*stopped at iteration \([0-9]*\) .*/\1/p' "$F/stop.out.0")

@@ -134,6 +134,17 @@ ended_with() {
     done
     [ $seen = 1 ]
 }
+# signal_rank1 SIG DATA: SIG to rank 1's `$PROG classifier train DATA ...`,
+# not its shell, under Open MPI or MPICH (found in /proc: a bare GPU
+# machine may lack pgrep).
+signal_rank1() {
+    local f p
+    for f in /proc/[0-9]*/cmdline; do
+        p=${f#/proc/}; p=${p%/cmdline}
+        tr '\0' ' ' < "$f" 2> /dev/null | grep -q "^$PROG classifier train $2 " &&
+            tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1\|PMI_RANK=1' && kill "-$1" "$p"
+    done
+}
 # rcs OUT NP: the ranks' exit codes, "0 0 " ("none" for a rank that left none).
 rcs() { local r; for ((r = 0; r < $2; ++r)); do cat "$1.rc.$r" 2> /dev/null || echo none; done | tr '\n' ' '; }
 
