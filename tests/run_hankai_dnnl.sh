@@ -14,8 +14,11 @@
 #    engine ran); the startup line counts the engine's layers;
 #  - 2 ranks x 2 = 1 x 4 with the engine on the shapes net, also in
 #    subdivisions, within run_hankai.sh's 1e-5.
-# Measured (2-core VM): the update within 8.3e-7 (yolov4-tiny-fashion) and
-# 3.2e-7 (shapes) of gemm's, hence TOL 1e-5 as on the other bases' suites;
+# Measured (2-core VMs): the update within 3.2e-7 (shapes) of gemm's, hence
+# TOL 1e-5; yolov4-tiny-fashion's within 8.3e-7 on one VM and 2.68e-5 on an
+# AMD EPYC one (AVX2): oneDNN and OpenBLAS choose their kernels by the CPU,
+# and batch norm over 8 images amplifies the rounding, as on the C bases'
+# fashion.cfg (run_dnnl.sh: 1.15e-5), hence TOL_Y4 1e-4;
 # the input gradient added to a route's instead of written over it, as the
 # fork's col2im does, moved it by 0.56 and 0.2. N x b: 1.8e-7 and 1.5e-7.
 # Run by make test-hankai (env BUILD), or alone from the repository root
@@ -26,6 +29,7 @@ rm -rf "$T" && mkdir -p "$T"
 P=$BUILD/hankai-cpu/darknet_mn
 PROG=$P
 TOL=${HANKAI_DNNL_TOL:-1e-5}
+TOL_Y4=${HANKAI_DNNL_TOL_Y4:-1e-4}
 if make -s -j2 DARKNET=hankai "$P" > "$T/build.log" 2>&1 && make -s "$TEST_BIN/mn_wcmp" >> "$T/build.log" 2>&1; then
     ok "make DARKNET=hankai builds $P"
 else
@@ -79,13 +83,14 @@ for net in y4 shapes; do
     from=$T/$net-start/${net}_final.weights
     train "$net-gemm" "$T/two/$net.cfg" 0 1 "$from"
     train "$net-dnnl" "$T/two/$net.cfg" 1 1 "$from"
-    a=$T/$net-gemm/${net}_final.weights b=$T/$net-dnnl/${net}_final.weights
+    a=$T/$net-gemm/${net}_final.weights b=$T/$net-dnnl/${net}_final.weights tol=$TOL
+    [ "$net" = y4 ] && tol=$TOL_Y4
     if [ ! -f "$from" ] || [ ! -f "$a" ] || [ ! -f "$b" ]; then
         bad "hankai $net: a run failed: $(grep -ahm2 'error\|darknet-mn: rank' "$T/$net"-*.log)"; continue
     fi
-    if "$TEST_BIN/mn_wcmp" "$a" "$b" "$TOL" "$from" > "$T/$net.cmp" 2>&1 && ! "$TEST_BIN/mn_wcmp" "$a" "$b" 0 > /dev/null 2>&1; then
-        ok "hankai $net: one update, oneDNN against the fork's im2col+gemm: $(cat "$T/$net.cmp") (tolerance $TOL; not equal)"
-    else bad "hankai $net: oneDNN's update is not the fork's: $(cat "$T/$net.cmp") (tolerance $TOL, and not equal)"; fi
+    if "$TEST_BIN/mn_wcmp" "$a" "$b" "$tol" "$from" > "$T/$net.cmp" 2>&1 && ! "$TEST_BIN/mn_wcmp" "$a" "$b" 0 > /dev/null 2>&1; then
+        ok "hankai $net: one update, oneDNN against the fork's im2col+gemm: $(cat "$T/$net.cmp") (tolerance $tol; not equal)"
+    else bad "hankai $net: oneDNN's update is not the fork's: $(cat "$T/$net.cmp") (tolerance $tol, and not equal)"; fi
     want="convolution oneDNN $V, 1 thread, $(conv_layers "$T/two/$net.cfg") convolutional layers"
     got=$(grep -ao 'convolution oneDNN [^;]*' "$T/$net-dnnl.log")
     if [ "$got" = "$want" ] && ! grep -aq 'convolution oneDNN' "$T/$net-gemm.log"; then ok "hankai $net startup line: $got; none under MN_DNNL=0"
