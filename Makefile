@@ -10,6 +10,7 @@
 # build/cpu-asan (make test-sanitize: tests/sanitize.mk).
 GPU ?= 0
 DARKNET ?= pjreddie
+comma := ,
 # Debian's packages and Darknet's source package first: scripts/deps.sh writes
 # this file once they are here, and make, having remade an included file,
 # reads this Makefile again, so that what follows (pkg-config's flags,
@@ -18,10 +19,21 @@ DEPS_STAMP := third_party/deps.mk
 # hank-ai's Darknet adds its own (scripts/deps.sh hankai: cmake, OpenCV,
 # 64-bit OpenBLAS), included alike: its link flags come from pkg-config too.
 HK_DEPS := third_party/deps-hankai.mk
-ifeq ($(filter clean distclean deps,$(MAKECMDGOALS)),)
+# The tests' own tools (MPICH, stock darknet, clang, valgrind ...) with the
+# goals that run tests only: make and make demo install what they use.
+# The demo's data (Fashion-MNIST, zlib, stb) with the goals that make it.
+DEMO_DEPS := third_party/deps-demo.mk
+TEST_DEPS := third_party/deps-test.mk
+ifeq ($(filter clean distclean deps deps-test,$(MAKECMDGOALS)),)
 include $(DEPS_STAMP)
 ifeq ($(DARKNET),hankai)
 include $(HK_DEPS)
+endif
+ifneq ($(filter demo fashion%,$(MAKECMDGOALS)),)
+include $(DEMO_DEPS)
+endif
+ifneq ($(filter test% fuzz% bench% zoo gpu-check sanitize%,$(MAKECMDGOALS)),)
+include $(TEST_DEPS)
 endif
 endif
 # Darknet's source package, fetched once (what rebuilds Darknet, unlike a re-run of deps.sh).
@@ -45,7 +57,9 @@ DK_VARIANT := gpu$(if $(filter 1,$(BLAS)),-blas)
 VARIANT := $(DK_VARIANT)
 else
 BLAS ?= 1
-DNNL_DEFAULT := $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),1,0)
+# oneDNN where the compiler finds its header (CPATH, as a module load sets
+# it) or DNNL_ROOT names its prefix.
+DNNL_DEFAULT := $(shell printf '\043include <oneapi/dnnl/dnnl.h>\n' | $(CC) $(if $(DNNL_ROOT),-I$(DNNL_ROOT)/include) -E -x c - > /dev/null 2>&1 && echo 1 || echo 0)
 DNNL ?= $(DNNL_DEFAULT)
 DK_VARIANT := cpu$(if $(filter 0,$(BLAS)),-noblas)
 VARIANT := $(DK_VARIANT)$(if $(filter-out $(DNNL_DEFAULT),$(DNNL)),$(if $(filter 1,$(DNNL)),-dnnl,-nodnnl))
@@ -66,7 +80,8 @@ DK := third_party/darknet-$(DK_VARIANT)
 OBJ := $(BUILD)/$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
 PROG ?= $(if $(filter $(BUILD)/cpu,$(OBJ)),darknet_mn,$(OBJ)/darknet_mn)
 PATCHES := $(sort $(wildcard patches/*.patch))
-DK_SOURCE := $(DL_STAMP)
+DARKNET_SRC ?=
+DK_SOURCE := $(if $(DARKNET_SRC),$(DARKNET_SRC)/src/parser.c,$(DL_STAMP))
 else ifeq ($(DARKNET),hankai)
 DK := third_party/darknet-hankai-$(DK_VARIANT)
 OBJ := $(BUILD)/hankai-$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
@@ -77,6 +92,11 @@ DK_SOURCE := $(if $(DARKNET_SRC),$(DARKNET_SRC)/CMakeLists.txt,$(HK_SNAPSHOT))
 else
 $(error DARKNET=$(DARKNET): the bases are pjreddie (Debian's Darknet, the default), alexeyab and hankai)
 endif
+# The upstream commits darknet-mn's patches are made for: Debian's source
+# package is pjreddie's; ../shared's snapshots are the forks'.
+PJ_UPSTREAM := https://github.com/pjreddie/darknet commit 61c9d02ec461e30d55762ec7669d6a1d3c356fb2 (2018-09-14)
+AB_UPSTREAM := https://github.com/AlexeyAB/darknet commit 59596d7880f6504768df41d6daa586f5cb2b932f (2025-12-15)
+HK_UPSTREAM := https://github.com/hank-ai/darknet commit f684e1d75d4594298c8e73acc727ba6cf2e81c60 (v5.1-104-gf684e1d7)
 CUDA ?= /usr/local/cuda
 
 MPICC ?= mpicc
@@ -107,6 +127,22 @@ endif
 ifeq ($(DNNL),1)
 CPPFLAGS += -DMN_DNNL
 LDLIBS += -ldnnl -lgomp
+endif
+# What a CPU build goes without because it was not found, said as it links.
+ifeq ($(GPU)$(DNNL_DEFAULT),00)
+BUILD_NOTES += no oneDNN found (libdnnl-dev, or DNNL_ROOT=<prefix>): convolutions run on Darknet's im2col + gemm, as ./darknet_mn info says.
+endif
+# OPENBLAS_ROOT=, DNNL_ROOT=<prefix>: a library installed apart (a release,
+# a module, Spack). Its include and lib folders go where a module puts
+# them, CPATH and LIBRARY_PATH, so that Darknet's own build (its gemm.c
+# includes cblas.h) finds it too; the program finds it at run time.
+ROOTS := $(strip $(OPENBLAS_ROOT) $(DNNL_ROOT))
+ifneq ($(ROOTS),)
+empty :=
+space := $(empty) $(empty)
+export CPATH := $(subst $(space),:,$(ROOTS:%=%/include))$(if $(CPATH),:$(CPATH))
+export LIBRARY_PATH := $(subst $(space),:,$(foreach r,$(ROOTS),$(r)/lib $(r)/lib64))$(if $(LIBRARY_PATH),:$(LIBRARY_PATH))
+LDLIBS += $(foreach r,$(ROOTS),-Wl$(comma)-rpath$(comma)$(r)/lib -Wl$(comma)-rpath$(comma)$(r)/lib64)
 endif
 ifeq ($(GPU),1)
 CPPFLAGS += -DGPU -I$(CUDA)/include
@@ -164,12 +200,23 @@ LIBDK := $(DK)/libdarknet.a
 .PHONY: all deps darknet test demo bench bench-hankai bench-engine bench-time-to-map clean distclean gpu-build
 all: $(PROG)
 
+# scripts/deps.sh installs (Debian/Ubuntu, as root or with sudo) or checks
+# what a goal uses, with this build's choices; make deps-test: the tests' too.
+DEPS_ENV = MPICC='$(MPICC)' BLAS=$(BLAS) DARKNET=$(DARKNET) DARKNET_SRC='$(DARKNET_SRC)' FASHION_IDX='$(FASHION_IDX)' \
+           $(foreach v,DNNL CAIRO,$(if $(filter command line environment,$(origin $(v))),$(v)=$($(v))))
+.PHONY: deps-test
 deps:
-	./scripts/deps.sh $(filter hankai,$(DARKNET))
+	$(DEPS_ENV) ./scripts/deps.sh build $(filter hankai,$(DARKNET))
+deps-test:
+	$(DEPS_ENV) ./scripts/deps.sh test
 $(DEPS_STAMP): scripts/deps.sh
-	./scripts/deps.sh
+	$(DEPS_ENV) ./scripts/deps.sh build
+$(DEMO_DEPS): scripts/deps.sh
+	$(DEPS_ENV) ./scripts/deps.sh demo
+$(TEST_DEPS): scripts/deps.sh
+	$(DEPS_ENV) ./scripts/deps.sh test
 $(DL_STAMP):
-	./scripts/deps.sh
+	$(DEPS_ENV) ./scripts/deps.sh build
 
 ifeq ($(DARKNET),alexeyab)
 # The fork's sources (snapshot or the user's clone, never fetched), our patches
@@ -184,8 +231,7 @@ $(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings
 	rm -rf $(DK) && mkdir -p $(DK)
 	$(if $(DARKNET_SRC),tar -C $(DARKNET_SRC) --exclude=.git --exclude=obj -cf - . | tar -C $(DK) -xf -,\
 	    tar -C $(DK) --strip-components=1 -xJf $(AB_SNAPSHOT))
-	set -e; for p in $(PATCHES); do patch -s -p1 -d $(DK) < $$p; done
-	touch $@
+	./scripts/apply_patches.sh $(DK) $(or $(DARKNET_SRC),$(AB_SNAPSHOT)) '$(AB_UPSTREAM)' $(PATCHES)
 
 # The fork's own ./darknet links -lcuda: where no driver is installed,
 # CUDA's stub library stands in (the program runs against the driver's).
@@ -233,13 +279,12 @@ endif
 DK_SETTINGS := $(or $(DARKNET_SRC),$(HK_SNAPSHOT)) $(HK_CMAKE)
 LIBDK := $(HK_BUILD)/src-lib/libdarknet.a
 $(HK_DEPS): scripts/deps.sh
-	./scripts/deps.sh hankai
+	$(DEPS_ENV) ./scripts/deps.sh build hankai
 $(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings | $(HK_DEPS)
 	rm -rf $(DK) && mkdir -p $(DK)
 	$(if $(DARKNET_SRC),tar -C $(DARKNET_SRC) --exclude=./.git --exclude=./build -cf - . | tar -C $(DK) -xf -,\
 	    tar -C $(DK) --strip-components=1 -xJf $(HK_SNAPSHOT))
-	set -e; for p in $(PATCHES); do patch -s -p1 -d $(DK) < $$p; done
-	touch $@
+	./scripts/apply_patches.sh $(DK) $(or $(DARKNET_SRC),$(HK_SNAPSHOT)) '$(HK_UPSTREAM)' $(PATCHES)
 
 # libdarknet.a (patch 0003), the fork's CLI (src-cli/darknet) and its first
 # example (src-examples/darknet_01_inference_images); make -C passes on -j.
@@ -255,13 +300,15 @@ $(HK_OMP): $(LIBDK)
 	grep -q '^OpenMP_CXX_FLAGS:.*openmp' $(BUILD)/hankai-omp/CMakeCache.txt   # found, or the comparison is void
 	$(MAKE) -C $(BUILD)/hankai-omp -s darknetcli
 else
-# Unpack Debian's source package and apply our patches in order.
-DK_SETTINGS := GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS)
-$(DK)/.patched: $(PATCHES) $(DL_STAMP) $(DK).settings
-	rm -rf $(DK) && mkdir -p third_party
-	dpkg-source -q -x $$(ls third_party/dl/darknet_*.dsc | head -1) $(DK) >/dev/null
-	set -e; for p in $(PATCHES); do patch -s -p1 -d $(DK) < $$p; done
-	touch $@
+# Unpack Debian's source package (pjreddie's commit; Debian's own patches
+# touch only its packaging, OpenCV and paths) or copy the user's clone of
+# pjreddie/darknet (DARKNET_SRC), and apply our patches in order.
+DK_SETTINGS := $(if $(DARKNET_SRC),$(DARKNET_SRC) )GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS)
+$(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings
+	rm -rf $(DK) && mkdir -p $(DK)
+	$(if $(DARKNET_SRC),tar -C $(DARKNET_SRC) --exclude=./.git --exclude=./obj -cf - . | tar -C $(DK) -xf -,\
+	    rmdir $(DK) && dpkg-source -q -x $$(ls third_party/dl/darknet_*.dsc | head -1) $(DK) >/dev/null)
+	./scripts/apply_patches.sh $(DK) '$(or $(DARKNET_SRC),the source package in third_party/dl)' '$(PJ_UPSTREAM)' $(PATCHES)
 
 $(LIBDK): $(DK)/.patched
 	$(MAKE) -C $(DK) -s GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS) OPENCV=0 OPENMP=0 obj libdarknet.a darknet
@@ -317,10 +364,10 @@ $(OBJ)/main.o: main.c plugin/darknet_mn.h $(DK)/.patched $(OBJ)/.settings
 
 $(PROG): $(OBJ)/main.o $(LIBMN) $(LIBDK) $(OBJ)/.settings
 	$(MPICC) $(CFLAGS) $(filter-out %.settings,$^) -o $@ $(LDLIBS)
+	$(if $(BUILD_NOTES),@echo 'darknet-mn: $(subst ','\'',$(BUILD_NOTES))')
 
 print-layers:
 	@echo $(subst $(eval) ,$(comma),$(PLUGIN_LAYERS))
-comma := ,
 # tests/boundary.py --link's arguments for this build: Darknet's library it
 # links, then its plugin library and main.o, whose calls into Darknet it checks.
 print-link:
@@ -374,14 +421,16 @@ test-alexeyab:
 # Not in make test, which keeps to the two C bases and its 12 minutes: the
 # fork needs OpenCV (a large install) and a C++ build of its own; .ci/run runs
 # this after make test.
-# Cluster behaviour, root: the backup folder's lock and its lease, the
-# build and runs with MPICH, mn_rerun.sh on the two-host mpiexec testbed
+# Cluster behaviour, root: the build as a user without root on Debian and
+# on a system without dpkg and apt, the backup folder's lock and its lease,
+# the build and runs with MPICH, mn_rerun.sh on the two-host mpiexec testbed
 # (scripts/testbed.sh: a host's ranks killed, gone, silent; the exit
 # statuses; host lists) and the Slurm testbed (scripts/slurm.sh: srun,
 # batch jobs losing a node, rank 0's node, a silent node, the time limit).
 # Apart from make test for their 12 minutes; CI runs it.
 .PHONY: test-cluster
 test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_build.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_lock.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_mpich.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_rerun.sh
