@@ -148,7 +148,11 @@ done
 stub=$R/stub && mkdir -p "$stub"
 printf '#!/bin/sh\ncase "$*" in *" true") exit 0 ;; esac\nexit "$STUB_RC"\n' > "$stub/srun"
 printf '#!/bin/sh\necho n1\n' > "$stub/scontrol"
-cp "$stub/scontrol" "$stub/squeue"; printf '#!/bin/sh\n' > "$stub/scancel"; chmod +x "$stub"/*
+cp "$stub/scontrol" "$stub/squeue"; printf '#!/bin/sh\n' > "$stub/scancel"
+printf '#!/bin/sh\necho "sbatch $*" >> "%s/sbatch.calls"\n' "$R" > "$stub/sbatch"; chmod +x "$stub"/*
+mkdir -p "$R/sb-backup"
+printf 'classes=10\ntrain = %s/train.list\nnames=%s/labels.txt\nbackup=%s/sb-backup\n' "$D" "$D" "$R" > "$R/sb.data"
+export MN=$PROG DATA=$R/sb.data
 got=""
 for st in $EX_USAGE $EX_USER $EX_FAULT $EX_REFUSED $EX_RERUN 1; do
     PATH=$stub:$PATH STUB_RC=$st SLURM_JOB_ID=1 SLURM_JOB_NUM_NODES=1 SLURM_NTASKS=1 SLURM_JOB_NODELIST=n1 MAX_RESTARTS=2 \
@@ -159,6 +163,21 @@ want=" 64:64x1 65:65x1 70:70x1 73:73x1 75:75x3 1:1x3"
 if [ "$got" = "$want" ]; then
     ok "darknet_mn.sbatch, srun stubbed (status:exit x runs):$got: 64, 65, 70, 73 end the job, 75 and srun's 1 run 3 times (MAX_RESTARTS=2)"
 else bad "darknet_mn.sbatch's statuses (status:exit x runs):$got, want$want"; fi
+
+# Run as a program (no SLURM_JOB_ID), it checks the training's files before
+# it submits itself: each missing one named, 65 and nothing submitted; all
+# there, sbatch gets the options given and the script.
+rm -f "$R/sbatch.calls"
+sed 's/^names=.*/names=labels.none/' "$R/sb.data" > "$R/sb-bad.data"
+PATH=$stub:$PATH DATA=$R/sb-bad.data CFG=$R/none.cfg bash scripts/darknet_mn.sbatch --time=5 > "$R/sb-check.out" 2>&1
+rc=$?
+PATH=$stub:$PATH CFG=/dev/null bash scripts/darknet_mn.sbatch --time=5 -N 2 > "$R/sb-submit.out" 2>&1
+rc2=$?
+if [ $rc = $EX_USER ] && grep -q "cannot read $R/none.cfg" "$R/sb-check.out" && grep -q "sb-bad.data: names=labels.none cannot be read" "$R/sb-check.out" &&
+   [ $rc2 = 0 ] && [ "$(cat "$R/sbatch.calls")" = "sbatch --time=5 -N 2 scripts/darknet_mn.sbatch" ]; then
+    ok "darknet_mn.sbatch run before the queue: a missing cfg and names= named, exit 65, nothing submitted; with its files there it submits itself ($(cat "$R/sbatch.calls"))"
+else bad "darknet_mn.sbatch's check before the queue: exit $rc, then $rc2; $(cat "$R/sb-check.out" "$R/sbatch.calls" 2> /dev/null | head -5)"; fi
+unset MN DATA
 
 # Host lists as users write them, on this machine (a launch agent that runs
 # the command here, so that every host answers): a host without slots has
