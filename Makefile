@@ -474,5 +474,8 @@ bench-engine: $(PROG) $(OBJ)/bench_gemm $(BUILD)/fashion/.stamp $(FASHION_DET_OU
 zoo: $(PROG) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
 	BUILD=$(BUILD) ZOO_BASE=$(filter hankai,$(DARKNET)) ./scripts/zoo.sh
 
+# The launcher beside the wrapper: mpicc.mpich -> mpiexec.mpich,
+# /opt/mpi/bin/mpicc -> /opt/mpi/bin/mpiexec.
+MPIEXEC ?= $(subst mpicc,mpiexec,$(MPICC))
 demo: $(PROG) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
-	DARKNET=$(DARKNET) PROG=$(PROG) ./scripts/demo.sh
+	DARKNET=$(DARKNET) PROG=$(PROG) MPIEXEC='$(MPIEXEC)' ./scripts/demo.sh

@@ -21,7 +21,11 @@ cd "$(dirname "$0")/.."
 NP=${NP:-2}
 DARKNET=${DARKNET:-pjreddie}
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-MPI="mpiexec --oversubscribe -n $NP"
+# The launcher of the MPI the build used (make passes it); Open MPI's
+# wants --oversubscribe for more ranks than cores, MPICH's Hydra has none.
+MPIEXEC=${MPIEXEC:-mpiexec}
+MPI="$MPIEXEC -n $NP"
+"$MPIEXEC" --version 2>&1 | grep -q 'Open MPI\|OpenRTE' && MPI="$MPIEXEC --oversubscribe -n $NP"
 CLS_ITERS=${CLS_ITERS:-150}
 if [ "$DARKNET" = alexeyab ]; then
     MN=${PROG:-build/alexeyab-cpu/darknet_mn}
