@@ -9,6 +9,7 @@
 #include "mn_base.h"
 #include "mn_predict.h"
 #include "mn_output.h"
+#include "mn_launch.h"
 
 static void usage(void)
 {
@@ -220,8 +221,15 @@ int main(int argc, char **argv)
     int provided;
     start_timeout(l.cmd && !l.why[0] ? b : NULL);
     MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided);
-    int rank = 0;
+    int rank = 0, size = 0, speaks = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    char lost[512];
+    if (mn_launch_mismatch(size, lost, sizeof lost, &speaks)) {
+        if (speaks) fprintf(stderr, "darknet-mn: %s\n", lost);
+        MPI_Finalize();
+        return MN_EXIT_USAGE;
+    }
     /* Only rank 0 prints; a rank that cannot redirect stops the job. */
     char why[512] = "";
     int quiet_failed = mn_output_rank0_only(rank, l.cmd && !l.why[0] ? l.log : NULL, why, sizeof why) != 0;

@@ -20,6 +20,17 @@ if make -s -j"$(nproc)" BUILD="$MB" MPICC=mpicc.mpich PROG="$P" "$P" > "$F/build
 else bad "the MPICH build (see $F/build.log)"; tail -3 "$F/build.log"; finish mpich; fi
 PROG=$P MPI=mpiexec.mpich
 
+# One MPI's launcher on the other's build: each process would be alone in
+# a job of 1; the launcher's first says so, every one exits 64.
+mpiexec.mpich -n 2 ./darknet_mn info > "$F/cross1.out" 2>&1
+rc1=$?
+mpiexec --oversubscribe -n 2 "$P" info > "$F/cross2.out" 2>&1
+rc2=$?
+if [ $rc1 = $EX_USAGE ] && [ "$(grep -c "^darknet-mn: MPICH's mpiexec (Hydra) started 2 processes, but each is alone in an MPI job of 1 (this darknet_mn's MPI: Open MPI" "$F/cross1.out")" = 1 ] &&
+   [ $rc2 = $EX_USAGE ] && [ "$(grep -c "^darknet-mn: Open MPI's mpiexec started 2 processes, but each is alone in an MPI job of 1 (this darknet_mn's MPI: MPICH" "$F/cross2.out")" = 1 ]; then
+    ok "the other MPI's launcher: status 64 and one line each way ($(grep -o "(this darknet_mn's MPI: [^)]*)" "$F/cross2.out"))"
+else bad "the other MPI's launcher: $rc1 $(head -2 "$F/cross1.out"); $rc2 $(head -2 "$F/cross2.out")"; fi
+
 mn "$F/info" 2 info
 if all_rc "$F/info" 2 0 && grep -q "^mpi: MPICH" "$F/info.out.0" && [ "$(tail -1 "$F/info.out.0")" = "all well" ]; then
     ok "mpiexec.mpich -n 2 ./darknet_mn info: $(grep -m1 '^mpi:' "$F/info.out.0" | cut -c1-60)..., all well"

@@ -5,6 +5,8 @@
 #  1. srun --mpi=pmix -N 2 --ntasks-per-node=2: info shows 2 nodes x 2; the
 #     training equals mpiexec -n 4's (deterministic, flat) to float rounding,
 #     and hierarchical and two_dimensional take their legs from the nodes;
+#     MPICH's build under srun --mpi=pmi2 trains the same, and under
+#     --mpi=none (each task alone) stops with 64 saying what srun needs;
 #  2. scripts/darknet_mn.sbatch as a user submits it (--requeue, --no-kill),
 #     a node lost at iteration 600 of 2000:
 #     - mns2 killed and started again (MIN_NODES left at both nodes): the job
@@ -67,6 +69,25 @@ if want srun; then
             ok "srun 2 nodes x 2, $comm = mpiexec -n 4 on one node: $(cat "$S/$comm.cmp")"
         else bad "srun $comm: $(grep -m1 'on 4 ranks' "$S/srun-$comm.out") $(cat "$S/$comm.cmp" 2> /dev/null) $(tail -2 "$S/srun-$comm.err")"; fi
     done
+    # MPICH's build (cluster_mpich.sh's) under srun: Slurm's pmi2 plugin
+    # connects it; without the plugin (--mpi=none) each task would train
+    # alone, and darknet_mn says what to give srun instead.
+    PM=$(pwd)/$BUILD/mpich/cpu/darknet_mn
+    if [ -x "$PM" ]; then
+        job srun-mpich 32 40 communicator=hierarchical
+        timeout 120 srun --mpi=pmi2 -N 2 --ntasks-per-node=2 "$PM" classifier train "$S/srun-mpich.data" "$S/srun-mpich.cfg" \
+            > "$S/srun-mpich.out" 2> "$S/srun-mpich.err"
+        if grep -q "on 4 ranks (2 nodes), communicator hierarchical" "$S/srun-mpich.out" &&
+           "$TEST_BIN/mn_wcmp" "$S/srun-mpich/srun-mpich_final.weights" "$S/mpiexec/mpiexec_final.weights" 1e-5 > "$S/srun-mpich.cmp"; then
+            ok "MPICH's build under srun --mpi=pmi2, 2 nodes x 2, hierarchical = Open MPI's mpiexec -n 4: $(cat "$S/srun-mpich.cmp")"
+        else bad "MPICH under srun --mpi=pmi2: $(grep -m1 'on 4 ranks' "$S/srun-mpich.out") $(cat "$S/srun-mpich.cmp" 2> /dev/null) $(tail -2 "$S/srun-mpich.err")"; fi
+        timeout 60 srun --mpi=none -N 2 --ntasks-per-node=1 "$PM" info > "$S/srun-none.out" 2> "$S/srun-none.err"
+        rc=$?
+        if [ $rc = $EX_USAGE ] && [ "$(grep -c 'darknet-mn: srun started 2 processes, but each is alone' "$S/srun-none.err")" = 1 ] &&
+           grep -q -- '--mpi=pmi2 for MPICH' "$S/srun-none.err"; then
+            ok "MPICH's build under srun --mpi=none: status 64, said once: $(grep -o 'srun started.*job of 1' "$S/srun-none.err")"
+        else bad "srun --mpi=none: status $rc, $(head -3 "$S/srun-none.err")"; fi
+    else bad "no MPICH build at $PM (tests/cluster_mpich.sh, run before this suite, makes it)"; fi
 fi
 
 # 2. The batch script, a node lost mid-run. submit NAME SBATCH_ARGS...: the

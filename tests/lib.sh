@@ -141,8 +141,8 @@ signal_rank1() {
     local f p
     for f in /proc/[0-9]*/cmdline; do
         p=${f#/proc/}; p=${p%/cmdline}
-        tr '\0' ' ' < "$f" 2> /dev/null | grep -q "^$PROG classifier train $2 " &&
-            tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1\|PMI_RANK=1' && kill "-$1" "$p"
+        tr '\0' ' ' 2> /dev/null < "$f" | grep -q "^$PROG classifier train $2 " &&
+            tr '\0' '\n' 2> /dev/null < "/proc/$p/environ" | grep -qx 'OMPI_COMM_WORLD_RANK=1\|PMI_RANK=1' && kill "-$1" "$p"
     done
 }
 # rcs OUT NP: the ranks' exit codes, "0 0 " ("none" for a rank that left none).
