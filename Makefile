@@ -50,11 +50,27 @@ NP ?= 2
 # DNNL=1: convolutional layers run through oneDNN (plugin/base/mn_dnnl.c),
 # the CPU build's default where libdnnl-dev is installed; DNNL=0 keeps
 # Darknet's im2col + gemm (into build/cpu-nodnnl). Darknet itself is the same.
+# CAIRO=1: the training chart, the timeline's picture and detector test's
+# predictions.png are drawn with cairo, the default where pkg-config finds
+# it (libcairo2-dev); CAIRO=0, for a cluster without it, draws none of them
+# and says so, training the same (into build/cpu-nocairo). Darknet is the same.
+CAIRO_DEFAULT := $(shell pkg-config --exists cairo 2>/dev/null && echo 1 || echo 0)
+CAIRO ?= $(CAIRO_DEFAULT)
+CAIRO_VARIANT := $(if $(filter-out $(CAIRO_DEFAULT),$(CAIRO)),$(if $(filter 1,$(CAIRO)),-cairo,-nocairo))
+# CAIRO=1 without cairo, once deps.sh (which installs it) has run: one clear
+# line rather than the compiler's missing cairo.h.
+ifeq ($(CAIRO)$(CAIRO_DEFAULT),10)
+ifneq ($(wildcard $(DEPS_STAMP)),)
+ifeq ($(filter clean distclean deps deps-test,$(MAKECMDGOALS)),)
+$(error CAIRO=1: pkg-config finds no cairo (apt-get install libcairo2-dev, or make CAIRO=0 to build without the PNGs))
+endif
+endif
+endif
 ifeq ($(GPU),1)
 BLAS ?= 0
 DNNL := 0
 DK_VARIANT := gpu$(if $(filter 1,$(BLAS)),-blas)
-VARIANT := $(DK_VARIANT)
+VARIANT := $(DK_VARIANT)$(CAIRO_VARIANT)
 else
 BLAS ?= 1
 # oneDNN where the compiler finds its header (CPATH, as a module load sets
@@ -62,7 +78,7 @@ BLAS ?= 1
 DNNL_DEFAULT := $(shell printf '\043include <oneapi/dnnl/dnnl.h>\n' | $(CC) $(if $(DNNL_ROOT),-I$(DNNL_ROOT)/include) -E -x c - > /dev/null 2>&1 && echo 1 || echo 0)
 DNNL ?= $(DNNL_DEFAULT)
 DK_VARIANT := cpu$(if $(filter 0,$(BLAS)),-noblas)
-VARIANT := $(DK_VARIANT)$(if $(filter-out $(DNNL_DEFAULT),$(DNNL)),$(if $(filter 1,$(DNNL)),-dnnl,-nodnnl))
+VARIANT := $(DK_VARIANT)$(if $(filter-out $(DNNL_DEFAULT),$(DNNL)),$(if $(filter 1,$(DNNL)),-dnnl,-nodnnl))$(CAIRO_VARIANT)
 endif
 AB_SNAPSHOT ?= ../shared/third_party/darknet-alexeyab-59596d78.tar.xz
 # hank-ai's snapshot is a git archive: its version is given here, not asked of git.
@@ -110,9 +126,11 @@ endif
 # call only their own layer and those before it in this list.
 PLUGIN_LAYERS := core base transport coll train cmd
 CPPFLAGS += -Iplugin $(addprefix -Iplugin/,$(PLUGIN_LAYERS)) -I$(DK)/include -I$(DK)/src
-# cairo draws the training chart and detector test's predictions.png.
-CPPFLAGS += $(shell pkg-config --cflags cairo 2>/dev/null)
-LDLIBS := -lm -pthread $(shell pkg-config --libs cairo 2>/dev/null)
+LDLIBS := -lm -pthread
+ifeq ($(CAIRO),1)
+CPPFLAGS += -DMN_CAIRO $(shell pkg-config --cflags cairo)
+LDLIBS += $(shell pkg-config --libs cairo)
+endif
 ifeq ($(BLAS),1)
 CPPFLAGS += -DMN_BLAS
 ifeq ($(DARKNET),hankai)
@@ -131,6 +149,9 @@ endif
 # What a CPU build goes without because it was not found, said as it links.
 ifeq ($(GPU)$(DNNL_DEFAULT),00)
 BUILD_NOTES += no oneDNN found (libdnnl-dev, or DNNL_ROOT=<prefix>): convolutions run on Darknet's im2col + gemm, as ./darknet_mn info says.
+endif
+ifeq ($(CAIRO_DEFAULT),0)
+BUILD_NOTES += no cairo found (libcairo2-dev and pkg-config): no training chart, timeline picture or predictions.png.
 endif
 # OPENBLAS_ROOT=, DNNL_ROOT=<prefix>: a library installed apart (a release,
 # a module, Spack). Its include and lib folders go where a module puts

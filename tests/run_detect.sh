@@ -7,7 +7,11 @@
 #    final weights, the chart PNG (size, drawn series) and CSV (rows, eval
 #    column); chart=0 writes no chart;
 #  - detector test writes a PNG of the image's size; classifier predict's
-#    top-1 agrees with classifier valid on the same image.
+#    top-1 agrees with classifier valid on the same image;
+#  - without cairo (make CAIRO=0, its own folder): no libcairo linked, info
+#    says so; training writes its log but no chart and no timeline picture,
+#    detector test prints the same detections but no PNG, each saying why
+#    once; chart=0 says nothing.
 # Run by tests/run.sh (T, D, BUILD, MPI set there); takes about a minute.
 . "$(dirname "$0")/lib.sh"
 X=$T/detect
@@ -79,8 +83,9 @@ if all_rc "$X/det" 2 0 && [ "$evals" = 2 ] && grep -q "Loading weights from $X/b
 else bad "detector train: exit codes $(rcs "$X/det" 2), $evals evaluations; $(grep -v '^ ' "$X/det.err.0" | tail -2)"; fi
 # The chart: 800x480 with coloured series in the plot area (x 80..720, y 56..432).
 read -r cw ch cn <<< "$($PNG "$X/backup/det_chart.png" 81 57 719 431 2>&1)"
-if [ "$cw $ch" = "800 480" ] && [ "${cn:-0}" -gt 500 ]; then ok "chart: ${cw}x$ch, $cn coloured pixels in the plot area"
-else bad "chart: $cw $ch $cn"; fi
+if [ "$cw $ch" = "800 480" ] && [ "${cn:-0}" -gt 500 ] && ! grep -q "no chart" "$X/det.out.0"; then
+    ok "chart: ${cw}x$ch, $cn coloured pixels in the plot area"
+else bad "chart: $cw $ch $cn; $(grep "no chart" "$X/det.out.0")"; fi
 [ -e "$X/backup/det_chart.png.tmp" ] && bad "the chart's temporary file was left"
 # The log: a header and one row per iteration, the eval column filled at 2 and 4 only.
 rows=$(tail -n +2 "$X/backup/det_log.csv" | wc -l)
@@ -129,4 +134,59 @@ for k in 1 2 3; do
         ok "classifier predict $(basename "$img"): top-2 printed, top-1 $top agrees with classifier valid's top-1 $want"
     else bad "classifier predict $img: exit codes $(rcs "$X/pred$k" 2), $lines lines, top-1 '$top', valid: $(grep top-1 "$X/valid$k.out.0")"; fi
 done
+
+echo "-- without cairo (make CAIRO=0)"
+# Darknet's library is the default build's; only the plugin is built again.
+NC=$BUILD/cpu-nocairo/darknet_mn
+t0=$SECONDS
+if make -s -j"$(nproc)" BUILD="$BUILD" CAIRO=0 "$NC" > "$X/nocairo-build.log" 2>&1; then ok "make CAIRO=0 builds $NC ($((SECONDS - t0)) s)"
+else bad "make CAIRO=0 (see $X/nocairo-build.log)"; tail -5 "$X/nocairo-build.log"; finish; fi
+cairo=$(ldd "$PROG" | awk '/libcairo\./ {print $1}') nc_cairo=$(ldd "$NC" | awk '/libcairo/ {print $1}')
+if [ -n "$cairo" ] && [ -z "$nc_cairo" ]; then ok "ldd: $NC needs no libcairo ($PROG needs $cairo)"
+else bad "ldd: $PROG needs '$cairo', $NC needs '$nc_cairo'"; fi
+NO_CAIRO="this darknet_mn was built without cairo (make CAIRO=1 with libcairo2-dev)"
+on_ranks "$X/info" 60 2 -- "$PROG" info
+on_ranks "$X/nc-info" 60 2 -- "$NC" info
+if all_rc "$X/info" 2 0 && all_rc "$X/nc-info" 2 0 && grep -q '^chart: cairo [0-9.]*$' "$X/info.out.0" &&
+   grep -qx 'chart: none (built without cairo: no training chart, timeline picture or predictions.png)' "$X/nc-info.out.0" &&
+   [ "$(tail -1 "$X/nc-info.out.0")" = "all well" ]; then
+    ok "info: '$(grep '^chart:' "$X/nc-info.out.0")' (the default build: '$(grep '^chart:' "$X/info.out.0")')"
+else bad "info's chart line: exit codes $(rcs "$X/nc-info" 2), '$(grep '^chart' "$X/nc-info.out.0")', default '$(grep '^chart' "$X/info.out.0")'"; fi
+# (count LINE FILES...: how many times LINE is a whole line of the files)
+count() { local l=$1; shift; cat "$@" 2> /dev/null | grep -cxF -- "$l"; }
+# Training with chart=1 (the default) and a timeline: the log and the trace,
+# no PNG, each said once by rank 0.
+sed '/^chart=/d' "$X/det.cfg" > "$X/nc.cfg"
+sed "s|^backup=.*|backup=$X/nc-backup|" "$X/det.data" > "$X/nc.data"
+mkdir -p "$X/nc-backup"
+on_ranks "$X/nc" 120 2 MN_TIMELINE="$X/nc.json" -- "$NC" detector train "$X/nc.data" "$X/nc.cfg" "$X/bb.weights"
+chart_line="darknet-mn: no chart: $NO_CAIRO; the log is $X/nc-backup/nc_log.csv"
+tl_line="darknet-mn: no picture of the timeline: $NO_CAIRO; the trace is $X/nc.json"
+wrote_line="darknet-mn: wrote the timeline $X/nc.json (open it in chrome://tracing or ui.perfetto.dev)"
+if all_rc "$X/nc" 2 0 && [ "$(wc -l < "$X/nc-backup/nc_log.csv")" = 5 ] && [ -s "$X/nc-backup/nc_final.weights" ] &&
+   [ -z "$(ls "$X/nc-backup" | grep -i png)" ] && [ "$(count "$chart_line" "$X"/nc.out.* "$X"/nc.err.*)" = 1 ] &&
+   [ "$(count "$chart_line" "$X/nc.out.0")" = 1 ]; then
+    ok "CAIRO=0 detector train on 2 ranks: the log's 4 rows, no chart; once: $chart_line"
+else bad "CAIRO=0 detector train: exit codes $(rcs "$X/nc" 2), $(ls "$X/nc-backup" | tr '\n' ' '), '$chart_line' $(count "$chart_line" "$X"/nc.out.* "$X"/nc.err.*) times"; fi
+if python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$X/nc.json" 2> /dev/null && ! ls "$X"/nc.json.png* > /dev/null 2>&1 &&
+   [ "$(count "$tl_line" "$X"/nc.out.* "$X"/nc.err.*)" = 1 ] && [ "$(count "$wrote_line" "$X/nc.out.0")" = 1 ]; then
+    ok "CAIRO=0 timeline: the trace, no picture; once: $tl_line"
+else bad "CAIRO=0 timeline: $(ls "$X"/nc.json* 2>&1 | tr '\n' ' '), '$tl_line' $(count "$tl_line" "$X"/nc.out.* "$X"/nc.err.*) times"; fi
+on_ranks "$X/nc0" 120 2 -- "$NC" detector train "$X/nc.data" "$X/det.cfg" "$X/bb.weights"
+if all_rc "$X/nc0" 2 0 && ! grep -qF "$NO_CAIRO" "$X"/nc0.out.* "$X"/nc0.err.*; then ok "CAIRO=0 with chart=0: nothing said about a chart"
+else bad "CAIRO=0 with chart=0: exit codes $(rcs "$X/nc0" 2), $(grep -hF "$NO_CAIRO" "$X"/nc0.out.* "$X"/nc0.err.*)"; fi
+# detector test: the default build's detections, no PNG. From the backbone's
+# weights (the head as initialised: boxes above the threshold; 4 iterations'
+# weights find none).
+img=$(sed -n 2p "$X/s1/valid.list")
+mn "$X/bb-dtest" 2 detector test "$X/det.data" "$X/det.cfg" "$X/bb.weights" "$img" -out "$X/bb-pred"
+on_ranks "$X/nc-dtest" 120 2 -- "$NC" detector test "$X/det.data" "$X/det.cfg" "$X/bb.weights" "$img" -out "$X/nc-pred"
+detections() { grep -v -e ': Predicted in [0-9.]* seconds\.$' -e '^darknet-mn: ' "$1"; }
+pred_line="darknet-mn: $X/nc-pred.png not written: $NO_CAIRO"
+found=$(detections "$X/nc-dtest.out.0" | grep -c '^[a-z]*: [0-9]*% (x ')
+if all_rc "$X/bb-dtest" 2 0 && all_rc "$X/nc-dtest" 2 0 && [ "$found" -gt 0 ] && [ -s "$X/bb-pred.png" ] &&
+   [ "$(detections "$X/nc-dtest.out.0")" = "$(detections "$X/bb-dtest.out.0")" ] && ! ls "$X"/nc-pred* > /dev/null 2>&1 &&
+   [ "$(count "$pred_line" "$X"/nc-dtest.out.* "$X"/nc-dtest.err.*)" = 1 ]; then
+    ok "CAIRO=0 detector test on 2 ranks: exit 0, the default build's $found detections, no PNG; once: $pred_line"
+else bad "CAIRO=0 detector test: exit codes $(rcs "$X/nc-dtest" 2), $found detections, $(ls "$X"/nc-pred* 2>&1 | head -1), '$pred_line' $(count "$pred_line" "$X"/nc-dtest.out.* "$X"/nc-dtest.err.*) times"; fi
 finish

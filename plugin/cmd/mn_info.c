@@ -1,16 +1,17 @@
 /* ./darknet_mn info [cfg]: what the ChainerMN manual's installation and
  * troubleshooting chapters ask of a setup, in one report from rank 0: the
- * MPI library, its thread level and CUDA awareness; this build and its
- * CUDA/cuDNN/NCCL versions; every rank's host, node, local rank and GPU; the
- * node map; the communicator a cfg would get and why; and proof that every
- * rank can talk (a ping from rank 0 with a deadline, then an allreduce with a
- * known result through that communicator). Exit status 0 only when all is
- * well. */
+ * MPI library, its thread level and CUDA awareness; this build, its
+ * CUDA/cuDNN/NCCL versions, engine and chart; every rank's host, node,
+ * local rank and GPU; the node map; the communicator a cfg would get and
+ * why; and proof that every rank can talk (a ping from rank 0 with a
+ * deadline, then an allreduce with a known result through that
+ * communicator). Exit status 0 only when all is well. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mn_internal.h"
 #include "mn_fault.h"
+#include "mn_report.h"
 #ifdef GPU
 #include <cuda_runtime.h>
 #endif
@@ -115,6 +116,10 @@ static void print_build(void)
 #else
     printf("engine: convolution %s, gemm %s\n", conv, gemm);
 #endif
+    /* A CAIRO=0 build trains the same but draws no PNG. */
+    const char *cairo = mn_report_cairo();
+    if (cairo) printf("chart: cairo %s\n", cairo);
+    else printf("chart: none (built without cairo: no training chart, timeline picture or predictions.png)\n");
 }
 
 /* Rank 0 sends each rank a token and waits for it back, up to a deadline;

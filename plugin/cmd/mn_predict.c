@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cairo.h>
 #include "mn_internal.h"
 #include "mn_predict.h"
+#include "mn_report.h"
 
 #define TEST_THRESH .25f   /* stock detector test's default -thresh is .5; .25 shows more */
 #define TEST_NMS .45f
@@ -99,6 +99,11 @@ static int drop_nonfinite(detection *dets, int n, int classes, float thresh)
     return dropped;
 }
 
+/* The picture: cairo is a build option (CAIRO=0 where a cluster has no
+ * libcairo2-dev), and without it the printed detections are all there is. */
+#ifdef MN_CAIRO
+#include <cairo.h>
+
 /* A class's colour: hues spread round the wheel. */
 static void class_colour(int k, int n, double rgb[3])
 {
@@ -107,7 +112,7 @@ static void class_colour(int k, int n, double rgb[3])
     memcpy(rgb, v[(int)h % 6], sizeof v[0]);
 }
 
-/* Boxes with "name NN%" labels over the image, to path (atomically). */
+/* Boxes with "name NN%" labels over the image, to path (atomically); says so. */
 static mn_status draw_png(mn_comm *c, image im, detection *dets, int n, char **names, int classes, float thresh,
                           const char *path)
 {
@@ -156,8 +161,18 @@ static mn_status draw_png(mn_comm *c, image im, detection *dets, int n, char **n
         remove(tmp);
         return MN_ERR_USER;
     }
-    return mn_commit_file(c, tmp, path);
+    mn_status s = mn_commit_file(c, tmp, path);
+    if (s == MN_OK) printf("darknet-mn: wrote %s (%dx%d)\n", path, im.w, im.h);
+    return s;
 }
+#else
+static mn_status draw_png(mn_comm *c, image im, detection *dets, int n, char **names, int classes, float thresh,
+                          const char *path)
+{
+    printf("darknet-mn: %s not written: " MN_NO_CAIRO "\n", path);
+    return MN_OK;
+}
+#endif
 
 static mn_status detector_test_solo(mn_comm *c, const char **a)
 {
@@ -218,7 +233,6 @@ static mn_status detector_test_solo(mn_comm *c, const char **a)
                            (b.x - b.w / 2) * im.w, (b.y - b.h / 2) * im.h, b.w * im.w, b.h * im.h);
                 }
         s = draw_png(c, im, dets, n, names, classes, thresh, path);
-        if (s == MN_OK) printf("darknet-mn: wrote %s (%dx%d)\n", path, im.w, im.h);
         mn_base_free_detections(dets, n);
         mn_base_free_image(sized);
         mn_base_free_image(im);

@@ -11,7 +11,8 @@ mn_status mn_partial(mn_comm *c, const char *cfgfile, const char *weightfile, co
                      const char *layers);
 /* Stock `detector test` on one image: prints the detections above thresh
  * (NULL: 0.25; NMS 0.45) and draws them with class names into
- * <prefix>.png (NULL: "predictions"), at the image's own size. */
+ * <prefix>.png (NULL: "predictions"), at the image's own size; a build
+ * without cairo says it draws none. */
 mn_status mn_detector_test(mn_comm *c, const char *datacfg, const char *cfgfile, const char *weightfile,
                            const char *image, const char *prefix, const char *thresh);
 /* Stock `classifier predict` on one image: prints the data cfg's top-k

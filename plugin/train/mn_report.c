@@ -1,11 +1,11 @@
-/* The training log (CSV) and chart (PNG, drawn with cairo) of rank 0. */
+/* The training log (CSV) and chart (PNG, drawn with cairo where the build
+ * has it) of rank 0. */
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cairo.h>
 #include "mn_internal.h"
 #include "mn_report.h"
 
@@ -15,7 +15,7 @@ typedef struct {
 
 struct mn_report {
     FILE *csv;
-    char chart[4096];     /* "" when chart=0 or after a failed write */
+    char chart[4096];     /* "" when chart=0, without cairo or after a failed write */
     point *pts;
     size_t n, cap;
     double last_draw;
@@ -35,12 +35,23 @@ static mn_report *open_report(const mn_comm *c, network *net, const mn_options *
     r->csv = fopen(path, mn_base_iteration(net) <= 1 ? "w" : "a");
     if (!r->csv) mn_error(c, "cannot write %s: %s; training goes on without the log", path, strerror(errno));
     else if (ftell(r->csv) == 0) fprintf(r->csv, "iteration,loss,avg_loss,rate,images_per_s,eval\n");
-    if (opt->chart) snprintf(r->chart, sizeof r->chart, "%s/%s_chart.png", backup, base);
+    if (opt->chart && mn_report_cairo()) snprintf(r->chart, sizeof r->chart, "%s/%s_chart.png", backup, base);
+    else if (opt->chart) printf("darknet-mn: no chart: " MN_NO_CAIRO "; the log is %s\n", path);
     r->ranks = c->size;
     mn_layer_kind t = mn_layer_last(net).kind;
     r->metric = t == MN_LAYER_YOLO || t == MN_LAYER_REGION || t == MN_LAYER_DETECTION ? "mAP@0.5" : "top-1";
     r->last_draw = -1e9;
     return r;
+}
+
+/* The drawing: cairo is a build option (CAIRO=0 where a cluster has no
+ * libcairo2-dev), and without it the log is all there is. */
+#ifdef MN_CAIRO
+#include <cairo.h>
+
+const char *mn_report_cairo(void)
+{
+    return cairo_version_string();
 }
 
 /* 1, 2 or 5 times a power of ten: about n steps over [0, hi]. */
@@ -166,6 +177,18 @@ static int draw(mn_report *r, const char *base, double xmax)
     cairo_surface_destroy(sf);
     return ok;
 }
+#else
+const char *mn_report_cairo(void)
+{
+    return NULL;
+}
+
+/* Never reached: open_report leaves the chart's path empty. */
+static int draw(mn_report *r, const char *base, double xmax)
+{
+    return 0;
+}
+#endif
 
 void mn_report_iteration(mn_report **rp, const mn_comm *c, network *net, const mn_options *opt,
                          const char *backup, const char *base, float loss, double avg_loss, double img_s,

@@ -1,7 +1,8 @@
 /* Watching training (mn_report.c): rank 0 appends every iteration to
- * <backup>/<base>_log.csv and, unless chart=0, keeps <backup>/<base>_chart.png
- * up to date (redrawn at most every MN_CHART_SECONDS, and at evaluations and
- * the last iteration), both written so a reader never sees half a file. */
+ * <backup>/<base>_log.csv and, unless chart=0 or the build has no cairo,
+ * keeps <backup>/<base>_chart.png up to date (redrawn at most every
+ * MN_CHART_SECONDS, and at evaluations and the last iteration), both
+ * written so a reader never sees half a file. */
 #ifndef MN_REPORT_H
 #define MN_REPORT_H
 
@@ -19,5 +20,11 @@ void mn_report_iteration(mn_report **r, const mn_comm *c, network *net, const mn
                          const char *backup, const char *base, float loss, double avg_loss, double img_s,
                          double eval);
 void mn_report_free(mn_report *r);
+
+/* The cairo that draws the chart, the timeline's picture and detector
+ * test's predictions.png ("1.16.0"), or NULL in a CAIRO=0 build, which
+ * draws none of them: each place says so once, with MN_NO_CAIRO as why. */
+const char *mn_report_cairo(void);
+#define MN_NO_CAIRO "this darknet_mn was built without cairo (make CAIRO=1 with libcairo2-dev)"
 
 #endif

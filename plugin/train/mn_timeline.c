@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cairo.h>
 #include "mn_internal.h"
+#include "mn_report.h"
 #include "mn_timeline.h"
 
 typedef struct {
@@ -305,8 +305,14 @@ static mn_status flush_window(mn_timeline *t)
     return s;
 }
 
-/* The last two steps of the kept window, a row per rank and thread. */
-static void draw(mn_timeline *t, const char *png)
+/* The picture: cairo is a build option (CAIRO=0 where a cluster has no
+ * libcairo2-dev), and without it the trace is all there is. */
+#ifdef MN_CAIRO
+#include <cairo.h>
+
+/* The last two steps of the kept window, a row per rank and thread; 1 when
+ * png was written. */
+static int draw(mn_timeline *t, const char *png)
 {
     int64_t last = -1;
     for (size_t j = 0; j < t->nkeep; ++j) if (t->keep[j].it > last) last = t->keep[j].it;
@@ -318,7 +324,7 @@ static void draw(mn_timeline *t, const char *png)
         if (e->t0 - off < lo) lo = e->t0 - off;
         if (e->t1 - off > hi) hi = e->t1 - off;
     }
-    if (hi <= lo) return;
+    if (hi <= lo) return 0;
     static const double rgb[MN_TL_KINDS][3] = {
         {.6, .6, .6}, {.25, .5, .85}, {.1, .3, .6}, {.85, .25, .2}, {.2, .65, .3},
         {.95, .6, .1}, {.6, .35, .7}, {.45, .3, .2}, {.9, .45, .6}, {.97, .82, .88}, {.95, .85, .2},
@@ -383,7 +389,15 @@ static void draw(mn_timeline *t, const char *png)
     if (ok != MN_OK) mn_error(t->c, "timeline: cannot draw %s", png);
     cairo_destroy(cr);
     cairo_surface_destroy(sf);
+    return ok == MN_OK;
 }
+#else
+static int draw(mn_timeline *t, const char *png)
+{
+    printf("darknet-mn: no picture of the timeline: " MN_NO_CAIRO "; the trace is %s\n", t->path);
+    return 0;
+}
+#endif
 
 int mn_timeline_file(const mn_timeline *t)
 {
@@ -406,9 +420,9 @@ mn_status mn_timeline_close(mn_timeline *t, int ok)
         if (ok && mn_commit_file(t->c, t->tmp, t->path) == MN_OK) {
             char png[4200];
             snprintf(png, sizeof png, "%s.png", t->path);
-            draw(t, png);
-            printf("darknet-mn: wrote the timeline %s (open it in chrome://tracing or ui.perfetto.dev) and %s\n",
-                   t->path, png);
+            int drawn = draw(t, png);
+            printf("darknet-mn: wrote the timeline %s (open it in chrome://tracing or ui.perfetto.dev)%s%s\n",
+                   t->path, drawn ? " and " : "", drawn ? png : "");
         } else {
             mn_error(t->c, "timeline: cannot write %s", t->path);
             remove(t->tmp);

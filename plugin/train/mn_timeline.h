@@ -1,7 +1,7 @@
 /* Where every rank's time goes (mn_timeline.c): the split of a step printed
  * every MN_TL_EVERY iterations, and with timeline=<file> (or MN_TIMELINE) a
  * Chrome-trace JSON of every rank's phases, plus <file>.png of the last
- * steps. */
+ * steps where the build has cairo. */
 #ifndef MN_MN_TIMELINE_H
 #define MN_MN_TIMELINE_H
 
