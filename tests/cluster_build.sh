@@ -100,8 +100,9 @@ if [ $rc = 0 ] && grep -q '^4: ' "$F/clone.log" && [ -z "$(ls "$H"/darknet-mn/th
     ok "not Debian, DARKNET_SRC=<clone of pjreddie/darknet>: make built, 2 ranks trained to $(grep -o '^4: loss [0-9.]*' "$F/clone.log")"
 else bad "not Debian with DARKNET_SRC: status $rc (see $F/clone.log): $(grep -m3 -i 'error\|deps:' "$F/clone.log")"; fi
 
-# oneDNN where no compiler looks (its headers hidden under /usr/include):
-# the build goes on without it, said by deps.sh and info; DNNL_ROOT names
+# oneDNN where no compiler looks (its headers hidden under /usr/include)
+# and no cairo pkg-config knows of: the build goes on without them, said as
+# make links and by info; DNNL_ROOT names
 # a prefix holding it (its headers, and the same libraries) and the engine
 # is back.
 mkdir -p "$F/empty" "$H/onednn/include" "$H/onednn/lib"
@@ -109,12 +110,13 @@ cp -a /usr/include/oneapi "$H/onednn/include/"
 ln -s /usr/lib/x86_64-linux-gnu/libdnnl.so "$H/onednn/lib/libdnnl.so"
 chown -R "$U:" "$H/onednn"
 hide+=" mount --bind $F/empty /usr/include/oneapi;"
-not_debian "make -j2 DARKNET_SRC=~/pjreddie && ./darknet_mn info" > "$F/nodnnl.log" 2>&1
+not_debian "PKG_CONFIG_LIBDIR=/none make -j2 DARKNET_SRC=~/pjreddie && ./darknet_mn info" > "$F/nodnnl.log" 2>&1
 rc=$?
-if [ $rc = 0 ] && [ "$(grep -c 'no oneDNN found' "$F/nodnnl.log")" = 1 ] &&
+if [ $rc = 0 ] && [ "$(grep -c 'no oneDNN found' "$F/nodnnl.log")" = 1 ] && [ "$(grep -c 'no cairo found' "$F/nodnnl.log")" = 1 ] &&
+   grep -q '^chart: none (built without cairo' "$F/nodnnl.log" && ! ldd "$H/darknet-mn/darknet_mn" | grep -q libcairo &&
    grep -q "^engine: convolution Darknet's im2col + gemm (built without oneDNN" "$F/nodnnl.log" && ! ldd "$H/darknet-mn/darknet_mn" | grep -q libdnnl; then
-    ok "no oneDNN found: built without it, said once as make links ($(grep -o 'darknet-mn: no oneDNN found ([^)]*)' "$F/nodnnl.log")) and by info: $(grep -o "^engine: [^(]*" "$F/nodnnl.log")"
-else bad "no oneDNN: status $rc (see $F/nodnnl.log): $(grep -m2 'deps:\|engine' "$F/nodnnl.log")"; fi
+    ok "no oneDNN or cairo found: built without them, each said once as make links ($(grep -o 'darknet-mn: no oneDNN found ([^)]*)' "$F/nodnnl.log")) and by info: $(grep -o "^engine: [^(]*" "$F/nodnnl.log")| $(grep -o '^chart: none' "$F/nodnnl.log")"
+else bad "no oneDNN, no cairo: status $rc (see $F/nodnnl.log): $(grep -m2 'deps:\|engine' "$F/nodnnl.log")"; fi
 not_debian "make -j2 DARKNET_SRC=~/pjreddie DNNL_ROOT=~/onednn && ./darknet_mn info" > "$F/dnnlroot.log" 2>&1
 rc=$?
 if [ $rc = 0 ] && grep -q '^engine: convolution oneDNN' "$F/dnnlroot.log" && ! grep -q 'no oneDNN' "$F/dnnlroot.log"; then
