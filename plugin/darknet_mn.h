@@ -77,6 +77,7 @@ typedef struct {
     int chart;               /* rank 0 keeps <backup>/<base>_chart.png up to date */
     int cache_mb;            /* MiB of decoded images a rank keeps; -1 = the default (mn_engine.h) */
     int global_batch;        /* a checkpoint of another rank count: MN_GLOBAL_BATCH_* */
+    int rescue;              /* a job losing a rank writes its last completed update (CPU runs) */
 } mn_options;
 /* global_batch=keep (the default): a resume on other ranks keeps the
  * checkpoint's global batch where subdivisions can (the same training),

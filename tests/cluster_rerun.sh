@@ -26,10 +26,10 @@ HOSTS=10.77.0.1:2,10.77.0.2:2
 MPIARGS=(mpiexec --mca plm_rsh_agent "$AGENT" --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_if_include 10.77.0.0/24
          --mca btl self,vader,tcp --bind-to none --oversubscribe -x PATH --wdir "$(pwd)")
 
-# job NAME: a classifier cfg and data of its own: 40 updates of 4 x 64
-# images, deterministic, a checkpoint every 5.
+# job NAME [K]: a classifier cfg and data of its own: 40 updates of 4 x 64
+# images, deterministic, a checkpoint every K (5).
 job() {
-    mn_cfg "$R/$1.cfg" batch=64 max_batches=40 burn_in=0 -policy -steps -scales -- deterministic=1 shuffle=0 checkpoint_interval=5 collective_timeout=10
+    mn_cfg "$R/$1.cfg" batch=64 max_batches=40 burn_in=0 -policy -steps -scales -- deterministic=1 shuffle=0 checkpoint_interval=${2:-5} collective_timeout=10
     printf 'classes=10\ntrain=%s/train.list\nlabels=%s/labels.txt\nbackup=%s/%s\n' "$D" "$D" "$R" "$1" > "$R/$1.data"
     mkdir -p "$R/$1"
 }
@@ -60,10 +60,11 @@ job straight
 timeout 300 "${MPIARGS[@]}" -n 4 --host $HOSTS ./darknet_mn classifier train "$R/straight.data" "$R/straight.cfg" \
     > "$R/straight.out" 2> "$R/straight.err" || bad "the uninterrupted run failed: $(tail -2 "$R/straight.err")"
 
-# case NAME HOW: the rerun job, host B killed at iteration 12 (HOW: back or gone).
+# case NAME HOW [K]: the rerun job, host B killed at iteration 12 (HOW: back
+# or gone), a checkpoint every K iterations (5).
 case_run() {
     local name=$1 how=$2 t_kill t_first
-    job "$name"
+    job "$name" "${3:-5}"
     timeout 400 scripts/mn_rerun.sh --max-restarts 2 --probe-timeout 5 --min-hosts 1 --host $HOSTS -- "${MPIARGS[@]}" \
         ./darknet_mn classifier train "$R/$name.data" "$R/$name.cfg" > "$R/$name.out" 2> "$R/$name.err" &
     local pid=$!
@@ -92,6 +93,18 @@ if [ $rc = 0 ] && grep -q '^mn_rerun: .*attempt 1 ended with exit status [1-9][0
    cmp -s "$R/straight/straight_final.weights" "$R/back/back_final.weights"; then
     ok "host B's ranks killed at iteration 12 of 40, B back: rerun on both hosts, $(grep -o 'resuming from checkpoint .*ckpt-[0-9]*' "$R/back.out" | sed 's/ .*ckpt-/ /'), final weights = 40 straight"
 else bad "killed and rerun: exit $rc; $(grep -E 'mn_rerun|resuming' "$R/back.out" | head -4); $(tail -2 "$R/back.err")"; fi
+
+# The same without a checkpoint due (checkpoint_interval=1000): host A's
+# ranks, sent SIGTERM by Open MPI when B's daemon is lost, write the last
+# update they completed (rescue=1); the rerun resumes there, repeating no
+# iteration, and ends bit for bit as the straight run.
+case_run nockpt back 1000; rc=$?
+if [ $rc = 0 ] && [ "$(tail -1 "$R/costs" | cut -d' ' -f3)" = 0 ] &&
+   grep -q "ending: the last completed update, iteration \([0-9]*\), written to $R/nockpt/nockpt.ckpt-" "$R/nockpt.err" &&
+   grep -q "resuming from checkpoint .*nockpt.ckpt-[0-9]*: iteration [0-9]* of max_batches 40" "$R/nockpt.out" &&
+   cmp -s "$R/straight/straight_final.weights" "$R/nockpt/nockpt_final.weights"; then
+    ok "host B killed at iteration 12, no checkpoint due: host A's ranks wrote the last update ($(grep -o 'resuming from checkpoint .*ckpt-[0-9]*' "$R/nockpt.out" | sed 's/ .*ckpt-/ /')), no iteration done twice, final weights = 40 straight"
+else bad "host B killed without a checkpoint due: exit $rc, $(tail -1 "$R/costs") $(grep -h 'ending:\|resuming' "$R/nockpt.err" "$R/nockpt.out" | head -3)"; fi
 
 # Host B silent (its link down 45 s, its ranks alive and waiting): host
 # A's ranks end after collective_timeout (10 s), rank 0 naming the stalled

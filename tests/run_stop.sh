@@ -71,6 +71,47 @@ if want signals; then
     stopped term TERM 0
     stopped int INT 1
 fi
+# A lost rank costs no iteration (rescue=1, the default): rank 1 of a
+# 2-rank job without checkpoints killed (Open MPI's mpiexec then sends rank
+# 0 SIGTERM, and SIGKILL a second later) or stopped (rank 0's watchdog ends
+# the job after collective_timeout) once rank 0 reported iteration 20: rank
+# 0 writes the last update it completed, the same command resumes from it,
+# past the last iteration rank 0 reported (none done twice), and ends bit
+# for bit as the reference. rescue=0: nothing is written, the rerun starts
+# from iteration 0.
+lost() {   # lost NAME SIG [distributed lines...]
+    local name=$1 sig=$2 o=$F/$1; shift 2
+    cfg "$F/$name.cfg" 3000 collective_timeout=3 "$@"
+    data "$name"
+    # Launched directly, not through bg_rcs's shell: mpiexec's SIGTERM must reach darknet_mn.
+    timeout 120 $MPI -n 2 "$PROG" classifier train "$F/$name.data" "$F/$name.cfg" > "$o.out" 2> "$o.err" &
+    local mp=$!
+    wait_iter "$o" 20 && signal_rank1 "$sig" "$F/$name.data"
+    wait $mp; local mrc=$?
+    [ "$sig" = STOP ] && signal_rank1 KILL "$F/$name.data"
+    local last; last=$(grep -ao '^[0-9]*: loss' "$o.out" | tail -1 | cut -d: -f1)
+    local k; k=$(ls "$F/$name" | sed -n "s/^$name\.ckpt-\([0-9]*\)$/\1/p" | sort -n | tail -1)
+    cp "$F/$name.data" "$F/$name-again.data"
+    mn "$F/$name-again" 2 classifier train "$F/$name-again.data" "$F/$name.cfg"
+    local first; first=$(grep -ao '^[0-9]*: loss' "$F/$name-again.out.0" | head -1 | cut -d: -f1)
+    echo "$name: mpiexec $mrc, last reported $last, checkpoint ${k:-none}, rerun from $first"
+    if [ "$*" = rescue=0 ]; then
+        if [ -z "$k" ] && [ "$first" = 1 ] && all_rc "$F/$name-again" 2 0; then ok "rescue=0, rank 1 killed at iteration $last: no checkpoint written, the rerun starts from iteration 1"
+        else bad "rescue=0: checkpoint ${k:-none}, rerun from $first, $(rcs "$F/$name-again" 2)"; fi
+        return
+    fi
+    if [ -n "$k" ] && [ -n "$last" ] && [ "$k" -ge "$last" ] && [ "$first" = $((k + 1)) ] && all_rc "$F/$name-again" 2 0 &&
+       grep -q "darknet-mn: rank 0 ([^)]*): .*iteration $k.* written to $F/$name/$name.ckpt-$k" "$o.err" &&
+       "$W" "$F/$name/${name}_final.weights" "$F/ref/long_final.weights" 0 > "$F/$name.cmp"; then
+        ok "rank 1 $([ "$sig" = KILL ] && echo killed || echo stopped, collective_timeout=3) at iteration $last, no checkpoint_interval: rank 0 wrote iteration $k's update (mpiexec $mrc); the rerun starts at $first, none done twice, and ends bit for bit as an uninterrupted run ($(cat "$F/$name.cmp"))"
+    else bad "rescue, rank 1 SIG$sig: mpiexec $mrc, last reported ${last:-none}, checkpoint ${k:-none}, rerun from ${first:-none} ($(rcs "$F/$name-again" 2)); $(grep -a 'darknet-mn' "$o.err" | head -3); $(cat "$F/$name.cmp" 2> /dev/null)"; fi
+}
+if want rescue; then
+    lost killed KILL
+    lost stalled STOP
+    lost norescue KILL rescue=0
+fi
+
 # Fewer ranks, the same training (global_batch=keep, the default): the
 # checkpoint of a 4-rank job at iteration 20 resumed on 2, where
 # subdivisions 2 keep its global batch of 16, ends with the 4-rank job's

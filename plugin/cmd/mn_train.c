@@ -184,7 +184,9 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
     mn_eval_state *ev = NULL;
     mn_report *rep = NULL;
     size_t first_batch = mn_base_iteration(net), last_eval = first_batch;
-    mn_status s = MN_OK;
+    /* rescue=1: a lost rank costs no iteration (mn_checkpoint.h). */
+    mn_rescue *rescue = NULL;
+    mn_status s = opt->rescue ? mn_rescue_open(c, net, mo, dc->backup, base, experiment, &best, &rescue) : MN_OK;
     while (mn_base_iteration(net) < (size_t)in.max_batches && s == MN_OK) {
         double t0 = mn_now();
         mn_output_trim();
@@ -216,6 +218,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         mn_timeline_add(tl, 0, MN_TL_DATA, td, mn_now(), 0, 0, 0);
         mn_optimizer_begin_step(mo, net);
         float loss = mn_base_train(net, train);
+        mn_optimizer_end_step(mo, net);
         double tu = mn_now();
         mn_timeline_add(tl, 0, MN_TL_UPDATE, mn_optimizer_synced_at(mo), tu, 0, 0, 0);
         mn_base_free_data(train);
@@ -301,6 +304,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         if (s == MN_OK && stopping && it < (size_t)in.max_batches)
             s = stop_here(c, net, mo, opt, dc->backup, base, experiment, &best, it, (int)sum[1], saves, ckpt);
     }
+    mn_rescue_close(rescue);
     mn_base_loader_free(loader);
     mn_cache_uninstall();
     if (s == MN_OK) s = mn_engine_cache_report(c, cache, cache_mb);

@@ -1,7 +1,9 @@
 /* Fatal signals on any rank end the whole job at once. Without this a rank
  * that crashes (SIGSEGV in a layer, Darknet's error() -> assert -> SIGABRT)
  * can leave the others blocked in the next allreduce until mpiexec notices. */
+#include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,11 +21,57 @@ static int thread_level = MPI_THREAD_SINGLE, installed;
 static volatile sig_atomic_t exit_code = MN_EXIT_FAULT;
 /* The first of SIGTERM, SIGUSR1, SIGINT that reached this process (0: none). */
 static volatile sig_atomic_t stop_signal;
+/* The rescue (mn_rescue_register): what writes the last completed update
+ * when the job is being lost, its thread, which a SIGTERM wakes, and where
+ * it is (0 idle, 1 writing, 2 done): it runs once. */
+static void (*rescue_fn)(void *);
+static void *rescue_arg;
+static sem_t rescue_wake;
+static pthread_t rescue_thread;
+static volatile int rescue_state, rescue_quit;
 
 static void on_deadline(int sig)
 {
     (void)sig;
     _exit(exit_code);
+}
+
+/* The rescue, once: the first caller writes, a later one waits for it. */
+static void run_rescue(void)
+{
+    if (!rescue_fn) return;
+    if (__sync_bool_compare_and_swap(&rescue_state, 0, 1)) {
+        rescue_fn(rescue_arg);
+        __sync_synchronize();
+        rescue_state = 2;
+    }
+    while (rescue_state == 1) usleep(10000);
+}
+
+static void *rescue_main(void *arg)
+{
+    (void)arg;
+    while (sem_wait(&rescue_wake) == 0 || errno == EINTR)
+        if (rescue_quit) break;
+        else if (stop_signal == SIGTERM) run_rescue();
+    return NULL;
+}
+
+void mn_rescue_register(void (*fn)(void *), void *arg)
+{
+    if (fn && !rescue_fn && sem_init(&rescue_wake, 0, 0) == 0) {
+        rescue_fn = fn;
+        rescue_arg = arg;
+        rescue_state = rescue_quit = 0;
+        if (pthread_create(&rescue_thread, NULL, rescue_main, NULL) != 0) rescue_fn = NULL;
+    } else if (!fn && rescue_fn) {
+        rescue_quit = 1;
+        sem_post(&rescue_wake);
+        pthread_join(rescue_thread, NULL);
+        while (rescue_state == 1) usleep(10000);
+        rescue_fn = NULL;
+        sem_destroy(&rescue_wake);
+    }
 }
 
 void mn_die(int code)
@@ -34,6 +82,11 @@ void mn_die(int code)
     sa.sa_handler = on_deadline;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGALRM, &sa, NULL);
+    /* A job ended for a rerun writes its last completed update first. */
+    if (code == MN_EXIT_RERUN && rescue_fn) {
+        alarm(MN_RESCUE_DEADLINE);
+        run_rescue();
+    }
     alarm(MN_ABORT_DEADLINE);
     /* MPI_Abort from a thread that may not call MPI, or interrupting MPI on
      * this thread, can block for ever: the alarm ends that. */
@@ -117,6 +170,9 @@ static void on_stop(int sig)
         return;
     }
     stop_signal = sig;
+    /* mpiexec's and srun's SIGTERM before their SIGKILL when a rank is lost:
+     * the rescue thread writes while the main thread may be stuck. */
+    if (sig == SIGTERM && rescue_fn) sem_post(&rescue_wake);
 }
 
 void mn_install_stop_handlers(void)

@@ -20,5 +20,13 @@ int mn_stop_signal(void);
 const char *mn_signal_name(int sig);
 /* Seconds mn_die gives MPI_Abort before _exit. */
 #define MN_ABORT_DEADLINE 10
+/* What a rank left writes when the job is lost (training's rescue,
+ * mn_checkpoint.c): fn(arg) runs once, on a thread of its own when a
+ * SIGTERM arrives (the launcher's, before its SIGKILL, when another rank
+ * died) and in mn_die(MN_EXIT_RERUN) (the watchdog) before the abort,
+ * within MN_RESCUE_DEADLINE seconds. fn NULL unregisters it, waiting for
+ * a write in progress. */
+void mn_rescue_register(void (*fn)(void *), void *arg);
+#define MN_RESCUE_DEADLINE 60
 
 #endif

@@ -231,6 +231,92 @@ mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const ch
     return mn_agree(c, c->rank == 0 ? save_rank0(c, net, o, dir, base, keep, experiment, best) : MN_OK);
 }
 
+/* The rescue: the checkpoint save writes, streamed from the arrays the last
+ * completed update left (mn_optimizer_hold) rather than packed, so that no
+ * copy of the model waits in memory for a failure that may never come. */
+struct mn_rescue {
+    mn_comm *c;
+    network *net;
+    mn_optimizer *o;
+    const char *dir, *base;   /* the caller's, which outlive the rescue */
+    char *experiment;     /* rank 0's, on every rank */
+    const mn_best *best;
+    uint64_t start;       /* the iteration the run started at */
+    FILE *f;              /* the write in progress, its checksum and whether it held */
+    uint64_t sum;
+    int ok;
+};
+
+static void put(mn_rescue *r, const void *p, size_t n)
+{
+    r->sum = mn_fnv1a(r->sum, p, n);
+    r->ok = r->ok && fwrite(p, 1, n, r->f) == n;
+}
+
+static void put_floats(const float *p, size_t n, void *arg) { put(arg, p, n * sizeof(float)); }
+
+static void rescue_write(void *arg)
+{
+    mn_rescue *r = arg;
+    mn_snapshot s;
+    if (mn_optimizer_hold(r->o, &s) != 0) return;
+    char path[4096], tmp[4224];
+    ckpt_path(path, sizeof path, r->dir, r->base, s.iteration);
+    if (s.iteration > r->start && mn_tmp_path(r->c, tmp, sizeof tmp, path) && (r->f = fopen(tmp, "wb"))) {
+        mn_net_info in = mn_net_get(r->net);
+        size_t nexp = strlen(r->experiment);
+        ckpt_header h = {{0}, (uint32_t)r->c->size, (uint32_t)(in.batch * in.subdivisions), s.iteration, s.seen,
+                         mn_params_count(r->net), s.nmomentum, lock_run(r->dir), (uint64_t)(s.done * 1e9), nexp,
+                         r->best->score, r->best->iteration};
+        memcpy(h.magic, CKPT_MAGIC, 8);
+        r->sum = MN_FNV_SEED;
+        r->ok = 1;
+        put(r, &h, sizeof h);
+        put(r, r->experiment, nexp);
+        mn_params_each(r->net, s.stats, put_floats, r);
+        put_floats(s.momentum, s.nmomentum, r);
+        uint64_t sum = r->sum;
+        r->ok = fwrite(&sum, sizeof sum, 1, r->f) == 1 && r->ok;
+        r->ok = fclose(r->f) == 0 && r->ok;
+        if (r->ok && mn_commit_file(r->c, tmp, path) == MN_OK)
+            fprintf(mn_output_errors(), "darknet-mn: rank %d (%s): ending: the last completed update, iteration %llu, "
+                    "written to %s (a rerun resumes there)\n", r->c->rank, r->c->host,
+                    (unsigned long long)s.iteration, path);
+        else remove(tmp);
+    }
+    mn_optimizer_release(r->o);
+}
+
+mn_status mn_rescue_open(mn_comm *c, network *net, mn_optimizer *o, const char *dir, const char *base,
+                         const char *experiment, const mn_best *best, mn_rescue **out)
+{
+    *out = NULL;
+    mn_snapshot probe;
+    if (mn_optimizer_hold(o, &probe) != 0) return MN_OK;   /* off for this run */
+    mn_optimizer_release(o);
+    uint64_t n = c->rank == 0 && experiment ? strlen(experiment) : 0;
+    MN_MPI(c, MPI_Bcast(&n, 1, MPI_UINT64_T, 0, c->world));
+    mn_rescue *r = calloc(1, sizeof *r);
+    char *text = r ? malloc(n + 1) : NULL;
+    mn_status s = mn_agree(c, text ? MN_OK : MN_ERR_NOMEM);
+    if (s != MN_OK) { free(r); free(text); return s; }
+    if (c->rank == 0) memcpy(text, experiment, n);
+    text[n] = 0;
+    MN_MPI(c, MPI_Bcast(text, (int)n, MPI_CHAR, 0, c->world));
+    *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net), NULL, 0, 0};
+    if (c->intra_rank < 2) mn_rescue_register(rescue_write, r);
+    *out = r;
+    return MN_OK;
+}
+
+void mn_rescue_close(mn_rescue *r)
+{
+    if (!r) return;
+    if (r->c->intra_rank < 2) mn_rescue_register(NULL, NULL);
+    free(r->experiment);
+    free(r);
+}
+
 char *mn_experiment(const mn_comm *c, const char *cfgfile, const mn_options *opt, const char *trainfile,
                     const mn_list *train)
 {

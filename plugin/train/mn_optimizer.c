@@ -7,9 +7,11 @@
  * count the images of all ranks, so the iteration counter and learning-rate
  * schedule advance once per global update. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "mn_internal.h"
 #include "mn_overlap.h"
 #include "mn_timeline.h"
@@ -50,6 +52,15 @@ struct mn_optimizer {
     double seg;           /* the start of the backward group being timed; < 0 none */
     int seg_hi, low;      /* its highest layer, the lowest one done so far */
     int handover, poison; /* this backward hands buckets over; this rank's loss is not finite */
+    /* rescue=1: what the last completed update left, for a rank writing it
+     * while the job is lost (mn_optimizer_hold). The update holds `hold`
+     * from the mean to the step's end; begin_step takes it to set the
+     * momentum and the running statistics aside. */
+    int rescue;
+    pthread_mutex_t hold;
+    int holding, done;    /* the hook holds it; the step's update is done */
+    uint64_t snap_it, snap_seen;
+    double snap_time;
 };
 
 /* NaN or Inf anywhere: x*0 is 0 for every finite x, NaN otherwise. */
@@ -349,6 +360,8 @@ static int sync_hook(network *net)
     end_backward(o);
     double arrive = mn_now();
     int skip = sync_all(net, o);
+    /* The update from here to the step's end changes what a rescue reads. */
+    if (o->rescue && !o->holding) { pthread_mutex_lock(&o->hold); o->holding = 1; }
     o->mark = mn_now();
     mn_timeline_add(o->tl, 0, MN_TL_WAIT_COMM, arrive, o->mark, 0, 0, 0);
     mn_timeline_sync(o->tl, arrive, o->mark - arrive);
@@ -363,6 +376,10 @@ static void free_optimizer(mn_optimizer *o)
     if (o->own_watch) {
         if (o->comm->watch == o->watch) o->comm->watch = NULL;
         mn_watchdog_stop(o->watch);
+    }
+    if (o->rescue) {
+        if (o->holding) pthread_mutex_unlock(&o->hold);
+        pthread_mutex_destroy(&o->hold);
     }
     free(o->aside);
     free(o->state);
@@ -439,9 +456,19 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     /* float16 and double buffering send the fresh gradient alone: the
      * momentum part waits in aside (mn_optimizer_begin_step). */
     o->skip = opt->nonfinite_skip;
-    if (st == MN_OK && (opt->grad_dtype_half || opt->double_buffering || o->skip) &&
+    /* rescue=1 keeps the momentum and the statistics of the last completed
+     * update aside during each step (a copy of the update arrays a step): a
+     * CPU run without double buffering, whose state is the arena alone. */
+#ifdef GPU
+    int cpu_run = mn_net_get(net).gpu < 0;
+#else
+    int cpu_run = 1;   /* Darknet's gpu_index field is meaningless here */
+#endif
+    o->rescue = opt->rescue && !opt->double_buffering && cpu_run && c->size > 1;
+    if (st == MN_OK && (opt->grad_dtype_half || opt->double_buffering || o->skip || o->rescue) &&
         !(o->aside = calloc(o->total + 1, sizeof(float)))) st = MN_ERR_NOMEM;
-    if (st == MN_OK && o->skip) st = find_stats(net, o);
+    if (st == MN_OK && (o->skip || o->rescue)) st = find_stats(net, o);
+    if (o->rescue) pthread_mutex_init(&o->hold, NULL);
     if (st == MN_OK && opt->overlap && opt->double_buffering) {
         if (c->rank == 0) mn_error(c, "overlap=1 and double_buffering=1 exclude each other: overlap averages this "
                                       "step's gradient during backward, double buffering the previous one; choose one");
@@ -552,10 +579,30 @@ double mn_optimizer_synced_at(const mn_optimizer *o)
  * new gradient on top. Under float16 that momentum part would be rounded to
  * half on every step; setting it aside before backward (and adding it back
  * after the allreduce) keeps it in float32, exactly as every rank holds it. */
+/* The counters of the state the arrays hold now, as a snapshot's. */
+static void snap_counters(mn_optimizer *o, const network *net)
+{
+    o->snap_it = mn_base_iteration((network *)net);
+    o->snap_seen = mn_net_seen(net);
+    o->snap_time = mn_now();
+}
+
 void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
 {
     o->mark = mn_now();
     o->seg = -1;
+    if (o->rescue) {
+        mn_optimizer_end_step(o, net);   /* a caller that trains without calling it */
+        pthread_mutex_lock(&o->hold);
+        stats_copy(o, 0);
+        memcpy(o->aside, o->arena, o->total * sizeof(float));
+        memset(o->arena, 0, o->total * sizeof(float));
+        o->is_aside = 1;
+        snap_counters(o, net);
+        o->done = 0;
+        pthread_mutex_unlock(&o->hold);
+        return;
+    }
     if (o->skip) stats_copy(o, 0);
 #ifdef GPU
     if (o->aside_gpu && mn_net_get(net).gpu >= 0) {   /* the same on the device */
@@ -573,6 +620,32 @@ void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
     memcpy(o->aside, o->arena, o->total * sizeof(float));
     memset(o->arena, 0, o->total * sizeof(float));
     o->is_aside = 1;
+}
+
+void mn_optimizer_end_step(mn_optimizer *o, const network *net)
+{
+    if (!o->holding) return;
+    snap_counters(o, net);
+    o->done = 1;
+    o->holding = 0;
+    pthread_mutex_unlock(&o->hold);
+}
+
+int mn_optimizer_hold(mn_optimizer *o, mn_snapshot *s)
+{
+    if (!o->rescue) return -1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 5;   /* an update takes milliseconds; longer, the rank is stuck inside it */
+    if (pthread_mutex_timedlock(&o->hold, &ts) != 0) return -1;
+    *s = (mn_snapshot){o->snap_it, o->snap_seen, o->snap_time, o->done ? o->arena : o->aside, o->total,
+                       o->done ? NULL : o->stats_saved};
+    return 0;
+}
+
+void mn_optimizer_release(mn_optimizer *o)
+{
+    pthread_mutex_unlock(&o->hold);
 }
 
 int mn_optimizer_nonfinite(const mn_optimizer *o)

@@ -20,5 +20,21 @@ struct mn_timeline;
 void mn_optimizer_set_timeline(mn_optimizer *o, network *net, struct mn_timeline *tl);
 /* When this step's gradient sync ended (mn_now): the update starts there. */
 double mn_optimizer_synced_at(const mn_optimizer *o);
+/* After each train_network: the update is done (rescue=1). */
+void mn_optimizer_end_step(mn_optimizer *o, const network *net);
+/* The last completed update, held still until mn_optimizer_release (the
+ * next update waits): the parameters are the network's; its momentum is
+ * at momentum; its running statistics at stats, in the network's
+ * parameter order, or the network's own where stats is NULL; done: when it
+ * completed (mn_now). -1 where rescue is off or an update holds on for 5 s. */
+typedef struct {
+    uint64_t iteration, seen;
+    double done;
+    const float *momentum;
+    size_t nmomentum;
+    const float *stats;
+} mn_snapshot;
+int mn_optimizer_hold(mn_optimizer *o, mn_snapshot *s);
+void mn_optimizer_release(mn_optimizer *o);
 
 #endif

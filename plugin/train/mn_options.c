@@ -21,6 +21,7 @@ void mn_default_options(mn_options *opt)
     opt->bucket_mb = 1;
     opt->cache_mb = -1;
     opt->dbuf_fresh = -1;
+    opt->rescue = 1;
 }
 
 static int parse_int(const char *v, long lo, long hi, int *out)
@@ -46,7 +47,7 @@ static int copy_path(char *dst, size_t n, const char *k, const char *v, char *wh
 static const char *const keys =
     "communicator, allreduce_grad_dtype, double_buffering, double_buffering_fresh, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
     "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, bad_labels, collective_timeout, lock_lease, chart, "
-    "cache_mb, global_batch";
+    "cache_mb, global_batch, rescue";
 
 int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size_t cap)
 {
@@ -93,6 +94,7 @@ int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size
     else if (!strcmp(k, "collective_timeout")) num = &opt->collective_timeout;
     else if (!strcmp(k, "lock_lease")) { num = &opt->lock_lease; lo = 1; }
     else if (!strcmp(k, "chart")) flag = &opt->chart;
+    else if (!strcmp(k, "rescue")) flag = &opt->rescue;
     else if (!strcmp(k, "cache_mb")) num = *v ? &opt->cache_mb : NULL;   /* empty: the default */
     else if (!strcmp(k, "nonfinite") || !strcmp(k, "bad_labels")) {
         if (strcmp(v, "stop") && strcmp(v, "skip")) {

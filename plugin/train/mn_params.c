@@ -151,6 +151,20 @@ static void copy_params(network *net, float *buf, int into_net)
 
 void mn_params_pack(network *net, float *buf) { copy_params(net, buf, 0); }
 
+void mn_params_each(network *net, const float *stats, void (*fn)(const float *p, size_t n, void *arg), void *arg)
+{
+    for (int i = 0; i < mn_net_layers(net); ++i) {
+        mn_layer_info l = mn_layer_get(net, i);
+        mn_param p[MN_MAX_LAYER_PARAMS];
+        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
+        for (int j = 0; j < k; ++j)
+            if (stats && (p[j].data == l.rolling_mean || p[j].data == l.rolling_variance)) {
+                fn(stats, p[j].n, arg);
+                stats += p[j].n;
+            } else fn(p[j].data, p[j].n, arg);
+    }
+}
+
 mn_status mn_check_finite_params(const mn_comm *c, network *net, const char *path)
 {
     for (int i = 0; i < mn_net_layers(net); ++i) {
