@@ -575,10 +575,6 @@ double mn_optimizer_synced_at(const mn_optimizer *o)
     return o->mark;
 }
 
-/* Darknet leaves momentum*update in the update arrays and backward adds the
- * new gradient on top. Under float16 that momentum part would be rounded to
- * half on every step; setting it aside before backward (and adding it back
- * after the allreduce) keeps it in float32, exactly as every rank holds it. */
 /* The counters of the state the arrays hold now, as a snapshot's. */
 static void snap_counters(mn_optimizer *o, const network *net)
 {
@@ -587,6 +583,12 @@ static void snap_counters(mn_optimizer *o, const network *net)
     o->snap_time = mn_now();
 }
 
+/* Darknet leaves momentum*update in the update arrays and backward adds the
+ * new gradient on top. Under float16 that momentum part would be rounded to
+ * half on every step; setting it aside before backward (and adding it back
+ * after the allreduce) keeps it in float32, exactly as every rank holds it.
+ * rescue=1 sets it aside too, with the running statistics, under the lock,
+ * so that the last completed update stays readable while this step runs. */
 void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
 {
     o->mark = mn_now();

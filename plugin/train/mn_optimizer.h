@@ -5,7 +5,8 @@
 #include "mn_internal.h"
 
 /* Call before each train_network: with float16 it sets Darknet's momentum
- * part aside so that only the fresh gradient is rounded to half. */
+ * part aside so that only the fresh gradient is rounded to half; with
+ * rescue=1 it sets it and the running statistics aside for a rescue. */
 void mn_optimizer_begin_step(mn_optimizer *o, const network *net);
 /* Whether the last update's averaged gradient held NaN or Inf (it was zeroed). */
 int mn_optimizer_nonfinite(const mn_optimizer *o);
