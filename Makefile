@@ -457,6 +457,13 @@ test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_rerun.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_slurm.sh
 
+# The model zoo's rows on both C bases (stock cfgs trained or refused, N x b
+# = 1 x N*b on real cfgs; tests/run_zoo.sh, about 1.5 minutes): apart from
+# make test for its 12 minutes; CI runs it after make test.
+.PHONY: test-zoo
+test-zoo: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion $(BUILD)/tools/mn_fashion_det
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ./tests/run_zoo.sh
+
 .PHONY: test-hankai
 test-hankai: $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) ./tests/run_hankai_build.sh

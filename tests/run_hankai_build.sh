@@ -154,7 +154,10 @@ else bad "yolov4-tiny-fashion training (see $T/y4-train.log)"; tail -3 "$T/y4-tr
 # which AlexeyAB's fork decodes with stb_image and hank-ai's with OpenCV's
 # libjpeg: a pixel may differ by a level, and confidences by up to 0.0013
 # (seen). An object without a match may only be one that close to the
-# threshold. Prints the count and the largest differences.
+# threshold. Prints the count and the largest differences. An image where
+# neither finds an object above the threshold agrees (60 iterations of
+# training leave some images so: which ones moves with the rounding); the
+# images together must hold at least 20 objects.
 same_dets() {
     python3 - "$1" "$2" "$TH" << 'EOF'
 import json, sys
@@ -166,7 +169,6 @@ def objs(path):
     except (OSError, ValueError, KeyError, TypeError) as e:
         sys.exit("%s: %s" % (path, e))
 a, h = objs(sys.argv[1]), objs(sys.argv[2])
-if not a: sys.exit("AlexeyAB's fork found nothing")
 def dist(p, q): return max(abs(x - y) for x, y in zip(p[2], q[2]))
 dbox = dconf = 0.0
 left = []
@@ -187,6 +189,7 @@ EOF
 }
 ROOT=$(pwd)
 TH=0.02
+objects=0
 for i in 000000 000001 000002 000003 000004 000005; do
     img=$T/det/valid/$i.jpg
     # From $T: each writes predictions.jpg where it runs.
@@ -196,7 +199,11 @@ for i in 000000 000001 000002 000003 000004 000005; do
         -thresh $TH -dont_show -ext_output -out "hk-$i.json" > "hk-$i.log" 2>&1)
     if r=$(same_dets "$T/ab-$i.json" "$T/hk-$i.json" 2>&1); then ok "hankai detector test on valid/$i.jpg = AlexeyAB's: $r"
     else bad "hankai detector test on valid/$i.jpg against AlexeyAB's: $r (see $T/ab-$i.log, $T/hk-$i.log)"; fi
+    n=$(sed -n 's/^\([0-9]*\) objects.*/\1/p' <<< "$r")
+    objects=$((objects + ${n:-0}))
 done
+if [ "$objects" -ge 20 ]; then ok "hankai detector test: $objects objects compared over 6 images"
+else bad "hankai detector test: only $objects objects above $TH over 6 images (the trained weights detect too little to compare)"; fi
 
 
 # detector map on the same weights: the patched fork's detection count

@@ -10,7 +10,7 @@
 # and deterministic runs do not depend on the seed (box order), while the
 # initial weights do, and only on it.
 # Run by tests/run.sh (env T, MPI, BUILD, TEST_BIN, D), or alone from the
-# repository root; ZOO_BASES names the bases (make test: pjreddie and
+# repository root; ZOO_BASES names the bases (make test-zoo: pjreddie and
 # alexeyab; make test-hankai: hankai).
 . "$(dirname "$0")/lib.sh"
 ZOO_BASES=" ${ZOO_BASES:-pjreddie alexeyab} "
