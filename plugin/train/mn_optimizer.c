@@ -589,23 +589,9 @@ static void snap_counters(mn_optimizer *o, const network *net)
  * after the allreduce) keeps it in float32, exactly as every rank holds it.
  * rescue=1 sets it aside too, with the running statistics, under the lock,
  * so that the last completed update stays readable while this step runs. */
-void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
+/* The momentum part out of the update arrays, on the device or the host. */
+static void set_aside(mn_optimizer *o, const network *net)
 {
-    o->mark = mn_now();
-    o->seg = -1;
-    if (o->rescue) {
-        mn_optimizer_end_step(o, net);   /* a caller that trains without calling it */
-        pthread_mutex_lock(&o->hold);
-        stats_copy(o, 0);
-        memcpy(o->aside, o->arena, o->total * sizeof(float));
-        memset(o->arena, 0, o->total * sizeof(float));
-        o->is_aside = 1;
-        snap_counters(o, net);
-        o->done = 0;
-        pthread_mutex_unlock(&o->hold);
-        return;
-    }
-    if (o->skip) stats_copy(o, 0);
 #ifdef GPU
     if (o->aside_gpu && mn_net_get(net).gpu >= 0) {   /* the same on the device */
         size_t off = 0;
@@ -622,6 +608,24 @@ void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
     memcpy(o->aside, o->arena, o->total * sizeof(float));
     memset(o->arena, 0, o->total * sizeof(float));
     o->is_aside = 1;
+}
+
+void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
+{
+    o->mark = mn_now();
+    o->seg = -1;
+    if (!o->rescue) {
+        if (o->skip) stats_copy(o, 0);
+        set_aside(o, net);
+        return;
+    }
+    mn_optimizer_end_step(o, net);   /* a caller that trains without calling it */
+    pthread_mutex_lock(&o->hold);
+    stats_copy(o, 0);
+    set_aside(o, net);
+    snap_counters(o, net);
+    o->done = 0;
+    pthread_mutex_unlock(&o->hold);
 }
 
 void mn_optimizer_end_step(mn_optimizer *o, const network *net)
