@@ -184,6 +184,38 @@ static void prune(const mn_comm *c, const char *dir, const char *base, uint64_t 
 }
 
 
+/* A checkpoint file's body in the layout read_ckpt expects (header,
+ * experiment, parameters, momentum, checksum), streamed from the arrays
+ * themselves so that no packed copy of the model is made; the running
+ * statistics from stats where it is set (mn_params_each). Closes f; 1 when
+ * every byte was written. */
+typedef struct {
+    FILE *f;
+    uint64_t sum;
+    int ok;
+} ckpt_out;
+
+static void put(ckpt_out *w, const void *p, size_t n)
+{
+    w->sum = mn_fnv1a(w->sum, p, n);
+    w->ok = w->ok && fwrite(p, 1, n, w->f) == n;
+}
+
+static void put_floats(const float *p, size_t n, void *arg) { put(arg, p, n * sizeof(float)); }
+
+static int write_ckpt(FILE *f, const ckpt_header *h, const char *experiment, network *net, const float *stats,
+                      const float *momentum)
+{
+    ckpt_out w = {f, MN_FNV_SEED, 1};
+    put(&w, h, sizeof *h);
+    put(&w, experiment ? experiment : "", h->experiment);
+    mn_params_each(net, stats, put_floats, &w);
+    put_floats(momentum, h->nmomentum, &w);
+    uint64_t sum = w.sum;
+    w.ok = fwrite(&sum, sizeof sum, 1, f) == 1 && w.ok;
+    return (fclose(f) == 0) && w.ok;
+}
+
 static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const char *dir, const char *base, int keep,
                             const char *experiment, const mn_best *best)
 {
@@ -198,24 +230,12 @@ static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const cha
     ckpt_header h = {{0}, (uint32_t)c->size, (uint32_t)(in.batch * in.subdivisions), it, mn_net_seen(net),
                      np, nmom, run, now_ns(), nexp, best ? best->score : -1, best ? best->iteration : 0};
     memcpy(h.magic, CKPT_MAGIC, 8);
-    /* The same layout read_ckpt expects: header, experiment, parameters, momentum, checksum. */
-    float *buf = malloc((np + nmom + 1) * sizeof(float));
-    FILE *f = buf ? fopen(tmp, "wb") : NULL;
+    FILE *f = fopen(tmp, "wb");
     if (!f) {
-        mn_error(c, "cannot write checkpoint %s: %s", tmp, buf ? strerror(errno) : "out of memory");
-        free(buf);
+        mn_error(c, "cannot write checkpoint %s: %s", tmp, strerror(errno));
         return MN_ERR_USER;
     }
-    mn_params_pack(net, buf);
-    memcpy(buf + np, mom, nmom * sizeof(float));
-    uint64_t sum = mn_fnv1a(mn_fnv1a(MN_FNV_SEED, &h, sizeof h), experiment ? experiment : "", nexp);
-    sum = mn_fnv1a(sum, buf, (np + nmom) * sizeof(float));
-    int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(experiment ? experiment : "", 1, nexp, f) == nexp &&
-             fwrite(buf, sizeof(float), np + nmom, f) == np + nmom;
-    ok = ok && fwrite(&sum, sizeof sum, 1, f) == 1;
-    ok = (fclose(f) == 0) && ok;
-    free(buf);
-    if (!ok) {
+    if (!write_ckpt(f, &h, experiment, net, NULL, mom)) {
         mn_error(c, "writing checkpoint %s failed: %s", tmp, strerror(errno));
         remove(tmp);
         return MN_ERR_USER;
@@ -231,9 +251,8 @@ mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const ch
     return mn_agree(c, c->rank == 0 ? save_rank0(c, net, o, dir, base, keep, experiment, best) : MN_OK);
 }
 
-/* The rescue: the checkpoint save writes, streamed from the arrays the last
- * completed update left (mn_optimizer_hold) rather than packed, so that no
- * copy of the model waits in memory for a failure that may never come. */
+/* The rescue: the checkpoint save writes (write_ckpt), from the arrays the
+ * last completed update left (mn_optimizer_hold). */
 struct mn_rescue {
     mn_comm *c;
     network *net;
@@ -242,18 +261,7 @@ struct mn_rescue {
     char *experiment;     /* rank 0's, on every rank */
     const mn_best *best;
     uint64_t start;       /* the iteration the run started at */
-    FILE *f;              /* the write in progress, its checksum and whether it held */
-    uint64_t sum;
-    int ok;
 };
-
-static void put(mn_rescue *r, const void *p, size_t n)
-{
-    r->sum = mn_fnv1a(r->sum, p, n);
-    r->ok = r->ok && fwrite(p, 1, n, r->f) == n;
-}
-
-static void put_floats(const float *p, size_t n, void *arg) { put(arg, p, n * sizeof(float)); }
 
 static void rescue_write(void *arg)
 {
@@ -262,23 +270,15 @@ static void rescue_write(void *arg)
     if (mn_optimizer_hold(r->o, &s) != 0) return;
     char path[4096], tmp[4224];
     ckpt_path(path, sizeof path, r->dir, r->base, s.iteration);
-    if (s.iteration > r->start && mn_tmp_path(r->c, tmp, sizeof tmp, path) && (r->f = fopen(tmp, "wb"))) {
+    FILE *f;
+    if (s.iteration > r->start && mn_tmp_path(r->c, tmp, sizeof tmp, path) && (f = fopen(tmp, "wb"))) {
         mn_net_info in = mn_net_get(r->net);
         size_t nexp = strlen(r->experiment);
         ckpt_header h = {{0}, (uint32_t)r->c->size, (uint32_t)(in.batch * in.subdivisions), s.iteration, s.seen,
                          mn_params_count(r->net), s.nmomentum, lock_run(r->dir), (uint64_t)(s.done * 1e9), nexp,
                          r->best->score, r->best->iteration};
         memcpy(h.magic, CKPT_MAGIC, 8);
-        r->sum = MN_FNV_SEED;
-        r->ok = 1;
-        put(r, &h, sizeof h);
-        put(r, r->experiment, nexp);
-        mn_params_each(r->net, s.stats, put_floats, r);
-        put_floats(s.momentum, s.nmomentum, r);
-        uint64_t sum = r->sum;
-        r->ok = fwrite(&sum, sizeof sum, 1, r->f) == 1 && r->ok;
-        r->ok = fclose(r->f) == 0 && r->ok;
-        if (r->ok && mn_commit_file(r->c, tmp, path) == MN_OK)
+        if (write_ckpt(f, &h, r->experiment, r->net, s.stats, s.momentum) && mn_commit_file(r->c, tmp, path) == MN_OK)
             fprintf(mn_output_errors(), "darknet-mn: rank %d (%s): ending: the last completed update, iteration %llu, "
                     "written to %s (a rerun resumes there)\n", r->c->rank, r->c->host,
                     (unsigned long long)s.iteration, path);
@@ -303,7 +303,7 @@ mn_status mn_rescue_open(mn_comm *c, network *net, mn_optimizer *o, const char *
     if (c->rank == 0) memcpy(text, experiment, n);
     text[n] = 0;
     MN_MPI(c, MPI_Bcast(text, (int)n, MPI_CHAR, 0, c->world));
-    *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net), NULL, 0, 0};
+    *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net)};
     if (c->intra_rank < 2) mn_rescue_register(rescue_write, r);
     *out = r;
     return MN_OK;

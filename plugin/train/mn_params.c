@@ -157,6 +157,7 @@ void mn_params_each(network *net, const float *stats, void (*fn)(const float *p,
         mn_layer_info l = mn_layer_get(net, i);
         mn_param p[MN_MAX_LAYER_PARAMS];
         int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
+        mn_layer_move(mn_net_layer(net, i), 0);
         for (int j = 0; j < k; ++j)
             if (stats && (p[j].data == l.rolling_mean || p[j].data == l.rolling_variance)) {
                 fn(stats, p[j].n, arg);

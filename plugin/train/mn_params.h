@@ -10,7 +10,8 @@
 size_t mn_params_count(const network *net);
 void mn_params_pack(network *net, float *buf);
 void mn_params_unpack(network *net, const float *buf);
-/* Each array of that order to fn, the running statistics taken from stats
- * (their values in that order) where stats is not NULL. CPU runs. */
+/* Each array of that order to fn (pulled from the GPU first in a GPU run),
+ * the running statistics taken from stats (their values in that order)
+ * where stats is not NULL. */
 void mn_params_each(network *net, const float *stats, void (*fn)(const float *p, size_t n, void *arg), void *arg);
 #endif
