@@ -218,7 +218,7 @@ endif
 LIBMN := $(OBJ)/libdarknet_mn.a
 LIBDK := $(DK)/libdarknet.a
 
-.PHONY: all deps darknet test demo bench bench-hankai bench-engine bench-time-to-map clean distclean gpu-build
+.PHONY: all deps darknet test demo bench bench-hankai bench-engine bench-layers bench-time-to-map clean distclean gpu-build
 all: $(PROG)
 
 # scripts/deps.sh installs (Debian/Ubuntu, as root or with sudo) or checks
@@ -488,6 +488,10 @@ bench-time-to-map:
 bench-hankai:
 	./bench/hankai.sh
 
+# Where one rank's step goes, layer by layer, against one thread of the
+# core's sgemm timed in the same runs (bench step -layers): bench/results/step-layers.txt.
+bench-layers: $(PROG)
+	./bench/layers.sh
 # The gemm calls of a training image, timed through this build's gemm (bench/engine.sh).
 $(OBJ)/bench_gemm: bench/gemm_shapes.c $(LIBDK)
 	$(MPICC) $(CPPFLAGS) $(CFLAGS) $< $(LIBDK) -o $@ $(LDLIBS)

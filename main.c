@@ -26,7 +26,7 @@ static void usage(void)
             "  partial <cfg> <weights> <out> <layers>\n"
             "  bench allreduce [cfg] [-iters K] [-max BYTES] [-nogpu]\n"
             "  bench replica <cfg> [-iters K] [-nogpu]\n"
-            "  bench step <cfg> [-iters K] [-batch N] [-nogpu]\n"
+            "  bench step <cfg> [-iters K] [-batch N] [-layers] [-nogpu]\n"
             "  info [cfg] [-nogpu]\n"
             "  version\n"
             "every command also takes -log FILE (rank 0's output into FILE) and -dont_show (nothing is shown)\n");
@@ -51,7 +51,7 @@ static const command commands[] = {
     {"partial", NULL, 4, 0, "-nogpu"},
     {"bench", "allreduce", 0, 1, "-iters -max -nogpu"},
     {"bench", "replica", 1, 0, "-iters -nogpu"},
-    {"bench", "step", 1, 0, "-iters -batch -nogpu"},
+    {"bench", "step", 1, 0, "-iters -batch -layers -nogpu"},
     {"info", NULL, 0, 1, "-nogpu"},
 };
 /* Every command takes these: -log FILE (hank-ai's: rank 0's output into

@@ -7,6 +7,8 @@ with darknet-mn fall below 90% scaling efficiency?
     bench/scale_model.py --count CFG     a cfg's gradient floats, counted from
                                          its text (for cfgs this Darknet cannot
                                          parse, e.g. AlexeyAB's yolov4-tiny)
+    bench/scale_model.py --flops CFG     its layers and an image's training
+                                         GFLOP as bench step -layers counts them
 
 Weak scaling: every rank keeps its batch, so one update costs a rank its
 compute time Tc plus the part of the gradient allreduce that is not hidden;
@@ -109,7 +111,9 @@ def parse_cfg(path):
     return sections
 
 
-def count_grad_floats(path):
+def walk_layers(path):
+    """A cfg's layers: (gradient floats, forward FLOP of an image) each, the
+    FLOP of convolutional and connected layers (2 per multiply-add)."""
     secs = parse_cfg(path)
     if not secs or secs[0][0] not in ("net", "network"):
         raise ValueError("%s: the first section is not [net]" % path)
@@ -117,20 +121,24 @@ def count_grad_floats(path):
     h, w, c = int(opt.get("height", 0)), int(opt.get("width", 0)), int(opt.get("channels", 0))
     if not h * w * c:
         h, w, c = 1, 1, int(opt.get("inputs", 0))
-    shapes, total = [], 0
+    shapes, layers = [], []
     for kind, o in secs[1:]:
         if kind == "distributed":
             continue   # darknet-mn's options, not a layer
         i = len(shapes)   # this layer's index, as route counts
         g = lambda k, d: int(o.get(k, d))
+        floats, flops = 0, 0
         if kind in ("convolutional", "conv"):
             n, size, stride, groups = g("filters", 1), g("size", 1), g("stride", 1), g("groups", 1)
             pad = size // 2 if g("pad", 0) else g("padding", 0)
-            total += n + (n if g("batch_normalize", 0) else 0) + n * (c // groups) * size * size
-            h, w, c = (h + 2 * pad - size) // stride + 1, (w + 2 * pad - size) // stride + 1, n
+            floats = n + (n if g("batch_normalize", 0) else 0) + n * (c // groups) * size * size
+            h, w = (h + 2 * pad - size) // stride + 1, (w + 2 * pad - size) // stride + 1
+            flops = 2 * n * size * size * (c // groups) * h * w
+            c = n
         elif kind in ("connected", "conn"):
             n, inputs = g("output", 1), h * w * c
-            total += n + n * inputs + (n if g("batch_normalize", 0) else 0)
+            floats = n + n * inputs + (n if g("batch_normalize", 0) else 0)
+            flops = 2 * inputs * n
             h, w, c = 1, 1, n
         elif kind in ("maxpool", "max"):
             size = g("size", 1)
@@ -152,7 +160,20 @@ def count_grad_floats(path):
         else:
             raise ValueError("%s: layer %d [%s] is not counted by this model" % (path, i, kind))
         shapes.append((h, w, c))
-    return total
+        layers.append((floats, flops))
+    return layers
+
+
+def count_grad_floats(path):
+    return sum(f for f, _ in walk_layers(path))
+
+
+def training_flops(path):
+    """(layers, an image's forward + backward FLOP): a layer's backward is
+    twice its forward (input and weight gradients), layer 0's once (no
+    input gradient), as bench step -layers counts."""
+    layers = walk_layers(path)
+    return len(layers), sum(f * (3 if i else 2) for i, (_, f) in enumerate(layers))
 
 
 # --- inputs ------------------------------------------------------------------
@@ -268,8 +289,12 @@ def main(argv):
     if len(argv) == 3 and argv[1] == "--count":
         print("count cfg=%s grad_floats=%d" % (argv[2], count_grad_floats(argv[2])))
         return 0
+    if len(argv) == 3 and argv[1] == "--flops":
+        n, flops = training_flops(argv[2])
+        print("flops cfg=%s layers=%d train_flop_per_image=%d" % (argv[2], n, flops))
+        return 0
     if len(argv) > 2 or (len(argv) == 2 and argv[1].startswith("-")):
-        sys.stderr.write("usage: bench/scale_model.py [INPUTS] | --count CFG\n")
+        sys.stderr.write("usage: bench/scale_model.py [INPUTS] | --count CFG | --flops CFG\n")
         return 2
     print(report(argv[1] if len(argv) == 2 else "bench/results/scale-model.txt"))
     return 0

@@ -341,16 +341,30 @@ mn_cfg_edit() {
     fi
 }
 
-# bench_step LABEL BIN: BIN's bench step on cfg/yolov4-tiny-fashion.cfg runs
-# its base's own CPU passes: one step line, every gradient float counted
-# (bench/scale_model.py's count, exactly) and a forward and a backward that
-# took time. (On the forks it read a NULL input buffer: SIGSEGV.)
+# bench_step LABEL BIN [CFG]: BIN's bench step on CFG (the forks':
+# cfg/yolov4-tiny-fashion.cfg) runs its base's own CPU passes: one step
+# line, every gradient float counted (bench/scale_model.py's count, exactly)
+# and a forward and a backward that took time. (On the forks it read a NULL
+# input buffer: SIGSEGV.) -layers: a row per layer (the forward hook of
+# patch 0015 / 0021 on every layer) and the training GFLOP of the batch as
+# scale_model.py counts them from the cfg's text, to the printed digit;
+# with OpenBLAS, the sgemm reference and the fraction.
 bench_step() {
-    local c=cfg/yolov4-tiny-fashion.cfg out got want
+    local c=${3:-cfg/yolov4-tiny-fashion.cfg} out got want rows sum flops layers batch
     out=$(timeout 120 "$2" bench step "$c" -iters 2 2>&1)
     got=$(sed -n 's/^step .* grad_floats=\([0-9]*\) .* forward_s=\([0-9.]*\) backward_s=\([0-9.]*\) .*/\1 \2 \3/p' <<< "$out")
     want=$(python3 bench/scale_model.py --count "$c" | sed 's/.*grad_floats=//')
     if [ -n "$got" ] && [ "${got%% *}" = "$want" ] && awk '{ exit !($2 > 0 && $3 > 0) }' <<< "$got"; then
         ok "$1 bench step $c: $want gradient floats, forward and backward $(cut -d' ' -f2,3 <<< "$got") s"
     else bad "$1 bench step $c: '$got', want $want floats: $(grep -a 'darknet-mn\|^step' <<< "$out" | head -2)"; fi
+    out=$(timeout 120 "$2" bench step "$c" -iters 2 -layers 2>&1)
+    read -r layers flops < <(python3 bench/scale_model.py --flops "$c" | sed 's/.*layers=\([0-9]*\) train_flop_per_image=/\1 /')
+    batch=$(sed -n 's/^step .* batch=\([0-9]*\) cfg_batch.*/\1/p' <<< "$out")
+    rows=$(grep -c '^layer  *[0-9]' <<< "$out")
+    sum=$(grep -a '^layers ' <<< "$out")
+    want=$(awk -v f="$flops" -v b="${batch:-0}" 'BEGIN { printf "%.3f", f * b / 1e9 }')
+    if [ "$rows" = "$layers" ] && [[ $sum == *" gflop=$want "* ]] && [[ $sum =~ gflops=[0-9.]+\ sgemm_gflops=[0-9.]+\ fraction=[0-9.]+$ ]] &&
+       ! grep -q '^layer .* convolutional .* 0\.0 ' <<< "$out"; then
+        ok "$1 bench step -layers: $rows rows, ${sum#layers }"
+    else bad "$1 bench step -layers: $rows rows (want $layers), '$sum' (want gflop=$want and the sgemm fraction): $(grep -a 'darknet-mn' <<< "$out" | head -2)"; fi
 }

@@ -50,15 +50,11 @@ done
 
 echo "== end-to-end"
 # The scale model (bench/scale_model.py) against closed forms, and its cfg
-# counter against `bench step`'s gradient floats; bench step refuses a batch
-# larger than the cfg's.
+# counter against `bench step`'s gradient floats and -layers' GFLOP; bench
+# step refuses a batch larger than the cfg's.
 run_unit scale-model 1 -- python3 tests/test_scale_model.py
-for c in cfg/fashion.cfg cfg/fashion-det.cfg; do
-    got=$(timeout 60 ./darknet_mn bench step "$c" -iters 1 2>/dev/null | sed -n 's/^step .* grad_floats=\([0-9]*\) .*/\1/p')
-    want=$(python3 bench/scale_model.py --count "$c" | sed 's/.*grad_floats=//')
-    if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "bench-step-count $c ($got floats)"
-    else bad "bench-step-count $c: bench step '$got', scale_model '$want'"; fi
-done
+bench_step pjreddie ./darknet_mn cfg/fashion.cfg
+bench_step pjreddie ./darknet_mn cfg/fashion-det.cfg
 timeout 60 ./darknet_mn bench step cfg/fashion.cfg -batch 65 > "$T/step-batch.out" 2>&1
 rc=$?
 if [ $rc = $EX_USER ] && grep -q "^darknet-mn: rank 0 (.*): bench step: -batch 65 is more than cfg/fashion.cfg's batch/subdivisions (64)$" "$T/step-batch.out"

@@ -77,6 +77,7 @@ typedef struct {
     const char *name;                 /* the base's name of its type, for messages ("convolutional") */
     int batch, inputs, outputs;       /* images per pass; floats per image in and out */
     int out_w, out_h, n;              /* output size; filters of a convolutional layer */
+    double flops;                     /* an image's forward multiply-adds x 2 (convolutional, connected; else 0) */
     int batch_normalize, dontsave, dontload, dontloadscales;
     /* An output layer's: what the detector's loader and evaluation read. */
     int classes, coords, max_boxes;
@@ -86,6 +87,13 @@ typedef struct {
     float *updates[MN_UPDATES], *updates_gpu[MN_UPDATES];  /* weight, bias, scale updates, or NULL */
 } mn_layer_info;
 mn_layer_info mn_layer_get(const network *net, int i);
+/* The adapters' mn_layer_info.flops from their layer's fields. */
+static inline double mn_layer_flops(int conv, int connected, int n, int size, int c, int groups, int out_hw, int inputs,
+                                    int outputs)
+{
+    if (conv) return 2.0 * n * size * size * (c / (groups > 0 ? groups : 1)) * out_hw;
+    return connected ? 2.0 * inputs * outputs : 0;
+}
 mn_layer_info mn_layer_last(const network *net);
 /* Layer i's update array `which` (MN_UPDATE_*) becomes p (host memory). */
 void mn_layer_set_update(network *net, int i, int which, float *p);
@@ -110,7 +118,8 @@ void mn_net_set_train(network *net, int train);
 typedef struct {
     int ranks;                              /* processes sharing every update: seen counts all their images */
     int (*sync)(network *net);              /* before any layer updates; nonzero skips this update */
-    void (*backward)(network *net, int i);  /* after layer i's backward, and with i = layers after forward; or NULL */
+    void (*backward)(network *net, int i);  /* after layer i's backward, and with i = layers before the first; or NULL */
+    void (*forward)(network *net, int i);   /* after layer i's forward on the CPU (patch 0015); or NULL */
     void *arg;
 } mn_net_hooks;
 void mn_net_set_hooks(network *net, const mn_net_hooks *h);

@@ -204,6 +204,7 @@ void mn_net_set_hooks(network *net, const mn_net_hooks *h)
     n.ranks = h ? h->ranks : 1;
     n.sync = h ? reinterpret_cast<int (*)(Darknet::Network *)>(h->sync) : nullptr;
     n.backward_hook = h ? reinterpret_cast<void (*)(Darknet::Network *, int)>(h->backward) : nullptr;
+    n.forward_hook = h ? reinterpret_cast<void (*)(Darknet::Network *, int)>(h->forward) : nullptr;
     n.sync_arg = h ? h->arg : nullptr;
 }
 
@@ -229,6 +230,8 @@ mn_layer_info mn_layer_get(const network *net, int i)
     in.out_w = l.out_w;
     in.out_h = l.out_h;
     in.n = l.n;
+    in.flops = mn_layer_flops(l.type == T::CONVOLUTIONAL, l.type == T::CONNECTED, l.n, l.size, l.c, l.groups,
+                              l.out_h * l.out_w, l.inputs, l.outputs);
     in.batch_normalize = l.batch_normalize;
     in.dontsave = l.dontsave;
     in.dontload = l.dontload;

@@ -62,6 +62,7 @@ void mn_net_set_hooks(network *net, const mn_net_hooks *h)
     net->ranks = h ? h->ranks : 1;
     net->sync = h ? h->sync : NULL;
     net->backward_hook = h ? h->backward : NULL;
+    net->forward_hook = h ? h->forward : NULL;
     net->sync_arg = h ? h->arg : NULL;
 }
 
@@ -102,6 +103,8 @@ mn_layer_info mn_layer_get(const network *net, int i)
         .out_w = l->out_w,
         .out_h = l->out_h,
         .n = l->n,
+        .flops = mn_layer_flops(l->type == CONVOLUTIONAL, l->type == CONNECTED, l->n, l->size, l->c, l->groups,
+                                l->out_h * l->out_w, l->inputs, l->outputs),
         .batch_normalize = l->batch_normalize,
         .dontsave = l->dontsave,
         .dontload = l->dontload,

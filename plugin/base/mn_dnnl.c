@@ -2,11 +2,13 @@
  * adapters make: no Darknet struct is read here. Darknet's tensors stay
  * plain (NCHW, OIHW / GOIHW); each primitive is created with its layouts
  * left to oneDNN (blocked ones are its fast kernels), and reorders move the
- * tensors in and out of them around each call. The primitives take one
- * image, run image by image, and each image's weight gradient is added to
- * weight_updates in turn, as Darknet's gemm loop does: an image's sums are
- * then the same in any batch, so N ranks x b images (or b x subdivisions)
- * give what 1 x N*b gives, as with Darknet's own loop. */
+ * tensors in and out of them around each call. The primitives take the
+ * pass's whole batch (a subdivision's images) in one call: on a YOLO cfg's
+ * deep layers one image is too small a problem for oneDNN's kernels, and
+ * one call pays one reorder per tensor instead of one per image. oneDNN
+ * then sums the batch's weight gradient itself, in its own order, so N
+ * ranks x b images give what 1 x N*b gives to float rounding (as the
+ * allreduce's sum does), not to the bit. */
 #include <stdlib.h>
 #include <string.h>
 #include "mn_dnnl.h"
@@ -26,14 +28,14 @@ typedef struct {
 } arg;
 
 typedef struct {
-    int key[12];     /* the mn_conv sizes the primitives were made for */
+    int key[13];     /* the mn_conv sizes the primitives were made for */
     int ready;
     dnnl_primitive_t fwd, bwd_data, bwd_weights;
     arg f_src, f_wei, f_dst;
     arg d_src, d_wei, d_dst;   /* backward data: diff_src, weights, diff_dst */
     arg w_src, w_wei, w_dst;   /* backward weights: src, diff_weights, diff_dst */
-    float *dw;   /* one step's weight gradient, added into weight_updates */
-    float *dx;   /* the input gradient, added into the delta */
+    float *dw;   /* one pass's weight gradient, added into weight_updates */
+    float *dx;   /* the batch's input gradient, added into the delta */
 } conv;
 
 struct mn_dnnl {
@@ -131,14 +133,13 @@ static void arg_done(mn_dnnl *d, int i, arg *a)
 }
 
 static size_t conv_inputs(const mn_conv *l) { return (size_t)l->c * l->h * l->w; }
-static size_t conv_outputs(const mn_conv *l) { return (size_t)l->n * l->out_h * l->out_w; }
 static size_t conv_nweights(const mn_conv *l) { return (size_t)l->c / l->groups * l->n * l->size * l->size; }
 
 /* The three primitives of layer i at its current shape. */
 static void conv_make(mn_dnnl *d, int i, const mn_conv *l, conv *v)
 {
     int gr = l->groups;
-    dnnl_dims_t sd = {1, l->c, l->h, l->w}, dd = {1, l->n, l->out_h, l->out_w};
+    dnnl_dims_t sd = {l->batch, l->c, l->h, l->w}, dd = {l->batch, l->n, l->out_h, l->out_w};
     dnnl_dims_t wd = {gr, l->n / gr, l->c / gr, l->size, l->size};
     dnnl_dims_t wd4 = {l->n, l->c, l->size, l->size};
     int ext = (l->size - 1) * l->dilation + 1;
@@ -174,7 +175,7 @@ static void conv_make(mn_dnnl *d, int i, const mn_conv *l, conv *v)
     arg_make(d, i, &v->f_wei, &w, fpd, dnnl_query_weights_md, 0, NULL);
     arg_make(d, i, &v->f_dst, &o, fpd, dnnl_query_dst_md, 1, NULL);
     /* In backward the weights are those forward reordered (Darknet changes
-     * them only in the update); an image's diff_dst is reordered once for both. */
+     * them only in the update); diff_dst is reordered once for both. */
     arg_make(d, i, &v->w_dst, &o, wpd, dnnl_query_diff_dst_md, 0, NULL);
     arg_make(d, i, &v->w_src, &s, wpd, dnnl_query_src_md, 0, NULL);
     arg_make(d, i, &v->w_wei, &w, wpd, dnnl_query_diff_weights_md, 1, NULL);
@@ -185,7 +186,7 @@ static void conv_make(mn_dnnl *d, int i, const mn_conv *l, conv *v)
     dnnl_primitive_desc_destroy(dpd);
     dnnl_primitive_desc_destroy(wpd);
     v->dw = malloc(sizeof(float) * conv_nweights(l));
-    v->dx = malloc(sizeof(float) * conv_inputs(l));
+    v->dx = malloc(sizeof(float) * conv_inputs(l) * l->batch);
     if (!v->dw || !v->dx) mn_abort(d->comm, "layer %d (convolutional): no memory for oneDNN's gradients", i);
 }
 
@@ -193,7 +194,7 @@ static void conv_make(mn_dnnl *d, int i, const mn_conv *l, conv *v)
 static conv *conv_of(mn_dnnl *d, int i, const mn_conv *l)
 {
     conv *v = &d->layers[i];
-    int key[12] = {l->c, l->h, l->w, l->n, l->out_h, l->out_w, l->groups, l->size,
+    int key[13] = {l->batch, l->c, l->h, l->w, l->n, l->out_h, l->out_w, l->groups, l->size,
                    l->stride_h, l->stride_w, l->dilation, l->pad};
     if (v->ready && !memcmp(v->key, key, sizeof key)) return v;
     conv_free(v);
@@ -208,13 +209,11 @@ int mn_dnnl_forward(void *engine, int i, const mn_conv *l, const float *input, f
     mn_dnnl *d = engine;
     if (!d || i < 0 || i >= d->n || !d->on[i]) return 0;
     conv *v = conv_of(d, i, l);
-    dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, NULL}, {DNNL_ARG_WEIGHTS, arg_in(d, i, &v->f_wei, l->weights)}, {DNNL_ARG_DST, NULL}};
-    for (int b = 0; b < l->batch; ++b) {
-        a[0].memory = arg_in(d, i, &v->f_src, input + b * conv_inputs(l));
-        a[2].memory = arg_out(d, i, &v->f_dst, out + b * conv_outputs(l));
-        run(d, i, "convolution forward", v->fwd, 3, a);
-        arg_done(d, i, &v->f_dst);
-    }
+    dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, arg_in(d, i, &v->f_src, input)},
+                            {DNNL_ARG_WEIGHTS, arg_in(d, i, &v->f_wei, l->weights)},
+                            {DNNL_ARG_DST, arg_out(d, i, &v->f_dst, out)}};
+    run(d, i, "convolution forward", v->fwd, 3, a);
+    arg_done(d, i, &v->f_dst);
     return 1;
 }
 
@@ -223,28 +222,24 @@ int mn_dnnl_backward(void *engine, int i, const mn_conv *l, const float *input, 
     mn_dnnl *d = engine;
     if (!d || i < 0 || i >= d->n || !d->on[i]) return 0;
     conv *v = conv_of(d, i, l);
-    size_t inputs = conv_inputs(l), nweights = conv_nweights(l);
-    /* Forward reordered these weights (Darknet's backward always follows it). */
-    dnnl_exec_arg_t w[3] = {{DNNL_ARG_SRC, NULL}, {DNNL_ARG_DIFF_DST, NULL}, {DNNL_ARG_DIFF_WEIGHTS, NULL}};
-    dnnl_exec_arg_t x[3] = {{DNNL_ARG_DIFF_DST, NULL}, {DNNL_ARG_WEIGHTS, NULL}, {DNNL_ARG_DIFF_SRC, NULL}};
-    if (delta) x[1].memory = arg_in(d, i, &v->d_wei, l->weights);
-    for (int b = 0; b < l->batch; ++b) {
-        float *dy = l->delta + b * conv_outputs(l);
-        w[0].memory = arg_in(d, i, &v->w_src, input + b * inputs);
-        w[1].memory = arg_in(d, i, &v->w_dst, dy);
-        w[2].memory = arg_out(d, i, &v->w_wei, v->dw);
-        run(d, i, "convolution backward weights", v->bwd_weights, 3, w);
-        arg_done(d, i, &v->w_wei);
-        for (size_t k = 0; k < nweights; ++k) l->weight_updates[k] += v->dw[k];
-        if (!delta) continue;
-        float *dxb = delta + b * inputs, *dx = overwrite ? dxb : v->dx;
-        x[0].memory = arg_in(d, i, &v->d_dst, dy);
-        x[2].memory = arg_out(d, i, &v->d_src, dx);
-        run(d, i, "convolution backward data", v->bwd_data, 3, x);
-        arg_done(d, i, &v->d_src);
-        if (!overwrite)
-            for (size_t k = 0; k < inputs; ++k) dxb[k] += dx[k];
-    }
+    size_t inputs = conv_inputs(l) * l->batch, nweights = conv_nweights(l);
+    dnnl_exec_arg_t w[3] = {{DNNL_ARG_SRC, arg_in(d, i, &v->w_src, input)},
+                            {DNNL_ARG_DIFF_DST, arg_in(d, i, &v->w_dst, l->delta)},
+                            {DNNL_ARG_DIFF_WEIGHTS, arg_out(d, i, &v->w_wei, v->dw)}};
+    run(d, i, "convolution backward weights", v->bwd_weights, 3, w);
+    arg_done(d, i, &v->w_wei);
+    for (size_t k = 0; k < nweights; ++k) l->weight_updates[k] += v->dw[k];
+    if (!delta) return 1;
+    /* Forward reordered these weights (Darknet's backward always follows it,
+     * and changes them only in the update). */
+    float *dx = overwrite ? delta : v->dx;
+    dnnl_exec_arg_t x[3] = {{DNNL_ARG_DIFF_DST, arg_in(d, i, &v->d_dst, l->delta)},
+                            {DNNL_ARG_WEIGHTS, arg_in(d, i, &v->d_wei, l->weights)},
+                            {DNNL_ARG_DIFF_SRC, arg_out(d, i, &v->d_src, dx)}};
+    run(d, i, "convolution backward data", v->bwd_data, 3, x);
+    arg_done(d, i, &v->d_src);
+    if (!overwrite)
+        for (size_t k = 0; k < inputs; ++k) delta[k] += dx[k];
     return 1;
 }
 

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <sys/resource.h>
 #include "mn_internal.h"
+#include "mn_engine.h"
 #include "mn_replica.h"
 
 /* The guard of bench allreduce (per size) and bench replica (the run), in
@@ -415,14 +416,20 @@ mn_status mn_bench_replica(mn_comm *c, int argc, char **argv)
     return s;
 }
 
-/* ./darknet_mn bench step <cfg> [-iters K] [-batch N]: one rank's compute per
- * forward/backward pass, the scale model's input (bench/scale_model.py).
+/* ./darknet_mn bench step <cfg> [-iters K] [-batch N] [-layers]: one rank's
+ * compute per forward/backward pass, the scale model's input
+ * (bench/scale_model.py).
  * Forward, backward and update timed apart (the backward share bounds what
  * an overlapped allreduce can hide), medians of K after one warm-up, on
  * constant input with zero truth (detection layers see no objects). N
  * images per pass, at most the cfg's batch/subdivisions (a slow CPU can
  * time yolov3 one image at a time). No allreduce: the hook is not attached.
- * Wall and CPU times both: on a shared machine the CPU time is the compute. */
+ * Wall and CPU times both: on a shared machine the CPU time is the compute.
+ * -layers (CPU passes): each layer's forward and backward wall time too,
+ * from the network's per-layer hooks, with GFLOP/s where the layer has
+ * multiply-adds, and the whole step's GFLOP/s against one thread of this
+ * core's sgemm timed in the same run: the gap to the limit, on this
+ * machine and cfg. */
 static void sync_device(const mn_comm *c)
 {
 #ifdef GPU
@@ -441,7 +448,69 @@ static double thread_cpu_now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
+/* -layers: the hooks' clock. Layer i's time is from the previous hook (or
+ * the pass's start) to its own, so Darknet's work between layers (clearing
+ * a delta) counts to the layer it is for. */
+typedef struct {
+    int n, it;
+    double last;
+    double *fwd, *bwd;   /* [iteration * n + layer] */
+} layer_clock;
+
+static void layer_forward(network *net, int i)
+{
+    layer_clock *k = mn_net_hook_arg(net);
+    double now = mn_now();
+    if (k->it >= 0) k->fwd[k->it * k->n + i] = now - k->last;
+    k->last = now;
+}
+
+static void layer_backward(network *net, int i)
+{
+    layer_clock *k = mn_net_hook_arg(net);
+    double now = mn_now();
+    if (k->it >= 0 && i < k->n) k->bwd[k->it * k->n + i] = now - k->last;
+    k->last = now;
+}
+
+static double median_of(double *t, int n, int stride)
+{
+    double v[n];
+    for (int k = 0; k < n; ++k) v[k] = t[k * stride];
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+/* Rank 0's table of -layers: a layer's backward multiply-adds are twice its
+ * forward's (weights and input gradients), once for layer 0 (no input
+ * gradient); the step's GFLOP/s is all layers' over forward + backward. */
+static void print_layers(const network *net, const layer_clock *k, int iters, int batch, double sgemm)
+{
+    double f_all = 0, b_all = 0, flop_all = 0;
+    printf("# per layer, medians of %d iterations, wall ms; GFLOP/s where the layer multiplies\n", iters);
+    printf("# %3s %-16s %-14s %10s %10s %8s %10s %10s\n", "i", "layer", "output", "fwd ms", "bwd ms", "GFLOP",
+           "fwd GF/s", "bwd GF/s");
+    for (int i = 0; i < k->n; ++i) {
+        mn_layer_info l = mn_layer_get(net, i);
+        double f = median_of(k->fwd + i, iters, k->n), b = median_of(k->bwd + i, iters, k->n);
+        double ff = l.flops * batch, bf = ff * (i ? 2 : 1);
+        char out[32];
+        snprintf(out, sizeof out, "%dx%dx%d", l.out_w, l.out_h, l.n && l.kind == MN_LAYER_CONVOLUTIONAL ? l.n
+                                                                  : l.outputs / (l.out_w * l.out_h > 0 ? l.out_w * l.out_h : 1));
+        printf("layer %3d %-16s %-14s %10.3f %10.3f %8.3f", i, l.name, out, f * 1e3, b * 1e3, ff / 1e9);
+        if (ff > 0) printf(" %10.1f %10.1f\n", f > 0 ? ff / f / 1e9 : 0, b > 0 ? bf / b / 1e9 : 0);
+        else printf(" %10s %10s\n", "-", "-");
+        f_all += f, b_all += b, flop_all += ff + bf;
+    }
+    double gf = flop_all / (f_all + b_all) / 1e9;
+    printf("layers forward_s=%.6f backward_s=%.6f gflop=%.3f gflops=%.1f", f_all, b_all, flop_all / 1e9, gf);
+    if (sgemm > 0)
+        printf(" sgemm_gflops=%.1f fraction=%.2f\n# the passes ran at %.0f%% of this core's single-thread sgemm "
+               "(1024^3, timed in this run)\n", sgemm, gf / sgemm, 100 * gf / sgemm);
+    else printf("\n# no sgemm reference: built without OpenBLAS (BLAS=0)\n");
+}
+
+static mn_status step(mn_comm *c, const char *cfg, int iters, int batch, int per_layer)
 {
     network *net;
     MN_CHECK(mn_load_network(c, cfg, NULL, 0, &net, NULL));
@@ -453,6 +522,19 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
         s = MN_ERR_USER;
     }
     if (s == MN_OK && batch) mn_base_set_batch(net, batch);
+    if (s == MN_OK && per_layer && mn_base_gpu() >= 0) {
+        if (c->rank == 0)
+            mn_error(c, "bench step -layers: per-layer times are of CPU passes; run it with -nogpu");
+        s = MN_ERR_USER;
+    }
+    layer_clock clock = {.n = mn_net_layers(net)};
+    if (per_layer) {
+        clock.fwd = calloc((size_t)iters * clock.n, sizeof(double));
+        clock.bwd = calloc((size_t)iters * clock.n, sizeof(double));
+        if (!clock.fwd || !clock.bwd) s = MN_ERR_NOMEM;
+        mn_net_hooks h = {.ranks = 1, .forward = layer_forward, .backward = layer_backward, .arg = &clock};
+        mn_net_set_hooks(net, &h);
+    }
     size_t floats = 0;
     for (int i = 0; i < mn_net_layers(net); ++i) {
         mn_param p[MN_MAX_LAYER_PARAMS];
@@ -468,8 +550,9 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
     if (!t || !input) s = MN_ERR_NOMEM;
     for (int it = -1; s == MN_OK && it < iters; ++it) {
         double w[4], u[4];
-        w[0] = mn_now(), u[0] = thread_cpu_now();
         mn_net_set_train(net, 1);
+        clock.it = it;
+        w[0] = clock.last = mn_now(), u[0] = thread_cpu_now();
         if (mn_base_forward(net, input)) {
             if (c->rank == 0)
                 mn_error(c, "bench step %s: %s runs no pass alone on a GPU; pjreddie's base does (make GPU=1)", cfg,
@@ -502,7 +585,10 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
         printf("step cfg=%s grad_floats=%zu batch=%d cfg_batch=%d subdivisions=%d forward_s=%.6f backward_s=%.6f "
                "update_s=%.6f forward_cpu_s=%.6f backward_cpu_s=%.6f update_cpu_s=%.6f\n", cfg, floats, in.batch,
                cfg_batch, in.subdivisions, med[0], med[1], med[2], med[3], med[4], med[5]);
+        if (per_layer) print_layers(net, &clock, iters, in.batch, mn_engine_sgemm_gflops());
     }
+    free(clock.fwd);
+    free(clock.bwd);
     free(t);
     free(input);
     mn_base_free(net);
@@ -512,6 +598,7 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch)
 mn_status mn_bench_step(mn_comm *c, int argc, char **argv)
 {
     long iters = 5, batch = 0;
+    int per_layer = 0;
     const char *cfg = NULL, *bad = NULL;
     for (int i = 3; i < argc && !bad; ++i) {
         long *num = !strcmp(argv[i], "-iters") ? &iters : !strcmp(argv[i], "-batch") ? &batch : NULL;
@@ -521,14 +608,17 @@ mn_status mn_bench_step(mn_comm *c, int argc, char **argv)
             if (end == argv[i] || *end || *num < 1 || *num > 100000) bad = argv[i - 1];
         } else if (!strcmp(argv[i], "-nogpu")) {
             continue;   /* main's */
+        } else if (!strcmp(argv[i], "-layers")) {
+            per_layer = 1;
         } else if (num || argv[i][0] == '-' || cfg) bad = argv[i];
         else cfg = argv[i];
     }
     if (bad || !cfg) {
         if (c->rank == 0)
-            mn_error(c, "bench step: bad argument at '%s'; usage: bench step <cfg> [-iters 1..100000] [-batch 1..100000]",
+            mn_error(c, "bench step: bad argument at '%s'; usage: bench step <cfg> [-iters 1..100000] [-batch 1..100000] "
+                     "[-layers]",
                      bad ? bad : "(no cfg)");
         return mn_agree(c, MN_ERR_USER);
     }
-    return mn_agree(c, step(c, cfg, (int)iters, (int)batch));
+    return mn_agree(c, step(c, cfg, (int)iters, (int)batch, per_layer));
 }

@@ -22,6 +22,37 @@ int mn_engine_blas_threads(void)
 #endif
 }
 
+static int cmp_seconds(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double mn_engine_sgemm_gflops(void)
+{
+#ifdef MN_BLAS
+    enum { N = 1024, ROUNDS = 5 };
+    float *a = malloc(sizeof(float) * N * N * 3);
+    if (!a) return 0;
+    float *b = a + N * N, *y = b + N * N;
+    for (size_t k = 0; k < (size_t)N * N; ++k) a[k] = (float)(k % 97) / 97.0f, b[k] = (float)(k % 89) / 89.0f;
+    int threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    double t[ROUNDS + 1];
+    for (int r = 0; r <= ROUNDS; ++r) {   /* round 0 warms the caches and OpenBLAS's buffers */
+        double t0 = mn_now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N, b, N, 0.0f, y, N);
+        t[r] = mn_now() - t0;
+    }
+    openblas_set_num_threads(threads);
+    free(a);
+    qsort(t + 1, ROUNDS, sizeof *t, cmp_seconds);
+    return 2.0 * N * N * N / t[1 + ROUNDS / 2] / 1e9;
+#else
+    return 0;
+#endif
+}
+
 mn_status mn_engine_loader_threads(mn_comm *c, int *threads, int *cores, int *sharing)
 {
     cpu_set_t mine;

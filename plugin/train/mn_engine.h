@@ -10,6 +10,11 @@
  * (mn_dnnl_threads). Returns OpenBLAS's count in use, 0 in a BLAS=0 build
  * (Darknet's own gemm, one thread). */
 int mn_engine_blas_threads(void);
+/* What this core's OpenBLAS sgemm reaches in GFLOP/s on one thread (the
+ * median of 5 products of two n x n matrices, n = 1024: 2.1 GFLOP each,
+ * about 30 ms on a 70 GFLOP/s core), the reference bench step -layers
+ * sets a step against; 0 in a BLAS=0 build. */
+double mn_engine_sgemm_gflops(void);
 /* Darknet loader threads for this rank: the cores it may run on
  * (sched_getaffinity) divided by the ranks of its node that may run on them
  * too, at least 1; *cores and *sharing get the two counts. Collective over

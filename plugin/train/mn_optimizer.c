@@ -547,7 +547,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
                    c->ops->name, o->pinned ? "page-locked" : "pageable", mn_mpi_cuda_aware() ? "is" : "is not");
     }
 #endif
-    o->hooks = (mn_net_hooks){c->size, sync_hook, o->ov ? backward_hook : NULL, o};
+    o->hooks = (mn_net_hooks){.ranks = c->size, .sync = sync_hook, .backward = o->ov ? backward_hook : NULL, .arg = o};
     mn_net_set_hooks(net, &o->hooks);
     if (o->dbuf && c->rank == 0 && o->fresh_until)
         printf("darknet-mn: double_buffering=1: iterations 1-%zu averaged fresh (double_buffering_fresh), then each "
