@@ -201,7 +201,7 @@ ifeq ($(DARKNET),hankai)
 # The C bases' adapters and what reads their struct layer (accessors,
 # parameter lists, the layer engine's batch norm: on this base the fork's
 # own runs around the engine's convolution) give way to the C++ adapter.
-PLUGIN_SRC := $(filter-out $(addprefix plugin/base/,mn_base_net.c mn_base_params.c mn_base_pjreddie.c mn_base_alexeyab.c mn_bn.c),$(PLUGIN_SRC))
+PLUGIN_SRC := $(filter-out $(addprefix plugin/base/,mn_base_net.c mn_base_params.c mn_base_pjreddie.c mn_base_alexeyab.c),$(PLUGIN_SRC))
 endif
 PLUGIN_HDR := plugin/darknet_mn.h $(foreach l,$(PLUGIN_LAYERS),$(wildcard plugin/$(l)/*.h))
 PLUGIN_OBJ := $(patsubst plugin/%.c,$(OBJ)/plugin/%.o,$(PLUGIN_SRC))

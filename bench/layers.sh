@@ -7,7 +7,8 @@
 # backward, wall), its GFLOP/s, the sgemm's and the fraction; then the last
 # round's per-layer table of each system on each cfg.
 #   LAYERS_CFGS     cfgs (default: stock yolov3-tiny at 256x256, batch 8, made
-#                   from pjreddie's cfg; cfg/fashion-det.cfg)
+#                   from pjreddie's cfg, and cfg/fashion-det.cfg; made too:
+#                   build/bench-layers/yolov4-tiny-256.cfg from AlexeyAB's)
 #   LAYERS_SYSTEMS  "label=command ..." (default: oneDNN=./darknet_mn and
 #                   darknet=MN_DNNL=0 ./darknet_mn, Darknet's im2col + gemm in
 #                   the same binary); a command may start with VAR=value words
@@ -22,11 +23,12 @@ rounds=${LAYERS_ROUNDS:-3} iters=${LAYERS_ITERS:-5}
 out=${LAYERS_OUT:-bench/results/step-layers.txt}
 mkdir -p "$W" "$(dirname "$out")"
 . bench/common.sh
-if [ -z "${LAYERS_CFGS:-}" ]; then
-    sed -e 's/^width=.*/width=256/' -e 's/^height=.*/height=256/' -e 's/^batch=.*/batch=8/' \
-        -e 's/^subdivisions=.*/subdivisions=1/' third_party/darknet-cpu/cfg/yolov3-tiny.cfg > "$W/yolov3-tiny-256.cfg"
-    LAYERS_CFGS="$W/yolov3-tiny-256.cfg cfg/fashion-det.cfg"
-fi
+# Stock cfgs at 256x256, batch 8 in one pass, where their base is built:
+# $W/yolov3-tiny-256.cfg (pjreddie's), $W/yolov4-tiny-256.cfg (AlexeyAB's).
+at256() { sed -e 's/^width=.*/width=256/' -e 's/^height=.*/height=256/' -e 's/^batch=.*/batch=8/' -e 's/^subdivisions=.*/subdivisions=1/' "$1"; }
+[ ! -f third_party/darknet-cpu/cfg/yolov3-tiny.cfg ] || at256 third_party/darknet-cpu/cfg/yolov3-tiny.cfg > "$W/yolov3-tiny-256.cfg"
+[ ! -f third_party/darknet-alexeyab-cpu/cfg/yolov4-tiny.cfg ] || at256 third_party/darknet-alexeyab-cpu/cfg/yolov4-tiny.cfg > "$W/yolov4-tiny-256.cfg"
+LAYERS_CFGS=${LAYERS_CFGS:-$W/yolov3-tiny-256.cfg cfg/fashion-det.cfg}
 systems=${LAYERS_SYSTEMS:-oneDNN=./darknet_mn darknet=MN_DNNL=0 ./darknet_mn}
 # Split "a=cmd words b=cmd" into labels and commands: a word "label=..." whose
 # label has no path or '=' in it and is not an environment variable's name
@@ -62,15 +64,15 @@ done
     load_line after
     echo
     echo "## medians over $rounds rounds: forward + backward wall seconds of a step, GFLOP/s of its passes, the sgemm's in the same runs"
-    printf '%-24s %-10s %9s %9s %9s %12s %9s\n' cfg system step_s gflop GFLOP/s sgemm_GF/s fraction
+    printf '%-24s %-16s %9s %9s %9s %12s %9s\n' cfg system step_s gflop GFLOP/s sgemm_GF/s fraction
     for c in $LAYERS_CFGS; do
         for k in "${!labels[@]}"; do
             cat "$W/${labels[k]}-$(basename "$c" .cfg)"-*.txt | sed -n 's/^layers forward_s=\([0-9.]*\) backward_s=\([0-9.]*\) gflop=\([0-9.]*\) gflops=\([0-9.]*\) sgemm_gflops=\([0-9.]*\) fraction=\([0-9.]*\)$/\1 \2 \3 \4 \5 \6/p' |
                 awk -v c="$(basename "$c")" -v s="${labels[k]}" '{ step[NR] = $1 + $2; gf[NR] = $4; sg[NR] = $5; fr[NR] = $6; flop = $3 }
                     function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
                                                  return a[int((n + 1) / 2)] }
-                    END { if (NR) printf "%-24s %-10s %9.3f %9.3f %9.1f %12.1f %9.2f\n", c, s, med(step, NR), flop, med(gf, NR), med(sg, NR), med(fr, NR)
-                          else printf "%-24s %-10s failed\n", c, s }'
+                    END { if (NR) printf "%-24s %-16s %9.3f %9.3f %9.1f %12.1f %9.2f\n", c, s, med(step, NR), flop, med(gf, NR), med(sg, NR), med(fr, NR)
+                          else printf "%-24s %-16s failed\n", c, s }'
         done
     done
     for c in $LAYERS_CFGS; do

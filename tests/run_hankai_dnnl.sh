@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # oneDNN on hank-ai's base (make DARKNET=hankai, DNNL=1 as on the other
-# bases; patch 0018 hands the fork's CPU convolution to plugin/base/mn_dnnl.c)
+# bases: the adapter gives the layers the engine takes its own forward and
+# backward, convolution on plugin/base/mn_dnnl.c, batch norm with leaky or
+# linear on mn_bn.c, 2x2 maxpool on mn_loops.c)
 # against the fork's own im2col + gemm (MN_DNNL=0, the same binary), as
 # tests/run_dnnl.sh does on the C bases:
 #  - info names oneDNN, and MN_DNNL=0's the fork's path;
@@ -8,10 +10,10 @@
 #    yolov4-tiny-fashion (batch norm, leaky, stride 2, 1x1, the route that
 #    takes half the channels: groups=2 group_id=1) and a shapes net
 #    (grouped, dilated, 5x5 unpadded, linear and logistic convolutions, a
-#    route feeding a 3x3 and a 1x1 convolution). Batch norm and activations
-#    are the fork's on both paths, so the updates differ by the
-#    convolution's float rounding only: within TOL, and not equal (the
-#    engine ran); the startup line counts the engine's layers;
+#    route feeding a 3x3 and a 1x1 convolution, a 2x2 maxpool). The
+#    updates differ by the convolution's and batch norm's float rounding
+#    only: within TOL, and not equal (the engine ran); the startup line
+#    counts the engine's convolutional and maxpool layers;
 #  - 2 ranks x 2 = 1 x 4 with the engine on the shapes net, also in
 #    subdivisions, within run_hankai.sh's 1e-5.
 # Measured (2-core VMs): the update within 3.2e-7 (shapes) of gemm's, hence
@@ -66,6 +68,11 @@ nets() {   # nets DIR M B
         '[yolo]' classes=10 -- deterministic=1 shuffle=0
 }
 conv_layers() { grep -c '^\[convolutional\]' "$1"; }
+# pool_layers CFG: its [maxpool] sections with size=2 and stride=2 (every
+# input here is even, so the engine takes each).
+pool_layers() { awk 'function end() { if (p && s == 2 && t == 2) n++; p = 0 }
+                    /^\[/ { end() } /^\[maxpool\]/ { p = 1; s = 0; t = 0 } /^size=/ { s = $0; sub(/.*=/, "", s) }
+                    /^stride=/ { t = $0; sub(/.*=/, "", t) } END { end(); print n + 0 }' "$1"; }
 # train NAME CFG MN_DNNL NP [WEIGHTS]: one run, backup folder $T/NAME.
 train() {
     local name=$1 cfg=$2 v=$3 np=$4 w=${5:-}
@@ -91,8 +98,9 @@ for net in y4 shapes; do
     if "$TEST_BIN/mn_wcmp" "$a" "$b" "$tol" "$from" > "$T/$net.cmp" 2>&1 && ! "$TEST_BIN/mn_wcmp" "$a" "$b" 0 > /dev/null 2>&1; then
         ok "hankai $net: one update, oneDNN against the fork's im2col+gemm: $(cat "$T/$net.cmp") (tolerance $tol; not equal)"
     else bad "hankai $net: oneDNN's update is not the fork's: $(cat "$T/$net.cmp") (tolerance $tol, and not equal)"; fi
-    want="convolution oneDNN $V, 1 thread, $(conv_layers "$T/two/$net.cfg") convolutional layers"
-    got=$(grep -ao 'convolution oneDNN [^;]*' "$T/$net-dnnl.log")
+    pools=$(pool_layers "$T/two/$net.cfg")
+    want="convolution oneDNN $V, 1 thread, $(conv_layers "$T/two/$net.cfg") convolutional layers; 2x2 maxpool unrolled on $pools layer$([ "$pools" = 1 ] || echo s)"
+    got=$(grep -ao 'convolution oneDNN [^;]*; 2x2 maxpool unrolled on [0-9]* layers*' "$T/$net-dnnl.log")
     if [ "$got" = "$want" ] && ! grep -aq 'convolution oneDNN' "$T/$net-gemm.log"; then ok "hankai $net startup line: $got; none under MN_DNNL=0"
     else bad "hankai $net startup line: '$got', want '$want' (MN_DNNL=0: $(grep -ac 'convolution oneDNN' "$T/$net-gemm.log") lines name oneDNN)"; fi
 done

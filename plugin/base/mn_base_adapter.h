@@ -22,6 +22,27 @@ char *get_layer_string(LAYER_TYPE a);
 void load_weights(network *net, char *filename);
 #endif
 
+#ifdef MN_DNNL
+#include "mn_dnnl.h"
+/* Whether mn_bn.c runs l's activation inside its batch norm. */
+static inline int mn_bn_fuses(const layer *l) { return l->activation == LEAKY || l->activation == LINEAR; }
+/* mn_bn.c's view of convolutional layer l in a pass of net (the pass's own
+ * network, whose bn_sync hook sync_bn installed). */
+static inline mn_bn_layer mn_bn_view(const layer *l, network *net)
+{
+    mn_bn_layer v = {
+        .batch = l->batch, .c = l->out_c, .size = l->out_h * l->out_w, .leaky = l->activation == LEAKY,
+        .x = l->x, .x_norm = l->x_norm, .output = l->output, .delta = l->delta,
+        .mean = l->mean, .variance = l->variance, .rolling_mean = l->rolling_mean,
+        .rolling_variance = l->rolling_variance, .scales = l->scales, .biases = l->biases,
+        .bias_updates = l->bias_updates, .scale_updates = l->scale_updates,
+        .mean_delta = l->mean_delta, .variance_delta = l->variance_delta,
+        .sync = net->bn_sync, .net = net, .ranks = net->ranks,
+    };
+    return v;
+}
+#endif
+
 /* The base's own detector loader arguments (augmentation keys of [net] and
  * the last layer) on top of get_base_args and the last layer's coords,
  * classes, jitter and max_boxes. */

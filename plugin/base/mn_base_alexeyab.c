@@ -372,7 +372,8 @@ static void dnnl_forward(layer l, network_state state)
     mn_conv v = conv_view(&l);
     mn_dnnl_forward(state.net.layer_engine, state.index, &v, state.input, bn ? l.x : l.output);
     if (bn) {
-        mn_bn_forward(&bn_base, &l, &state.net);
+        mn_bn_layer b = mn_bn_view(&l, &state.net);
+        mn_bn_forward(&bn_base, &b);
         if (!mn_bn_fuses(&l)) act_forward(&l);
         return;
     }
@@ -385,7 +386,8 @@ static void dnnl_backward(layer l, network_state state)
 {
     if (l.batch_normalize && state.train && l.train) {
         if (!mn_bn_fuses(&l)) act_backward(&l);
-        mn_bn_backward(&bn_base, &l, &state.net);
+        mn_bn_layer b = mn_bn_view(&l, &state.net);
+        mn_bn_backward(&bn_base, &b);
     } else {
         act_backward(&l);
         if (l.batch_normalize) backward_batchnorm_layer(l, state);

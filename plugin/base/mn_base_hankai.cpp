@@ -18,6 +18,8 @@
 #endif
 #include "darknet_internal.hpp"
 #include "weights.hpp"
+#include "batchnorm_layer.hpp"
+#include "gemm.hpp"
 extern "C" {
 #include "mn_base.h"
 #include "mn_dnnl.h"
@@ -725,12 +727,14 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 }   // extern "C"
 
 #ifdef MN_DNNL
-/* The layer engine (mn_dnnl.c) through patch 0018: the fork's own
- * forward_ and backward_convolutional_layer run everything but the
- * convolution, which they hand to these (the im2col + gemm loop forward;
- * gemm, im2col and col2im backward). So batch norm, bias and activations
- * are the fork's, and a result differs from its own path by the
- * convolution's float rounding only. */
+/* The layer engine (mn_dnnl.c) as on AlexeyAB's base: a convolutional layer
+ * the engine takes gets the plugin's forward and backward, the fork's
+ * forward_ and backward_convolutional_layer's float path with the
+ * convolution on oneDNN and, in training, batch norm with leaky or linear
+ * on mn_bn.c (the fork's formulas are AlexeyAB's); the other activations,
+ * and batch norm outside training, are the fork's own functions. A plain
+ * 2x2 stride-2 maxpool of an even input gets mn_maxpool2. The state hangs
+ * off the network's layer_engine (patch 0018). */
 namespace {
 /* What the engine does not take, as on AlexeyAB's (and xnor, binary). */
 bool engine_refuses(const Darknet::Layer &l)
@@ -746,21 +750,97 @@ mn_conv conv_view(Darknet::Layer &l)
                    l.stride_y, l.stride_x, dilation, l.pad * dilation, l.weights, l.delta, l.weight_updates};
 }
 
-/* Layer index's own forward and backward only: an antialiasing layer's
- * inner convolution comes with index 0 (refused anyway). */
-bool engine_forward(const Darknet::Network &net, int index, Darknet::Layer &l, const float *input)
+/* The fork's batch norm (batchnorm_layer.cpp) for mn_bn.c. */
+const mn_bn_base bn_base = {.9f, .1f, 1, 0};
+
+bool bn_fuses(const Darknet::Layer &l) { return l.activation == LEAKY || l.activation == LINEAR; }
+
+mn_bn_layer bn_view(Darknet::Layer &l, Darknet::Network &net)
 {
-    if (&net.layers[index] != &l) return false;
-    mn_conv v = conv_view(l);
-    return mn_dnnl_forward(net.layer_engine, index, &v, input, l.output);
+    mn_bn_layer v = {};
+    v.batch = l.batch, v.c = l.out_c, v.size = l.out_h * l.out_w, v.leaky = l.activation == LEAKY;
+    v.x = l.x, v.x_norm = l.x_norm, v.output = l.output, v.delta = l.delta;
+    v.mean = l.mean, v.variance = l.variance, v.rolling_mean = l.rolling_mean, v.rolling_variance = l.rolling_variance;
+    v.scales = l.scales, v.biases = l.biases, v.bias_updates = l.bias_updates, v.scale_updates = l.scale_updates;
+    v.mean_delta = l.mean_delta, v.variance_delta = l.variance_delta;
+    v.sync = reinterpret_cast<mn_net_bn_sync>(net.bn_sync);   /* the same pointer, as the hooks' */
+    v.net = reinterpret_cast<network *>(&net);
+    v.ranks = net.ranks;
+    return v;
 }
 
-/* The fork's col2im_cpu_ext writes the input gradient over delta (1x1 too). */
-bool engine_backward(const Darknet::Network &net, int index, Darknet::Layer &l, const float *input, float *delta)
+/* The fork's forward_convolutional_layer's activation on l's output. */
+void act_forward(Darknet::Layer &l)
 {
-    if (&net.layers[index] != &l) return false;
+    int n = l.outputs * l.batch, wh = l.out_w * l.out_h;
+    if (l.activation == SWISH) activate_array_swish(l.output, n, l.activation_input, l.output);
+    else if (l.activation == MISH) activate_array_mish(l.output, n, l.activation_input, l.output);
+    else if (l.activation == HARD_MISH) activate_array_hard_mish(l.output, n, l.activation_input, l.output);
+    else if (l.activation == NORM_CHAN) activate_array_normalize_channels(l.output, n, l.batch, l.out_c, wh, l.output);
+    else if (l.activation == NORM_CHAN_SOFTMAX)
+        activate_array_normalize_channels_softmax(l.output, n, l.batch, l.out_c, wh, l.output, 0);
+    else if (l.activation == NORM_CHAN_SOFTMAX_MAXVAL)
+        activate_array_normalize_channels_softmax(l.output, n, l.batch, l.out_c, wh, l.output, 1);
+    else activate_array_cpu_custom(l.output, n, l.activation);
+}
+
+/* And its backward's gradient of it, into l's delta. */
+void act_backward(Darknet::Layer &l)
+{
+    int n = l.outputs * l.batch, wh = l.out_w * l.out_h;
+    if (l.activation == SWISH) gradient_array_swish(l.output, n, l.activation_input, l.delta);
+    else if (l.activation == MISH) gradient_array_mish(n, l.activation_input, l.delta);
+    else if (l.activation == HARD_MISH) gradient_array_hard_mish(n, l.activation_input, l.delta);
+    else if (l.activation == NORM_CHAN_SOFTMAX || l.activation == NORM_CHAN_SOFTMAX_MAXVAL)
+        gradient_array_normalize_channels_softmax(l.output, n, l.batch, l.out_c, wh, l.delta);
+    else if (l.activation == NORM_CHAN) gradient_array_normalize_channels(l.output, n, l.batch, l.out_c, wh, l.delta);
+    else if (l.activation == LEAKY) mn_leaky_gradient(l.output, l.delta, (size_t)n);   /* gradient_array's, to the bit */
+    else gradient_array(l.output, n, l.activation, l.delta);
+}
+
+void engine_forward(Darknet::Layer &l, Darknet::NetworkState state)
+{
+    if (l.train == 0) state.train = 0;   /* frozen, without statistics buffers (patch 0013) */
+    bool bn = l.batch_normalize && state.train;
     mn_conv v = conv_view(l);
-    return mn_dnnl_backward(net.layer_engine, index, &v, input, delta, 1);
+    mn_dnnl_forward(state.net.layer_engine, state.index, &v, state.input, bn ? l.x : l.output);
+    if (bn) {
+        mn_bn_layer b = bn_view(l, state.net);
+        mn_bn_forward(&bn_base, &b);
+        if (!bn_fuses(l)) act_forward(l);
+        return;
+    }
+    if (l.batch_normalize) forward_batchnorm_layer(l, state);
+    else add_bias(l.output, l.biases, l.batch, l.n, l.out_h * l.out_w);
+    act_forward(l);
+}
+
+void engine_backward(Darknet::Layer &l, Darknet::NetworkState state)
+{
+    if (l.batch_normalize && state.train && l.train) {
+        if (!bn_fuses(l)) act_backward(l);
+        mn_bn_layer b = bn_view(l, state.net);
+        mn_bn_backward(&bn_base, &b);
+    } else {
+        act_backward(l);
+        if (l.batch_normalize) backward_batchnorm_layer(l, state);
+        else backward_bias(l.bias_updates, l.delta, l.batch, l.n, l.out_w * l.out_h);
+    }
+    /* The fork's col2im_cpu_ext writes the input gradient over delta (1x1 too). */
+    mn_conv v = conv_view(l);
+    mn_dnnl_backward(state.net.layer_engine, state.index, &v, state.input, state.delta, 1);
+}
+
+/* The fork's padding is size-1 unless given: -pad/2 is 0 for size 2. */
+bool pool2(const Darknet::Layer &l)
+{
+    return !l.maxpool_depth && !l.antialiasing && l.size == 2 && l.stride_x == 2 && l.stride_y == 2 && l.pad / 2 == 0 &&
+           l.w % 2 == 0 && l.h % 2 == 0 && l.out_w == l.w / 2 && l.out_h == l.h / 2 && l.out_c == l.c;
+}
+
+void pool_forward(Darknet::Layer &l, Darknet::NetworkState state)
+{
+    mn_maxpool2(state.input, l.output, l.indexes, l.w, l.h, l.batch * l.c);
 }
 
 int engine_layers(const network *net) { return N(net).n; }
@@ -768,10 +848,14 @@ void **engine_state(network *net) { return &N(net).layer_engine; }
 
 int engine_hook(network *net, int i)
 {
-    Darknet::Network &n = N(net);
-    if (engine_refuses(n.layers[i])) return MN_DNNL_KEEP;
-    n.conv_forward = engine_forward;
-    n.conv_backward = engine_backward;
+    Darknet::Layer &l = N(net).layers[i];
+    if (l.type == T::MAXPOOL && pool2(l)) {
+        l.forward = pool_forward;
+        return MN_DNNL_POOL;
+    }
+    if (engine_refuses(l)) return MN_DNNL_KEEP;
+    l.forward = engine_forward;
+    l.backward = engine_backward;
     return MN_DNNL_CONV;
 }
 

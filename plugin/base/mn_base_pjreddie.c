@@ -211,7 +211,8 @@ static void dnnl_forward(layer l, network net)
     mn_conv v = conv_view(&l);
     mn_dnnl_forward(net.layer_engine, net.index, &v, net.input, bn ? l.x : l.output);
     if (bn) {
-        mn_bn_forward(&bn_base, &l, &net);
+        mn_bn_layer b = mn_bn_view(&l, &net);
+        mn_bn_forward(&bn_base, &b);
         if (!mn_bn_fuses(&l)) act_forward(l.output, l.outputs * l.batch, l.activation);
         return;
     }
@@ -224,7 +225,8 @@ static void dnnl_backward(layer l, network net)
 {
     if (l.batch_normalize && net.train) {
         if (!mn_bn_fuses(&l)) act_backward(l.output, l.outputs * l.batch, l.activation, l.delta);
-        mn_bn_backward(&bn_base, &l, &net);
+        mn_bn_layer b = mn_bn_view(&l, &net);
+        mn_bn_backward(&bn_base, &b);
     } else {
         act_backward(l.output, l.outputs * l.batch, l.activation, l.delta);
         if (l.batch_normalize) backward_batchnorm_layer(l, net);

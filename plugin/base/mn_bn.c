@@ -87,32 +87,27 @@ PLANE delta_plane(float *dy, const float *y, const float *x, int n, float mean, 
     for (int i = 0; i < n; ++i) dy[i] = dy[i] * SLOPE(leaky, y[i]) * gs + vd * (x[i] - mean) + md;
 }
 
-int mn_bn_fuses(const layer *l)
+void mn_bn_forward(const mn_bn_base *k, const mn_bn_layer *l)
 {
-    return l->activation == LEAKY || l->activation == LINEAR;
-}
-
-void mn_bn_forward(const mn_bn_base *k, const layer *l, network *net)
-{
-    int leaky = l->activation == LEAKY;
-    int C = l->out_c, S = l->out_h * l->out_w, B = l->batch;
+    int leaky = l->leaky;
+    int C = l->c, S = l->size, B = l->batch;
     int m = B * S;
     for (int c = 0; c < C; ++c) {
         double s = 0;
         for (int b = 0; b < B; ++b) s += plane_sum(l->x + ((size_t)b * C + c) * S, S);
         l->mean[c] = (float)(s / m);
     }
-    if (net->bn_sync) net->bn_sync(net, l->mean, 0, C, 0);
+    if (l->sync) l->sync(l->net, l->mean, 0, C, 0);
     for (int c = 0; c < C; ++c) {
         double s = 0;
         for (int b = 0; b < B; ++b) s += plane_sq(l->x + ((size_t)b * C + c) * S, l->mean[c], S);
         l->variance[c] = (float)(s / (m - 1));
     }
-    if (net->bn_sync) {
+    if (l->sync) {
         /* Each rank's sum of squares over m - 1: the mean over the ranks times
          * N(m-1)/(Nm-1) is the global batch's variance. */
-        net->bn_sync(net, l->variance, 0, C, 0);
-        float r = (float)((double)net->ranks * (m - 1) / ((double)net->ranks * m - 1));
+        l->sync(l->net, l->variance, 0, C, 0);
+        float r = (float)((double)l->ranks * (m - 1) / ((double)l->ranks * m - 1));
         for (int c = 0; c < C; ++c) l->variance[c] *= r;
     }
     for (int c = 0; c < C; ++c) {
@@ -135,10 +130,10 @@ void mn_bn_forward(const mn_bn_base *k, const layer *l, network *net)
     }
 }
 
-void mn_bn_backward(const mn_bn_base *k, const layer *l, network *net)
+void mn_bn_backward(const mn_bn_base *k, const mn_bn_layer *l)
 {
-    int leaky = l->activation == LEAKY;
-    int C = l->out_c, S = l->out_h * l->out_w, B = l->batch;
+    int leaky = l->leaky;
+    int C = l->c, S = l->size, B = l->batch;
     int m = B * S;
     /* One pass for the four sums Darknet takes in four: the shift's and the
      * scale's gradients, and the sums behind mean_delta and variance_delta
@@ -160,7 +155,7 @@ void mn_bn_backward(const mn_bn_base *k, const layer *l, network *net)
     }
     /* Both are sums over the batch: their means over the ranks make the
      * division by this rank's count one by the global count. */
-    if (net->bn_sync) net->bn_sync(net, l->mean_delta, l->variance_delta, C, 0);
+    if (l->sync) l->sync(l->net, l->mean_delta, l->variance_delta, C, 0);
     for (int b = 0; b < B; ++b) {
         for (int c = 0; c < C; ++c) {
             size_t at = ((size_t)b * C + c) * S;

@@ -1,14 +1,12 @@
 /* Convolutional layers through oneDNN (DNNL=1 builds: MN_DNNL). After the
  * parser, mn_dnnl_install lets the base adapter put a network's layers on
- * the engine. On the C bases (pjreddie's, AlexeyAB's) their forward and
- * backward become the adapter's, which run the convolution here, batch
- * norm in training (with leaky or linear) through mn_bn.c, and the rest
- * (bias, other activations, batch norm outside training) through Darknet's
- * own functions or, for leaky, mn_loops.c's loop with the same result;
- * 2x2 stride-2 maxpool layers get mn_loops.c's forward. On hank-ai's the
- * fork's own forward and backward hand the engine just the convolution
- * (patch 0018). The state hangs off the network's layer_engine (patches
- * 0013, alexeyab 0013, hankai 0018). MN_DNNL=0 in the environment keeps
+ * the engine. On every base their forward and backward become the
+ * adapter's, which run the convolution here, batch norm in training (with
+ * leaky or linear) through mn_bn.c, and the rest (bias, other activations,
+ * batch norm outside training) through Darknet's own functions or, for
+ * leaky, mn_loops.c's loop with the same result; 2x2 stride-2 maxpool
+ * layers get mn_loops.c's forward. The state hangs off the network's
+ * layer_engine (patches 0013, alexeyab 0013, hankai 0018). MN_DNNL=0 in the environment keeps
  * Darknet's im2col + gemm path in a DNNL=1 build. This file reads no
  * Darknet struct: the adapters hand it the mn_conv view and mn_dnnl_ops. */
 #ifndef MN_MN_DNNL_H
@@ -106,10 +104,10 @@ void mn_leaky_gradient(const float *y, float *delta, size_t n);
 void mn_maxpool2(const float *in, float *out, int *indexes, int w, int h, int planes);
 
 
-/* mn_bn.c: a convolutional layer's batch norm in training, with its
- * activation inside where mn_bn_fuses (leaky, linear); for any other the
- * adapter runs its own after the forward and before the backward. Where
- * the bases' formulas differ: */
+/* mn_bn.c: a convolutional layer's batch norm in training, with leaky
+ * inside, or linear (for any other activation the adapter runs its own
+ * after the forward and before the backward). Where the bases' formulas
+ * differ: */
 typedef struct {
     float keep, add;    /* running statistics = keep * old + add * the batch's */
     int fork_eps;       /* 1: forward divides by sqrt(var + 1e-5), normalize_delta by
@@ -117,14 +115,26 @@ typedef struct {
                            sqrt(var + 1e-5) (pjreddie's) */
     int leaky_double;   /* leaky's product .1 * x in double (pjreddie's) or .1f * x */
 } mn_bn_base;
-int mn_bn_fuses(const layer *l);
+/* The layer as mn_bn.c sees it, made by the adapter at each call from
+ * Darknet's arrays (no Darknet struct is read here): C planes of size
+ * values per image, batch images. */
+typedef struct {
+    int batch, c, size;
+    int leaky;             /* 1: leaky inside; 0: linear */
+    float *x, *x_norm, *output, *delta;
+    float *mean, *variance, *rolling_mean, *rolling_variance, *scales, *biases;
+    float *bias_updates, *scale_updates, *mean_delta, *variance_delta;
+    mn_net_bn_sync sync;   /* the network's bn_sync hook (sync_bn=1), or NULL */
+    network *net;          /* what the hook is called with */
+    int ranks;             /* the processes sync averages over */
+} mn_bn_layer;
 /* Darknet's forward_batchnorm_layer in training plus the activation: from
- * the convolution in l->x, the batch's statistics (net->bn_sync'ed), the
- * running ones, x_norm and the output. */
-void mn_bn_forward(const mn_bn_base *k, const layer *l, network *net);
+ * the convolution in x, the batch's statistics (sync'ed), the running
+ * ones, x_norm and the output. */
+void mn_bn_forward(const mn_bn_base *k, const mn_bn_layer *l);
 /* The activation's gradient and backward_batchnorm_layer in training: from
- * l->delta at the output to l->delta at the convolution, with the shift's
- * and the scale's gradients added to bias_updates and scale_updates. */
-void mn_bn_backward(const mn_bn_base *k, const layer *l, network *net);
+ * delta at the output to delta at the convolution, with the shift's and
+ * the scale's gradients added to bias_updates and scale_updates. */
+void mn_bn_backward(const mn_bn_base *k, const mn_bn_layer *l);
 
 #endif
