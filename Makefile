@@ -42,6 +42,9 @@ SANITIZE ?= 0
 CUDNN ?= 0
 NCCL ?= 0
 BUILD ?= build
+# The Darknets' own builds run on every core unless make was given -j (then
+# they share its job slots through its jobserver).
+FORK_JOBS = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(shell nproc))
 NP ?= 2
 
 # BLAS=1: Darknet's CPU gemm is OpenBLAS's sgemm (patch 0009), the CPU build's
@@ -258,7 +261,7 @@ $(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings
 # CUDA's stub library stands in (the program runs against the driver's).
 $(LIBDK): $(DK)/.patched
 	mkdir -p $(DK)/obj
-	$(if $(filter 1,$(GPU)),LIBRARY_PATH=$(CUDA)/lib64/stubs$${LIBRARY_PATH:+:$$LIBRARY_PATH}) $(MAKE) -C $(DK) -s GPU=$(GPU) CUDNN=$(CUDNN) CUDNN_HALF=$(CUDNN_HALF) OPENCV=0 OPENMP=0 LIBSO=0 AVX=0 BLAS=$(BLAS) \
+	$(if $(filter 1,$(GPU)),LIBRARY_PATH=$(CUDA)/lib64/stubs$${LIBRARY_PATH:+:$$LIBRARY_PATH}) $(MAKE) -C $(DK) -s $(FORK_JOBS) GPU=$(GPU) CUDNN=$(CUDNN) CUDNN_HALF=$(CUDNN_HALF) OPENCV=0 OPENMP=0 LIBSO=0 AVX=0 BLAS=$(BLAS) \
 	    OPTS=-O3 ARCH='$(AB_ARCH)' darknet
 	rm -f $@ && ar rcs $@ $$(ls $(DK)/obj/*.o | grep -v '/darknet\.o$$')
 else ifeq ($(DARKNET),hankai)
@@ -308,10 +311,10 @@ $(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings | $(HK_DEPS)
 	./scripts/apply_patches.sh $(DK) $(or $(DARKNET_SRC),$(HK_SNAPSHOT)) '$(HK_UPSTREAM)' $(PATCHES)
 
 # libdarknet.a (patch 0003), the fork's CLI (src-cli/darknet) and its first
-# example (src-examples/darknet_01_inference_images); make -C passes on -j.
+# example (src-examples/darknet_01_inference_images).
 $(LIBDK): $(DK)/.patched
 	cmake -S $(DK) -B $(HK_BUILD) --log-level=ERROR $(HK_CMAKE)
-	$(MAKE) -C $(HK_BUILD) -s darknetstatic darknetcli darknet_01_inference_images
+	$(MAKE) -C $(HK_BUILD) -s $(FORK_JOBS) darknetstatic darknetcli darknet_01_inference_images
 # The fork's CLI from the same patched tree and flags but with OpenMP (its
 # CMake finds it when not disabled): the fork's own CPU training, the peer
 # of make bench-hankai, as darknet-stock-omp is of make bench.
@@ -319,7 +322,7 @@ HK_OMP := $(BUILD)/hankai-omp/src-cli/darknet
 $(HK_OMP): $(LIBDK)
 	cmake -S $(DK) -B $(BUILD)/hankai-omp --log-level=ERROR $(filter-out -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=TRUE,$(HK_CMAKE))
 	grep -q '^OpenMP_CXX_FLAGS:.*openmp' $(BUILD)/hankai-omp/CMakeCache.txt   # found, or the comparison is void
-	$(MAKE) -C $(BUILD)/hankai-omp -s darknetcli
+	$(MAKE) -C $(BUILD)/hankai-omp -s $(FORK_JOBS) darknetcli
 else
 # Unpack Debian's source package (pjreddie's commit; Debian's own patches
 # touch only its packaging, OpenCV and paths) or copy the user's clone of
@@ -332,7 +335,7 @@ $(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings
 	./scripts/apply_patches.sh $(DK) '$(or $(DARKNET_SRC),the source package in third_party/dl)' '$(PJ_UPSTREAM)' $(PATCHES)
 
 $(LIBDK): $(DK)/.patched
-	$(MAKE) -C $(DK) -s GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS) OPENCV=0 OPENMP=0 obj libdarknet.a darknet
+	$(MAKE) -C $(DK) -s $(FORK_JOBS) GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS) OPENCV=0 OPENMP=0 obj libdarknet.a darknet
 endif
 darknet: $(LIBDK)
 
@@ -423,14 +426,14 @@ distclean: clean
 STOCK := third_party/darknet-stock/darknet third_party/darknet-stock-omp/darknet
 $(STOCK): $(DL_STAMP)
 	rm -rf $(@D) && dpkg-source -q -x $$(ls third_party/dl/darknet_*.dsc | head -1) $(@D) >/dev/null
-	$(MAKE) -C $(@D) -s OPENCV=0 OPENMP=$(if $(findstring -omp,$(@D)),1,0) obj darknet
+	$(MAKE) -C $(@D) -s $(FORK_JOBS) OPENCV=0 OPENMP=$(if $(findstring -omp,$(@D)),1,0) obj darknet
 
 # AlexeyAB's Darknet as its users build it for a CPU: the snapshot, unpatched,
 # with OpenMP (the peer of bench/time_to_map.sh).
 AB_STOCK := third_party/darknet-alexeyab-stock-omp/darknet
 $(AB_STOCK): $(AB_SNAPSHOT)
 	rm -rf $(@D) && mkdir -p $(@D)/obj && tar -C $(@D) --strip-components=1 -xJf $(AB_SNAPSHOT)
-	$(MAKE) -C $(@D) -s OPENCV=0 OPENMP=1 darknet
+	$(MAKE) -C $(@D) -s $(FORK_JOBS) OPENCV=0 OPENMP=1 darknet
 
 # AlexeyAB's base alone (make test runs it too, through tests/run.sh).
 .PHONY: test-alexeyab

@@ -59,10 +59,28 @@ sed -e "s/^max_batches=.*/max_batches=$DET_ITERS/" -e "s/^steps=.*/steps=$((DET_
     -e "s/^eval_interval=.*/eval_interval=$((DET_ITERS / 2))/" cfg/$DET.cfg > "$W/$DET.cfg"
 grep -q '^\[distributed\]' "$W/$DET.cfg" || printf '\n[distributed]\neval_interval=%d\n' $((DET_ITERS / 2)) >> "$W/$DET.cfg"
 rm -f ${CLS:+build/backup/${CLS}_final.weights} build/backup/${DET}_*.weights
-run() {   # run LOG CMD...: show the command, keep its output in build/demo/LOG
-    local log=$1; shift
+# progress: of the output read, a training's progress lines ("N: loss ...")
+# and evaluations: on a terminal one line rewritten in place, in a log one
+# every 10 s, so that minutes of training do not pass in silence.
+progress() {
+    local line last=-10 shown=0
+    while IFS= read -r line; do
+        if [[ $line == *"eval mAP"* ]]; then
+            [ $shown = 1 ] && [ -t 1 ] && printf '\n'
+            echo "   $line" && shown=0
+        elif [[ $line =~ ^[0-9]+:\ loss ]]; then
+            if [ -t 1 ]; then printf '\r   %s\033[K' "$line" && shown=1
+            elif ((SECONDS - last >= 10)); then echo "   $line" && last=$SECONDS; fi
+        fi
+    done
+    [ $shown = 0 ] || [ ! -t 1 ] || printf '\n'
+}
+run() {   # run LOG CMD...: show the command and its progress, keep its output in build/demo/LOG
+    local log=$1 rc; shift
     echo "== $*"
-    "$@" > "$W/$log.out" 2> "$W/$log.err" || { tail -n 20 "$W/$log.err" "$W/$log.out"; exit 1; }
+    "$@" 2> "$W/$log.err" | tee "$W/$log.out" | progress
+    rc=${PIPESTATUS[0]}   # the training's (progress ends with 0)
+    [ "$rc" = 0 ] || { tail -n 20 "$W/$log.err" "$W/$log.out"; exit 1; }
 }
 if [ -n "$CLS" ]; then
     run cls $MPI $MN classifier train cfg/fashion.data "$W/$CLS.cfg"
