@@ -86,7 +86,7 @@ read -r cw ch cn <<< "$($PNG "$X/backup/det_chart.png" 81 57 719 431 2>&1)"
 if [ "$cw $ch" = "800 480" ] && [ "${cn:-0}" -gt 500 ] && ! grep -q "no chart" "$X/det.out.0"; then
     ok "chart: ${cw}x$ch, $cn coloured pixels in the plot area"
 else bad "chart: $cw $ch $cn; $(grep "no chart" "$X/det.out.0")"; fi
-[ -e "$X/backup/det_chart.png.tmp" ] && bad "the chart's temporary file was left"
+compgen -G "$X/backup/det_chart.png.tmp*" > /dev/null && bad "the chart's temporary file was left"
 # The log: a header and one row per iteration, the eval column filled at 2 and 4 only.
 rows=$(tail -n +2 "$X/backup/det_log.csv" | wc -l)
 evalrows=$(tail -n +2 "$X/backup/det_log.csv" | awk -F, '$6 != "" {printf "%s ", $1}')
@@ -99,6 +99,18 @@ mn "$X/det-nochart" 2 detector train "$X/det.data" "$X/det.cfg" "$X/bb.weights"
 if all_rc "$X/det-nochart" 2 0 && [ ! -e "$X/backup/det_chart.png" ] && [ "$(wc -l < "$X/backup/det_log.csv")" = 5 ]; then
     ok "chart=0: no chart, the log still written"
 else bad "chart=0: exit codes $(rcs "$X/det-nochart" 2), $(ls "$X/backup")"; fi
+# A chart that cannot be written (a folder in its place): said once, naming
+# it, no temporary file left, and training goes on to its weights.
+C=$X/backup/detbadchart_chart.png
+mkdir "$C"
+sed 's/^chart=0$/chart=1/' "$X/det.cfg" > "$X/detbadchart.cfg"
+mn "$X/det-badchart" 2 detector train "$X/det.data" "$X/detbadchart.cfg" "$X/bb.weights"
+said=$(grep -c "^darknet-mn: rank 0 ([^)]*): cannot write $C (syncing or renaming $C\.tmp\.[^ ]*): Is a directory$" "$X/det-badchart.err.0")
+if all_rc "$X/det-badchart" 2 0 && [ "$said" = 1 ] && grep -q "training goes on without the chart $C$" "$X/det-badchart.err.0" &&
+   [ -s "$X/backup/detbadchart_final.weights" ] && ! compgen -G "$C.tmp*" > /dev/null; then
+    ok "unwritable chart: said once ($(grep -m1 'cannot write' "$X/det-badchart.err.0")), training went on"
+else bad "unwritable chart: exit codes $(rcs "$X/det-badchart" 2), said $said times: $(grep -m2 'chart' "$X/det-badchart.err.0")"; fi
+rmdir "$C"
 
 # overlap=1 with random=1: every rank resizes to the same size, the buckets do not change.
 sed -e 's/^random=0/random=1/' -e 's/^chart=0/chart=0\noverlap=1/' "$X/det.cfg" > "$X/detov.cfg"

@@ -153,15 +153,8 @@ static mn_status draw_png(mn_comm *c, image im, detection *dets, int n, char **n
             cairo_show_text(cr, text);
         }
     cairo_destroy(cr);
-    char tmp[4200];
-    cairo_status_t st = mn_tmp_path(c, tmp, sizeof tmp, path) ? cairo_surface_write_to_png(sf, tmp) : CAIRO_STATUS_WRITE_ERROR;
+    mn_status s = mn_report_png(c, sf, path);
     cairo_surface_destroy(sf);
-    if (st != CAIRO_STATUS_SUCCESS) {
-        mn_error(c, "cannot write %s: %s", tmp, cairo_status_to_string(st));
-        remove(tmp);
-        return MN_ERR_USER;
-    }
-    mn_status s = mn_commit_file(c, tmp, path);
     if (s == MN_OK) printf("darknet-mn: wrote %s (%dx%d)\n", path, im.w, im.h);
     return s;
 }

@@ -89,7 +89,23 @@ static void plot_series(cairo_t *cr, const mn_report *r, size_t field, double xm
     }
 }
 
-static int draw(mn_report *r, const char *base, double xmax)
+mn_status mn_report_png(const mn_comm *c, cairo_surface_t *sf, const char *path)
+{
+    char tmp[4200];
+    if (!mn_tmp_path(c, tmp, sizeof tmp, path)) {
+        mn_error(c, "cannot write %s: the path is too long", path);
+        return MN_ERR_USER;
+    }
+    cairo_status_t st = cairo_surface_write_to_png(sf, tmp);
+    if (st != CAIRO_STATUS_SUCCESS) {
+        mn_error(c, "cannot write %s: %s", tmp, cairo_status_to_string(st));
+        remove(tmp);
+        return MN_ERR_USER;
+    }
+    return mn_commit_file(c, tmp, path);
+}
+
+static int draw(const mn_comm *c, mn_report *r, const char *base, double xmax)
 {
     const double L = 80, R = 80, T = 56, B = 48, W = MN_CHART_W - L - R, H = MN_CHART_H - T - B;
     double lmax = 0, rmax = 0, emax = 0;
@@ -170,10 +186,7 @@ static int draw(mn_report *r, const char *base, double xmax)
              r->ranks > 1 ? "s" : "", p->it, xmax, p->avg, r->img_s);
     text_at(cr, L + W / 2, 16, .5, s);
     cairo_destroy(cr);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", r->chart);
-    int ok = cairo_surface_write_to_png(sf, tmp) == CAIRO_STATUS_SUCCESS && rename(tmp, r->chart) == 0;
-    if (!ok) remove(tmp);
+    int ok = mn_report_png(c, sf, r->chart) == MN_OK;
     cairo_surface_destroy(sf);
     return ok;
 }
@@ -184,7 +197,7 @@ const char *mn_report_cairo(void)
 }
 
 /* Never reached: open_report leaves the chart's path empty. */
-static int draw(mn_report *r, const char *base, double xmax)
+static int draw(const mn_comm *c, mn_report *r, const char *base, double xmax)
 {
     return 0;
 }
@@ -221,8 +234,8 @@ void mn_report_iteration(mn_report **rp, const mn_comm *c, network *net, const m
     int last = it >= (size_t)max_batches;
     if (!last && !isfinite(eval) && now - r->last_draw < MN_CHART_SECONDS) return;
     r->last_draw = now;
-    if (!draw(r, base, max_batches > 0 ? max_batches : (double)it)) {
-        mn_error(c, "cannot write %s; training goes on without the chart", r->chart);
+    if (!draw(c, r, base, max_batches > 0 ? max_batches : (double)it)) {
+        mn_error(c, "training goes on without the chart %s", r->chart);
         r->chart[0] = 0;
     }
 }

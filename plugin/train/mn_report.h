@@ -25,6 +25,14 @@ void mn_report_free(mn_report *r);
  * test's predictions.png ("1.16.0"), or NULL in a CAIRO=0 build, which
  * draws none of them: each place says so once, with MN_NO_CAIRO as why. */
 const char *mn_report_cairo(void);
+#ifdef MN_CAIRO
+/* The one PNG writer (the chart, the timeline's picture, predictions.png):
+ * sf into a temporary file beside path, committed (mn_commit_file), so a
+ * reader sees the old picture or the new one, never half of one. A failure
+ * names the file (mn_error), removes the temporary one and returns nonzero. */
+struct _cairo_surface;
+mn_status mn_report_png(const mn_comm *c, struct _cairo_surface *sf, const char *path);
+#endif
 #define MN_NO_CAIRO "this darknet_mn was built without cairo (make CAIRO=1 with libcairo2-dev)"
 
 #endif

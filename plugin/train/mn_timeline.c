@@ -383,11 +383,9 @@ static int draw(mn_timeline *t, const char *png)
         lx += 16 + te.x_advance + 18;
     }
     cairo_surface_flush(sf);
-    char tmp[4200];
-    mn_status ok = mn_tmp_path(t->c, tmp, sizeof tmp, png) && cairo_surface_write_to_png(sf, tmp) == CAIRO_STATUS_SUCCESS
-                   ? mn_commit_file(t->c, tmp, png) : MN_ERR_USER;
-    if (ok != MN_OK) mn_error(t->c, "timeline: cannot draw %s", png);
     cairo_destroy(cr);
+    mn_status ok = mn_report_png(t->c, sf, png);
+    if (ok != MN_OK) mn_error(t->c, "timeline: no picture %s", png);
     cairo_surface_destroy(sf);
     return ok == MN_OK;
 }
