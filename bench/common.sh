@@ -63,3 +63,27 @@ seed_table() {
         printf '%-58s %-26s %7s %7s %+9.4f\n' "$row" "$vals" "$mean" "${stats#* }" "$(echo "$mean - $base" | bc -l)"
     done
 }
+# perf_kind: perf report's rows (--sort dso,symbol -n) summed by the kind of
+# their function (bench/profile.sh, bench/loader.sh): first match wins.
+perf_kind() {
+    awk '
+    function k(d, s) {
+        if (d ~ /kernel/) return "kernel (page faults, scheduling, I/O)"
+        if (d ~ /libdnnl/ || s ~ /^0x/ && d ~ /unknown|JIT|anon/) return "convolution: oneDNN (its jit code, reorders)"
+        if (s ~ /im2col/) return "convolution: im2col"
+        if (s ~ /col2im/) return "convolution: col2im"
+        if (d ~ /openblas/ || s ~ /^gemm|sgemm/) return "gemm (OpenBLAS; convolution and connected)"
+        if (s ~ /normalize|mean_cpu|variance|scale_bias|backward_scale|mean_delta|batchnorm|mn_bn_|plane_s/) return "batch norm"
+        if (s ~ /add_bias|backward_bias/) return "bias"
+        if (s ~ /activate|gradient_array|leaky|logistic|relu|linear_/) return "activation"
+        if (s ~ /maxpool/) return "maxpool"
+        if (s ~ /connected/) return "connected (outside gemm)"
+        if (s ~ /softmax|l2_cpu|yolo|delta_yolo|box|iou|forward_region|cost/) return "loss (softmax, yolo)"
+        if (s ~ /stbi|load_|image|resize|crop|rand|augment|flip|mn_cache|fill_truth|data/) return "data loading and augmentation"
+        if (d ~ /mpi|pal|pmix|mca|rte/ || s ~ /mn_comm|allreduce|mn_opt|sync/) return "allreduce and MPI"
+        if (s ~ /fill_cpu|copy_cpu|axpy|scal_cpu|memset|memcpy|memmove/) return "fill, copy, axpy, scal (updates, deltas)"
+        return "start-up, other"
+    }
+    /^ *[0-9.]+%/ { d = $3; s = $5; if (d == "[JIT]") { d = "JIT"; s = "0x" }; t[k(d, s)] += $2 }
+    END { for (x in t) printf "%s\t%d\n", x, t[x] }'
+}

@@ -17,30 +17,6 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$R" "$W"
 rm -f "$W/wall"
 
-# The kind of a function (perf's dso and symbol): first match wins.
-kind() {
-    awk '
-    function k(d, s) {
-        if (d ~ /kernel/) return "kernel (page faults, scheduling, I/O)"
-        if (d ~ /libdnnl/ || s ~ /^0x/ && d ~ /unknown|JIT|anon/) return "convolution: oneDNN (its jit code, reorders)"
-        if (s ~ /im2col/) return "convolution: im2col"
-        if (s ~ /col2im/) return "convolution: col2im"
-        if (d ~ /openblas/ || s ~ /^gemm|sgemm/) return "gemm (OpenBLAS; convolution and connected)"
-        if (s ~ /normalize|mean_cpu|variance|scale_bias|backward_scale|mean_delta|batchnorm|mn_bn_|plane_s/) return "batch norm"
-        if (s ~ /add_bias|backward_bias/) return "bias"
-        if (s ~ /activate|gradient_array|leaky|logistic|relu|linear_/) return "activation"
-        if (s ~ /maxpool/) return "maxpool"
-        if (s ~ /connected/) return "connected (outside gemm)"
-        if (s ~ /softmax|l2_cpu|yolo|delta_yolo|box|iou|forward_region|cost/) return "loss (softmax, yolo)"
-        if (s ~ /stbi|load_|image|resize|crop|rand|augment|flip|mn_cache|fill_truth|data/) return "data loading and augmentation"
-        if (d ~ /mpi|pal|pmix|mca|rte/ || s ~ /mn_comm|allreduce|mn_opt|sync/) return "allreduce and MPI"
-        if (s ~ /fill_cpu|copy_cpu|axpy|scal_cpu|memset|memcpy|memmove/) return "fill, copy, axpy, scal (updates, deltas)"
-        return "start-up, other"
-    }
-    /^ *[0-9.]+%/ { d = $3; s = $5; if (d == "[JIT]") { d = "JIT"; s = "0x" }; t[k(d, s)] += $2 }
-    END { for (x in t) printf "%s\t%d\n", x, t[x] }'
-}
-
 prepare() {   # prepare NET UPDATES: the cfg and data of a profiled run
     local net=$1 data=cfg/fashion.data
     [ "$net" = fashion-det ] && data=data/fashion-det.data
@@ -65,7 +41,7 @@ for net in $NETS; do
         MN_DNNL=$v mpiexec -x MN_DNNL -n 1 perf record -q -e cpu-clock -F 999 -o "$W/$net-$v.perf" -- \
             ./darknet_mn $task train "$W/$net.data" "$W/$net.cfg" > "$W/$net-$v.out" 2>&1 || { echo "# $net MN_DNNL=$v failed: see $W/$net-$v.out"; continue; }
         t1=$(date +%s.%N)
-        perf report -i "$W/$net-$v.perf" -n --no-children --sort dso,symbol --stdio 2>/dev/null | kind |
+        perf report -i "$W/$net-$v.perf" -n --no-children --sort dso,symbol --stdio 2>/dev/null | perf_kind |
             awk -F'\t' -v n="$n" '{ printf "%s\t%.2f\n", $1, $2 / 999 * 1000 / n }' > "$W/$net-$v.kinds"
         echo "$net $v $(awk -v a="$t0" -v b="$t1" -v n="$n" 'BEGIN { printf "%.1f", (b - a) * 1000 / n }')" >> "$W/wall"
     done
