@@ -254,8 +254,8 @@ summary() { grep -ao 'test_[a-z]*: .*' "$1" | awk 'length > length(best) { best 
 # SUITE_LABEL, where set, begins its name.
 unit_test() {
     local name=$1 np=$2; shift 2
-    local label=${SUITE_LABEL:+$SUITE_LABEL }$name
-    if on_mpi "$T/$name.log" 300 "$np" "$@"; then ok "$label: $(summary "$T/$name.log")"
+    local label=${SUITE_LABEL:+$SUITE_LABEL }$name sum
+    if on_mpi "$T/$name.log" 300 "$np" "$@"; then sum=$(summary "$T/$name.log"); ok "$label${sum:+: $sum}"
     else bad "$label (see $T/$name.log)"; grep -ah "FAIL" "$T/$name.log" | head -5; fi
 }
 
@@ -341,6 +341,9 @@ mn_cfg_edit() {
     fi
 }
 
+# seen_of WEIGHTS: the images seen that a weights file records (the 64-bit
+# count after its 12-byte version header).
+seen_of() { od -A n -t u8 -j 12 -N 8 "$1" | tr -d ' '; }
 # bench_step LABEL BIN [CFG]: BIN's bench step on CFG (the forks':
 # cfg/yolov4-tiny-fashion.cfg) runs its base's own CPU passes: one step
 # line, every gradient float counted (bench/scale_model.py's count, exactly)

@@ -1,5 +1,5 @@
-/* Helpers shared by the C tests that train through the API: expectations that
- * count failures and name the rank, one update from a synthetic data set, the
+/* Helpers shared by the C tests that train through the API, with
+ * mn_expect.h's expectations: one update from a synthetic data set, the
  * parameters in weights-file order, and the relative difference of two runs. */
 #ifndef MN_TEST_H
 #define MN_TEST_H
@@ -8,10 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "mn_internal.h"
+#include "mn_expect.h"
 
-static int failures, rank;
-#define EXPECT(cond, ...) do { if (!(cond)) { ++failures; fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
 /* The reference network of an equivalence check: parsed as the plugin
  * loads one, on the same engine (oneDNN convolution in a DNNL=1 build), so

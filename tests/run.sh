@@ -10,21 +10,13 @@ unset T D MPI
 if [ "${SANITIZE:-0}" = 1 ]; then exec ./tests/sanitize.sh; fi
 rm -rf "$T" && mkdir -p "$T"
 
-# run_unit NAME NP [ENV=V] -- CMD...: a unit test under mpiexec with a time limit
-# that only catches a hang (unit_test in tests/lib.sh says why it is long).
-run_unit() {
-    local name=$1; shift
-    if on_mpi "$T/$name.log" 300 "$@"; then ok "$name"
-    else bad "$name (see $T/$name.log)"; tail -5 "$T/$name.log"; fi
-}
-
 echo "== unit tests"
 for n in 1 2 3 4; do
-    run_unit "comm-np$n" $n -- "$TEST_BIN/test_comm"
-    run_unit "scatter-np$n" $n -- "$TEST_BIN/test_scatter" "$T"
+    unit_test "comm-np$n" $n -- "$TEST_BIN/test_comm"
+    unit_test "scatter-np$n" $n -- "$TEST_BIN/test_scatter" "$T"
 done
-run_unit gpu-select 1 -- "$TEST_BIN/test_gpu_select"
-run_unit gpu-logic 1 -- "$TEST_BIN/test_gpu_logic"
+unit_test gpu-select 1 -- "$TEST_BIN/test_gpu_select"
+unit_test gpu-logic 1 -- "$TEST_BIN/test_gpu_logic"
 # The guard over communicator setup (tests/test_guard.c): a setup stuck on
 # rank 1 while rank 0 waits in the setup's own collective ends the job
 # within the 2 s timeout, every rank naming it (without it: a hang).
@@ -35,15 +27,15 @@ if [ $rc != 0 ] && [ $rc != 124 ] && [ $took -lt 30 ] &&
    [ "$(grep -c '^darknet-mn: rank [01] (.*): communicator setup at iteration 0 did not complete in time (collective_timeout=2 s)' "$T/guard.log")" -ge 1 ]; then
     ok "a communicator setup stalled on rank 1 ends the job in ${took}s (exit $rc): $(grep -m1 'did not complete' "$T/guard.log")"
 else bad "guarded setup: exit $rc after ${took}s (see $T/guard.log)"; fi
-run_unit stock-cfgs-accepted 2 -- "$TEST_BIN/test_cfg" third_party/darknet-cpu/cfg/*.cfg cfg/*.cfg
-run_unit comm-forced-2x2 4 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
-for n in 1 2 3; do run_unit "replica-np$n" $n -- "$TEST_BIN/test_replica" "$T"; done
-run_unit comm-forced-2+1 3 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
+unit_test stock-cfgs-accepted 2 -- "$TEST_BIN/test_cfg" third_party/darknet-cpu/cfg/*.cfg cfg/*.cfg
+unit_test comm-forced-2x2 4 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
+for n in 1 2 3; do unit_test "replica-np$n" $n -- "$TEST_BIN/test_replica" "$T"; done
+unit_test comm-forced-2+1 3 MN_RANKS_PER_NODE=2 -- "$TEST_BIN/test_comm"
 for comm in naive flat; do
     for n in 1 2 3 4; do
         for s in 1 2; do
             mkdir -p "$T/eq-$comm-$n-$s"
-            run_unit "equiv-$comm-np$n-sub$s" $n -- "$TEST_BIN/test_equiv" $comm $s "$T/eq-$comm-$n-$s"
+            unit_test "equiv-$comm-np$n-sub$s" $n -- "$TEST_BIN/test_equiv" $comm $s "$T/eq-$comm-$n-$s"
         done
     done
 done
@@ -52,7 +44,7 @@ echo "== end-to-end"
 # The scale model (bench/scale_model.py) against closed forms, and its cfg
 # counter against `bench step`'s gradient floats and -layers' GFLOP; bench
 # step refuses a batch larger than the cfg's.
-run_unit scale-model 1 -- python3 tests/test_scale_model.py
+unit_test scale-model 1 -- python3 tests/test_scale_model.py
 bench_step pjreddie ./darknet_mn cfg/fashion.cfg
 bench_step pjreddie ./darknet_mn cfg/fashion-det.cfg
 timeout 60 ./darknet_mn bench step cfg/fashion.cfg -batch 65 > "$T/step-batch.out" 2>&1

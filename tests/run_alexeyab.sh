@@ -122,7 +122,6 @@ else bad "alexeyab detector map: darknet-mn '$mn_map' ($mn_det detections) vs th
 # seen in the weights header counts the global images (the fork derives it
 # from cur_iteration when it saves: 60 x 8 x 2 = 960); a longer max_batches
 # resumes from the checkpoint of iteration 60 and ends at 64 x 16 = 1024.
-seen_of() { od -A n -t u8 -j 12 -N 8 "$1" | tr -d ' '; }
 s60=$(seen_of "$W")
 sed -i 's/^max_batches=.*/max_batches=64/' "$T/y4.cfg"
 if [ "$s60" = 960 ] && timeout 120 $MPI -n 2 "$AB/darknet_mn" detector train "$T/y4.data" "$T/y4.cfg" > "$T/y4-resume.log" 2>&1 &&

@@ -26,7 +26,6 @@ run() {
     mn "$F/$name" "$np" classifier train "$F/$name.data" "$c" "$@"
     cat "$F/$name".out.* > "$F/$name.out"; cat "$F/$name".err.* > "$F/$name.err"
 }
-seen_of() { od -An -t u8 -j 12 -N 8 "$1" | tr -d ' '; }
 set_seen() { perl -e 'open F, "+<", $ARGV[0] or die; seek F, 12, 0; print F pack("Q<", $ARGV[1]); close F' "$1" "$2"; }
 W=$TEST_BIN/mn_wcmp
 

@@ -28,9 +28,9 @@ unit_test comm-2x2-mpi 4 MN_RANKS_PER_NODE=2 MN_SHM=0 -- "$TEST_BIN/test_comm"
 unit_test comm-2+1-mpi-odd-pieces 3 MN_RANKS_PER_NODE=2 MN_SHM=0 MN_PIECE_BYTES=4004 -- "$TEST_BIN/test_comm"
 unit_test comm-np2-mpi 2 MN_SHM=0 -- "$TEST_BIN/test_comm"
 
-# refused NAME NP RPN ALGO PATTERN: test_comm ALGO must fail on every rank (own
+# comm_refused NAME NP RPN ALGO PATTERN: test_comm ALGO must fail on every rank (own
 # exit code each), within the time limit, with PATTERN in the message.
-refused() {
+comm_refused() {
     local name=$1 np=$2 rpn=$3 algo=$4 pat=$5
     local t0=$SECONDS
     on_ranks "$T/$name" 60 "$np" MN_RANKS_PER_NODE="$rpn" -- "$TEST_BIN/test_comm" "$algo"
@@ -40,9 +40,9 @@ refused() {
     if ! cat "$T/$name".err.* | grep -q -- "$pat"; then bad "$name: no message matching '$pat': $(cat "$T/$name".err.* | head -3)"; return; fi
     ok "$name (${took}s, every rank exits $(cat "$T/$name".rc.* | sort -u | paste -sd,)): $(cat "$T/$name".err.* | grep -m1 -- "$pat")"
 }
-refused refuse-2d-uneven 3 2 two_dimensional "'two_dimensional' needs the same number of ranks on every node, but this job has 3 ranks on 2 nodes (2+1)"
-refused refuse-single-node 4 2 single_node "'single_node' works inside one node, but this job has 4 ranks on 2 nodes (2+2)"
-refused refuse-pure-nccl 2 2 pure_nccl "communicator 'pure_nccl' needs a build with NCCL=1 (this build has none)"
+comm_refused refuse-2d-uneven 3 2 two_dimensional "'two_dimensional' needs the same number of ranks on every node, but this job has 3 ranks on 2 nodes (2+1)"
+comm_refused refuse-single-node 4 2 single_node "'single_node' works inside one node, but this job has 4 ranks on 2 nodes (2+2)"
+comm_refused refuse-pure-nccl 2 2 pure_nccl "communicator 'pure_nccl' needs a build with NCCL=1 (this build has none)"
 
 # Training equivalence through each new communicator: 2 ranks on one node, and
 # 4 ranks as 2 nodes x 2 (single_node: 4 ranks on one node).

@@ -13,22 +13,16 @@
 E=$T/eval
 rm -rf "$E" && mkdir -p "$E"
 
-# unit NAME NP -- CMD...: a C test under mpiexec with a time limit.
-unit() {
-    local name=$1; shift
-    if on_mpi "$E/$name.log" 120 "$@"; then ok "$name: $(grep -m1 '^test_[a-z]*: [a-z]' "$E/$name.log")"
-    else bad "$name (see $E/$name.log)"; tail -5 "$E/$name.log"; fi
-}
 # mn OUT NP ARGS... (tests/lib.sh): ./darknet_mn ARGS on NP ranks; rank r's
 # stdout, stderr and exit code in OUT.{out,err,rc}.r, mpiexec's in OUT.rc.
 
 echo "-- unit tests"
-unit map 1 -- "$TEST_BIN/test_map"
-for n in 1 2 3 4; do unit "bnavg-np$n" $n -- "$TEST_BIN/test_bnavg" "$E"; done
+unit_test map 1 -- "$TEST_BIN/test_map"
+for n in 1 2 3 4; do unit_test "bnavg-np$n" $n -- "$TEST_BIN/test_bnavg" "$E"; done
 for s in 1 2; do
-    for n in 1 2 3 4; do mkdir -p "$E/sb1-$n-$s"; unit "syncbn-np$n-sub$s" $n -- "$TEST_BIN/test_syncbn" 1 $s "$E/sb1-$n-$s"; done
+    for n in 1 2 3 4; do mkdir -p "$E/sb1-$n-$s"; unit_test "syncbn-np$n-sub$s" $n -- "$TEST_BIN/test_syncbn" 1 $s "$E/sb1-$n-$s"; done
 done
-for n in 2 4; do mkdir -p "$E/sb0-$n"; unit "no-syncbn-differs-np$n" $n -- "$TEST_BIN/test_syncbn" 0 1 "$E/sb0-$n"; done
+for n in 2 4; do mkdir -p "$E/sb0-$n"; unit_test "no-syncbn-differs-np$n" $n -- "$TEST_BIN/test_syncbn" 0 1 "$E/sb0-$n"; done
 
 echo "-- detector evaluation"
 S=$E/shapes

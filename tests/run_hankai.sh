@@ -40,7 +40,6 @@ fork_det_data || { bad "make fashion-det-data (see $T/det-data.log)"; finish; }
 mn_cfg "$T/e.cfg" detector width=128 height=128 batch=4 max_batches=3 learning_rate=0.001 burn_in=0 \
     '[convolutional]' '[maxpool]' '[convolutional]' filters=16 '[maxpool]' \
     '[convolutional]' size=1 filters=45 activation=linear '[yolo]' classes=10 -- deterministic=1 shuffle=0
-seen_of() { od -A n -t u8 -j 12 -N 8 "$1" | tr -d ' '; }
 eq_run() {   # [MAXB=K] eq_run NAME NP BATCH SUBDIVISIONS [DISTRIBUTED-LINE...]: trains $T/NAME.cfg (K updates, 3 by default)
     local name=$1 np=$2 b=$3 s=$4; shift 4
     sed -e "s/^batch=.*/batch=$b/" -e "s/^subdivisions=.*/subdivisions=$s/" -e "s/^max_batches=.*/max_batches=${MAXB:-3}/" \

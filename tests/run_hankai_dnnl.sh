@@ -117,7 +117,6 @@ sed 's/^batch=.*/batch=2/' "$T/eq/shapes.cfg" > "$T/eq/np2.cfg"
 echo communicator=flat >> "$T/eq/np2.cfg"
 sed 's/^subdivisions=.*/subdivisions=2/' "$T/eq/np2.cfg" > "$T/eq/np2sub.cfg"
 sed 's/^subdivisions=.*/subdivisions=2/' "$T/eq/shapes.cfg" > "$T/eq/sub.cfg"
-seen_of() { od -A n -t u8 -j 12 -N 8 "$1" | tr -d ' '; }
 eq_check() {   # eq_check NAME REFERENCE WHAT: $T/NAME's weights against $T/REFERENCE's
     local w=$T/$1/${1#eq-}_final.weights r=$T/$2/${2#eq-}_final.weights
     if [ -f "$w" ] && [ -f "$r" ] && "$TEST_BIN/mn_wcmp" "$r" "$w" 1e-5 > "$T/$1.cmp" 2>&1 && [ "$(seen_of "$w")" = "$(seen_of "$r")" ] &&

@@ -11,15 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mn_engine.h"
+#include "mn_expect.h"
 #include "utils.h"
 
 #define MAXIMG 64
 #define THREADS 8
 #define ROUNDS 5
 
-static int failures;
-#define EXPECT(cond, ...) do { if (!(cond)) { ++failures; fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
 static char *paths[MAXIMG + 1];
 static image ref[MAXIMG];

@@ -11,10 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mn_internal.h"
+#include "mn_expect.h"
 
-static int failures, rank, N;
-#define EXPECT(cond, ...) do { if (!(cond)) { ++failures; fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+static int N;
 
 /* float32: rank r contributes v(r,i) = (r+1)*N + (i % 97) - 48, so the sum over
  * ranks is N*N(N+1)/2 + N*((i%97)-48) and the mean N(N+1)/2 + (i%97) - 48: all

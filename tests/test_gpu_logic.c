@@ -8,10 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mn_transport.h"
+#include "mn_expect.h"
 
-static int failures;
-#define EXPECT(cond, ...) do { if (!(cond)) { ++failures; fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
 /* A stub: `script` is the poll results in order (the last repeats); the
  * clock advances `tick` seconds per pause. */

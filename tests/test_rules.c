@@ -13,10 +13,8 @@
 #include "mn_internal.h"
 #include "mn_input.h"
 #include "mn_eval.h"
+#include "mn_expect.h"
 
-static int failures;
-#define EXPECT(cond, ...) do { if (!(cond)) { ++failures; fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
 /* The iterations in 1..until at which training evaluates, from start. */
 static void schedule(const mn_options *o, size_t start, size_t until, size_t max_batches, size_t burn_in,

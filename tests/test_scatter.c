@@ -6,10 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mn_internal.h"
+#include "mn_expect.h"
 
-static int failures, rank;
-#define EXPECT(cond, ...) do { if (!(cond)) { ++failures; fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
 /* Gathers every rank's shard (as indices parsed from "p<index>") on rank 0
  * and checks it covers 0..n-1 exactly once in shard order. Returns a hash of
