@@ -83,12 +83,6 @@ static void fill(float *p, size_t n, int rank)
     for (size_t i = 0; i < n; ++i) p[i] = (float)((i + (size_t)rank) % 7) - 3.0f;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The call-by-call order of one round: a fresh permutation (the same on every
  * rank), so that no variant always follows the same one; a fixed order once
  * put flat after naive/f16 in every round. */
@@ -182,7 +176,7 @@ static mn_status time_all(mn_comm *c, const variant *vs, int nv, float **arrays,
     if (s == MN_OK) MPI_Allreduce(MPI_IN_PLACE, f, nr, MPI_DOUBLE, MPI_MAX, c->world);
     for (int v = 0; v < nr && s == MN_OK; ++v) {
         double *tv = t + v * iters;
-        qsort(tv, (size_t)iters, sizeof(double), cmp_double);
+        qsort(tv, (size_t)iters, sizeof(double), mn_cmp_double);
         out[v] = (stats){tv[0], tv[iters / 2], tv[iters - 1], f[v]};
     }
     free(t);
@@ -343,7 +337,7 @@ mn_status mn_bench_allreduce(mn_comm *c, int argc, char **argv)
  * per iteration. */
 static double median_of_slowest(mn_comm *c, double *t, int k)
 {
-    qsort(t, (size_t)k, sizeof *t, cmp_double);
+    qsort(t, (size_t)k, sizeof *t, mn_cmp_double);
     double m = t[k / 2];
     MPI_Allreduce(MPI_IN_PLACE, &m, 1, MPI_DOUBLE, MPI_MAX, c->world);
     return m;
@@ -477,7 +471,7 @@ static double median_of(double *t, int n, int stride)
 {
     double v[n];
     for (int k = 0; k < n; ++k) v[k] = t[k * stride];
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, mn_cmp_double);
     return v[n / 2];
 }
 
@@ -495,8 +489,7 @@ static void print_layers(const network *net, const layer_clock *k, int iters, in
         double f = median_of(k->fwd + i, iters, k->n), b = median_of(k->bwd + i, iters, k->n);
         double ff = l.flops * batch, bf = ff * (i ? 2 : 1);
         char out[32];
-        snprintf(out, sizeof out, "%dx%dx%d", l.out_w, l.out_h, l.n && l.kind == MN_LAYER_CONVOLUTIONAL ? l.n
-                                                                  : l.outputs / (l.out_w * l.out_h > 0 ? l.out_w * l.out_h : 1));
+        snprintf(out, sizeof out, "%dx%dx%d", l.out_w, l.out_h, l.out_w * l.out_h > 0 ? l.outputs / (l.out_w * l.out_h) : 0);
         printf("layer %3d %-16s %-14s %10.3f %10.3f %8.3f", i, l.name, out, f * 1e3, b * 1e3, ff / 1e9);
         if (ff > 0) printf(" %10.1f %10.1f\n", f > 0 ? ff / f / 1e9 : 0, b > 0 ? bf / b / 1e9 : 0);
         else printf(" %10s %10s\n", "-", "-");
@@ -575,10 +568,7 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch, int per
     }
     if (s == MN_OK && c->rank == 0) {
         double med[6];
-        for (int k = 0; k < 6; ++k) {
-            qsort(t + k * iters, (size_t)iters, sizeof *t, cmp_double);
-            med[k] = t[k * iters + iters / 2];
-        }
+        for (int k = 0; k < 6; ++k) med[k] = median_of(t + k * iters, iters, 1);
         printf("# model %s: %zu gradient floats (%.2f MiB); batch %d per pass (cfg: batch/subdivisions %d, "
                "subdivisions %d), %d iterations, medians; wall and this thread's CPU seconds\n", cfg, floats,
                floats * 4.0 / 1048576, in.batch, cfg_batch, in.subdivisions, iters);

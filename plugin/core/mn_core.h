@@ -62,6 +62,8 @@ struct mn_comm {
 
 /* Seconds since the epoch, to the microsecond. */
 double mn_now(void);
+/* qsort's comparison of doubles, ascending (the benchmarks' medians). */
+int mn_cmp_double(const void *a, const void *b);
 /* 64-bit FNV-1a, for signatures and checksums. */
 #define MN_FNV_SEED 1469598103934665603ULL
 uint64_t mn_fnv1a(uint64_t h, const void *p, size_t n);

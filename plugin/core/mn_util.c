@@ -14,6 +14,12 @@ double mn_now(void)
     return (double)tv.tv_sec + tv.tv_usec * 1e-6;
 }
 
+int mn_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 uint64_t mn_fnv1a(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *b = p;

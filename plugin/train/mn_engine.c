@@ -22,12 +22,6 @@ int mn_engine_blas_threads(void)
 #endif
 }
 
-static int cmp_seconds(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 double mn_engine_sgemm_gflops(void)
 {
 #ifdef MN_BLAS
@@ -46,7 +40,7 @@ double mn_engine_sgemm_gflops(void)
     }
     openblas_set_num_threads(threads);
     free(a);
-    qsort(t + 1, ROUNDS, sizeof *t, cmp_seconds);
+    qsort(t + 1, ROUNDS, sizeof *t, mn_cmp_double);
     return 2.0 * N * N * N / t[1 + ROUNDS / 2] / 1e9;
 #else
     return 0;
