@@ -9,9 +9,11 @@
 #   LAYERS_CFGS     cfgs (default: stock yolov3-tiny at 256x256, batch 8, made
 #                   from pjreddie's cfg, and cfg/fashion-det.cfg; made too:
 #                   build/bench-layers/yolov4-tiny-256.cfg from AlexeyAB's)
-#   LAYERS_SYSTEMS  "label=command ..." (default: oneDNN=./darknet_mn and
+#   LAYERS_SYSTEMS  "label=command ..." (default: oneDNN=./darknet_mn,
 #                   darknet=MN_DNNL=0 ./darknet_mn, Darknet's im2col + gemm in
-#                   the same binary); a command may start with VAR=value words
+#                   the same binary, and where python3-torch is installed
+#                   torch=bench/torch_step.py, the same layers in PyTorch on one
+#                   thread); a command may start with VAR=value words
 #   LAYERS_ROUNDS   rounds (3); LAYERS_ITERS iterations per run (5)
 #   LAYERS_OUT      the result file
 # Timing runs hold the benchmarks' lock (bench/common.sh); each rank is one
@@ -29,7 +31,10 @@ at256() { sed -e 's/^width=.*/width=256/' -e 's/^height=.*/height=256/' -e 's/^b
 [ ! -f third_party/darknet-cpu/cfg/yolov3-tiny.cfg ] || at256 third_party/darknet-cpu/cfg/yolov3-tiny.cfg > "$W/yolov3-tiny-256.cfg"
 [ ! -f third_party/darknet-alexeyab-cpu/cfg/yolov4-tiny.cfg ] || at256 third_party/darknet-alexeyab-cpu/cfg/yolov4-tiny.cfg > "$W/yolov4-tiny-256.cfg"
 LAYERS_CFGS=${LAYERS_CFGS:-$W/yolov3-tiny-256.cfg cfg/fashion-det.cfg}
-systems=${LAYERS_SYSTEMS:-oneDNN=./darknet_mn darknet=MN_DNNL=0 ./darknet_mn}
+torch=
+/usr/bin/python3 -c 'import torch' 2> /dev/null && torch=' torch=/usr/bin/python3 bench/torch_step.py' ||
+    echo "bench: no PyTorch peer (python3-torch is not installed)" >&2
+systems=${LAYERS_SYSTEMS:-oneDNN=./darknet_mn darknet=MN_DNNL=0 ./darknet_mn$torch}
 # Split "a=cmd words b=cmd" into labels and commands: a word "label=..." whose
 # label has no path or '=' in it and is not an environment variable's name
 # (all capitals) starts a system.
