@@ -221,7 +221,7 @@ endif
 LIBMN := $(OBJ)/libdarknet_mn.a
 LIBDK := $(DK)/libdarknet.a
 
-.PHONY: all deps darknet test demo bench bench-hankai bench-engine bench-layers bench-loader bench-time-to-map clean distclean gpu-build
+.PHONY: all deps darknet test demo bench bench-hankai bench-engine bench-layers bench-loader bench-ranks bench-time-to-map clean distclean gpu-build
 all: $(PROG)
 
 # scripts/deps.sh installs (Debian/Ubuntu, as root or with sudo) or checks
@@ -495,6 +495,10 @@ bench-hankai:
 # core's sgemm timed in the same runs (bench step -layers): bench/results/step-layers.txt.
 bench-layers: $(PROG)
 	./bench/layers.sh
+# 2 ranks of real detector training against twice one rank's bench step:
+# bench/results/ranks-vs-step.txt.
+bench-ranks: $(PROG) $(FASHION_DET_OUT)/.stamp
+	./bench/ranks.sh
 # How much of a 2-rank detector training goes to loading images, under perf:
 # bench/results/loader-share.txt.
 bench-loader: $(PROG) $(FASHION_DET_OUT)/.stamp

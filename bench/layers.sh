@@ -6,9 +6,10 @@
 # per system and cfg the median over the rounds of the step (forward +
 # backward, wall), its GFLOP/s, the sgemm's and the fraction; then the last
 # round's per-layer table of each system on each cfg.
-#   LAYERS_CFGS     cfgs (default: stock yolov3-tiny at 256x256, batch 8, made
-#                   from pjreddie's cfg, and cfg/fashion-det.cfg; made too:
-#                   build/bench-layers/yolov4-tiny-256.cfg from AlexeyAB's)
+#   LAYERS_CFGS     cfgs (default: stock yolov3-tiny at 256x256 and 416x416,
+#                   batch 8, made from pjreddie's cfg, and cfg/fashion-det.cfg;
+#                   made too: build/bench-layers/yolov4-tiny-256.cfg from
+#                   AlexeyAB's)
 #   LAYERS_SYSTEMS  "label=command ..." (default: oneDNN=./darknet_mn,
 #                   darknet=MN_DNNL=0 ./darknet_mn, Darknet's im2col + gemm in
 #                   the same binary, and where python3-torch is installed
@@ -25,12 +26,14 @@ rounds=${LAYERS_ROUNDS:-3} iters=${LAYERS_ITERS:-5}
 out=${LAYERS_OUT:-bench/results/step-layers.txt}
 mkdir -p "$W" "$(dirname "$out")"
 . bench/common.sh
-# Stock cfgs at 256x256, batch 8 in one pass, where their base is built:
-# $W/yolov3-tiny-256.cfg (pjreddie's), $W/yolov4-tiny-256.cfg (AlexeyAB's).
-at256() { sed -e 's/^width=.*/width=256/' -e 's/^height=.*/height=256/' -e 's/^batch=.*/batch=8/' -e 's/^subdivisions=.*/subdivisions=1/' "$1"; }
-[ ! -f third_party/darknet-cpu/cfg/yolov3-tiny.cfg ] || at256 third_party/darknet-cpu/cfg/yolov3-tiny.cfg > "$W/yolov3-tiny-256.cfg"
-[ ! -f third_party/darknet-alexeyab-cpu/cfg/yolov4-tiny.cfg ] || at256 third_party/darknet-alexeyab-cpu/cfg/yolov4-tiny.cfg > "$W/yolov4-tiny-256.cfg"
-LAYERS_CFGS=${LAYERS_CFGS:-$W/yolov3-tiny-256.cfg cfg/fashion-det.cfg}
+# Stock cfgs at SIZE x SIZE, batch 8 in one pass, where their base is built:
+# $W/yolov3-tiny-256.cfg and -416 (pjreddie's), $W/yolov4-tiny-256.cfg (AlexeyAB's).
+at() { sed -e "s/^width=.*/width=$1/" -e "s/^height=.*/height=$1/" -e 's/^batch=.*/batch=8/' -e 's/^subdivisions=.*/subdivisions=1/' "$2"; }
+for size in 256 416; do
+    [ ! -f third_party/darknet-cpu/cfg/yolov3-tiny.cfg ] || at $size third_party/darknet-cpu/cfg/yolov3-tiny.cfg > "$W/yolov3-tiny-$size.cfg"
+done
+[ ! -f third_party/darknet-alexeyab-cpu/cfg/yolov4-tiny.cfg ] || at 256 third_party/darknet-alexeyab-cpu/cfg/yolov4-tiny.cfg > "$W/yolov4-tiny-256.cfg"
+LAYERS_CFGS=${LAYERS_CFGS:-$W/yolov3-tiny-256.cfg $W/yolov3-tiny-416.cfg cfg/fashion-det.cfg}
 torch=
 /usr/bin/python3 -c 'import torch' 2> /dev/null && torch=' torch=/usr/bin/python3 bench/torch_step.py' ||
     echo "bench: no PyTorch peer (python3-torch is not installed)" >&2
@@ -68,8 +71,9 @@ done
     cat "$W/head.txt"
     load_line after
     echo
-    echo "## medians over $rounds rounds: forward + backward wall seconds of a step, GFLOP/s of its passes, the sgemm's in the same runs"
-    printf '%-24s %-16s %9s %9s %9s %12s %9s\n' cfg system step_s gflop GFLOP/s sgemm_GF/s fraction
+    echo "## medians over $rounds rounds: forward + backward wall seconds of a step, GFLOP/s of its passes, the sgemm's in the"
+    echo "## same runs; x_first: this system's step over the first system's (${labels[0]}), how many times as fast ${labels[0]} is"
+    printf '%-24s %-16s %9s %9s %9s %12s %9s %8s\n' cfg system step_s gflop GFLOP/s sgemm_GF/s fraction x_first
     for c in $LAYERS_CFGS; do
         for k in "${!labels[@]}"; do
             cat "$W/${labels[k]}-$(basename "$c" .cfg)"-*.txt | sed -n 's/^layers forward_s=\([0-9.]*\) backward_s=\([0-9.]*\) gflop=\([0-9.]*\) gflops=\([0-9.]*\) sgemm_gflops=\([0-9.]*\) fraction=\([0-9.]*\)$/\1 \2 \3 \4 \5 \6/p' |
@@ -78,7 +82,7 @@ done
                                                  return a[int((n + 1) / 2)] }
                     END { if (NR) printf "%-24s %-16s %9.3f %9.3f %9.1f %12.1f %9.2f\n", c, s, med(step, NR), flop, med(gf, NR), med(sg, NR), med(fr, NR)
                           else printf "%-24s %-16s failed\n", c, s }'
-        done
+        done | awk '$3 != "failed" && !first { first = $3 } { print $0 ($3 == "failed" ? "" : sprintf(" %8.2f", $3 / first)) }'
     done
     for c in $LAYERS_CFGS; do
         for k in "${!labels[@]}"; do

@@ -13,8 +13,10 @@
 #  - shapes: a 1x1 and a 3x3 convolution whose input also feeds a route
 #    (pjreddie's 1x1 backward writes the input gradient over the route's,
 #    its 3x3 adds to it; the fork's writes over it at every size), stride 2
-#    with 2 groups, 5x5 without padding, linear and logistic; on the fork
-#    also dilation 2.
+#    with 2 groups, 5x5 without padding, linear and logistic, and a 3x3 of
+#    512 filters on 640 channels at 10x10, whose weight gradient is
+#    mn_dnnl.c's sgemm over runs of 7 and 1 images; on the fork also
+#    dilation 2.
 # The startup line names oneDNN, and MN_DNNL=0's does not. Weights move
 # both ways between stock Darknet and darknet-mn on oneDNN. test_loops: the
 # engine's leaky and 2x2 maxpool loops give each base's own results, and its
@@ -41,6 +43,9 @@ nets() {   # nets DIR M EXTRA_SHAPES_KEY
         '[route]' layers=-1,-2 \
         '[convolutional]' filters=16 stride=2 groups=2 activation=logistic ${3:+"$3"} \
         '[convolutional]' filters=8 size=5 pad=0 \
+        '[convolutional]' filters=640 size=1 pad=0 activation=linear \
+        '[convolutional]' filters=512 \
+        '[convolutional]' filters=8 size=1 pad=0 activation=linear \
         '[maxpool]' '[connected]' '[softmax]' -- deterministic=1 shuffle=0
 }
 # train NAME PROG CFG MN_DNNL [WEIGHTS]: one run, backup folder $G/NAME.
@@ -74,7 +79,7 @@ check_base() {   # check_base LABEL PROG [EXTRA_SHAPES_KEY]
     local on off
     on=$(grep -o 'convolution oneDNN [^;]*' "$G/$label-shapes-dnnl.out")
     off=$(grep -c 'convolution oneDNN' "$G/$label-shapes-gemm.out")
-    if [ "$on" = "convolution oneDNN $(dpkg-query -W -f='${Version}' libdnnl-dev | cut -d- -f1), 1 thread, 5 convolutional layers" ] &&
+    if [ "$on" = "convolution oneDNN $(dpkg-query -W -f='${Version}' libdnnl-dev | cut -d- -f1), 1 thread, 8 convolutional layers" ] &&
        [ "$off" = 0 ]; then ok "$label startup line: $on; none under MN_DNNL=0"
     else bad "$label startup line: '$on' (MN_DNNL=0: $off lines name oneDNN)"; fi
 }

@@ -10,7 +10,9 @@
 #    yolov4-tiny-fashion (batch norm, leaky, stride 2, 1x1, the route that
 #    takes half the channels: groups=2 group_id=1) and a shapes net
 #    (grouped, dilated, 5x5 unpadded, linear and logistic convolutions, a
-#    route feeding a 3x3 and a 1x1 convolution, a 2x2 maxpool). The
+#    route feeding a 3x3 and a 1x1 convolution, a 2x2 maxpool, and a 3x3
+#    of 512 filters on 640 channels at 14x14 whose weight gradient is
+#    mn_dnnl.c's sgemm over runs of 3 images). The
 #    updates differ by the convolution's and batch norm's float rounding
 #    only: within TOL, and not equal (the engine ran); the startup line
 #    counts the engine's convolutional and maxpool layers;
@@ -64,6 +66,8 @@ nets() {   # nets DIR M B
         '[convolutional]' batch_normalize=1 filters=16 dilation=2 \
         '[convolutional]' filters=16 size=5 pad=0 \
         '[maxpool]' \
+        '[convolutional]' filters=640 size=1 pad=0 activation=linear \
+        '[convolutional]' filters=512 \
         '[convolutional]' size=1 pad=0 filters=45 activation=linear \
         '[yolo]' classes=10 -- deterministic=1 shuffle=0
 }

@@ -8,7 +8,12 @@
  * one call pays one reorder per tensor instead of one per image. oneDNN
  * then sums the batch's weight gradient itself, in its own order, so N
  * ranks x b images give what 1 x N*b gives to float rounding (as the
- * allreduce's sum does), not to the bit. */
+ * allreduce's sum does), not to the bit.
+ * The weight gradient of a 3x3 (or larger) convolution over a small plane
+ * with many inputs and filters is one sgemm instead (gemm_weights): oneDNN's
+ * AVX2 backward-weights kernel runs those at about 55 GFLOP/s, where one
+ * sgemm over the batch runs at about 80 (yolov3-tiny's 8x8 layers,
+ * bench/results/step-layers.txt). */
 #include <stdlib.h>
 #include <string.h>
 #include "mn_dnnl.h"
@@ -20,7 +25,8 @@
 /* One tensor of a primitive: user is Darknet's plain array (its handle set
  * per call); inner the primitive's layout with the reorder between them, or
  * NULL when the layouts agree. shared: inner belongs to another arg holding
- * the same tensor in the same layout, already reordered in this call. */
+ * the same tensor in the same layout, already reordered in this call or by
+ * the forward call before it. */
 typedef struct {
     dnnl_memory_t user, inner;
     dnnl_primitive_t reorder;
@@ -36,6 +42,9 @@ typedef struct {
     arg w_src, w_wei, w_dst;   /* backward weights: src, diff_weights, diff_dst */
     float *dw;   /* one pass's weight gradient, added into weight_updates */
     float *dx;   /* the batch's input gradient, added into the delta */
+    int gemm;    /* the weight gradient by gemm_weights, not bwd_weights */
+    float *rows; /* gemm_weights' input patches, one row per output pixel */
+    float *dy;   /* gemm_weights' output gradient, one row per filter */
 } conv;
 
 struct mn_dnnl {
@@ -71,6 +80,8 @@ static void conv_free(conv *v)
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k) arg_free(all[k]);
     free(v->dw);
     free(v->dx);
+    free(v->rows);
+    free(v->dy);
     memset(v, 0, sizeof *v);
 }
 
@@ -135,6 +146,57 @@ static void arg_done(mn_dnnl *d, int i, arg *a)
 static size_t conv_inputs(const mn_conv *l) { return (size_t)l->c * l->h * l->w; }
 static size_t conv_nweights(const mn_conv *l) { return (size_t)l->c / l->groups * l->n * l->size * l->size; }
 
+/* Whether layer l's weight gradient goes through gemm_weights: where it
+ * beat oneDNN's kernel in the measurement above (a patch of at least 2048
+ * inputs, at most 256 output pixels an image, no groups). Copying the
+ * patches costs as much for any filter count, so it pays from 512 filters
+ * (yolov3-tiny's 16x16 layer of 256 ran slower). */
+static int conv_gemm(const mn_conv *l)
+{
+    return l->groups == 1 && l->size > 1 && l->n >= 512 && l->c * l->size * l->size >= 2048 &&
+           l->out_h * l->out_w <= 256;
+}
+
+/* The images gemm_weights takes at once: its patches within about 16 MB. */
+static int gemm_images(const mn_conv *l)
+{
+    int per = (int)((4u << 20) / ((size_t)l->out_h * l->out_w * (conv_nweights(l) / l->n)));
+    return per < 1 ? 1 : per > l->batch ? l->batch : per;
+}
+
+/* The weight gradient as products over runs of images (gemm_images each),
+ * added into Darknet's OIHW weight_updates: dW[n x R] += dY[n x Q] rows[Q x
+ * R], Q a run's output pixels, R = c x size x size each pixel's input patch
+ * (zero where it leaves the input), in the order of a filter's weights. */
+static void gemm_weights(mn_dnnl *d, int i, const mn_conv *l, conv *v, const float *input)
+{
+    int hw = l->out_h * l->out_w, ks = l->size, r = l->c * ks * ks, run = gemm_images(l);
+    for (int b0 = 0; b0 < l->batch; b0 += run) {
+        int imgs = l->batch - b0 < run ? l->batch - b0 : run, q = imgs * hw;
+        for (int b = 0; b < imgs; ++b)
+            for (int o = 0; o < l->n; ++o)
+                memcpy(v->dy + (size_t)o * q + (size_t)b * hw, l->delta + ((size_t)(b0 + b) * l->n + o) * hw,
+                       sizeof(float) * hw);
+        for (int b = 0; b < imgs; ++b) {
+            const float *x = input + (size_t)(b0 + b) * conv_inputs(l);
+            float *row = v->rows + (size_t)b * hw * r;
+            for (int y = 0; y < l->out_h; ++y)
+                for (int xo = 0; xo < l->out_w; ++xo)
+                    for (int c = 0; c < l->c; ++c)
+                        for (int ky = 0; ky < ks; ++ky) {
+                            int iy = y * l->stride_h - l->pad + ky * l->dilation;
+                            for (int kx = 0; kx < ks; ++kx) {
+                                int ix = xo * l->stride_w - l->pad + kx * l->dilation;
+                                int in = iy >= 0 && iy < l->h && ix >= 0 && ix < l->w;
+                                *row++ = in ? x[((size_t)c * l->h + iy) * l->w + ix] : 0;
+                            }
+                        }
+        }
+        check(d, i, "sgemm (weight gradient)",
+              dnnl_sgemm('N', 'N', l->n, r, q, 1, v->dy, q, v->rows, r, 1, l->weight_updates, r));
+    }
+}
+
 /* The three primitives of layer i at its current shape. */
 static void conv_make(mn_dnnl *d, int i, const mn_conv *l, conv *v)
 {
@@ -168,26 +230,35 @@ static void conv_make(mn_dnnl *d, int i, const mn_conv *l, conv *v)
                                                               pl, pr));
     check(d, i, "primitive_desc_create (backward weights)", dnnl_primitive_desc_create(&wpd, &cd, NULL, d->eng, fpd));
 
+    v->gemm = conv_gemm(l);
     check(d, i, "primitive_create (forward)", dnnl_primitive_create(&v->fwd, fpd));
     check(d, i, "primitive_create (backward data)", dnnl_primitive_create(&v->bwd_data, dpd));
-    check(d, i, "primitive_create (backward weights)", dnnl_primitive_create(&v->bwd_weights, wpd));
+    if (!v->gemm) check(d, i, "primitive_create (backward weights)", dnnl_primitive_create(&v->bwd_weights, wpd));
     arg_make(d, i, &v->f_src, &s, fpd, dnnl_query_src_md, 0, NULL);
     arg_make(d, i, &v->f_wei, &w, fpd, dnnl_query_weights_md, 0, NULL);
     arg_make(d, i, &v->f_dst, &o, fpd, dnnl_query_dst_md, 1, NULL);
-    /* In backward the weights are those forward reordered (Darknet changes
-     * them only in the update); diff_dst is reordered once for both. */
-    arg_make(d, i, &v->w_dst, &o, wpd, dnnl_query_diff_dst_md, 0, NULL);
-    arg_make(d, i, &v->w_src, &s, wpd, dnnl_query_src_md, 0, NULL);
-    arg_make(d, i, &v->w_wei, &w, wpd, dnnl_query_diff_weights_md, 1, NULL);
-    arg_make(d, i, &v->d_dst, &o, dpd, dnnl_query_diff_dst_md, 0, &v->w_dst);
+    /* In backward the input and the weights are those forward reordered
+     * (Darknet's backward always follows its forward on the same input, and
+     * changes the weights only in the update); diff_dst is reordered once
+     * for both backward primitives. */
+    if (!v->gemm) {
+        arg_make(d, i, &v->w_dst, &o, wpd, dnnl_query_diff_dst_md, 0, NULL);
+        arg_make(d, i, &v->w_src, &s, wpd, dnnl_query_src_md, 0, &v->f_src);
+        arg_make(d, i, &v->w_wei, &w, wpd, dnnl_query_diff_weights_md, 1, NULL);
+    }
+    arg_make(d, i, &v->d_dst, &o, dpd, dnnl_query_diff_dst_md, 0, v->gemm ? NULL : &v->w_dst);
     arg_make(d, i, &v->d_wei, &w, dpd, dnnl_query_weights_md, 0, &v->f_wei);
     arg_make(d, i, &v->d_src, &s, dpd, dnnl_query_diff_src_md, 1, NULL);
     dnnl_primitive_desc_destroy(fpd);
     dnnl_primitive_desc_destroy(dpd);
     dnnl_primitive_desc_destroy(wpd);
-    v->dw = malloc(sizeof(float) * conv_nweights(l));
+    size_t q = (size_t)gemm_images(l) * l->out_h * l->out_w;
+    v->dw = v->gemm ? NULL : malloc(sizeof(float) * conv_nweights(l));
+    v->rows = v->gemm ? malloc(sizeof(float) * q * conv_nweights(l) / l->n) : NULL;
+    v->dy = v->gemm ? malloc(sizeof(float) * q * l->n) : NULL;
     v->dx = malloc(sizeof(float) * conv_inputs(l) * l->batch);
-    if (!v->dw || !v->dx) mn_abort(d->comm, "layer %d (convolutional): no memory for oneDNN's gradients", i);
+    if ((v->gemm ? !v->rows || !v->dy : !v->dw) || !v->dx)
+        mn_abort(d->comm, "layer %d (convolutional): no memory for oneDNN's gradients", i);
 }
 
 /* Layer i's primitives, made or remade for its current size. */
@@ -223,12 +294,16 @@ int mn_dnnl_backward(void *engine, int i, const mn_conv *l, const float *input, 
     if (!d || i < 0 || i >= d->n || !d->on[i]) return 0;
     conv *v = conv_of(d, i, l);
     size_t inputs = conv_inputs(l) * l->batch, nweights = conv_nweights(l);
-    dnnl_exec_arg_t w[3] = {{DNNL_ARG_SRC, arg_in(d, i, &v->w_src, input)},
-                            {DNNL_ARG_DIFF_DST, arg_in(d, i, &v->w_dst, l->delta)},
-                            {DNNL_ARG_DIFF_WEIGHTS, arg_out(d, i, &v->w_wei, v->dw)}};
-    run(d, i, "convolution backward weights", v->bwd_weights, 3, w);
-    arg_done(d, i, &v->w_wei);
-    for (size_t k = 0; k < nweights; ++k) l->weight_updates[k] += v->dw[k];
+    if (v->gemm) {
+        gemm_weights(d, i, l, v, input);
+    } else {
+        dnnl_exec_arg_t w[3] = {{DNNL_ARG_SRC, arg_in(d, i, &v->w_src, input)},
+                                {DNNL_ARG_DIFF_DST, arg_in(d, i, &v->w_dst, l->delta)},
+                                {DNNL_ARG_DIFF_WEIGHTS, arg_out(d, i, &v->w_wei, v->dw)}};
+        run(d, i, "convolution backward weights", v->bwd_weights, 3, w);
+        arg_done(d, i, &v->w_wei);
+        for (size_t k = 0; k < nweights; ++k) l->weight_updates[k] += v->dw[k];
+    }
     if (!delta) return 1;
     /* Forward reordered these weights (Darknet's backward always follows it,
      * and changes them only in the update). */
