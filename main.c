@@ -7,7 +7,6 @@
 #include <unistd.h>
 #include "darknet_mn.h"
 #include "mn_base.h"
-#include "mn_predict.h"
 #include "mn_output.h"
 #include "mn_launch.h"
 

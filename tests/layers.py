@@ -2,6 +2,7 @@
 """The plugin's calls go one way: checks a build's object files with nm.
 
 usage: layers.py [--src DIR] LAYERS LIBRARY...
+       layers.py [--src DIR] --includes LAYERS
   LAYERS   the layer folders of plugin/ from the bottom, comma-separated (the
            Makefile's PLUGIN_LAYERS: core,base,transport,coll,train,cmd)
   LIBRARY  a build's libdarknet_mn.a (build/cpu, build/gpu, ...); each member
@@ -13,6 +14,13 @@ among its files (every cycle is named with its files and the symbols that
 close it), no use of a file in a higher layer, and no object outside a
 layer folder. Prints one ok line per build, or a FAIL line per problem,
 and exits non-zero on any.
+
+--includes checks the sources' #include "..." lines the same way: a file
+of a layer folder may include the headers of its own layer and of those
+below it, never one of a higher layer nor the public header DIR/darknet_mn.h
+(the API's facade, above every layer: main.c and programs include it). The
+public header may reach, through its includes, only plugin headers outside
+base/: a program built against it needs no Darknet header.
 """
 import glob
 import os
@@ -112,11 +120,77 @@ def check(src, layers, lib):
     return problems, len(files), calls
 
 
+PUBLIC = "darknet_mn.h"
+
+
+def quoted_includes(path):
+    """The names of a file's #include "..." lines."""
+    out = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            t = line.strip()
+            if t.startswith("#") and t[1:].lstrip().startswith("include"):
+                rest = t[1:].lstrip()[len("include"):].strip()
+                if rest.startswith('"'):
+                    out.append(rest[1:].split('"')[0])
+    return out
+
+
+def check_includes(src, layers):
+    """Problems of the sources' includes, the files read, their includes of
+    plugin headers, and how many headers the public header reaches."""
+    rank = {l: i for i, l in enumerate(layers)}
+    where = {PUBLIC: ""}   # header name -> its layer ("": the public header at src/)
+    files = []
+    for l in layers:
+        for e in ("*.c", "*.cpp", "*.cu", "*.h", "*.hpp"):
+            for path in sorted(glob.glob(os.path.join(src, l, e))):
+                files.append((l, path))
+                if path.endswith((".h", ".hpp")):
+                    where[os.path.basename(path)] = l
+    problems, n = [], 0
+    for l, path in files:
+        for h in quoted_includes(path):
+            if h not in where:
+                continue   # Darknet's or a library's
+            n += 1
+            name = os.path.relpath(path, src)
+            if where[h] == "":
+                problems.append(f"{name} includes the public header {h} (the API's facade, above every layer)")
+            elif rank[where[h]] > rank[l]:
+                problems.append(f"{name} includes {where[h]}/{h}, a header of a higher layer")
+    seen, todo = set(), [PUBLIC]
+    while todo:
+        h = todo.pop()
+        if h in seen:
+            continue
+        seen.add(h)
+        if h not in where:
+            problems.append(f"{PUBLIC} reaches {h}, which is no plugin header (Darknet's or a library's)")
+            continue
+        if where[h] == "base":
+            problems.append(f"{PUBLIC} reaches base/{h}")
+        path = os.path.join(src, where[h], h)
+        if os.path.exists(path):
+            todo.extend(quoted_includes(path))
+        else:
+            problems.append(f"{PUBLIC} is missing from {src}/")
+    return problems, len(files), n, len(seen) - 1
+
+
 def main():
     args = sys.argv[1:]
     src = "plugin"
     if args[:1] == ["--src"] and len(args) > 1:
         src, args = args[1], args[2:]
+    if args[:1] == ["--includes"] and len(args) == 2:
+        problems, nfiles, n, reach = check_includes(src, args[1].split(","))
+        for p in problems:
+            print("FAIL includes: " + p)
+        if not problems:
+            print(f"ok   includes: {nfiles} files, {n} includes of plugin headers, none of a higher layer's; "
+                  f"{PUBLIC} reaches {reach} headers, none of base/ nor of Darknet")
+        sys.exit(1 if problems else 0)
     if len(args) < 2:
         sys.exit(__doc__)
     layers = args[0].split(",")

@@ -305,6 +305,24 @@ if [ $rc != 0 ] && grep -q "low/mn_a calls up into high/mn_b (mn_high)" "$L/out"
    grep -q "a cycle of calls among 2 files: high/mn_b, low/mn_a" "$L/out"; then ok "layers: a planted upward call and cycle are named"
 else bad "layers: the planted cycle was not reported (rc $rc): $(head -3 "$L/out")"; fi
 
+# Includes go one way too, and the public header stands on its own: it
+# reaches no base/ header nor Darknet's, and a program including it alone
+# compiles with only the plugin's non-base folders on the include path.
+if python3 tests/layers.py --includes "$LAYERS" > "$T/includes.out" 2>&1; then cat "$T/includes.out"; pass=$((pass + 1))
+else sed 's/^/     /' "$T/includes.out" | cut -c1-300; bad "includes: $(grep -c FAIL "$T/includes.out") includes of a higher layer's header, or the public header reaching the base"; fi
+printf '#include "darknet_mn.h"\nint main(void) { return mn_exit_status(MN_OK); }\n' > "$T/public.c"
+if mpicc -fsyntax-only -Wall -Wextra -std=gnu99 -Iplugin $(printf -- '-Iplugin/%s ' ${LAYERS//,/ } | sed 's| -Iplugin/base||') "$T/public.c" > "$T/public.out" 2>&1; then
+    ok "darknet_mn.h compiles alone, with no Darknet header and no base/ folder on the include path"
+else bad "darknet_mn.h does not compile alone: $(head -c 300 "$T/public.out")"; fi
+# The include check itself: a lower layer's header including a higher one's, and the public one.
+mkdir -p "$L/src/low" "$L/src/high" && printf '#include "mn_b.h"\n' > "$L/src/low/mn_a.h" && : > "$L/src/high/mn_b.h"
+printf '#include "darknet_mn.h"\n' > "$L/src/high/mn_c.c" && printf '#include "mn_a.h"\n#include "darknet.h"\n' > "$L/src/darknet_mn.h"
+python3 tests/layers.py --src "$L/src" --includes low,high > "$L/inc.out" 2>&1; rc=$?
+if [ $rc != 0 ] && grep -q "low/mn_a.h includes high/mn_b.h, a header of a higher layer" "$L/inc.out" &&
+   grep -q "high/mn_c.c includes the public header darknet_mn.h" "$L/inc.out" && grep -q "darknet_mn.h reaches darknet.h" "$L/inc.out"; then
+    ok "includes: a planted upward include, an include of the public header and its reach into Darknet are named"
+else bad "includes: the planted includes were not reported (rc $rc): $(head -3 "$L/inc.out")"; fi
+
 echo "== Nothing above base/ reads Darknet's network or layers, nor calls Darknet (tests/boundary.py, docs/design.md)"
 # The sources, and the objects of each build made above: pjreddie's CPU build, the GPU builds when
 # they built (AlexeyAB's CPU build: tests/run_alexeyab.sh).

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/resource.h>
+#include "mn_cmd.h"
 #include "mn_internal.h"
 #include "mn_engine.h"
 #include "mn_replica.h"

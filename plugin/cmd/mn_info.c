@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "mn_cmd.h"
 #include "mn_internal.h"
 #include "mn_fault.h"
 #include "mn_report.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mn_internal.h"
-#include "mn_predict.h"
+#include "mn_cmd.h"
 #include "mn_report.h"
 
 #define TEST_THRESH .25f   /* stock detector test's default -thresh is .5; .25 shows more */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include "mn_cmd.h"
 #include "mn_internal.h"
 #include "mn_output.h"
 #include "mn_replica.h"

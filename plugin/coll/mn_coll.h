@@ -6,6 +6,7 @@
 #define MN_COLL_H
 
 #include "mn_transport.h"
+#include "mn_comm.h"
 
 /* One algorithm's core: sum count elements of buf over all ranks, in place,
  * and divide the float32 result by w->div. */

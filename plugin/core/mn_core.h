@@ -5,8 +5,9 @@
 #ifndef MN_CORE_H
 #define MN_CORE_H
 
+#include <stddef.h>
 #include <stdint.h>
-#include "darknet_mn.h"
+#include "mn_status.h"
 #include "mn_output.h"
 #include "mn_fault.h"
 #include "mn_watchdog.h"

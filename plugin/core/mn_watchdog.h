@@ -4,9 +4,8 @@
 #define MN_WATCHDOG_H
 
 #include <stddef.h>
-#include "darknet_mn.h"
+#include "mn_status.h"
 
-typedef struct mn_comm mn_comm;
 typedef struct mn_watchdog mn_watchdog;
 /* Collective over c->world; the caller stores it in c->watch for mn_guard. */
 mn_status mn_watchdog_start(mn_comm *c, double timeout, mn_watchdog **out);

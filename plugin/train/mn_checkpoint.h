@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "darknet_mn.h"
+#include "mn_training.h"
 #include "mn_lock.h"
 
 /* Rank 0 writes a token file into dir and every rank reads it back: the

@@ -4,7 +4,7 @@
 #ifndef MN_INPUT_H
 #define MN_INPUT_H
 
-#include "darknet_mn.h"
+#include "mn_training.h"
 
 /* The one reading of a network cfg (mn_cfg.c): as Darknet will read it
  * (whitespace dropped, CRLF and inline '#' comments accepted), checked:

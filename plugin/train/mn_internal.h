@@ -3,6 +3,7 @@
 #ifndef MN_INTERNAL_H
 #define MN_INTERNAL_H
 
+#include "mn_training.h"
 #include "mn_coll.h"
 #include "mn_base.h"
 #include "mn_dnnl.h"

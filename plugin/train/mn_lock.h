@@ -4,7 +4,7 @@
 #define MN_LOCK_H
 
 #include <stdint.h>
-#include "darknet_mn.h"
+#include "mn_training.h"
 
 typedef struct mn_lock mn_lock;
 

@@ -2,7 +2,7 @@
 #ifndef MN_REPLICA_H
 #define MN_REPLICA_H
 
-#include "darknet_mn.h"
+#include "mn_training.h"
 
 /* Collective. Every rank hashes its parameters, the momentum Darknet keeps in
  * its update arrays (o may be NULL: none) and, when stats_shared, the running

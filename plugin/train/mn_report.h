@@ -6,7 +6,7 @@
 #ifndef MN_REPORT_H
 #define MN_REPORT_H
 
-#include "darknet_mn.h"
+#include "mn_training.h"
 
 #define MN_CHART_SECONDS 5.0
 #define MN_CHART_W 800

@@ -6,9 +6,8 @@
 #define MN_MN_TIMELINE_H
 
 #include <stddef.h>
-#include "darknet_mn.h"
+#include "mn_training.h"
 
-typedef struct mn_comm mn_comm;
 typedef struct mn_timeline mn_timeline;
 
 /* What a phase is; a row of the trace per rank and thread. */

@@ -4,7 +4,7 @@
  * score the same boxes the same way (the rules, VOC 2010+, are at its
  * declaration). */
 #include <stdlib.h>
-#include "darknet_mn.h"
+#include "mn_training.h"
 
 static float iou_corners(const mn_box *a, const mn_box *b)
 {
