@@ -77,8 +77,13 @@ fi
 # the job after collective_timeout) once rank 0 reported iteration 20: rank
 # 0 writes the last update it completed, the same command resumes from it,
 # past the last iteration rank 0 reported (none done twice), and ends bit
-# for bit as the reference. rescue=0: nothing is written, the rerun starts
-# from iteration 0.
+# for bit as the reference. A stopped rank 1 writes its own too when
+# Open MPI's mpiexec ends the job (SIGCONT, then SIGTERM): where it had
+# completed one update more than rank 0 (its half of the allreduce done)
+# its checkpoint is the newer one, and the rerun resumes from that (seen
+# once, on a loaded machine: rank 0 133, rank 1 134, and the rerun from
+# 135 ended bit for bit as the reference). rescue=0: nothing is written,
+# the rerun starts from iteration 0.
 lost() {   # lost NAME SIG [distributed lines...]
     local name=$1 sig=$2 o=$F/$1; shift 2
     cfg "$F/$name.cfg" 3000 collective_timeout=3 "$@"
@@ -101,9 +106,9 @@ lost() {   # lost NAME SIG [distributed lines...]
         return
     fi
     if [ -n "$k" ] && [ -n "$last" ] && [ "$k" -ge "$last" ] && [ "$first" = $((k + 1)) ] && all_rc "$F/$name-again" 2 0 &&
-       grep -q "darknet-mn: rank 0 ([^)]*): .*iteration $k.* written to $F/$name/$name.ckpt-$k" "$o.err" &&
+       grep -q "darknet-mn: rank [01] ([^)]*): .*iteration $k.* written to $F/$name/$name.ckpt-$k" "$o.err" &&
        "$W" "$F/$name/${name}_final.weights" "$F/ref/long_final.weights" 0 > "$F/$name.cmp"; then
-        ok "rank 1 $([ "$sig" = KILL ] && echo killed || echo stopped, collective_timeout=3) at iteration $last, no checkpoint_interval: rank 0 wrote iteration $k's update (mpiexec $mrc); the rerun starts at $first, none done twice, and ends bit for bit as an uninterrupted run ($(cat "$F/$name.cmp"))"
+        ok "rank 1 $([ "$sig" = KILL ] && echo killed || echo stopped, collective_timeout=3) at iteration $last, no checkpoint_interval: $(grep -ao "rank [01] ([^)]*): .*iteration $k, written" "$o.err" | cut -d' ' -f1,2 | paste -sd/ -) wrote iteration $k's update (mpiexec $mrc); the rerun starts at $first, none done twice, and ends bit for bit as an uninterrupted run ($(cat "$F/$name.cmp"))"
     else bad "rescue, rank 1 SIG$sig: mpiexec $mrc, last reported ${last:-none}, checkpoint ${k:-none}, rerun from ${first:-none} ($(rcs "$F/$name-again" 2)); $(grep -a 'darknet-mn' "$o.err" | head -3); $(cat "$F/$name.cmp" 2> /dev/null)"; fi
 }
 if want rescue; then
