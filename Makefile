@@ -50,7 +50,7 @@ NP ?= 2
 # BLAS=1: Darknet's CPU gemm is OpenBLAS's sgemm (patch 0009), the CPU build's
 # default; BLAS=0 keeps the stock loops (into build/cpu-noblas). A GPU build
 # trains with cuBLAS and takes BLAS=0 unless asked.
-# DNNL=1: convolutional layers run through oneDNN (plugin/base/mn_dnnl.c),
+# DNNL=1: convolutional layers run through oneDNN (plugin/engine/mn_dnnl.c),
 # the CPU build's default where libdnnl-dev is installed; DNNL=0 keeps
 # Darknet's im2col + gemm (into build/cpu-nodnnl). Darknet itself is the same.
 # CAIRO=1: the training chart, the timeline's picture and detector test's
@@ -127,7 +127,7 @@ CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -g -O1
 endif
 # The plugin's layers, from the bottom (docs/design.md): each folder's files
 # call only their own layer and those before it in this list.
-PLUGIN_LAYERS := core base transport coll train cmd
+PLUGIN_LAYERS := core engine base transport coll train cmd
 CPPFLAGS += -Iplugin $(addprefix -Iplugin/,$(PLUGIN_LAYERS)) -I$(DK)/include -I$(DK)/src
 LDLIBS := -lm -pthread
 ifeq ($(CAIRO),1)
@@ -202,8 +202,8 @@ endif
 PLUGIN_SRC := $(foreach l,$(PLUGIN_LAYERS),$(wildcard plugin/$(l)/*.c))
 ifeq ($(DARKNET),hankai)
 # The C bases' adapters and what reads their struct layer (accessors,
-# parameter lists, the layer engine's batch norm: on this base the fork's
-# own runs around the engine's convolution) give way to the C++ adapter.
+# parameter lists) give way to the C++ adapter; the engine (plugin/engine)
+# reads none and is built as on the C bases.
 PLUGIN_SRC := $(filter-out $(addprefix plugin/base/,mn_base_net.c mn_base_params.c mn_base_pjreddie.c mn_base_alexeyab.c),$(PLUGIN_SRC))
 endif
 PLUGIN_HDR := plugin/darknet_mn.h $(foreach l,$(PLUGIN_LAYERS),$(wildcard plugin/$(l)/*.h))
@@ -362,7 +362,7 @@ $(OBJ)/plugin/%.o: plugin/%.c $(PLUGIN_HDR) $(DK)/.patched $(OBJ)/.settings
 # The layer engine's per-element loops: nothing here handles floating-point
 # traps, and without them GCC may compute both arms of leaky's select and so
 # vectorize it (the values are the same).
-$(OBJ)/plugin/base/mn_bn.o $(OBJ)/plugin/base/mn_loops.o: private CFLAGS += -fno-trapping-math
+$(OBJ)/plugin/engine/mn_bn.o $(OBJ)/plugin/engine/mn_loops.o: private CFLAGS += -fno-trapping-math
 
 ifeq ($(DARKNET),hankai)
 MPICXX ?= mpicxx
@@ -380,7 +380,7 @@ $(OBJ)/plugin/transport/mn_kernels.o: plugin/transport/mn_kernels.cu plugin/tran
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
 $(LIBMN): $(PLUGIN_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^   # from scratch: a moved or renamed source leaves no stale member
 
 $(OBJ)/main.o: main.c plugin/darknet_mn.h $(DK)/.patched $(OBJ)/.settings
 	@mkdir -p $(dir $@)

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Nothing above plugin/base/ reads Darknet's network or layers, nor calls Darknet.
+"""Nothing outside plugin/base/ reads Darknet's network or layers, nor calls Darknet.
 
 usage: boundary.py [--src DIR] LAYERS [FILE...] [--link DARKNET_LIB PLUGIN...]...
   LAYERS  the layer folders of plugin/ from the bottom, comma-separated (the
-          Makefile's PLUGIN_LAYERS); every .c, .h and .cu file of the layers
-          above base is checked
+          Makefile's PLUGIN_LAYERS); every .c, .h and .cu file of every layer but
+          base is checked
   FILE    more files to check (main.c)
   --link  a build's check (make print-link prints its arguments): Darknet's
           own library the build links (libdarknet.a), then the build's
-          libdarknet_mn.a, whose members compiled from a file above base are
+          libdarknet_mn.a, whose members compiled from a file outside base are
           checked, and objects checked whole (main.o)
 
 The sources: what the plugin needs of a network and its layers goes through
@@ -106,15 +106,15 @@ def reads(path):
 
 
 WHY = {
-    "network": "reads the network ({}); above base/ use mn_base.h's mn_net_*",
-    "layer": "reads a layer ({}); above base/ use mn_base.h's mn_layer_get",
-    "type": "names Darknet's layer type ({}); above base/ use mn_base.h's mn_layer_kind",
+    "network": "reads the network ({}); outside base/ use mn_base.h's mn_net_*",
+    "layer": "reads a layer ({}); outside base/ use mn_base.h's mn_layer_get",
+    "type": "names Darknet's layer type ({}); outside base/ use mn_base.h's mn_layer_kind",
 }
 
 
 def link_check(src, above, darknet, plugins):
     """FAIL lines, and how many objects were checked, of one build: each undefined
-    symbol of an object above base/ that Darknet's library defines."""
+    symbol of an object outside base/ that Darknet's library defines."""
     layer_of = {}
     for l in above:
         for path in glob.glob(os.path.join(src, l, "*.c")) + glob.glob(os.path.join(src, l, "*.cu")):
@@ -128,18 +128,18 @@ def link_check(src, above, darknet, plugins):
         for sym in defined:
             owner.setdefault(sym, member)
     for p in plugins:
-        whole = not p.endswith(".a")   # an object given alone (main.o) is above base/ whatever its name
+        whole = not p.endswith(".a")   # an object given alone (main.o) is outside base/ whatever its name
         for member, (_, used) in sorted(members(p).items()):
             stem = os.path.splitext(member)[0]
             if not whole and stem not in layer_of:
-                continue   # base/ and core/ (layers.py names a member of no layer)
+                continue   # base/ (layers.py names a member of no layer)
             checked += 1
             where = f"{p}({member})" if not whole else p
-            what = f"{layer_of[stem]}/{stem}" if not whole else "above base/"
+            what = f"{layer_of[stem]}/{stem}" if not whole else "outside base/"
             for sym in sorted(used):
                 if sym in owner:
                     problems.append(f"{where} [{what}] calls Darknet's {sym} (defined in {darknet}({owner[sym]})); "
-                                    f"above base/ call mn_base.h's mn_base_* (docs/design.md)")
+                                    f"outside base/ call mn_base.h's mn_base_* (docs/design.md)")
     return problems, checked
 
 
@@ -160,7 +160,7 @@ def main():
     layers = args[0].split(",")
     if "base" not in layers:
         sys.exit(f"boundary.py: no base among the layers {args[0]}")
-    above = layers[layers.index("base") + 1:]
+    above = [l for l in layers if l != "base"]   # the engine below base/ as well as the layers above
     files = []
     for l in above:
         for ext in ("c", "h", "cu"):
@@ -172,7 +172,7 @@ def main():
             print(f"FAIL boundary: {path}:{no}: {WHY[kind].format(what)} (docs/design.md)")
             problems += 1
     if not problems:
-        print(f"ok   boundary: {len(files)} files above base/ ({', '.join(above)}{', ' if args[1:] else ''}"
+        print(f"ok   boundary: {len(files)} files outside base/ ({', '.join(above)}{', ' if args[1:] else ''}"
               f"{', '.join(args[1:])}) read no network or layer field and name no layer type: "
               f"they go through mn_base.h's mn_net_* and mn_layer_*")
     for darknet, *plugins in links:
@@ -181,7 +181,7 @@ def main():
             print("FAIL boundary: " + p)
         problems += len(found)
         if not found:
-            print(f"ok   boundary: {checked} objects above base/ of {' '.join(plugins)} call nothing "
+            print(f"ok   boundary: {checked} objects outside base/ of {' '.join(plugins)} call nothing "
                   f"{darknet} defines: they go through mn_base.h")
     if problems:
         sys.exit(1)

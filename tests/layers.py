@@ -4,7 +4,7 @@
 usage: layers.py [--src DIR] LAYERS LIBRARY...
        layers.py [--src DIR] --includes LAYERS
   LAYERS   the layer folders of plugin/ from the bottom, comma-separated (the
-           Makefile's PLUGIN_LAYERS: core,base,transport,coll,train,cmd)
+           Makefile's PLUGIN_LAYERS: core,engine,base,transport,coll,train,cmd)
   LIBRARY  a build's libdarknet_mn.a (build/cpu, build/gpu, ...); each member
            belongs to the layer whose folder holds its source
 

@@ -323,7 +323,7 @@ if [ $rc != 0 ] && grep -q "low/mn_a.h includes high/mn_b.h, a header of a highe
     ok "includes: a planted upward include, an include of the public header and its reach into Darknet are named"
 else bad "includes: the planted includes were not reported (rc $rc): $(head -3 "$L/inc.out")"; fi
 
-echo "== Nothing above base/ reads Darknet's network or layers, nor calls Darknet (tests/boundary.py, docs/design.md)"
+echo "== Nothing outside base/ reads Darknet's network or layers, nor calls Darknet (tests/boundary.py, docs/design.md)"
 # The sources, and the objects of each build made above: pjreddie's CPU build, the GPU builds when
 # they built (AlexeyAB's CPU build: tests/run_alexeyab.sh).
 links=()
@@ -333,22 +333,25 @@ for flags in "" "GPU=1 CUDNN=1 NCCL=1" "DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1"; 
     links+=(--link "$@")
 done
 if python3 tests/boundary.py "$LAYERS" main.c "${links[@]}" > "$T/boundary.out" 2>&1; then cat "$T/boundary.out"; pass=$((pass + 1))
-else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "boundary: $(grep -c FAIL "$T/boundary.out") network or layer reads or Darknet calls above base/"; fi
+else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "boundary: $(grep -c FAIL "$T/boundary.out") network or layer reads or Darknet calls outside base/"; fi
 # The link check itself: an object above base/ calling Darknet's load_data and reading its gpu_index,
-# and main.o calling top_k, are named with object and symbol; a base/ object calling load_data is not.
-P=$T/boundary-link && rm -rf "$P" && mkdir -p "$P/src/base" "$P/src/high"
+# one below it (the engine's place) calling make_image, and main.o calling top_k, are named with
+# object and symbol; a base/ object calling load_data is not.
+P=$T/boundary-link && rm -rf "$P" && mkdir -p "$P/src/low" "$P/src/base" "$P/src/high"
 echo 'int load_data(int); int mn_ok(void) { return load_data(1); }' > "$P/src/base/mn_ok.c"
+echo 'int make_image(int); int mn_low(void) { return make_image(1); }' > "$P/src/low/mn_low.c"
 echo 'extern int gpu_index; int load_data(int); int mn_bad(void) { return load_data(gpu_index); }' > "$P/src/high/mn_bad.c"
 echo 'int top_k(void); int main(void) { return top_k(); }' > "$P/main.c"
 gcc -c "$P/src/base/mn_ok.c" -o "$P/mn_ok.o" && gcc -c "$P/src/high/mn_bad.c" -o "$P/mn_bad.o" && gcc -c "$P/main.c" -o "$P/main.o" &&
-    ar rcs "$P/lib.a" "$P/mn_ok.o" "$P/mn_bad.o"
+    gcc -c "$P/src/low/mn_low.c" -o "$P/mn_low.o" && ar rcs "$P/lib.a" "$P/mn_ok.o" "$P/mn_bad.o" "$P/mn_low.o"
 dk=$(make -s --no-print-directory BUILD="$BUILD" print-link | cut -d' ' -f1)
-python3 tests/boundary.py --src "$P/src" base,high --link "$dk" "$P/lib.a" "$P/main.o" > "$P/out" 2>&1; rc=$?
+python3 tests/boundary.py --src "$P/src" low,base,high --link "$dk" "$P/lib.a" "$P/main.o" > "$P/out" 2>&1; rc=$?
 want="$P/lib.a(mn_bad.o) [high/mn_bad] calls Darknet's gpu_index (defined in $dk(cuda.o))
 $P/lib.a(mn_bad.o) [high/mn_bad] calls Darknet's load_data (defined in $dk(data.o))
-$P/main.o [above base/] calls Darknet's top_k (defined in $dk(utils.o))"
+$P/lib.a(mn_low.o) [low/mn_low] calls Darknet's make_image (defined in $dk(image.o))
+$P/main.o [outside base/] calls Darknet's top_k (defined in $dk(utils.o))"
 missing=$(echo "$want" | while read -r w; do grep -qF "$w" "$P/out" || echo "$w"; done)
-if [ $rc != 0 ] && [ -z "$missing" ] && [ "$(grep -c FAIL "$P/out")" = 3 ]; then ok "boundary: the 3 planted Darknet calls above base/ are named with object and symbol"
+if [ $rc != 0 ] && [ -z "$missing" ] && [ "$(grep -c FAIL "$P/out")" = 4 ]; then ok "boundary: the 4 planted Darknet calls outside base/ (a layer below it too) are named with object and symbol"
 else bad "boundary: planted Darknet calls (rc $rc): missing '$missing'; $(head -3 "$P/out")"; fi
 # The check itself: each planted read is named with its file and line; comments, strings and base/ are not.
 B=$T/boundary-self && rm -rf "$B" && mkdir -p "$B/src/base" "$B/src/high"

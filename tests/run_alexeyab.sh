@@ -11,7 +11,7 @@
 # buffering; the refusal of a layer darknet-mn cannot average; the cfg check
 # takes every cfg of the fork; the detection rows of run_input.sh; the
 # plugin's calls go one way in this build too (tests/layers.py), and nothing
-# above base/ reads the network or its layers or calls Darknet (tests/boundary.py). Skipped (ok)
+# outside base/ reads the network or its layers or calls Darknet (tests/boundary.py). Skipped (ok)
 # when neither source is here.
 # Run by tests/run.sh (env T, MPI, BUILD), or alone from the repository root.
 . "$(dirname "$0")/lib.sh"
@@ -37,7 +37,7 @@ else sed 's/^/     /' "$T/layers.out" | cut -c1-600; bad "layers: $AB/libdarknet
 if python3 tests/boundary.py "$(make -s --no-print-directory print-layers)" main.c \
         --link $(make -s --no-print-directory BUILD="$BUILD" DARKNET=alexeyab print-link) > "$T/boundary.out" 2>&1; then
     while read -r line; do ok "alexeyab: ${line#ok   }"; done < "$T/boundary.out"
-else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "boundary: network or layer reads or Darknet calls above base/ (tests/boundary.py)"; fi
+else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "boundary: network or layer reads or Darknet calls outside base/ (tests/boundary.py)"; fi
 
 # The classifier's Fashion-MNIST slice: tests/run.sh's, or one of our own when run alone.
 [ -n "$D_GIVEN" ] || { make -s "$BUILD/tools/mn_fashion" > /dev/null && fashion_slice "$T/fashion" 512 200 "$T/fashion.log"; }

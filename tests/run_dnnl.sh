@@ -125,7 +125,7 @@ if make -s "$STOCK" > "$G/stock-build.log" 2>&1; then
     else bad "weights files differ once rewritten: $(cmp -i 20 "$mnw" "$G/by-stock.weights" 2>&1; cmp -i 20 "$stw" "$G/by-mn.weights" 2>&1)"; fi
 else bad "stock Darknet did not build (see $G/stock-build.log)"; fi
 
-# The engine's unrolled loops (plugin/base/mn_loops.c) against each base's own.
+# The engine's unrolled loops (plugin/engine/mn_loops.c) against each base's own.
 unit_test loops-pjreddie 1 -- "$TEST_BIN/test_loops" "$G"
 if [ -x "$AB" ] && make -s DARKNET=alexeyab "$BUILD/alexeyab-cpu/tests/test_loops" > "$G/loops-build.log" 2>&1; then
     unit_test loops-alexeyab 1 -- "$BUILD/alexeyab-cpu/tests/test_loops" "$G"

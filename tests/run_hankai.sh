@@ -308,7 +308,7 @@ if [ -f "$HW" ] && [ "$(seen_of "$HW")" = 12 ] &&
     ok "hankai: darknet-mn resumes the fork's weights (seen 12) on 2 ranks to iteration 5, seen 20"
 else bad "hankai: resume of the fork's weights (see $T/hk-train.log, $T/hk5.log): seen $(seen_of "$HW" 2> /dev/null)"; fi
 
-# The plugin's calls go one way in this build too, and nothing above base/
+# The plugin's calls go one way in this build too, and nothing outside base/
 # reads the network or calls the fork.
 if python3 tests/layers.py "$(make -s --no-print-directory print-layers)" "$HK/libdarknet_mn.a" > "$T/layers.out" 2>&1; then
     while read -r l; do ok "hankai: ${l#ok   }"; done < "$T/layers.out"
@@ -316,7 +316,7 @@ else sed 's/^/     /' "$T/layers.out" | cut -c1-600; bad "layers: $HK/libdarknet
 if python3 tests/boundary.py "$(make -s --no-print-directory print-layers)" main.c \
         --link $(make -s --no-print-directory BUILD="$BUILD" DARKNET=hankai print-link) > "$T/boundary.out" 2>&1; then
     while read -r l; do ok "hankai: ${l#ok   }"; done < "$T/boundary.out"
-else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "boundary: network or layer reads or Darknet calls above base/ (tests/boundary.py)"; fi
+else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "boundary: network or layer reads or Darknet calls outside base/ (tests/boundary.py)"; fi
 
 bench_step hankai "$P"
 

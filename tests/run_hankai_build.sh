@@ -104,7 +104,7 @@ EOF
     if [ -z "$warn" ]; then ok "hankai GPU build of darknet-mn: no warnings in our files"
     else bad "hankai GPU build of darknet-mn warns: $warn"; fi
     if ! nvidia-smi -L > /dev/null 2>&1; then gpu_none "$T/gpu-none" "$P" info; fi
-    # Its calls go one way, nothing above base/ reads the network or calls
+    # Its calls go one way, nothing outside base/ reads the network or calls
     # the fork (its CUDA libdarknet.a), and every CUDA call is checked.
     LAYERS=$(make -s --no-print-directory print-layers)
     if python3 tests/layers.py "$LAYERS" "$BUILD/hankai-gpu/libdarknet_mn.a" > "$T/layers.out" 2>&1; then
@@ -113,7 +113,7 @@ EOF
     if python3 tests/boundary.py "$LAYERS" main.c \
             --link $(make -s --no-print-directory BUILD="$BUILD" DARKNET=hankai GPU=1 CUDNN=1 NCCL=1 print-link) > "$T/boundary.out" 2>&1; then
         while read -r l; do ok "hankai GPU: ${l#ok   }"; done < "$T/boundary.out"
-    else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "hankai GPU boundary: reads or calls of the fork above base/ (tests/boundary.py)"; fi
+    else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "hankai GPU boundary: reads or calls of the fork outside base/ (tests/boundary.py)"; fi
     if python3 tests/gpu_calls.py plugin > "$T/gpu-calls.out" 2>&1; then ok "hankai GPU: $(tail -1 "$T/gpu-calls.out")"
     else bad "hankai GPU gpu_calls: $(tail -1 "$T/gpu-calls.out")"; sed 's/^/     /' "$T/gpu-calls.out" | head -20; fi
     finish

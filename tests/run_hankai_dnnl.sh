@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # oneDNN on hank-ai's base (make DARKNET=hankai, DNNL=1 as on the other
 # bases: the adapter gives the layers the engine takes its own forward and
-# backward, convolution on plugin/base/mn_dnnl.c, batch norm with leaky or
+# backward, convolution on plugin/engine/mn_dnnl.c, batch norm with leaky or
 # linear on mn_bn.c, 2x2 maxpool on mn_loops.c)
 # against the fork's own im2col + gemm (MN_DNNL=0, the same binary), as
 # tests/run_dnnl.sh does on the C bases:

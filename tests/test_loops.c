@@ -1,10 +1,10 @@
-/* The layer engine's unrolled loops (plugin/base/mn_loops.c) give the base's
+/* The layer engine's unrolled loops (plugin/engine/mn_loops.c) give the base's
  * own results to the bit: leaky and its gradient against activate_array and
  * gradient_array on values with ties, signed zeros and NaN; 2x2 stride-2 max
  * pooling against the base's forward_maxpool_layer in training mode: the
  * output and the indexes that its backward follows, and with NaN in the
  * input the NaN in the output. A maxpool on an odd input keeps the base's
- * loop. A batch-normalized convolution's training step (plugin/base/mn_bn.c
+ * loop. A batch-normalized convolution's training step (plugin/engine/mn_bn.c
  * with oneDNN) against the base's own, every array it writes, with and
  * without the sync hook, to float rounding.
  * usage: test_loops <tmpdir> */

@@ -17,6 +17,7 @@
 #include "darknet.h"
 #endif
 #include "mn_core.h"
+#include "mn_engine.h"   /* the CPU engine, below the adapters */
 #ifdef MN_BASE_ALEXEYAB
 /* The fork keeps these types out of darknet.h: list, data, box_label. */
 #include "list.h"
@@ -125,10 +126,10 @@ typedef struct {
 void mn_net_set_hooks(network *net, const mn_net_hooks *h);
 void *mn_net_hook_arg(const network *net);
 /* Batch norm's statistics hook (patch 0005), installed apart from the
- * update hooks (by mn_batchnorm.c, with sync_bn=1): f replaces a (and b
+ * update hooks (by mn_bn_sync.c, with sync_bn=1): f replaces a (and b
  * unless NULL), n floats each, device memory when gpu, by their means over
  * the ranks; NULL removes it. */
-typedef void (*mn_net_bn_sync)(network *net, float *a, float *b, int n, int gpu);
+typedef mn_bn_sync mn_net_bn_sync;   /* the engine's batch norm calls it too */
 void mn_net_set_bn_sync(network *net, mn_net_bn_sync f, void *arg);
 void *mn_net_bn_sync_arg(const network *net);
 
@@ -316,7 +317,7 @@ void mn_base_copy_gpu(int n, const float *x, float *y);
  * or from it, for the layer types mn_layer_params lists beyond
  * convolutional, connected, batchnorm and local (mn_layer_move moves those). */
 void mn_base_move_layer(const layer *l, int to_device);
-/* The adapter also defines mn_layer_params (mn_params.h): the parameter
+/* The adapter also defines mn_layer_params (mn_weights.h): the parameter
  * arrays of each layer type the base saves. For a layer it refuses (-1
  * there, or one the base cannot train in this build), what the layer is,
  * for the message ("a shortcut layer with weights"); NULL for a layer it
@@ -348,5 +349,9 @@ int mn_params_add(mn_param *out, int k, int max, float *data, float *grad, size_
 int mn_params_conv(const layer *l, mn_param *out, int k, int max, int trained);
 int mn_params_connected(const layer *l, mn_param *out, int k, int max, int trained);
 int mn_params_local(const layer *l, mn_param *out, int k, int max, int trained);
+
+/* The engine's hooks into this base, which put layers on it
+ * (engine/mn_engine.h): each adapter's, NULL in a DNNL=0 build. */
+const mn_dnnl_ops *mn_base_dnnl_ops(void);
 
 #endif

@@ -1,7 +1,8 @@
 /* What the C adapters share inside base/ and nothing above it includes:
  * the functions that take Darknet's load_args, whose fields differ between
  * the bases (the loader in mn_base_net.c calls them; mn_base.h's
- * mn_base_loader is what the rest of the plugin sees). */
+ * mn_base_loader is what the rest of the plugin sees), and the engine's
+ * hooks and views over their struct layer (MN_DNNL_OPS, mn_bn_view). */
 #ifndef MN_MN_BASE_ADAPTER_H
 #define MN_MN_BASE_ADAPTER_H
 
@@ -22,8 +23,35 @@ char *get_layer_string(LAYER_TYPE a);
 void load_weights(network *net, char *filename);
 #endif
 
+#if defined MN_DNNL && !defined MN_BASE_HANKAI
+/* The C bases' ops, whose struct layer and network agree: refuse(l) says
+ * why convolutional layer l stays on Darknet's path (NULL: it goes),
+ * conv_fwd and conv_bwd replace its forward and backward; pool2(l) whether
+ * maxpool layer l is a plain 2x2 stride-2 pooling of an even input,
+ * pool_fwd replaces its forward. */
+#define MN_DNNL_OPS(refuse, conv_fwd, conv_bwd, pool2, pool_fwd) \
+    static int mn_dnnl_layers_(const network *net) { return net->n; } \
+    static void **mn_dnnl_state_(network *net) { return &net->layer_engine; } \
+    static int mn_dnnl_hook_(network *net, int i) \
+    { \
+        layer *l = &net->layers[i]; \
+        if (l->type == MAXPOOL && pool2(l)) { \
+            l->forward = pool_fwd; \
+            return MN_DNNL_POOL; \
+        } \
+        if (l->type != CONVOLUTIONAL || l->xnor || l->binary || refuse(l)) return MN_DNNL_KEEP; \
+        l->forward = conv_fwd; \
+        l->backward = conv_bwd; \
+        return MN_DNNL_CONV; \
+    } \
+    static const mn_dnnl_ops mn_dnnl_ops_ = {mn_dnnl_layers_, mn_dnnl_hook_, mn_dnnl_state_}; \
+    const mn_dnnl_ops *mn_base_dnnl_ops(void) { return &mn_dnnl_ops_; }
+#elif !defined MN_DNNL
+#define MN_DNNL_OPS(refuse, conv_fwd, conv_bwd, pool2, pool_fwd) \
+    const mn_dnnl_ops *mn_base_dnnl_ops(void) { return NULL; }
+#endif
+
 #ifdef MN_DNNL
-#include "mn_dnnl.h"
 /* Whether mn_bn.c runs l's activation inside its batch norm. */
 static inline int mn_bn_fuses(const layer *l) { return l->activation == LEAKY || l->activation == LINEAR; }
 /* mn_bn.c's view of convolutional layer l in a pass of net (the pass's own

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mn_base_adapter.h"
-#include "mn_dnnl.h"
+#include "mn_engine.h"
 #ifdef MN_BASE_ALEXEYAB
 #include "parser.h"
 #include "network.h"

@@ -22,7 +22,7 @@
 #include "gemm.hpp"
 extern "C" {
 #include "mn_base.h"
-#include "mn_dnnl.h"
+#include "mn_engine.h"
 #include "mn_fault.h"
 }
 

@@ -2,7 +2,7 @@
  * network is passed by pointer, seen drives the iteration, update_network
  * runs the hook (patch 0001). */
 #include "mn_base_adapter.h"
-#include "mn_dnnl.h"
+#include "mn_engine.h"
 #ifndef MN_BASE_ALEXEYAB
 #ifdef GPU
 #include "deconvolutional_layer.h"

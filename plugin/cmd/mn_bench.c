@@ -23,7 +23,7 @@
 #include <sys/resource.h>
 #include "mn_cmd.h"
 #include "mn_internal.h"
-#include "mn_engine.h"
+#include "mn_cpu.h"
 #include "mn_replica.h"
 
 /* The guard of bench allreduce (per size) and bench replica (the run), in
@@ -576,7 +576,7 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch, int per
         printf("step cfg=%s grad_floats=%zu batch=%d cfg_batch=%d subdivisions=%d forward_s=%.6f backward_s=%.6f "
                "update_s=%.6f forward_cpu_s=%.6f backward_cpu_s=%.6f update_cpu_s=%.6f\n", cfg, floats, in.batch,
                cfg_batch, in.subdivisions, med[0], med[1], med[2], med[3], med[4], med[5]);
-        if (per_layer) print_layers(net, &clock, iters, in.batch, mn_engine_sgemm_gflops());
+        if (per_layer) print_layers(net, &clock, iters, in.batch, mn_blas_sgemm_gflops());
     }
     free(clock.fwd);
     free(clock.bwd);

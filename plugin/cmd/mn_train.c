@@ -20,7 +20,7 @@
 #include "mn_input.h"
 #include "mn_report.h"
 #include "mn_timeline.h"
-#include "mn_engine.h"
+#include "mn_cpu.h"
 
 /* Deterministic batch: rows[j*b + i] is global position
  * first + j*N*b + r*b + i of the list (mod its length); no augmentation. */
@@ -129,9 +129,9 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
     mn_net_info in = mn_net_get(net);                  /* w and h as parsed: mn_base_resize changes them */
     int imgs = in.batch * in.subdivisions;             /* per rank, per update */
     long global_imgs = (long)imgs * c->size;
-    int threads, cores, sharing, blas = mn_engine_blas_threads();
-    size_t cache_mb = mn_engine_cache_mb(c, opt);
-    MN_CHECK(mn_agree(c, mn_engine_loader_threads(c, &threads, &cores, &sharing)));
+    int threads, cores, sharing, blas = mn_blas_threads();
+    size_t cache_mb = mn_cache_budget_mb(c, opt);
+    MN_CHECK(mn_agree(c, mn_loader_threads(c, &threads, &cores, &sharing)));
     if (c->rank == 0) {
         printf("darknet-mn: %s on %d ranks (%d node%s), communicator %s, batch %d x %d ranks = %ld images per update, "
                "lr %g, momentum %g, decay %g, %zu images%s\n",
@@ -308,7 +308,7 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
     mn_rescue_close(rescue);
     mn_base_loader_free(loader);
     mn_cache_uninstall();
-    if (s == MN_OK) s = mn_engine_cache_report(c, cache, cache_mb);
+    if (s == MN_OK) s = mn_cache_report(c, cache, cache_mb);
     mn_cache_free(cache);
     if (s == MN_OK) s = mn_backup_check(c, lock);
     if (s == MN_OK) s = write_final(c, net, mo, opt, dc->backup, base);

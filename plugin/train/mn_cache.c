@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mn_core.h"
-#include "mn_engine.h"
+#include "mn_cpu.h"
 
 typedef struct {
     const char *path;        /* the caller's string; NULL: empty slot */

@@ -72,7 +72,7 @@ void mn_rescue_close(mn_rescue *r);
 /* Size of a checkpoint file. */
 size_t mn_checkpoint_bytes(const network *net, mn_optimizer *o, const char *experiment);
 
-/* In-place MPI_Bcast of n floats from rank 0, in INT_MAX pieces (mn_params.c). */
+/* In-place MPI_Bcast of n floats from rank 0, in INT_MAX pieces (mn_weights.c). */
 mn_status mn_bcast_floats(mn_comm *c, float *p, size_t n);
 
 #endif

@@ -14,7 +14,7 @@
 #include <string.h>
 #include "mn_internal.h"
 #include "mn_detwire.h"
-#include "mn_engine.h"
+#include "mn_cpu.h"
 #include "mn_input.h"
 
 /* Stock validate_detector's and validate_detector_recall's settings. */

@@ -1,4 +1,4 @@
-/* Input checks (mn_cfg.c, mn_data.c, mn_params.c): every bad input a user can
+/* Input checks (mn_cfg.c, mn_data.c, mn_weights.c): every bad input a user can
  * give ends in one message naming the file, line, key or rank, before
  * Darknet reads it (Darknet's own parser warns and goes on, or crashes). */
 #ifndef MN_INPUT_H

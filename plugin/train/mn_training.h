@@ -41,7 +41,7 @@ typedef struct {
     int collective_timeout;  /* seconds any collective of training may wait for all ranks; 0 = forever */
     int lock_lease;          /* seconds rank 0's lease on the backup folder lasts unrenewed (mn_lock.h) */
     int chart;               /* rank 0 keeps <backup>/<base>_chart.png up to date */
-    int cache_mb;            /* MiB of decoded images a rank keeps; -1 = the default (mn_engine.h) */
+    int cache_mb;            /* MiB of decoded images a rank keeps; -1 = the default (mn_cpu.h) */
     int global_batch;        /* a checkpoint of another rank count: MN_GLOBAL_BATCH_* */
     int rescue;              /* a job losing a rank writes its last completed update (CPU runs) */
 } mn_options;

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include "mn_internal.h"
 #include "mn_input.h"
-#include "mn_engine.h"
+#include "mn_cpu.h"
 
 /* Bytes that load_weights reads for layer l (dontload / dontloadscales honoured). */
 static size_t layer_load_bytes(const network *net, int li)
@@ -188,7 +188,7 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
                           int flags, network **out, mn_options *opt)
 {
     *out = NULL;
-    mn_engine_blas_threads();   /* before the first gemm of any command */
+    mn_blas_threads();   /* before the first gemm of any command */
     /* Darknet's parser exits, warns or crashes on a bad cfg: check first, on every rank. */
     mn_status s = MN_OK;
     mn_options scratch;

@@ -4,12 +4,12 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "mn_engine.h"
+#include "mn_cpu.h"
 #ifdef MN_BLAS
 #include <cblas.h>
 #endif
 
-int mn_engine_blas_threads(void)
+int mn_blas_threads(void)
 {
     mn_dnnl_threads();
 #ifdef MN_BLAS
@@ -22,7 +22,7 @@ int mn_engine_blas_threads(void)
 #endif
 }
 
-double mn_engine_sgemm_gflops(void)
+double mn_blas_sgemm_gflops(void)
 {
 #ifdef MN_BLAS
     enum { N = 1024, ROUNDS = 5 };
@@ -47,7 +47,7 @@ double mn_engine_sgemm_gflops(void)
 #endif
 }
 
-mn_status mn_engine_loader_threads(mn_comm *c, int *threads, int *cores, int *sharing)
+mn_status mn_loader_threads(mn_comm *c, int *threads, int *cores, int *sharing)
 {
     cpu_set_t mine;
     CPU_ZERO(&mine);
@@ -77,7 +77,7 @@ mn_status mn_engine_loader_threads(mn_comm *c, int *threads, int *cores, int *sh
     return MN_OK;
 }
 
-size_t mn_engine_cache_mb(const mn_comm *c, const mn_options *opt)
+size_t mn_cache_budget_mb(const mn_comm *c, const mn_options *opt)
 {
     if (opt->cache_mb >= 0) return (size_t)opt->cache_mb;
     /* A quarter of the node's memory among its ranks, at most 1 GiB each. */
@@ -86,7 +86,7 @@ size_t mn_engine_cache_mb(const mn_comm *c, const mn_options *opt)
     return mb < 1024 ? mb : 1024;
 }
 
-mn_status mn_engine_cache_report(mn_comm *c, mn_cache *k, size_t cache_mb)
+mn_status mn_cache_report(mn_comm *c, mn_cache *k, size_t cache_mb)
 {
     mn_cache_stats st = mn_cache_get_stats(k);
     unsigned long long v[5] = {st.hits, st.misses, st.over, st.bytes, st.images};

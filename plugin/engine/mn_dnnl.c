@@ -1,4 +1,4 @@
-/* oneDNN convolution for every base (mn_dnnl.h), on the mn_conv views the
+/* oneDNN convolution for every base (mn_engine.h), on the mn_conv views the
  * adapters make: no Darknet struct is read here. Darknet's tensors stay
  * plain (NCHW, OIHW / GOIHW); each primitive is created with its layouts
  * left to oneDNN (blocked ones are its fast kernels), and reorders move the
@@ -16,7 +16,7 @@
  * bench/results/step-layers.txt). */
 #include <stdlib.h>
 #include <string.h>
-#include "mn_dnnl.h"
+#include "mn_engine.h"
 #ifdef MN_DNNL
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -53,7 +53,7 @@ struct mn_dnnl {
     const mn_comm *comm;
     int n, hooked;
     int pools;   /* maxpool layers on mn_maxpool2 */
-    conv *layers;
+    conv *convs;   /* per layer: its primitives, where on[i] */
     char *on;    /* layer i is on the engine */
 };
 
@@ -264,7 +264,7 @@ static void conv_make(mn_dnnl *d, int i, const mn_conv *l, conv *v)
 /* Layer i's primitives, made or remade for its current size. */
 static conv *conv_of(mn_dnnl *d, int i, const mn_conv *l)
 {
-    conv *v = &d->layers[i];
+    conv *v = &d->convs[i];
     int key[13] = {l->batch, l->c, l->h, l->w, l->n, l->out_h, l->out_w, l->groups, l->size,
                    l->stride_h, l->stride_w, l->dilation, l->pad};
     if (v->ready && !memcmp(v->key, key, sizeof key)) return v;
@@ -324,9 +324,9 @@ int mn_dnnl_install(network *net, const mn_comm *c, const mn_dnnl_ops *ops)
     if (!ops || (off && !strcmp(off, "0"))) return 0;
     int n = ops->layers(net);
     mn_dnnl *d = calloc(1, sizeof *d);
-    if (d) d->layers = calloc((size_t)n, sizeof *d->layers);
+    if (d) d->convs = calloc((size_t)n, sizeof *d->convs);
     if (d) d->on = calloc((size_t)n, 1);
-    if (!d || !d->layers || !d->on) mn_abort(c, "no memory for oneDNN's state of %d layers", n);
+    if (!d || !d->convs || !d->on) mn_abort(c, "no memory for oneDNN's state of %d layers", n);
     d->comm = c;
     d->n = n;
     for (int i = 0; i < n; ++i) {
@@ -348,10 +348,10 @@ void mn_dnnl_free(void *engine)
 {
     mn_dnnl *d = engine;
     if (!d) return;
-    for (int i = 0; i < d->n; ++i) conv_free(&d->layers[i]);
+    for (int i = 0; i < d->n; ++i) conv_free(&d->convs[i]);
     if (d->stream) dnnl_stream_destroy(d->stream);
     if (d->eng) dnnl_engine_destroy(d->eng);
-    free(d->layers);
+    free(d->convs);
     free(d->on);
     free(d);
 }

@@ -1,19 +1,25 @@
-/* Convolutional layers through oneDNN (DNNL=1 builds: MN_DNNL). After the
- * parser, mn_dnnl_install lets the base adapter put a network's layers on
- * the engine. On every base their forward and backward become the
- * adapter's, which run the convolution here, batch norm in training (with
- * leaky or linear) through mn_bn.c, and the rest (bias, other activations,
- * batch norm outside training) through Darknet's own functions or, for
- * leaky, mn_loops.c's loop with the same result; 2x2 stride-2 maxpool
- * layers get mn_loops.c's forward. The state hangs off the network's
- * layer_engine (patches 0013, alexeyab 0013, hankai 0018). MN_DNNL=0 in the environment keeps
- * Darknet's im2col + gemm path in a DNNL=1 build. This file reads no
- * Darknet struct: the adapters hand it the mn_conv view and mn_dnnl_ops. */
-#ifndef MN_MN_DNNL_H
-#define MN_MN_DNNL_H
+/* The CPU engine (plugin/engine, DNNL=1 builds: MN_DNNL): convolutional
+ * layers through oneDNN (mn_dnnl.c), batch norm in training with leaky or
+ * linear inside (mn_bn.c), and Darknet's per-element loops without their
+ * dispatch (mn_loops.c). Below the Darknet adapters, which call it: after
+ * the parser, mn_dnnl_install lets the base's hooks (mn_dnnl_ops) put a
+ * network's layers on the engine. On every base their forward and backward
+ * become the adapter's, which run the convolution here, batch norm in
+ * training through mn_bn.c, and the rest (bias, other activations, batch
+ * norm outside training) through Darknet's own functions or, for leaky,
+ * mn_loops.c's loop with the same result; 2x2 stride-2 maxpool layers get
+ * mn_loops.c's forward. The state hangs off the network's layer_engine
+ * (patches 0013, alexeyab 0013, hankai 0018). MN_DNNL=0 in the environment
+ * keeps Darknet's im2col + gemm path in a DNNL=1 build. Nothing here reads
+ * a Darknet struct or calls Darknet: the adapters hand it views (mn_conv,
+ * mn_bn_layer) and hooks, and a network is an opaque handle. */
+#ifndef MN_ENGINE_H
+#define MN_ENGINE_H
 
-#include "mn_base.h"
+#include <stddef.h>
+#include "mn_core.h"
 
+typedef struct network network;
 typedef struct mn_dnnl mn_dnnl;
 
 /* A convolutional layer as the engine sees it, made by the adapter at each
@@ -42,35 +48,6 @@ typedef struct {
     int (*hook)(network *net, int i);
     void **(*state)(network *net);
 } mn_dnnl_ops;
-/* Each adapter's (NULL in a DNNL=0 build). */
-const mn_dnnl_ops *mn_base_dnnl_ops(void);
-#if defined MN_DNNL && !defined MN_BASE_HANKAI
-/* The C bases' ops, whose struct layer and network agree: refuse(l) says
- * why convolutional layer l stays on Darknet's path (NULL: it goes),
- * conv_fwd and conv_bwd replace its forward and backward; pool2(l) whether
- * maxpool layer l is a plain 2x2 stride-2 pooling of an even input,
- * pool_fwd replaces its forward. */
-#define MN_DNNL_OPS(refuse, conv_fwd, conv_bwd, pool2, pool_fwd) \
-    static int mn_dnnl_layers_(const network *net) { return net->n; } \
-    static void **mn_dnnl_state_(network *net) { return &net->layer_engine; } \
-    static int mn_dnnl_hook_(network *net, int i) \
-    { \
-        layer *l = &net->layers[i]; \
-        if (l->type == MAXPOOL && pool2(l)) { \
-            l->forward = pool_fwd; \
-            return MN_DNNL_POOL; \
-        } \
-        if (l->type != CONVOLUTIONAL || l->xnor || l->binary || refuse(l)) return MN_DNNL_KEEP; \
-        l->forward = conv_fwd; \
-        l->backward = conv_bwd; \
-        return MN_DNNL_CONV; \
-    } \
-    static const mn_dnnl_ops mn_dnnl_ops_ = {mn_dnnl_layers_, mn_dnnl_hook_, mn_dnnl_state_}; \
-    const mn_dnnl_ops *mn_base_dnnl_ops(void) { return &mn_dnnl_ops_; }
-#elif !defined MN_DNNL
-#define MN_DNNL_OPS(refuse, conv_fwd, conv_bwd, pool2, pool_fwd) \
-    const mn_dnnl_ops *mn_base_dnnl_ops(void) { return NULL; }
-#endif
 /* Hooks the network's layers that ops->hook puts on the engine; returns
  * how many convolutional layers (0 in a DNNL=0 build, under MN_DNNL=0,
  * ops NULL, or for none). c names the rank in errors. */
@@ -115,6 +92,9 @@ typedef struct {
                            sqrt(var + 1e-5) (pjreddie's) */
     int leaky_double;   /* leaky's product .1 * x in double (pjreddie's) or .1f * x */
 } mn_bn_base;
+/* The network's batch-norm hook (sync_bn=1), as the base installs it
+ * (mn_net_bn_sync): a and b, n floats each, averaged over the ranks. */
+typedef void (*mn_bn_sync)(network *net, float *a, float *b, int n, int gpu);
 /* The layer as mn_bn.c sees it, made by the adapter at each call from
  * Darknet's arrays (no Darknet struct is read here): C planes of size
  * values per image, batch images. */
@@ -124,7 +104,7 @@ typedef struct {
     float *x, *x_norm, *output, *delta;
     float *mean, *variance, *rolling_mean, *rolling_variance, *scales, *biases;
     float *bias_updates, *scale_updates, *mean_delta, *variance_delta;
-    mn_net_bn_sync sync;   /* the network's bn_sync hook (sync_bn=1), or NULL */
+    mn_bn_sync sync;       /* the network's bn_sync hook (sync_bn=1), or NULL */
     network *net;          /* what the hook is called with */
     int ranks;             /* the processes sync averages over */
 } mn_bn_layer;

@@ -1,6 +1,6 @@
-/* A network's parameters in weights-file order (mn_params.c). */
-#ifndef MN_MN_PARAMS_H
-#define MN_MN_PARAMS_H
+/* A network's parameters in weights-file order (mn_weights.c). */
+#ifndef MN_WEIGHTS_H
+#define MN_WEIGHTS_H
 
 #include "mn_internal.h"
 

@@ -8,7 +8,7 @@
  * sums in eight float lanes, fixed in order, and the planes add up in double,
  * so a channel's sums do not depend on the compiler's vectorizing. */
 #include <math.h>
-#include "mn_dnnl.h"
+#include "mn_engine.h"
 
 enum { LANES = 8 };
 

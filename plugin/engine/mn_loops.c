@@ -4,7 +4,7 @@
  * cfg/fashion-nobn.cfg). Each computes the base's own expression in the same
  * order, so on finite values the results are Darknet's to the bit; the layer
  * engine (mn_dnnl.c) calls them where a layer fits. */
-#include "mn_dnnl.h"
+#include "mn_engine.h"
 
 /* pjreddie's leaky_activate: (x>0) ? x : .1*x, the product in double. */
 void mn_leaky_double(float *x, size_t n)
