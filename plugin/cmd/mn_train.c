@@ -121,22 +121,63 @@ static mn_status write_final(mn_comm *c, network *net, mn_optimizer *mo, const m
     return MN_OK;
 }
 
-/* The loop itself: load, train (the hook averages gradients), report, save. */
-static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, const mn_options *opt,
-                            network *net, mn_optimizer *mo, const mn_list *shard, const char *base, const char *cfgfile,
-                            mn_timeline *tl, mn_lock *lock, const char *experiment, mn_best best)
+/* One training run, what its phases share. run_open sets it up (the
+ * banner, the image cache, the loader); each iteration is then run_load
+ * (its batch, after a random resize), run_step (the passes, the loss and
+ * the ranks' stop and takeover flags, the NaN policy), run_report (rank
+ * 0's progress line) and run_save (the replica check, the evaluation, the
+ * chart, the weights files, the checkpoint, a stop); run_close hands it all
+ * back and writes the final weights. */
+typedef struct {
+    mn_comm *c;
+    mn_task task;
+    const mn_data_cfg *dc;
+    const mn_options *opt;
+    network *net;
+    mn_optimizer *mo;
+    const mn_list *shard;
+    const char *base, *cfgfile, *experiment;
+    mn_timeline *tl;
+    mn_lock *lock;
+    mn_best best;
+    mn_net_info in;       /* w and h as parsed: mn_base_resize changes them */
+    long global_imgs;     /* images per update, all ranks */
+    size_t cache_mb;
+    mn_cache *cache;
+    mn_base_loader *loader;
+    int resizes, count;   /* random=1: every rank draws a new size every 10 iterations */
+    double start, avg_loss;
+    size_t first_batch, last_eval;
+    mn_eval_state *ev;
+    mn_report *rep;
+    mn_rescue *rescue;
+} train_run;
+
+/* An iteration, as its phases hand it on. */
+typedef struct {
+    double t0, tstep;   /* its start; the end of the loss allreduce */
+    double now;         /* when the step was done: the img/s of the line and the chart */
+    float loss;         /* the mean over the ranks */
+    int signaled;       /* ranks a stop signal reached */
+    int lost;           /* another job took the backup folder over */
+} train_step;
+
+/* The banner, the image cache and the loader (on error, what was made is
+ * released). */
+static mn_status run_open(train_run *r)
 {
-    mn_net_info in = mn_net_get(net);                  /* w and h as parsed: mn_base_resize changes them */
-    int imgs = in.batch * in.subdivisions;             /* per rank, per update */
-    long global_imgs = (long)imgs * c->size;
+    mn_comm *c = r->c;
+    const mn_options *opt = r->opt;
+    int imgs = r->in.batch * r->in.subdivisions;   /* per rank, per update */
+    r->global_imgs = (long)imgs * c->size;
     int threads, cores, sharing, blas = mn_blas_threads();
-    size_t cache_mb = mn_cache_budget_mb(c, opt);
+    r->cache_mb = mn_cache_budget_mb(c, opt);
     MN_CHECK(mn_agree(c, mn_loader_threads(c, &threads, &cores, &sharing)));
     if (c->rank == 0) {
         printf("darknet-mn: %s on %d ranks (%d node%s), communicator %s, batch %d x %d ranks = %ld images per update, "
                "lr %g, momentum %g, decay %g, %zu images%s\n",
-               base, c->size, c->nodes, c->nodes > 1 ? "s" : "", mn_comm_name(c), imgs, c->size, global_imgs,
-               in.learning_rate, in.momentum, in.decay, shard->global_n,
+               r->base, c->size, c->nodes, c->nodes > 1 ? "s" : "", mn_comm_name(c), imgs, c->size, r->global_imgs,
+               r->in.learning_rate, r->in.momentum, r->in.decay, r->shard->global_n,
                opt->deterministic ? ", deterministic" : "");
         char gemm[64];
         if (blas) snprintf(gemm, sizeof gemm, "OpenBLAS sgemm, %d thread%s", blas, blas > 1 ? "s" : "");
@@ -144,177 +185,233 @@ static mn_status train_loop(mn_comm *c, mn_task task, const mn_data_cfg *dc, con
         char conv[160] = "", what[128];
         /* Which engine runs the convolutions on the CPU, even where it is not oneDNN. */
         int cpu = mn_gpu_device(c) < 0;
-        if (mn_dnnl_describe(net, mn_base_dnnl_ops(), what, sizeof what) || (cpu && !mn_dnnl_engine(what, sizeof what)))
+        if (mn_dnnl_describe(r->net, mn_base_dnnl_ops(), what, sizeof what) || (cpu && !mn_dnnl_engine(what, sizeof what)))
             snprintf(conv, sizeof conv, "; convolution %s", what);
         printf("darknet-mn: rank 0: gemm %s%s; %d loader thread%s (%d core%s, %d rank%s on them); image cache %zu MiB\n",
                gemm, conv, threads, threads > 1 ? "s" : "", cores, cores > 1 ? "s" : "", sharing, sharing > 1 ? "s" : "",
-               cache_mb);
+               r->cache_mb);
         if (opt->eval_interval <= 0 && opt->eval_epochs > 0) {   /* -map: when, as the fork would */
-            size_t each = (size_t)opt->eval_epochs * shard->global_n / (size_t)global_imgs;
+            size_t each = (size_t)opt->eval_epochs * r->shard->global_n / (size_t)r->global_imgs;
             printf("darknet-mn: -map: evaluating %s every %zu iterations (%d epochs of %zu images, at least 100), "
                    "not before iteration %d (burn_in), and at %d (max_batches); the best into %s/%s_best.weights\n",
-                   task == MN_TASK_DETECTOR ? "mAP@0.5" : "top-1", each < 100 ? 100 : each, opt->eval_epochs,
-                   shard->global_n, in.burn_in, in.max_batches, dc->backup, base);
+                   r->task == MN_TASK_DETECTOR ? "mAP@0.5" : "top-1", each < 100 ? 100 : each, opt->eval_epochs,
+                   r->shard->global_n, r->in.burn_in, r->in.max_batches, r->dc->backup, r->base);
         }
     }
     char who[96];
     snprintf(who, sizeof who, "rank %d (%s): ", c->rank, c->host);
-    mn_cache *cache = mn_cache_create(shard->paths, shard->n, cache_mb << 20, who);
-    if (!cache) mn_error(c, "no memory for the image cache's table of %zu paths", shard->n);
-    mn_status cs = mn_agree(c, cache ? MN_OK : MN_ERR_NOMEM);
-    if (cs != MN_OK) { mn_cache_free(cache); return cs; }
-    mn_cache_install(cache);
+    r->cache = mn_cache_create(r->shard->paths, r->shard->n, r->cache_mb << 20, who);
+    if (!r->cache) mn_error(c, "no memory for the image cache's table of %zu paths", r->shard->n);
+    mn_status s = mn_agree(c, r->cache ? MN_OK : MN_ERR_NOMEM);
+    if (s != MN_OK) { mn_cache_free(r->cache); return s; }
+    mn_cache_install(r->cache);
 
-    data train = {0};
-    mn_base_loader_cfg lc = {shard->paths, (int)shard->n, threads, task == MN_TASK_DETECTOR, dc->classes, dc->labels};
-    mn_base_loader *loader = mn_base_loader_create(net, &lc);
-    if (!loader) mn_error(c, "no memory for the loader");
-    cs = mn_agree(c, loader ? MN_OK : MN_ERR_NOMEM);
-    if (cs != MN_OK) { mn_cache_uninstall(); mn_cache_free(cache); mn_base_loader_free(loader); return cs; }
-    int base_w = in.w, count = 0;
-    int resizes = task == MN_TASK_DETECTOR && mn_layer_last(net).random && !opt->deterministic;
+    mn_base_loader_cfg lc = {r->shard->paths, (int)r->shard->n, threads, r->task == MN_TASK_DETECTOR, r->dc->classes,
+                             r->dc->labels};
+    r->loader = mn_base_loader_create(r->net, &lc);
+    if (!r->loader) mn_error(c, "no memory for the loader");
+    s = mn_agree(c, r->loader ? MN_OK : MN_ERR_NOMEM);
+    if (s != MN_OK) { mn_cache_uninstall(); mn_cache_free(r->cache); mn_base_loader_free(r->loader); return s; }
+    r->resizes = r->task == MN_TASK_DETECTOR && mn_layer_last(r->net).random && !opt->deterministic;
     /* Each batch's random draws (which images, their augmentation) start
      * from a seed of (seed, rank, iteration), so a resumed run goes on with
      * new data rather than replaying the first batches of its shard. */
-    if (!opt->deterministic && !resizes) {
-        mn_base_seed(mn_stream_seed(opt->seed, c->rank, mn_base_iteration(net)));
-        mn_base_loader_start(loader, 0, 0);
+    if (!opt->deterministic && !r->resizes) {
+        mn_base_seed(mn_stream_seed(opt->seed, c->rank, mn_base_iteration(r->net)));
+        mn_base_loader_start(r->loader, 0, 0);
     }
+    r->start = mn_now();
+    r->avg_loss = -1;
+    r->first_batch = r->last_eval = mn_base_iteration(r->net);
+    return MN_OK;
+}
 
-    double start = mn_now(), avg_loss = -1;
-    mn_eval_state *ev = NULL;
-    mn_report *rep = NULL;
-    size_t first_batch = mn_base_iteration(net), last_eval = first_batch;
-    /* rescue=1: a lost rank costs no iteration (mn_checkpoint.h). */
-    mn_rescue *rescue = NULL;
-    mn_status s = opt->rescue ? mn_rescue_open(c, net, mo, dc->backup, base, experiment, &best, &rescue) : MN_OK;
-    while (mn_base_iteration(net) < (size_t)in.max_batches && s == MN_OK) {
-        double t0 = mn_now();
-        mn_output_trim();
-        if (resizes && count++ % 10 == 0) {
-            /* Every rank draws the same size from the job's own stream, so no
-             * rank waits on a larger one. Stock's 320..608 range (and 608 for
-             * the last 200 iterations) for a 416 cfg, scaled to the cfg's
-             * own width. */
-            size_t now = mn_base_iteration(net);
-            int d = (int)(mn_stream_seed(opt->seed, -1, now) % 10 + 10) * 32;
-            if (now + 200 > (size_t)in.max_batches) d = 608;
-            d = d * base_w / 416 / 32 * 32;
-            if (d < 32) d = 32;
-            if (c->rank == 0) printf("resizing to %dx%d on every rank\n", d, d);
-            mn_base_free_data(mn_base_loader_wait(loader));   /* a batch of the old size */
-            mn_base_resize(net, d, d);
-            mn_base_seed(mn_stream_seed(opt->seed, c->rank, now));
-            mn_base_loader_start(loader, d, d);
-        }
-        double td = mn_now();
-        if (opt->deterministic) {
-            s = mn_agree(c, load_fixed(c, net, task, dc, shard, mn_base_iteration(net) * (size_t)global_imgs, &train));
-            if (s != MN_OK) break;
-        } else {
-            train = mn_base_loader_wait(loader);
-            mn_base_seed(mn_stream_seed(opt->seed, c->rank, mn_base_iteration(net) + 1));
-            mn_base_loader_start(loader, 0, 0);
-        }
-        mn_timeline_add(tl, 0, MN_TL_DATA, td, mn_now(), 0, 0, 0);
-        mn_optimizer_begin_step(mo, net);
-        float loss = mn_base_train(net, train);
-        mn_optimizer_end_step(mo, net);
-        double tu = mn_now();
-        mn_timeline_add(tl, 0, MN_TL_UPDATE, mn_optimizer_synced_at(mo), tu, 0, 0, 0);
-        mn_base_free_data(train);
-        /* The loss's sum carries how many ranks a stop signal reached, and
-         * whether another job took the backup folder over (rank 0's lease
-         * thread found out), so every rank learns of either at no extra message. */
-        float sum[3] = {loss, mn_stop_signal() ? 1.f : 0.f, mn_backup_lost(lock) ? 1.f : 0.f};
-        mn_guard(c, "loss allreduce");
-        MPI_Allreduce(MPI_IN_PLACE, sum, 3, MPI_FLOAT, MPI_SUM, c->world);
-        mn_unguard(c);
-        loss = sum[0] / c->size;
-        int stopping = sum[1] > 0;
-        if (sum[2] > 0) {
-            s = mn_backup_check(c, lock);
-            break;
-        }
-        double tstep = mn_now();
-        mn_timeline_add(tl, 0, MN_TL_LOSS, tu, tstep, 0, 0, 0);
-        if (mn_optimizer_nonfinite(mo) || !isfinite(loss)) {
-            /* The hook dropped the update: the model is as before this step. */
-            size_t at = mn_base_iteration(net);
-            if (!opt->nonfinite_skip) {
-                if (c->rank == 0)
-                    mn_error(c, "iteration %zu: the loss or the averaged gradient is NaN or Inf; stopping "
-                             "without writing weights (nonfinite=skip in [distributed] skips such updates)", at);
-                s = MN_ERR_USER;
-                break;
-            }
-            if (c->rank == 0)
-                mn_error(c, "iteration %zu: NaN or Inf in the loss or gradient; update skipped "
-                         "(weights, momentum and running statistics as before)", at);
-        } else {
-            avg_loss = avg_loss < 0 ? loss : avg_loss * .9 + loss * .1;
-        }
-        size_t it = mn_base_iteration(net);
-        double now = mn_now();
-        if (c->rank == 0) {
-            char el[32], eta[32];
-            double per = (now - start) / (double)(it - first_batch);
-            format_duration(now - start, el, sizeof el);
-            format_duration(per * (double)(in.max_batches - it), eta, sizeof eta);
-            printf("%zu: loss %f, avg %f, rate %f, %.1f img/s, %s elapsed, ETA %s, %zu images\n", it, loss, avg_loss,
-                   mn_base_rate(net), global_imgs / (now - t0), el, eta, (size_t)mn_net_seen(net));
-            fflush(stdout);
-        }
-        /* Before anything is saved, every rank must still hold rank 0's model. */
-        int ckpt = opt->checkpoint_interval > 0 && it % (size_t)opt->checkpoint_interval == 0;
-        int eval = mn_eval_due(opt, it, last_eval, (size_t)in.max_batches, (size_t)in.burn_in, shard->global_n,
-                               (size_t)global_imgs);
-        if (eval) last_eval = it;
-        int saves = ckpt || it % (size_t)opt->backup_interval == 0 || it % (size_t)opt->save_interval == 0 || eval;
-        double ts = mn_now();
-        /* Nothing is written into a folder another job took over since the last renewal. */
-        if (s == MN_OK && (saves || stopping)) s = mn_backup_check(c, lock);
-        if (s == MN_OK && saves) s = mn_replica_check(c, net, mo, opt->sync_bn, it, NULL);
-        double te = mn_now();
-        if (s == MN_OK && eval) s = mn_eval_during_training(c, net, task, dc, opt, it, base, cfgfile, &ev, &best);
-        double tw = mn_now();
-        mn_timeline_add(tl, 0, MN_TL_EVAL, te, tw, 0, 0, 0);
-        if (s == MN_OK) mn_report_iteration(&rep, c, net, opt, dc->backup, base, loss, avg_loss,
-                                            global_imgs / (now - t0), mn_eval_score(ev, it));
-        char path[4096];
-        if (s == MN_OK && it % (size_t)opt->backup_interval == 0) {
-            snprintf(path, sizeof path, "%s/%s.backup", dc->backup, base);
-            s = mn_save_weights_all(c, net, opt, path);
-        }
-        if (s == MN_OK && it % (size_t)opt->save_interval == 0) {
-            snprintf(path, sizeof path, "%s/%s_%zu.weights", dc->backup, base, it);
-            s = mn_save_weights_all(c, net, opt, path);
-        }
-        if (s == MN_OK && ckpt) {
-            double t = mn_now();
-            s = mn_checkpoint_save(c, net, mo, dc->backup, base, opt->checkpoint_keep, experiment, &best);
-            if (s == MN_OK && c->rank == 0)
-                printf("checkpoint %zu: %.1f MiB written by rank 0 in %.3f s\n", it,
-                       mn_checkpoint_bytes(net, mo, experiment) / 1048576.0, mn_now() - t);
-        }
-        if (saves) {   /* the replica check, then the files */
-            mn_timeline_add(tl, 0, MN_TL_SAVE, ts, te, 0, 0, 0);
-            mn_timeline_add(tl, 0, MN_TL_SAVE, tw, mn_now(), 0, 0, 0);
-        }
-        if (s == MN_OK) s = mn_timeline_step(tl, it, t0, tstep);
-        if (s == MN_OK && stopping && it < (size_t)in.max_batches)
-            s = stop_here(c, net, mo, opt, dc->backup, base, experiment, &best, it, (int)sum[1], saves, ckpt);
+/* This iteration's batch into *train, at a new size every 10 iterations
+ * where random=1. */
+static mn_status run_load(train_run *r, data *train, train_step *o)
+{
+    mn_comm *c = r->c;
+    const mn_options *opt = r->opt;
+    o->t0 = mn_now();
+    mn_output_trim();
+    if (r->resizes && r->count++ % 10 == 0) {
+        /* Every rank draws the same size from the job's own stream, so no
+         * rank waits on a larger one. Stock's 320..608 range (and 608 for
+         * the last 200 iterations) for a 416 cfg, scaled to the cfg's
+         * own width. */
+        size_t now = mn_base_iteration(r->net);
+        int d = (int)(mn_stream_seed(opt->seed, -1, now) % 10 + 10) * 32;
+        if (now + 200 > (size_t)r->in.max_batches) d = 608;
+        d = d * r->in.w / 416 / 32 * 32;
+        if (d < 32) d = 32;
+        if (c->rank == 0) printf("resizing to %dx%d on every rank\n", d, d);
+        mn_base_free_data(mn_base_loader_wait(r->loader));   /* a batch of the old size */
+        mn_base_resize(r->net, d, d);
+        mn_base_seed(mn_stream_seed(opt->seed, c->rank, now));
+        mn_base_loader_start(r->loader, d, d);
     }
-    mn_rescue_close(rescue);
-    mn_base_loader_free(loader);
-    mn_cache_uninstall();
-    if (s == MN_OK) s = mn_cache_report(c, cache, cache_mb);
-    mn_cache_free(cache);
-    if (s == MN_OK) s = mn_backup_check(c, lock);
-    if (s == MN_OK) s = write_final(c, net, mo, opt, dc->backup, base);
-    mn_eval_free(ev);
-    mn_report_free(rep);
+    double td = mn_now();
+    if (opt->deterministic) {
+        MN_CHECK(mn_agree(c, load_fixed(c, r->net, r->task, r->dc, r->shard,
+                                        mn_base_iteration(r->net) * (size_t)r->global_imgs, train)));
+    } else {
+        *train = mn_base_loader_wait(r->loader);
+        mn_base_seed(mn_stream_seed(opt->seed, c->rank, mn_base_iteration(r->net) + 1));
+        mn_base_loader_start(r->loader, 0, 0);
+    }
+    mn_timeline_add(r->tl, 0, MN_TL_DATA, td, mn_now(), 0, 0, 0);
+    return MN_OK;
+}
+
+/* The passes (the optimizer's hook averages the gradients), the loss over
+ * the ranks, and what a NaN or Inf does. */
+static mn_status run_step(train_run *r, data train, train_step *o)
+{
+    mn_comm *c = r->c;
+    mn_optimizer_begin_step(r->mo, r->net);
+    float loss = mn_base_train(r->net, train);
+    mn_optimizer_end_step(r->mo, r->net);
+    double tu = mn_now();
+    mn_timeline_add(r->tl, 0, MN_TL_UPDATE, mn_optimizer_synced_at(r->mo), tu, 0, 0, 0);
+    mn_base_free_data(train);
+    /* The loss's sum carries how many ranks a stop signal reached, and
+     * whether another job took the backup folder over (rank 0's lease
+     * thread found out), so every rank learns of either at no extra message. */
+    float sum[3] = {loss, mn_stop_signal() ? 1.f : 0.f, mn_backup_lost(r->lock) ? 1.f : 0.f};
+    mn_guard(c, "loss allreduce");
+    MPI_Allreduce(MPI_IN_PLACE, sum, 3, MPI_FLOAT, MPI_SUM, c->world);
+    mn_unguard(c);
+    o->loss = sum[0] / c->size;
+    o->signaled = (int)sum[1];
+    o->lost = sum[2] > 0;
+    if (o->lost) return mn_backup_check(c, r->lock);
+    o->tstep = mn_now();
+    mn_timeline_add(r->tl, 0, MN_TL_LOSS, tu, o->tstep, 0, 0, 0);
+    if (mn_optimizer_nonfinite(r->mo) || !isfinite(o->loss)) {
+        /* The hook dropped the update: the model is as before this step. */
+        size_t at = mn_base_iteration(r->net);
+        if (!r->opt->nonfinite_skip) {
+            if (c->rank == 0)
+                mn_error(c, "iteration %zu: the loss or the averaged gradient is NaN or Inf; stopping "
+                         "without writing weights (nonfinite=skip in [distributed] skips such updates)", at);
+            return MN_ERR_USER;
+        }
+        if (c->rank == 0)
+            mn_error(c, "iteration %zu: NaN or Inf in the loss or gradient; update skipped "
+                     "(weights, momentum and running statistics as before)", at);
+    } else {
+        r->avg_loss = r->avg_loss < 0 ? o->loss : r->avg_loss * .9 + o->loss * .1;
+    }
+    o->now = mn_now();
+    return MN_OK;
+}
+
+/* Rank 0's line for the iteration. */
+static void run_report(const train_run *r, const train_step *o)
+{
+    if (r->c->rank != 0) return;
+    size_t it = mn_base_iteration(r->net);
+    double per = (o->now - r->start) / (double)(it - r->first_batch);
+    char el[32], eta[32];
+    format_duration(o->now - r->start, el, sizeof el);
+    format_duration(per * (double)(r->in.max_batches - it), eta, sizeof eta);
+    printf("%zu: loss %f, avg %f, rate %f, %.1f img/s, %s elapsed, ETA %s, %zu images\n", it, o->loss, r->avg_loss,
+           mn_base_rate(r->net), r->global_imgs / (o->now - o->t0), el, eta, (size_t)mn_net_seen(r->net));
+    fflush(stdout);
+}
+
+/* What is due after the iteration: the replica check before anything is
+ * saved, the evaluation, the chart, the weights files, the checkpoint; a
+ * stop signal ends the run in a checkpoint. */
+static mn_status run_save(train_run *r, const train_step *o)
+{
+    mn_comm *c = r->c;
+    const mn_options *opt = r->opt;
+    const mn_data_cfg *dc = r->dc;
+    size_t it = mn_base_iteration(r->net);
+    double rate = r->global_imgs / (o->now - o->t0);
+    int stopping = o->signaled > 0;
+    /* Before anything is saved, every rank must still hold rank 0's model. */
+    int ckpt = opt->checkpoint_interval > 0 && it % (size_t)opt->checkpoint_interval == 0;
+    int eval = mn_eval_due(opt, it, r->last_eval, (size_t)r->in.max_batches, (size_t)r->in.burn_in, r->shard->global_n,
+                           (size_t)r->global_imgs);
+    if (eval) r->last_eval = it;
+    int saves = ckpt || it % (size_t)opt->backup_interval == 0 || it % (size_t)opt->save_interval == 0 || eval;
+    double ts = mn_now();
+    mn_status s = MN_OK;
+    /* Nothing is written into a folder another job took over since the last renewal. */
+    if (saves || stopping) s = mn_backup_check(c, r->lock);
+    if (s == MN_OK && saves) s = mn_replica_check(c, r->net, r->mo, opt->sync_bn, it, NULL);
+    double te = mn_now();
+    if (s == MN_OK && eval)
+        s = mn_eval_during_training(c, r->net, r->task, dc, opt, it, r->base, r->cfgfile, &r->ev, &r->best);
+    double tw = mn_now();
+    mn_timeline_add(r->tl, 0, MN_TL_EVAL, te, tw, 0, 0, 0);
+    if (s == MN_OK) mn_report_iteration(&r->rep, c, r->net, opt, dc->backup, r->base, o->loss, r->avg_loss, rate,
+                                        mn_eval_score(r->ev, it));
+    char path[4096];
+    if (s == MN_OK && it % (size_t)opt->backup_interval == 0) {
+        snprintf(path, sizeof path, "%s/%s.backup", dc->backup, r->base);
+        s = mn_save_weights_all(c, r->net, opt, path);
+    }
+    if (s == MN_OK && it % (size_t)opt->save_interval == 0) {
+        snprintf(path, sizeof path, "%s/%s_%zu.weights", dc->backup, r->base, it);
+        s = mn_save_weights_all(c, r->net, opt, path);
+    }
+    if (s == MN_OK && ckpt) {
+        double t = mn_now();
+        s = mn_checkpoint_save(c, r->net, r->mo, dc->backup, r->base, opt->checkpoint_keep, r->experiment, &r->best);
+        if (s == MN_OK && c->rank == 0)
+            printf("checkpoint %zu: %.1f MiB written by rank 0 in %.3f s\n", it,
+                   mn_checkpoint_bytes(r->net, r->mo, r->experiment) / 1048576.0, mn_now() - t);
+    }
+    if (saves) {   /* the replica check, then the files */
+        mn_timeline_add(r->tl, 0, MN_TL_SAVE, ts, te, 0, 0, 0);
+        mn_timeline_add(r->tl, 0, MN_TL_SAVE, tw, mn_now(), 0, 0, 0);
+    }
+    if (s == MN_OK) s = mn_timeline_step(r->tl, it, o->t0, o->tstep);
+    if (s == MN_OK && stopping && it < (size_t)r->in.max_batches)
+        s = stop_here(c, r->net, r->mo, opt, dc->backup, r->base, r->experiment, &r->best, it, o->signaled, saves,
+                      ckpt);
     return s;
+}
+
+/* The loader and the cache handed back; after a whole run, the cache's
+ * figures and the final weights. */
+static mn_status run_close(train_run *r, mn_status s)
+{
+    mn_rescue_close(r->rescue);
+    mn_base_loader_free(r->loader);
+    mn_cache_uninstall();
+    if (s == MN_OK) s = mn_cache_report(r->c, r->cache, r->cache_mb);
+    mn_cache_free(r->cache);
+    if (s == MN_OK) s = mn_backup_check(r->c, r->lock);
+    if (s == MN_OK) s = write_final(r->c, r->net, r->mo, r->opt, r->dc->backup, r->base);
+    mn_eval_free(r->ev);
+    mn_report_free(r->rep);
+    return s;
+}
+
+/* The loop itself: load, step, report, save, until max_batches; r holds
+ * the run's setup (mn_train's), the rest of it is filled here. */
+static mn_status train_loop(train_run *r)
+{
+    r->in = mn_net_get(r->net);   /* after resume, which may change subdivisions */
+    MN_CHECK(run_open(r));
+    /* rescue=1: a lost rank costs no iteration (mn_checkpoint.h). */
+    mn_status s = r->opt->rescue ? mn_rescue_open(r->c, r->net, r->mo, r->dc->backup, r->base, r->experiment, &r->best,
+                                                  &r->rescue)
+                                 : MN_OK;
+    while (s == MN_OK && mn_base_iteration(r->net) < (size_t)r->in.max_batches) {
+        data train = {0};
+        train_step o = {0};
+        if ((s = run_load(r, &train, &o)) != MN_OK) break;
+        s = run_step(r, train, &o);
+        if (s != MN_OK || o.lost) break;
+        run_report(r, &o);
+        s = run_save(r, &o);
+    }
+    return run_close(r, s);
 }
 
 
@@ -523,8 +620,14 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     if ((s = resume(c, net, mo, &opt, dc.backup, base, cfgfile, weightfile, clear, lock, experiment, &r,
                     &final_only)) != MN_OK)
         goto out;
-    s = final_only ? write_final(c, net, mo, &opt, dc.backup, base)
-                   : train_loop(c, task, &dc, &opt, net, mo, &shard, base, cfgfile, tl, lock, experiment, r.best);
+    if (final_only) {
+        s = write_final(c, net, mo, &opt, dc.backup, base);
+    } else {
+        train_run run = {.c = c, .task = task, .dc = &dc, .opt = &opt, .net = net, .mo = mo, .shard = &shard,
+                         .base = base, .cfgfile = cfgfile, .experiment = experiment, .tl = tl, .lock = lock,
+                         .best = r.best};
+        s = train_loop(&run);
+    }
     if (mn_timeline_close(tl, s == MN_OK) != MN_OK && s == MN_OK) s = MN_ERR_MPI;
     tl = NULL;
 out:
