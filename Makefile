@@ -120,14 +120,15 @@ CUDA ?= /usr/local/cuda
 
 MPICC ?= mpicc
 CFLAGS ?= -O3 -g
-CFLAGS += -std=gnu99 -Wall -Wextra -Wno-unused-parameter -fPIC
+CFLAGS += -std=gnu99 -Wall -Wextra -Wno-unused-parameter -Werror=implicit-function-declaration -fPIC
 ifeq ($(SANITIZE),1)
 # Darknet's libdarknet.a stays uninstrumented; linking with these flags brings the runtimes.
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -g -O1
 endif
 # The plugin's layers, from the bottom (docs/design.md): each folder's files
-# call only their own layer and those before it in this list.
-PLUGIN_LAYERS := core engine base transport coll train cmd
+# call only their own layer and those before it in this list. Training's
+# parts are layers of their own above train/ (its public header alone).
+PLUGIN_LAYERS := core engine base transport coll train $(addprefix train/,observe input optimizer checkpoint eval) cmd
 CPPFLAGS += -Iplugin $(addprefix -Iplugin/,$(PLUGIN_LAYERS)) -I$(DK)/include -I$(DK)/src
 LDLIBS := -lm -pthread
 ifeq ($(CAIRO),1)

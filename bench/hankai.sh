@@ -75,7 +75,7 @@ run() {
     echo "# cfg/yolov4-tiny-fashion.cfg (batch as below, subdivisions=1, lr steps at 80%/90%), global batch 16,"
     echo "# runs of $SHORT and $LONG updates, $ROUNDS rounds, systems alternating; made by: make bench-hankai (bench/hankai.sh)"
     echo "# fork: $("$FORK" version 2>&1 | sed 's/\x1b\[[0-9;]*m//g' | grep -m1 -o 'v[0-9][0-9.]*-[^ ]*'), $(grep -c -- -fopenmp "$(dirname "$FORK")/../compile_commands.json") files built with -fopenmp; mn: $(git describe --always --dirty 2>/dev/null)"
-    echo "# OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-unset}: darknet-mn then sets 1 a rank (train/mn_cpu.c), the fork keeps OpenBLAS's default (all cores)"
+    echo "# OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-unset}: darknet-mn then sets 1 a rank (train/input/mn_cpu.c), the fork keeps OpenBLAS's default (all cores)"
     echo "# darknet-mn's $("$MN" info 2>/dev/null | grep -m1 '^engine:') (MN_DNNL=${MN_DNNL:-unset})"
     for sys in $SYSTEMS; do echo "# $sys: $(command_of "$sys" N)"; done
     : > "$W/ips"

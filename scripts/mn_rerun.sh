@@ -86,7 +86,7 @@ for ((i = 0; i + 2 < ${#args[@]}; ++i)); do
     [ "${args[i]}" = --mca ] && [ "${args[i+1]}" = plm_rsh_agent ] && agent=${args[i+2]}
 done
 
-# The job's identity for the lock (plugin/train/mn_lock.c): this invocation's.
+# The job's identity for the lock (plugin/train/checkpoint/mn_lock.c): this invocation's.
 MN_RERUN_ID=$(hostname)-$$-$(date +%s)
 export MN_RERUN_ID
 # Open MPI's mpiexec takes the environment to other hosts only with -x.

@@ -4,7 +4,8 @@
 usage: layers.py [--src DIR] LAYERS LIBRARY...
        layers.py [--src DIR] --includes LAYERS
   LAYERS   the layer folders of plugin/ from the bottom, comma-separated (the
-           Makefile's PLUGIN_LAYERS: core,engine,base,transport,coll,train,cmd)
+           Makefile's PLUGIN_LAYERS: core,engine,...,train,train/observe,...,cmd;
+           a part of a layer, such as train/input, is a layer of its own)
   LIBRARY  a build's libdarknet_mn.a (build/cpu, build/gpu, ...); each member
            belongs to the layer whose folder holds its source
 
@@ -18,7 +19,9 @@ and exits non-zero on any.
 --includes checks the sources' #include "..." lines the same way: a file
 of a layer folder may include the headers of its own layer and of those
 below it, never one of a higher layer nor the public header DIR/darknet_mn.h
-(the API's facade, above every layer: main.c and programs include it). The
+(the API's facade, above every layer: main.c and programs include it). A
+part's folder (train/input) offers itself to the others through one header
+named after it (mn_input.h); its other headers only its own files include. The
 public header may reach, through its includes, only plugin headers outside
 base/: a program built against it needs no Darknet header.
 """
@@ -89,13 +92,14 @@ def check(src, layers, lib):
             source[os.path.splitext(os.path.basename(path))[0]] = l
     if not os.path.exists(lib):
         return [f"{lib} does not exist (build it first)"], 0, 0
-    files, defs, used = [], {}, {}
+    files, defs, used, layer_of = [], {}, {}, {}
     for member, (d, u) in sorted(members(lib).items()):
         stem = os.path.splitext(member)[0]
         if stem not in source:
             problems.append(f"{lib}: {member} has no source in a layer folder ({src}/{{{','.join(layers)}}}/)")
             continue
         name = f"{source[stem]}/{stem}"
+        layer_of[name] = source[stem]
         files.append(name)
         defs[name], used[name] = d, u
     owner = {}
@@ -111,7 +115,7 @@ def check(src, layers, lib):
     calls = sum(len(u) for u in uses.values())
     for f in files:
         for g, syms in sorted(uses[f].items()):
-            if rank[g.split("/")[0]] > rank[f.split("/")[0]]:
+            if rank[layer_of[g]] > rank[layer_of[f]]:
                 problems.append(f"{lib}: {f} calls up into {g} ({' '.join(syms[:4])})")
     for comp in cycles(files, {f: set(uses[f]) for f in files}):
         inside = [f"{f} -> {g} ({' '.join(uses[f][g][:3])})" for f in comp for g in sorted(uses[f]) if g in comp]
@@ -134,6 +138,12 @@ def quoted_includes(path):
                 if rest.startswith('"'):
                     out.append(rest[1:].split('"')[0])
     return out
+
+
+def part_header(layer):
+    """The header a part of a layer offers the others through (train/input:
+    mn_input.h); its other headers are its own."""
+    return f"mn_{layer.rsplit('/', 1)[1]}.h"
 
 
 def check_includes(src, layers):
@@ -159,6 +169,9 @@ def check_includes(src, layers):
                 problems.append(f"{name} includes the public header {h} (the API's facade, above every layer)")
             elif rank[where[h]] > rank[l]:
                 problems.append(f"{name} includes {where[h]}/{h}, a header of a higher layer")
+            elif "/" in where[h] and where[h] != l and h != part_header(where[h]):
+                problems.append(f"{name} includes {where[h]}/{h}, private to its folder "
+                                f"(what {where[h]}/ offers is in {part_header(where[h])})")
     seen, todo = set(), [PUBLIC]
     while todo:
         h = todo.pop()

@@ -7,7 +7,13 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "mn_internal.h"
+#include "mn_coll.h"
+#include "mn_base.h"
+#include "mn_engine.h"
+#include "mn_input.h"
+#include "mn_optimizer.h"
+#include "mn_checkpoint.h"
+#include "mn_eval.h"
 #include "mn_expect.h"
 
 

@@ -317,10 +317,14 @@ else bad "darknet_mn.h does not compile alone: $(head -c 300 "$T/public.out")"; 
 # The include check itself: a lower layer's header including a higher one's, and the public one.
 mkdir -p "$L/src/low" "$L/src/high" && printf '#include "mn_b.h"\n' > "$L/src/low/mn_a.h" && : > "$L/src/high/mn_b.h"
 printf '#include "darknet_mn.h"\n' > "$L/src/high/mn_c.c" && printf '#include "mn_a.h"\n#include "darknet.h"\n' > "$L/src/darknet_mn.h"
-python3 tests/layers.py --src "$L/src" --includes low,high > "$L/inc.out" 2>&1; rc=$?
+# And a part's private header (high/part/mn_d.h, not mn_part.h) included from outside its folder.
+mkdir -p "$L/src/high/part" && : > "$L/src/high/part/mn_d.h" && : > "$L/src/high/part/mn_part.h"
+printf '#include "mn_part.h"\n#include "mn_d.h"\n' > "$L/src/high/mn_e.c" && printf '#include "mn_d.h"\n' > "$L/src/high/part/mn_f.c"
+python3 tests/layers.py --src "$L/src" --includes low,high/part,high > "$L/inc.out" 2>&1; rc=$?
 if [ $rc != 0 ] && grep -q "low/mn_a.h includes high/mn_b.h, a header of a higher layer" "$L/inc.out" &&
-   grep -q "high/mn_c.c includes the public header darknet_mn.h" "$L/inc.out" && grep -q "darknet_mn.h reaches darknet.h" "$L/inc.out"; then
-    ok "includes: a planted upward include, an include of the public header and its reach into Darknet are named"
+   grep -q "high/mn_c.c includes the public header darknet_mn.h" "$L/inc.out" && grep -q "darknet_mn.h reaches darknet.h" "$L/inc.out" &&
+   grep -q "high/mn_e.c includes high/part/mn_d.h, private to its folder" "$L/inc.out" && [ "$(grep -c 'mn_part.h\|mn_f.c' "$L/inc.out")" = 1 ]; then
+    ok "includes: a planted upward include, an include of the public header and its reach into Darknet, and of a part's private header, are named"
 else bad "includes: the planted includes were not reported (rc $rc): $(head -3 "$L/inc.out")"; fi
 
 echo "== Nothing outside base/ reads Darknet's network or layers, nor calls Darknet (tests/boundary.py, docs/design.md)"

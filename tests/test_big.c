@@ -4,7 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_internal.h"
+#include "mn_coll.h"
+#include "mn_base.h"
+#include "mn_input.h"
+#include "mn_optimizer.h"
+#include "mn_checkpoint.h"
+#include "mn_eval.h"
 
 int main(int argc, char **argv)
 {

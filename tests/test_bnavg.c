@@ -41,7 +41,7 @@ static void set_stats(network *net, int r)
 static void file_stats(const char *cfg, const char *path, float *out)
 {
     network *f = mn_base_parse(cfg);
-    load_weights(f, (char *)path);
+    mn_base_load_weights(f, path);
     stats(f, out);
     mn_base_free(f);
 }

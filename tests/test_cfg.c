@@ -1,8 +1,12 @@
 /* The cfg check must not refuse a cfg Darknet itself takes: every cfg given
  * (run.sh passes every cfg of Darknet's source package and ours) passes mn_cfg_read. */
 #include <stdio.h>
-#include "mn_internal.h"
+#include "mn_coll.h"
+#include "mn_base.h"
 #include "mn_input.h"
+#include "mn_optimizer.h"
+#include "mn_checkpoint.h"
+#include "mn_eval.h"
 
 int main(int argc, char **argv)
 {

@@ -97,7 +97,7 @@ int main(int argc, char **argv)
     if (rank == 0) {
         /* The reference: one process, batch N*B, from the same start. */
         network *ref = mn_test_parse(c, cfg_1);
-        load_weights(ref, wfile);
+        mn_base_load_weights(ref, wfile);
         for (int u = 0; u < K; ++u) {
             mn_test_update(ref, (size_t)u * N * B * S, 1, 0, image_of);
             EXPECT(mn_base_iteration(ref) == iters[u], "iteration %d: counter %zu vs %zu", u, iters[u], mn_base_iteration(ref));
@@ -111,7 +111,7 @@ int main(int argc, char **argv)
         mn_test_params(ref, b);
         float *w0 = malloc(n * sizeof(float));
         network *start = mn_base_parse(cfg_1);
-        load_weights(start, wfile);
+        mn_base_load_weights(start, wfile);
         mn_test_params(start, w0);
         double moved, rel = mn_test_rel(a, b, w0, n, &moved);
         printf("test_equiv: %s, %d ranks x batch %d x subdivisions %d vs 1 x %d: relative difference %.3g "

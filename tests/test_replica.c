@@ -12,7 +12,7 @@
  * usage: test_replica <tmpdir> */
 #include <stdlib.h>
 #include "mn_test.h"
-#include "mn_replica.h"
+#include "mn_optimizer.h"
 
 enum { B = 4, W = 6, H = 6, C = 3, CLASSES = 3 };
 

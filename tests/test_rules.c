@@ -10,8 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "mn_internal.h"
+#include "mn_coll.h"
+#include "mn_base.h"
 #include "mn_input.h"
+#include "mn_optimizer.h"
+#include "mn_checkpoint.h"
 #include "mn_eval.h"
 #include "mn_expect.h"
 

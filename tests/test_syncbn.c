@@ -79,13 +79,13 @@ int main(int argc, char **argv)
 
     if (rank == 0) {
         network *ref = mn_test_parse(c, cfg_1);
-        load_weights(ref, wfile);
+        mn_base_load_weights(ref, wfile);
         for (int u = 0; u < K; ++u) mn_test_update(ref, (size_t)u * N * B * S, 1, 0, image_of);
         float *b = malloc(n * sizeof(float)), *w0 = malloc(n * sizeof(float));
         EXPECT(mn_test_params(ref, NULL) == n, "reference has %zu parameters, not %zu", mn_test_params(ref, NULL), n);
         mn_test_params(ref, b);
         network *start = mn_base_parse(cfg_1);
-        load_weights(start, wfile);
+        mn_base_load_weights(start, wfile);
         mn_test_params(start, w0);
         double moved, rel = mn_test_rel(mine, b, w0, n, &moved);
         printf("test_syncbn: sync_bn=%d, %d ranks x batch %d x subdivisions %d vs 1 x %d: relative difference %.3g "

@@ -317,7 +317,7 @@ void mn_base_copy_gpu(int n, const float *x, float *y);
  * or from it, for the layer types mn_layer_params lists beyond
  * convolutional, connected, batchnorm and local (mn_layer_move moves those). */
 void mn_base_move_layer(const layer *l, int to_device);
-/* The adapter also defines mn_layer_params (mn_weights.h): the parameter
+/* The adapter also defines mn_layer_params (read by train/checkpoint/mn_weights.c): the parameter
  * arrays of each layer type the base saves. For a layer it refuses (-1
  * there, or one the base cannot train in this build), what the layer is,
  * for the message ("a shortcut layer with weights"); NULL for a layer it
@@ -349,6 +349,17 @@ int mn_params_add(mn_param *out, int k, int max, float *data, float *grad, size_
 int mn_params_conv(const layer *l, mn_param *out, int k, int max, int trained);
 int mn_params_connected(const layer *l, mn_param *out, int k, int max, int trained);
 int mn_params_local(const layer *l, mn_param *out, int k, int max, int trained);
+
+/* All parameters and running statistics of net, in weights-file order:
+ * their count, and copies to / from one flat buffer (pulling from or pushing
+ * to the GPU in a GPU run), mn_net_params.c. */
+size_t mn_params_count(const network *net);
+void mn_params_pack(network *net, float *buf);
+void mn_params_unpack(network *net, const float *buf);
+/* Each array of that order to fn (pulled from the GPU first in a GPU run),
+ * the running statistics taken from stats (their values in that order)
+ * where stats is not NULL. */
+void mn_params_each(network *net, const float *stats, void (*fn)(const float *p, size_t n, void *arg), void *arg);
 
 /* The engine's hooks into this base, which put layers on it
  * (engine/mn_engine.h): each adapter's, NULL in a DNNL=0 build. */

@@ -22,9 +22,11 @@
 #include <time.h>
 #include <sys/resource.h>
 #include "mn_cmd.h"
-#include "mn_internal.h"
-#include "mn_cpu.h"
-#include "mn_replica.h"
+#include "mn_coll.h"
+#include "mn_base.h"
+#include "mn_input.h"
+#include "mn_optimizer.h"
+#include "mn_checkpoint.h"
 
 /* The guard of bench allreduce (per size) and bench replica (the run), in
  * seconds; NCCL's waits take twice it (mn_nccl_open). */

@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mn_cmd.h"
-#include "mn_internal.h"
+#include "mn_coll.h"
+#include "mn_engine.h"
+#include "mn_observe.h"
+#include "mn_input.h"
 #include "mn_fault.h"
-#include "mn_report.h"
 #ifdef GPU
 #include <cuda_runtime.h>
 #endif

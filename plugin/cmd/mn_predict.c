@@ -6,9 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_internal.h"
+#include "mn_coll.h"
+#include "mn_base.h"
+#include "mn_observe.h"
+#include "mn_input.h"
+#include "mn_checkpoint.h"
 #include "mn_cmd.h"
-#include "mn_report.h"
 
 #define TEST_THRESH .25f   /* stock detector test's default -thresh is .5; .25 shows more */
 #define TEST_NMS .45f

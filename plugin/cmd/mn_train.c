@@ -14,13 +14,15 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include "mn_cmd.h"
-#include "mn_internal.h"
-#include "mn_output.h"
-#include "mn_replica.h"
+#include "mn_coll.h"
+#include "mn_base.h"
+#include "mn_engine.h"
+#include "mn_observe.h"
 #include "mn_input.h"
-#include "mn_report.h"
-#include "mn_timeline.h"
-#include "mn_cpu.h"
+#include "mn_optimizer.h"
+#include "mn_checkpoint.h"
+#include "mn_eval.h"
+#include "mn_output.h"
 
 /* Deterministic batch: rows[j*b + i] is global position
  * first + j*N*b + r*b + i of the list (mod its length); no augmentation. */

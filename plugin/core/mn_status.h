@@ -16,7 +16,7 @@ typedef enum {
     MN_ERR_MPI,      /* an MPI call failed */
     MN_ERR_NOMEM,
     MN_ERR_UNAVAILABLE, /* feature not built in (e.g. NCCL) or not implemented */
-    MN_ERR_DIVERGED, /* the ranks no longer hold the same model (mn_replica.h) */
+    MN_ERR_DIVERGED, /* the ranks no longer hold the same model (train/optimizer/mn_replica.c) */
     MN_ERR_REFUSED,  /* the backup folder belongs to another live job or another experiment */
     MN_ERR_STOPPED   /* stopped so as to be rerun: a signal asked (the state was saved), or
                         too few ranks to keep the training's global batch (global_batch=strict) */

@@ -21,9 +21,9 @@ typedef struct {
     int grad_dtype_half;     /* allreduce_grad_dtype=float16 */
     int double_buffering;
     int dbuf_fresh;          /* double_buffering_fresh: iterations averaged fresh before the stale means; -1: burn_in */
-    int overlap;             /* overlap=1: buckets are averaged during backward (mn_overlap.h) */
+    int overlap;             /* overlap=1: buckets are averaged during backward (optimizer/mn_overlap.h) */
     double bucket_mb;        /* overlap's bucket size in MiB (whole pieces of MN_PIECE_BYTES at least) */
-    char timeline[4096];     /* Chrome-trace file of every rank's phases (mn_timeline.h); "": none */
+    char timeline[4096];     /* Chrome-trace file of every rank's phases (observe/mn_observe.h); "": none */
     int bn_average;
     int sync_bn;             /* batch norm in training uses the global batch's statistics */
     int eval_interval;       /* iterations between evaluations during training; 0 = never */
@@ -39,9 +39,9 @@ typedef struct {
     int nonfinite_skip;      /* nonfinite=skip: drop an update with NaN/Inf instead of stopping */
     int bad_labels_skip;     /* bad_labels=skip: drop bad detector label lines (counted, the first shown) */
     int collective_timeout;  /* seconds any collective of training may wait for all ranks; 0 = forever */
-    int lock_lease;          /* seconds rank 0's lease on the backup folder lasts unrenewed (mn_lock.h) */
+    int lock_lease;          /* seconds rank 0's lease on the backup folder lasts unrenewed (checkpoint/mn_checkpoint.h) */
     int chart;               /* rank 0 keeps <backup>/<base>_chart.png up to date */
-    int cache_mb;            /* MiB of decoded images a rank keeps; -1 = the default (mn_cpu.h) */
+    int cache_mb;            /* MiB of decoded images a rank keeps; -1 = the default (input/mn_input.h) */
     int global_batch;        /* a checkpoint of another rank count: MN_GLOBAL_BATCH_* */
     int rescue;              /* a job losing a rank writes its last completed update (CPU runs) */
 } mn_options;

@@ -7,7 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "mn_internal.h"
+#include "mn_coll.h"
+#include "mn_base.h"
+#include "mn_input.h"
+#include "mn_optimizer.h"
+#include "mn_checkpoint.h"
+#include "mn_eval.h"
 
 static FILE *fuzz_err;
 #define CHECK(cond) do { if (!(cond)) { fprintf(fuzz_err ? fuzz_err : stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \

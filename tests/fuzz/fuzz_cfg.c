@@ -8,8 +8,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "mn_internal.h"
+#include "mn_coll.h"
+#include "mn_base.h"
 #include "mn_input.h"
+#include "mn_optimizer.h"
+#include "mn_checkpoint.h"
+#include "mn_eval.h"
 #include "fuzz.h"
 #include "list.h"
 #include "option_list.h"

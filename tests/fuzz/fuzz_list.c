@@ -11,7 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "mn_internal.h"
+#include "mn_coll.h"
+#include "mn_base.h"
+#include "mn_input.h"
+#include "mn_optimizer.h"
+#include "mn_checkpoint.h"
+#include "mn_eval.h"
 #include "fuzz.h"
 
 

@@ -3,7 +3,9 @@
  * normalizes with the mean and variance of the global batch. */
 #include <stdlib.h>
 #include <string.h>
-#include "mn_internal.h"
+#include "mn_optimizer.h"
+#include "mn_coll.h"
+#include "mn_base.h"
 
 /* The running-statistic arrays of the network, host and device. */
 typedef struct {

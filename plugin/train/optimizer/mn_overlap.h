@@ -4,7 +4,8 @@
 #ifndef MN_MN_OVERLAP_H
 #define MN_MN_OVERLAP_H
 
-#include "mn_internal.h"
+#include "mn_training.h"
+#include "mn_coll.h"
 
 typedef struct mn_overlap mn_overlap;
 /* arrays, lens: the optimizer's update arrays, back to back in c's arena,

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_internal.h"
-#include "mn_report.h"
+#include "mn_observe.h"
+#include "mn_base.h"
 
 typedef struct {
     double it, avg, rate, eval;

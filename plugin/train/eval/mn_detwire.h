@@ -3,7 +3,9 @@
 #ifndef MN_MN_DETWIRE_H
 #define MN_MN_DETWIRE_H
 
-#include "mn_internal.h"
+#include "mn_training.h"
+#include "mn_coll.h"
+#include "mn_base.h"
 
 /* A growing byte buffer: the wire format of gathered detections. */
 typedef struct {

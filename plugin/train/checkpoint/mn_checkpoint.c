@@ -16,8 +16,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "mn_internal.h"
+#include "mn_checkpoint.h"
+#include "mn_base.h"
 #include "mn_input.h"
+#include "mn_optimizer.h"
 
 #define CKPT_MAGIC "MNCKPT03"
 #define CKPT_MAGIC_02 "MNCKPT02"   /* before the experiment was recorded: refused, it may be another's */

@@ -12,10 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_internal.h"
-#include "mn_detwire.h"
-#include "mn_cpu.h"
+#include "mn_eval.h"
+#include "mn_base.h"
+#include "mn_engine.h"
 #include "mn_input.h"
+#include "mn_optimizer.h"
+#include "mn_checkpoint.h"
+#include "mn_detwire.h"
 
 /* Stock validate_detector's and validate_detector_recall's settings. */
 #define VALID_THRESH .005f

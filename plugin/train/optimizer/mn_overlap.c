@@ -16,7 +16,8 @@
 #include <pthread.h>
 #include <limits.h>
 #include <stdlib.h>
-#include "mn_internal.h"
+#include "mn_optimizer.h"
+#include "mn_coll.h"
 #include "mn_overlap.h"
 
 typedef struct {

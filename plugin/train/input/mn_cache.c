@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mn_core.h"
-#include "mn_cpu.h"
+#include "mn_input.h"
+#include "mn_base.h"
 
 typedef struct {
     const char *path;        /* the caller's string; NULL: empty slot */

@@ -2,7 +2,8 @@
 #ifndef MN_MN_DBUF_H
 #define MN_MN_DBUF_H
 
-#include "mn_internal.h"
+#include "mn_training.h"
+#include "mn_coll.h"
 
 /* double_buffering=1 (mn_dbuf.c): a thread with its own communicator averages
  * the previous step's gradient while the next one is computed. start and

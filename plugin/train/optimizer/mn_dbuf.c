@@ -14,7 +14,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_internal.h"
+#include "mn_dbuf.h"
+#include "mn_optimizer.h"
+#include "mn_coll.h"
 
 struct mn_dbuf {
     mn_comm *comm;          /* the thread's */

@@ -5,7 +5,7 @@
  * Lustre localflock) or a no-op, two jobs would both get it and one would
  * prune the other's checkpoints. So the file also holds a record of the job
  * that owns the folder, with a lease that a thread of rank 0 renews, and the
- * record decides (mn_lock.h).
+ * record decides (mn_checkpoint.h).
  *
  * The record is one line at offset 0, padded to RECORD bytes, so a rewrite
  * never truncates the file (a reader never finds it empty), and ends in a
@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "mn_internal.h"
+#include "mn_checkpoint.h"
 
 #define LOCK_NAME ".darknet_mn.lock"
 #define RECORD 512

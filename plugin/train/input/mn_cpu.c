@@ -4,7 +4,8 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "mn_cpu.h"
+#include "mn_input.h"
+#include "mn_engine.h"
 #ifdef MN_BLAS
 #include <cblas.h>
 #endif

@@ -12,9 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "mn_internal.h"
+#include "mn_optimizer.h"
+#include "mn_coll.h"
+#include "mn_base.h"
+#include "mn_observe.h"
 #include "mn_overlap.h"
-#include "mn_timeline.h"
+#include "mn_dbuf.h"
 
 struct mn_optimizer {
     mn_comm *comm;

@@ -1,8 +1,16 @@
-/* The multi-node optimizer's internal interface (mn_optimizer.c). */
-#ifndef MN_MN_OPTIMIZER_H
-#define MN_MN_OPTIMIZER_H
+/* The multi-node optimizer (plugin/train/optimizer): gradients averaged
+ * before every update (mn_optimizer.c), blocking, double-buffered
+ * (mn_dbuf.c, mn_dbuf.h) or overlapped with backward (mn_overlap.c,
+ * mn_overlap.h, both private to this folder); batch-norm statistics
+ * (mn_bn_sync.c, declared in mn_training.h); the replica check
+ * (mn_replica.c). What the rest of training asks of the optimizer: */
+#ifndef MN_OPTIMIZER_H
+#define MN_OPTIMIZER_H
 
-#include "mn_internal.h"
+#include <stdint.h>
+#include "mn_training.h"
+#include "mn_coll.h"
+#include "mn_base.h"
 
 /* Call before each train_network: with float16 it sets Darknet's momentum
  * part aside so that only the fresh gradient is rounded to half; with
@@ -37,5 +45,20 @@ typedef struct {
 } mn_snapshot;
 int mn_optimizer_hold(mn_optimizer *o, mn_snapshot *s);
 void mn_optimizer_release(mn_optimizer *o);
+
+/* The replica check (mn_replica.c): every rank must hold the same model. */
+
+/* Collective. Every rank hashes its parameters, the momentum Darknet keeps in
+ * its update arrays (o may be NULL: none) and, when stats_shared, the running
+ * statistics (they differ by design unless sync_bn=1); rank 0 compares. A
+ * mismatch is reported on rank 0 with the ranks and the first layer that
+ * differs, and returns MN_ERR_DIVERGED on every rank; so do NaN or Inf in the
+ * parameters (nothing such is worth saving). *first_layer (may be NULL) gets
+ * the first differing layer over all ranks, or -1. */
+mn_status mn_replica_check(mn_comm *c, network *net, mn_optimizer *o, int stats_shared, size_t iteration,
+                           int *first_layer);
+/* 64-bit FNV-1a over 64-bit words (a tail shorter than a word bytewise):
+ * about eight times faster than the bytewise hash, for whole models. */
+uint64_t mn_hash_words(uint64_t h, const void *p, size_t bytes);
 
 #endif

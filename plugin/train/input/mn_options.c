@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_internal.h"
-#include "mn_eval.h"
+#include "mn_input.h"
+#include "mn_coll.h"
 
 void mn_default_options(mn_options *opt)
 {
@@ -123,7 +123,7 @@ int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size
     return ok;
 }
 
-/* When training evaluates: the options decide it (mn_eval.h). */
+/* When training evaluates: the options decide it (mn_input.h). */
 int mn_eval_due(const mn_options *opt, size_t it, size_t last, size_t max_batches, size_t burn_in, size_t images,
                 size_t global_batch)
 {

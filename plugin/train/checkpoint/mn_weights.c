@@ -1,5 +1,5 @@
-/* Parameters of a network: enumeration in weights-file order, the weights-file
- * size check, atomic saves, and the start-up broadcast from rank 0. */
+/* Weights files: the size check against the cfg, atomic saves, loading a
+ * network and the start-up broadcast from rank 0. */
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>
@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "mn_internal.h"
+#include "mn_checkpoint.h"
+#include "mn_base.h"
+#include "mn_engine.h"
 #include "mn_input.h"
-#include "mn_cpu.h"
+#include "mn_optimizer.h"
 
 /* Bytes that load_weights reads for layer l (dontload / dontloadscales honoured). */
 static size_t layer_load_bytes(const network *net, int li)
@@ -121,51 +123,6 @@ mn_status mn_save_weights_all(mn_comm *c, network *net, const mn_options *o, con
     return mn_agree(c, s);
 }
 
-size_t mn_params_count(const network *net)
-{
-    size_t n = 0;
-    for (int i = 0; i < mn_net_layers(net); ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < k; ++j) n += p[j].n;
-    }
-    return n;
-}
-
-/* One walk for both directions: buf <- parameters, or parameters <- buf. */
-static void copy_params(network *net, float *buf, int into_net)
-{
-    size_t off = 0;
-    for (int i = 0; i < mn_net_layers(net); ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
-        if (!into_net) mn_layer_move(mn_net_layer(net, i), 0);
-        for (int j = 0; j < k; ++j) {
-            if (into_net) memcpy(p[j].data, buf + off, p[j].n * sizeof(float));
-            else memcpy(buf + off, p[j].data, p[j].n * sizeof(float));
-            off += p[j].n;
-        }
-        if (into_net) mn_layer_move(mn_net_layer(net, i), 1);
-    }
-}
-
-void mn_params_pack(network *net, float *buf) { copy_params(net, buf, 0); }
-
-void mn_params_each(network *net, const float *stats, void (*fn)(const float *p, size_t n, void *arg), void *arg)
-{
-    for (int i = 0; i < mn_net_layers(net); ++i) {
-        mn_layer_info l = mn_layer_get(net, i);
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
-        mn_layer_move(mn_net_layer(net, i), 0);
-        for (int j = 0; j < k; ++j)
-            if (stats && (p[j].data == l.rolling_mean || p[j].data == l.rolling_variance)) {
-                fn(stats, p[j].n, arg);
-                stats += p[j].n;
-            } else fn(p[j].data, p[j].n, arg);
-    }
-}
-
 mn_status mn_check_finite_params(const mn_comm *c, network *net, const char *path)
 {
     for (int i = 0; i < mn_net_layers(net); ++i) {
@@ -182,7 +139,6 @@ mn_status mn_check_finite_params(const mn_comm *c, network *net, const char *pat
     }
     return MN_OK;
 }
-void mn_params_unpack(network *net, const float *buf) { copy_params(net, (float *)buf, 1); }
 
 mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfile,
                           int flags, network **out, mn_options *opt)

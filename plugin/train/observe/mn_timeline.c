@@ -17,9 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_internal.h"
-#include "mn_report.h"
-#include "mn_timeline.h"
+#include "mn_observe.h"
+#include "mn_coll.h"
 
 typedef struct {
     double t0, t1, bytes;
