@@ -9,6 +9,11 @@
  * nonfinite=skip: a step in which one rank's labels hold NaN leaves every
  * rank's weights, momentum and running statistics bit for bit as they were,
  * and the next finite step trains again.
+ *
+ * The parameter views (mn_net_views), which the replica check, the
+ * optimizer and checkpoints walk: every array of the network in
+ * weights-file order, each with its layer, a running statistic told apart
+ * and each update array placed, checked against Darknet's own layers.
  * usage: test_replica <tmpdir> */
 #include <stdlib.h>
 #include "mn_test.h"
@@ -57,6 +62,51 @@ static size_t snapshot(network *net, float *out)
     return k;
 }
 
+/* Every view against the layers' own arrays, in save order: convolutional
+ * with batch norm (biases, scales, rolling mean and variance, weights), then
+ * the two connected layers (biases, weights; trained on pjreddie's only);
+ * maxpool and softmax have none. */
+static void check_views(network *net)
+{
+    layer *cv = &net->layers[0], *f1 = &net->layers[2], *f2 = &net->layers[3];
+#ifdef MN_BASE_ALEXEYAB
+    /* The fork's parser never sets train for [connected]: its update skips them, so they have no gradient. */
+    float *f1b = NULL, *f1w = NULL, *f2b = NULL, *f2w = NULL;
+    int ub = -1, uw = -1;
+#else
+    float *f1b = f1->bias_updates, *f1w = f1->weight_updates, *f2b = f2->bias_updates, *f2w = f2->weight_updates;
+    int ub = MN_UPDATE_BIASES, uw = MN_UPDATE_WEIGHTS;
+#endif
+    struct { int layer; float *data, *grad; size_t n; int first, stat, update; } want[] = {
+        {0, cv->biases, cv->bias_updates, 4, 1, 0, MN_UPDATE_BIASES},
+        {0, cv->scales, cv->scale_updates, 4, 0, 0, MN_UPDATE_SCALES},
+        {0, cv->rolling_mean, NULL, 4, 0, 1, -1},
+        {0, cv->rolling_variance, NULL, 4, 0, 1, -1},
+        {0, cv->weights, cv->weight_updates, 4 * 3 * 3 * C, 0, 0, MN_UPDATE_WEIGHTS},
+        {2, f1->biases, f1b, 8, 1, 0, ub},
+        {2, f1->weights, f1w, 8 * (W / 2) * (H / 2) * 4, 0, 0, uw},
+        {3, f2->biases, f2b, CLASSES, 1, 0, ub},
+        {3, f2->weights, f2w, CLASSES * 8, 0, 0, uw},
+    };
+    int k = 0, nw = (int)(sizeof want / sizeof want[0]);
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v); ++k) {
+        if (k >= nw) {
+            EXPECT(0, "views: more than the %d arrays of the network", nw);
+            break;
+        }
+        EXPECT(v.layer == want[k].layer && v.data == want[k].data && v.grad == want[k].grad && v.n == want[k].n &&
+                   v.first == want[k].first && v.stat == want[k].stat && v.update == want[k].update,
+               "views: array %d is layer %d n=%zu first=%d stat=%d update=%d (data %s, grad %s); want layer %d n=%zu "
+               "first=%d stat=%d update=%d", k, v.layer, v.n, v.first, v.stat, v.update,
+               v.data == want[k].data ? "the layer's" : "another", v.grad == want[k].grad ? "the layer's" : "another",
+               want[k].layer, want[k].n, want[k].first, want[k].stat, want[k].update);
+    }
+    EXPECT(k == nw, "views: %d arrays, want %d", k, nw);
+    EXPECT(mn_params_count(net) == 4 * 4 + 4 * 3 * 3 * C + 8 + 8 * 36 + CLASSES + CLASSES * 8,
+           "mn_params_count %zu", mn_params_count(net));
+}
+
 static void nudge(float *x) { *x = nextafterf(*x, INFINITY); }
 
 static void expect_check(mn_comm *c, network *net, mn_optimizer *o, int shared, mn_status want, int want_layer,
@@ -88,6 +138,7 @@ int main(int argc, char **argv)
     EXPECT(opt.nonfinite_skip == 1, "nonfinite=skip not parsed");
     mn_optimizer *o;
     EXPECT(mn_attach(c, net, &opt, &o) == MN_OK, "attach");
+    check_views(net);   /* the update arrays now in the optimizer's arena */
     for (int u = 0; u < 3; ++u) {
         mn_optimizer_begin_step(o, net);
         mn_test_update(net, (size_t)u * N * B, N, rank, image_of);

@@ -350,16 +350,44 @@ int mn_params_conv(const layer *l, mn_param *out, int k, int max, int trained);
 int mn_params_connected(const layer *l, mn_param *out, int k, int max, int trained);
 int mn_params_local(const layer *l, mn_param *out, int k, int max, int trained);
 
-/* All parameters and running statistics of net, in weights-file order:
- * their count, and copies to / from one flat buffer (pulling from or pushing
- * to the GPU in a GPU run), mn_net_params.c. */
+/* The network's parameters handed over once: every layer's arrays in
+ * weights-file order (the adapter's mn_layer_params), each with what it is
+ * for, so that no caller asks the adapter layer by layer or matches
+ * pointers against a layer's own (mn_net_params.c). A walk:
+ *     mn_views it = mn_net_views(net);
+ *     for (mn_view v; mn_views_next(&it, &v);) ...
+ * Layers darknet-mn cannot train (mn_layer_params -1) have no arrays. */
+typedef struct {
+    float *data;        /* the array (host memory) */
+    float *grad;        /* its update array when the layer is trained, else NULL */
+    float *data_gpu;    /* a running statistic's device copy (GPU builds), else NULL */
+    float *grad_gpu;    /* the update array's device copy (GPU builds), else NULL */
+    size_t n;
+    int layer;
+    int first;          /* 1 for the first array of its layer */
+    int stat;           /* a batch-norm running mean or variance: averaged or broadcast, never trained */
+    int update;         /* grad's MN_UPDATE_* in its layer, or -1 */
+} mn_view;
+typedef struct {
+    const network *net;
+    int layer, k, j;
+    mn_layer_info info;
+    mn_param p[MN_MAX_LAYER_PARAMS];
+} mn_views;
+mn_views mn_net_views(const network *net);
+/* The next array into *v: 0 after the last. */
+int mn_views_next(mn_views *it, mn_view *v);
+/* Over that walk: the floats of every array, and copies of them all to and
+ * from one flat buffer (pulled from or pushed to the GPU in a GPU run). */
 size_t mn_params_count(const network *net);
 void mn_params_pack(network *net, float *buf);
 void mn_params_unpack(network *net, const float *buf);
-/* Each array of that order to fn (pulled from the GPU first in a GPU run),
- * the running statistics taken from stats (their values in that order)
- * where stats is not NULL. */
+/* Each array to fn (pulled from the GPU first in a GPU run), the running
+ * statistics taken from stats (their values in that order) where stats is
+ * not NULL. */
 void mn_params_each(network *net, const float *stats, void (*fn)(const float *p, size_t n, void *arg), void *arg);
+/* Whether darknet-mn averages layer i (its arrays are known: mn_layer_params is not -1). */
+int mn_net_layer_known(const network *net, int i);
 
 /* The engine's hooks into this base, which put layers on it
  * (engine/mn_engine.h): each adapter's, NULL in a DNNL=0 build. */

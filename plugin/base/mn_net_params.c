@@ -1,36 +1,75 @@
-/* A network's parameters in weights-file order, over the adapter's views of
- * each layer (mn_layer_params): the one walk every part of training shares
- * (the start-up broadcast, checkpoints, the replica check, evaluation's
- * copy). Built on every base: it reads no Darknet struct. */
+/* A network's parameters handed over once (mn_base.h, mn_net_views): the
+ * adapter is asked for a layer's arrays here alone, and each array comes
+ * with what it is for, so that the optimizer, batch-norm statistics, the
+ * replica check, checkpoints, weights files and evaluation's copy walk the
+ * same list. Built on every base: it reads no Darknet struct. */
 #include <string.h>
 #include "mn_base.h"
+
+mn_views mn_net_views(const network *net)
+{
+    mn_views it;
+    memset(&it, 0, sizeof it);
+    it.net = net;
+    it.layer = -1;
+    return it;
+}
+
+int mn_views_next(mn_views *it, mn_view *v)
+{
+    while (it->j >= it->k) {   /* the next layer with arrays */
+        if (++it->layer >= mn_net_layers(it->net)) return 0;
+        it->info = mn_layer_get(it->net, it->layer);
+        it->k = mn_layer_params(mn_net_layer(it->net, it->layer), it->p, MN_MAX_LAYER_PARAMS);
+        it->j = 0;
+    }
+    const mn_param *p = &it->p[it->j];
+    const mn_layer_info *l = &it->info;
+    memset(v, 0, sizeof *v);
+    v->data = p->data;
+    v->grad = p->grad;
+    v->n = p->n;
+    v->layer = it->layer;
+    v->first = it->j++ == 0;
+    v->update = -1;
+    if (p->data && (p->data == l->rolling_mean || p->data == l->rolling_variance)) {
+        v->stat = 1;
+        v->data_gpu = p->data == l->rolling_mean ? l->rolling_mean_gpu : l->rolling_variance_gpu;
+    }
+    for (int u = 0; p->grad && u < MN_UPDATES; ++u)
+        if (p->grad == l->updates[u]) v->update = u;
+    if (v->update >= 0) v->grad_gpu = l->updates_gpu[v->update];
+    return 1;
+}
+
+int mn_net_layer_known(const network *net, int i)
+{
+    return mn_layer_params(mn_net_layer(net, i), NULL, 0) >= 0;
+}
 
 size_t mn_params_count(const network *net)
 {
     size_t n = 0;
-    for (int i = 0; i < mn_net_layers(net); ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < k; ++j) n += p[j].n;
-    }
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v);) n += v.n;
     return n;
 }
 
-/* One walk for both directions: buf <- parameters, or parameters <- buf. */
+/* One walk for both directions: buf <- parameters (each layer pulled from
+ * the GPU first), or parameters <- buf (each layer pushed once filled). */
 static void copy_params(network *net, float *buf, int into_net)
 {
     size_t off = 0;
-    for (int i = 0; i < mn_net_layers(net); ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
-        if (!into_net) mn_layer_move(mn_net_layer(net, i), 0);
-        for (int j = 0; j < k; ++j) {
-            if (into_net) memcpy(p[j].data, buf + off, p[j].n * sizeof(float));
-            else memcpy(buf + off, p[j].data, p[j].n * sizeof(float));
-            off += p[j].n;
-        }
-        if (into_net) mn_layer_move(mn_net_layer(net, i), 1);
+    int last = -1;
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v); off += v.n) {
+        if (v.first && into_net && last >= 0) mn_layer_move(mn_net_layer(net, last), 1);
+        if (v.first && !into_net) mn_layer_move(mn_net_layer(net, v.layer), 0);
+        last = v.layer;
+        if (into_net) memcpy(v.data, buf + off, v.n * sizeof(float));
+        else memcpy(buf + off, v.data, v.n * sizeof(float));
     }
+    if (into_net && last >= 0) mn_layer_move(mn_net_layer(net, last), 1);
 }
 
 void mn_params_pack(network *net, float *buf) { copy_params(net, buf, 0); }
@@ -38,15 +77,12 @@ void mn_params_unpack(network *net, const float *buf) { copy_params(net, (float 
 
 void mn_params_each(network *net, const float *stats, void (*fn)(const float *p, size_t n, void *arg), void *arg)
 {
-    for (int i = 0; i < mn_net_layers(net); ++i) {
-        mn_layer_info l = mn_layer_get(net, i);
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
-        mn_layer_move(mn_net_layer(net, i), 0);
-        for (int j = 0; j < k; ++j)
-            if (stats && (p[j].data == l.rolling_mean || p[j].data == l.rolling_variance)) {
-                fn(stats, p[j].n, arg);
-                stats += p[j].n;
-            } else fn(p[j].data, p[j].n, arg);
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v);) {
+        if (v.first) mn_layer_move(mn_net_layer(net, v.layer), 0);
+        if (stats && v.stat) {
+            fn(stats, v.n, arg);
+            stats += v.n;
+        } else fn(v.data, v.n, arg);
     }
 }

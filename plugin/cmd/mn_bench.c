@@ -246,12 +246,9 @@ static mn_status bench_model(mn_comm *c, const char *cfg, int iters)
     int n = 0;
     float *arrays[4096];
     size_t lens[4096], total = 0;
-    for (int i = 0; i < mn_net_layers(net); ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < k && n < 4096; ++j)
-            if (p[j].grad) { arrays[n] = p[j].grad; lens[n] = p[j].n; total += p[j].n; ++n; }
-    }
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v) && n < 4096;)
+        if (v.grad) { arrays[n] = v.grad; lens[n] = v.n; total += v.n; ++n; }
     if (c->rank == 0)
         printf("# model %s: %d gradient arrays, %zu floats (%.2f MiB), %d ranks, %d iterations\n",
                cfg, n, total, total * 4.0 / (1 << 20), c->size, iters);
@@ -532,11 +529,8 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch, int per
         mn_net_set_hooks(net, &h);
     }
     size_t floats = 0;
-    for (int i = 0; i < mn_net_layers(net); ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < k; ++j) floats += p[j].grad ? p[j].n : 0;
-    }
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v);) floats += v.grad ? v.n : 0;
     mn_net_info in = mn_net_get(net);   /* after mn_base_set_batch */
     float *input = malloc(sizeof(float) * (size_t)in.inputs * in.batch);
     for (int i = 0; input && i < in.inputs * in.batch; ++i) input[i] = (float)(i % 255) / 255.0f;

@@ -15,18 +15,19 @@
 #include "mn_input.h"
 #include "mn_optimizer.h"
 
-/* Bytes that load_weights reads for layer l (dontload / dontloadscales honoured). */
-static size_t layer_load_bytes(const network *net, int li)
+/* Bytes that load_weights reads for each layer (dontload / dontloadscales
+ * honoured), into bytes[0 .. layers). */
+static void load_bytes(const network *net, size_t *bytes)
 {
-    mn_layer_info l = mn_layer_get(net, li);
-    if (l.dontload) return 0;
-    mn_param p[MN_MAX_LAYER_PARAMS];
-    int k = mn_layer_params(mn_net_layer(net, li), p, MN_MAX_LAYER_PARAMS);
-    size_t floats = 0;
-    for (int i = 0; i < k; ++i) floats += p[i].n;
-    if ((l.kind == MN_LAYER_CONVOLUTIONAL || l.kind == MN_LAYER_DECONVOLUTIONAL) && l.batch_normalize && l.dontloadscales)
-        floats -= 3 * (size_t)l.n;
-    return floats * sizeof(float);
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v);) bytes[v.layer] += v.n * sizeof(float);
+    for (int i = 0; i < mn_net_layers(net); ++i) {
+        mn_layer_info l = mn_layer_get(net, i);
+        if (l.dontload) bytes[i] = 0;
+        else if ((l.kind == MN_LAYER_CONVOLUTIONAL || l.kind == MN_LAYER_DECONVOLUTIONAL) && l.batch_normalize &&
+                 l.dontloadscales)
+            bytes[i] -= 3 * (size_t)l.n * sizeof(float);
+    }
 }
 
 #define HEADER_BYTES (3 * sizeof(int) + sizeof(size_t))
@@ -34,11 +35,11 @@ static size_t layer_load_bytes(const network *net, int li)
 size_t mn_weights_bytes(const network *net)
 {
     size_t b = HEADER_BYTES;
-    for (int i = 0; i < mn_net_layers(net); ++i) {
-        if (mn_layer_get(net, i).dontsave) continue;
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < k; ++j) b += p[j].n * sizeof(float);
+    int skip = 0;
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v);) {
+        if (v.first) skip = mn_layer_get(net, v.layer).dontsave;
+        if (!skip) b += v.n * sizeof(float);
     }
     return b;
 }
@@ -67,28 +68,33 @@ mn_status mn_check_weights_file(const mn_comm *c, const network *net, const char
     size_t header = (hdr[0] * 10 + hdr[1]) >= 2 ? HEADER_BYTES : 4 * sizeof(int);
     size_t size = (size_t)st.st_size, at = header;
     if (size < header) { mn_error(c, "weights file %s is too short for a header", path); return MN_ERR_USER; }
+    size_t *bytes = calloc((size_t)mn_net_layers(net) + 1, sizeof *bytes);
+    if (!bytes) { mn_error(c, "out of memory checking weights file %s", path); return MN_ERR_NOMEM; }
+    load_bytes(net, bytes);
     int i;
     for (i = 0; i < mn_net_layers(net) && at < size; ++i) {
-        size_t b = layer_load_bytes(net, i);
-        if (at + b > size) {
+        if (at + bytes[i] > size) {
             mn_error(c, "weights file %s is truncated: it ends inside layer %d (%zu of its %zu bytes present)",
-                     path, i, size - at, b);
+                     path, i, size - at, bytes[i]);
+            free(bytes);
             return MN_ERR_USER;
         }
-        at += b;
+        at += bytes[i];
     }
     if (at < size) {
         mn_error(c, "weights file %s does not fit the cfg: %zu bytes left over after all %d layers "
                  "(the file is for a larger network)", path, size - at, mn_net_layers(net));
+        free(bytes);
         return MN_ERR_USER;
     }
     if (i < mn_net_layers(net)) {
         int rest = 0;
-        for (int j = i; j < mn_net_layers(net); ++j) rest += layer_load_bytes(net, j) > 0;
+        for (int j = i; j < mn_net_layers(net); ++j) rest += bytes[j] > 0;
         if (rest)
             fprintf(stderr, "darknet-mn: %s holds layers 0..%d; the %d trainable layers after them keep their initial values\n",
                     path, i - 1, rest);
     }
+    free(bytes);
     return MN_OK;
 }
 
@@ -125,17 +131,19 @@ mn_status mn_save_weights_all(mn_comm *c, network *net, const mn_options *o, con
 
 mn_status mn_check_finite_params(const mn_comm *c, network *net, const char *path)
 {
-    for (int i = 0; i < mn_net_layers(net); ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
-        mn_layer_move(mn_net_layer(net, i), 0);
-        for (int j = 0; j < k; ++j)
-            for (size_t m = 0; m < p[j].n; ++m)
-                if (!isfinite(p[j].data[m])) {
-                    mn_error(c, "weights file %s: layer %d holds %g (value %zu of its array %d); every weight must be finite",
-                             path, i, p[j].data[m], m, j);
-                    return MN_ERR_USER;
-                }
+    int j = 0;
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v); ++j) {
+        if (v.first) {
+            mn_layer_move(mn_net_layer(net, v.layer), 0);
+            j = 0;
+        }
+        for (size_t m = 0; m < v.n; ++m)
+            if (!isfinite(v.data[m])) {
+                mn_error(c, "weights file %s: layer %d holds %g (value %zu of its array %d); every weight must be finite",
+                         path, v.layer, v.data[m], m, j);
+                return MN_ERR_USER;
+            }
     }
     return MN_OK;
 }
@@ -157,9 +165,8 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
     network *net = (flags & MN_LOAD_BATCH1) ? mn_base_parse_batch1(cfgfile) : mn_base_parse(cfgfile);
     s = mn_check_net_size(c, net, cfgfile);
     for (int i = 0; i < mn_net_layers(net) && s == MN_OK; ++i) {
-        mn_param p[1];
         const char *refused = mn_base_refused_layer(mn_net_layer(net, i));
-        if (mn_layer_params(mn_net_layer(net, i), p, 0) < 0) {
+        if (!mn_net_layer_known(net, i)) {
             if (c->rank == 0)
                 mn_error(c, "%s: layer %d is %s, which darknet-mn cannot average across ranks (%s Darknet)",
                          cfgfile, i, refused, mn_base_name());

@@ -25,19 +25,12 @@ static mn_status collect_stats(mn_comm *c, network *net, bn_stats *s)
         mn_error(c, "out of memory listing batch-norm statistics");
         return MN_ERR_NOMEM;
     }
-    for (int i = 0; i < mn_net_layers(net); ++i) {
-        mn_layer_info l = mn_layer_get(net, i);
-        if (!l.rolling_mean) continue;
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < k; ++j) {
-            if (p[j].data != l.rolling_mean && p[j].data != l.rolling_variance) continue;
-            s->host[s->n] = p[j].data;
-#ifdef GPU
-            s->dev[s->n] = p[j].data == l.rolling_mean ? l.rolling_mean_gpu : l.rolling_variance_gpu;
-#endif
-            s->lens[s->n++] = p[j].n;
-        }
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v) && s->n < cap;) {
+        if (!v.stat) continue;
+        s->host[s->n] = v.data;
+        s->dev[s->n] = v.data_gpu;   /* NULL in CPU builds */
+        s->lens[s->n++] = v.n;
     }
     return MN_OK;
 }

@@ -74,23 +74,6 @@ static int all_finite(const float *p, size_t n)
     return acc == 0;
 }
 
-/* The update arrays of layer li and which of the layer's update arrays
- * (MN_UPDATE_*) each is, with its device copy. */
-static int layer_grads(network *net, int li, int *which, float **dev, size_t *lens)
-{
-    mn_layer_info l = mn_layer_get(net, li);
-    mn_param p[MN_MAX_LAYER_PARAMS];
-    int k = mn_layer_params(mn_net_layer(net, li), p, MN_MAX_LAYER_PARAMS), m = 0;
-    for (int i = 0; i < k; ++i) {
-        if (!p[i].grad) continue;
-        which[m] = p[i].grad == l.updates[MN_UPDATE_WEIGHTS] ? MN_UPDATE_WEIGHTS
-                 : p[i].grad == l.updates[MN_UPDATE_BIASES] ? MN_UPDATE_BIASES : MN_UPDATE_SCALES;
-        dev[m] = l.updates_gpu[which[m]];   /* NULL in CPU builds */
-        lens[m++] = p[i].n;
-    }
-    return m;
-}
-
 #ifdef GPU
 /* A CUDA call or launch of the update step: a failure ends the job. */
 static void step_ok(mn_optimizer *o, cudaError_t e, const char *what)
@@ -411,20 +394,16 @@ static mn_status find_stats(network *net, mn_optimizer *o)
     o->stats = calloc((size_t)cap + 1, sizeof *o->stats);
     o->stats_lens = calloc((size_t)cap + 1, sizeof *o->stats_lens);
     if (!o->stats || !o->stats_lens) return MN_ERR_NOMEM;
-    for (int i = 0; i < mn_net_layers(net); ++i) {
-        mn_layer_info l = mn_layer_get(net, i);
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < k; ++j) {
-            if (p[j].data != l.rolling_mean && p[j].data != l.rolling_variance) continue;
-            float *live = p[j].data;
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v);) {
+        if (!v.stat) continue;
+        float *live = v.data;
 #ifdef GPU
-            if (mn_base_gpu() >= 0) live = live == l.rolling_mean ? l.rolling_mean_gpu : l.rolling_variance_gpu;
+        if (mn_base_gpu() >= 0) live = v.data_gpu;
 #endif
-            o->stats[o->nstats] = live;
-            o->stats_lens[o->nstats++] = p[j].n;
-            total += p[j].n;
-        }
+        o->stats[o->nstats] = live;
+        o->stats_lens[o->nstats++] = v.n;
+        total += v.n;
     }
     o->stats_saved = calloc(total + 1, sizeof(float));
     return o->stats_saved ? MN_OK : MN_ERR_NOMEM;
@@ -436,11 +415,8 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     if (!o) return mn_agree(c, MN_ERR_NOMEM);   /* the others wait in their first agreement */
     o->comm = c;
     int cap = 0;
-    for (int i = 0; i < mn_net_layers(net); ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < k; ++j) cap += p[j].grad != NULL;
-    }
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v);) cap += v.grad != NULL;
     int *which = calloc((size_t)cap + 1, sizeof *which);   /* each array's MN_UPDATE_* in its layer */
     o->arrays = calloc((size_t)cap + 1, sizeof *o->arrays);
     o->arrays_gpu = calloc((size_t)cap + 1, sizeof *o->arrays_gpu);
@@ -449,10 +425,20 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     o->seg = -1;
     mn_status st = MN_OK;
     if (!which || !o->arrays || !o->arrays_gpu || !o->lens || !o->layer_of) st = MN_ERR_NOMEM;
-    for (int i = 0; st == MN_OK && i < mn_net_layers(net); ++i) {
-        int k = layer_grads(net, i, which + o->n, o->arrays_gpu + o->n, o->lens + o->n);
-        for (int j = 0; j < k; ++j) o->layer_of[o->n + j] = i;
-        o->n += k;
+    /* The update arrays, each with which of its layer's (MN_UPDATE_*) it is. */
+    it = mn_net_views(net);
+    for (mn_view v; st == MN_OK && mn_views_next(&it, &v);) {
+        if (!v.grad) continue;
+        if (v.update < 0) {   /* the adapter's views and its layer disagree: nothing to move the array with */
+            mn_error(c, "layer %d: an update array that is none of the layer's own (%s Darknet's adapter)", v.layer,
+                     mn_base_name());
+            st = MN_ERR_UNAVAILABLE;
+            break;
+        }
+        which[o->n] = v.update;
+        o->arrays_gpu[o->n] = v.grad_gpu;   /* NULL in CPU builds */
+        o->lens[o->n] = v.n;
+        o->layer_of[o->n++] = v.layer;
     }
     for (int i = 0; i < o->n; ++i) o->total += o->lens[i];   /* arrays_gpu: Darknet's, kept; only host arrays move */
     if (st == MN_OK && opt->grad_dtype_half) st = mn_comm_set_dtype(c, 1);

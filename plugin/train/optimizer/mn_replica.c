@@ -57,21 +57,16 @@ static int hash_layers(network *net, const float *params, int with_momentum, int
 {
     int nonfinite = INT_MAX;
     size_t off = 0;
-    for (int i = 0; i < mn_net_layers(net); ++i) {
-        mn_layer_info l = mn_layer_get(net, i);
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int k = mn_layer_params(mn_net_layer(net, i), p, MN_MAX_LAYER_PARAMS), bad = 0;
-        uint64_t x = MN_FNV_SEED;
-        for (int j = 0; j < k; ++j) {
-            const float *d = params ? params + off : p[j].data;
-            off += p[j].n;
-            int stat = p[j].data == l.rolling_mean || p[j].data == l.rolling_variance;
-            uint64_t y = hash_scan(x, d, p[j].n * sizeof(float), &bad);
-            if (!stat || stats_shared) x = y;   /* statistics that differ by design are only checked for NaN */
-            if (with_momentum && p[j].grad) x = hash_scan(x, p[j].grad, p[j].n * sizeof(float), NULL);
-        }
-        if (bad && nonfinite == INT_MAX) nonfinite = i;
-        h[i] = x;
+    for (int i = 0; i < mn_net_layers(net); ++i) h[i] = MN_FNV_SEED;
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v);) {
+        const float *d = params ? params + off : v.data;
+        off += v.n;
+        int bad = 0;
+        uint64_t *x = &h[v.layer], y = hash_scan(*x, d, v.n * sizeof(float), &bad);
+        if (!v.stat || stats_shared) *x = y;   /* statistics that differ by design are only checked for NaN */
+        if (with_momentum && v.grad) *x = hash_scan(*x, v.grad, v.n * sizeof(float), NULL);
+        if (bad && nonfinite == INT_MAX) nonfinite = v.layer;
     }
     return nonfinite;
 }
