@@ -200,13 +200,15 @@ CPPFLAGS += -DMN_NCCL
 LDLIBS += -lnccl
 endif
 
-PLUGIN_SRC := $(foreach l,$(PLUGIN_LAYERS),$(wildcard plugin/$(l)/*.c))
-ifeq ($(DARKNET),hankai)
-# The C bases' adapters and what reads their struct layer (accessors,
-# parameter lists) give way to the C++ adapter; the engine (plugin/engine)
-# reads none and is built as on the C bases.
-PLUGIN_SRC := $(filter-out $(addprefix plugin/base/,mn_base_net.c mn_base_params.c mn_base_pjreddie.c mn_base_alexeyab.c),$(PLUGIN_SRC))
-endif
+PLUGIN_SRC := $(foreach l,$(filter-out base,$(PLUGIN_LAYERS)),$(wildcard plugin/$(l)/*.c))
+# The one place a base is chosen: DARKNET= names its adapter's files (the
+# C bases share their struct accessors and parameter lists; hank-ai's C++
+# adapter, mn_base_hankai.cpp below, has its own), beside the walk of the
+# parameters every base shares.
+BASE_SRC_pjreddie := mn_base_pjreddie.c mn_base_net.c mn_base_params.c
+BASE_SRC_alexeyab := mn_base_alexeyab.c mn_base_net.c mn_base_params.c
+BASE_SRC_hankai :=
+PLUGIN_SRC += $(addprefix plugin/base/,mn_net_params.c $(BASE_SRC_$(DARKNET)))
 PLUGIN_HDR := plugin/darknet_mn.h $(foreach l,$(PLUGIN_LAYERS),$(wildcard plugin/$(l)/*.h))
 PLUGIN_OBJ := $(patsubst plugin/%.c,$(OBJ)/plugin/%.o,$(PLUGIN_SRC))
 ifeq ($(DARKNET),hankai)

@@ -21,7 +21,9 @@ of a layer folder may include the headers of its own layer and of those
 below it, never one of a higher layer nor the public header DIR/darknet_mn.h
 (the API's facade, above every layer: main.c and programs include it). A
 part's folder (train/input) offers itself to the others through one header
-named after it (mn_input.h); its other headers only its own files include. The
+named after it (mn_input.h); its other headers only its own files include,
+as only a folder's own files include its *_impl.h headers (base/'s
+mn_base_impl.h: what the adapters define for base/ alone). The
 public header may reach, through its includes, only plugin headers outside
 base/: a program built against it needs no Darknet header.
 """
@@ -169,6 +171,8 @@ def check_includes(src, layers):
                 problems.append(f"{name} includes the public header {h} (the API's facade, above every layer)")
             elif rank[where[h]] > rank[l]:
                 problems.append(f"{name} includes {where[h]}/{h}, a header of a higher layer")
+            elif where[h] != l and h.endswith("_impl.h"):
+                problems.append(f"{name} includes {where[h]}/{h}, private to its folder (a *_impl.h header)")
             elif "/" in where[h] and where[h] != l and h != part_header(where[h]):
                 problems.append(f"{name} includes {where[h]}/{h}, private to its folder "
                                 f"(what {where[h]}/ offers is in {part_header(where[h])})")

@@ -48,13 +48,8 @@ static inline void mn_test_update(network *net, size_t first, int ranks, int r,
  * not NULL); returns their count. */
 static inline size_t mn_test_params(network *net, float *out)
 {
-    size_t k = 0;
-    for (int i = 0; i < net->n; ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int m = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < m; ++j) { if (out) memcpy(out + k, p[j].data, p[j].n * sizeof(float)); k += p[j].n; }
-    }
-    return k;
+    if (out) mn_params_pack(net, out);
+    return mn_params_count(net);
 }
 
 /* The L2 difference of a from the reference b relative to |b|; *moved gets how

@@ -320,11 +320,14 @@ printf '#include "darknet_mn.h"\n' > "$L/src/high/mn_c.c" && printf '#include "m
 # And a part's private header (high/part/mn_d.h, not mn_part.h) included from outside its folder.
 mkdir -p "$L/src/high/part" && : > "$L/src/high/part/mn_d.h" && : > "$L/src/high/part/mn_part.h"
 printf '#include "mn_part.h"\n#include "mn_d.h"\n' > "$L/src/high/mn_e.c" && printf '#include "mn_d.h"\n' > "$L/src/high/part/mn_f.c"
+# And a lower folder's *_impl.h included from above it (low/mn_low_impl.h), but not from its own folder.
+: > "$L/src/low/mn_low_impl.h" && printf '#include "mn_low_impl.h"\n' > "$L/src/low/mn_g.c" && printf '#include "mn_low_impl.h"\n' > "$L/src/high/mn_h.c"
 python3 tests/layers.py --src "$L/src" --includes low,high/part,high > "$L/inc.out" 2>&1; rc=$?
 if [ $rc != 0 ] && grep -q "low/mn_a.h includes high/mn_b.h, a header of a higher layer" "$L/inc.out" &&
    grep -q "high/mn_c.c includes the public header darknet_mn.h" "$L/inc.out" && grep -q "darknet_mn.h reaches darknet.h" "$L/inc.out" &&
-   grep -q "high/mn_e.c includes high/part/mn_d.h, private to its folder" "$L/inc.out" && [ "$(grep -c 'mn_part.h\|mn_f.c' "$L/inc.out")" = 1 ]; then
-    ok "includes: a planted upward include, an include of the public header and its reach into Darknet, and of a part's private header, are named"
+   grep -q "high/mn_e.c includes high/part/mn_d.h, private to its folder" "$L/inc.out" && [ "$(grep -c 'mn_part.h\|mn_f.c' "$L/inc.out")" = 1 ] &&
+   grep -q "high/mn_h.c includes low/mn_low_impl.h, private to its folder" "$L/inc.out" && ! grep -q "mn_g.c" "$L/inc.out"; then
+    ok "includes: a planted upward include, an include of the public header and its reach into Darknet, and of private headers (a part's, a *_impl.h), are named"
 else bad "includes: the planted includes were not reported (rc $rc): $(head -3 "$L/inc.out")"; fi
 
 echo "== Nothing outside base/ reads Darknet's network or layers, nor calls Darknet (tests/boundary.py, docs/design.md)"

@@ -50,14 +50,11 @@ static void image_of(size_t g, float *x, float *y)
 static size_t snapshot(network *net, float *out)
 {
     size_t k = mn_test_params(net, out);
-    for (int i = 0; i < net->n; ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int m = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < m; ++j) {
-            if (!p[j].grad) continue;
-            if (out) memcpy(out + k, p[j].grad, p[j].n * sizeof(float));
-            k += p[j].n;
-        }
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v);) {
+        if (!v.grad) continue;
+        if (out) memcpy(out + k, v.grad, v.n * sizeof(float));
+        k += v.n;
     }
     return k;
 }
@@ -195,11 +192,8 @@ int main(int argc, char **argv)
     /* Half as many values as the trained layers hold (AlexeyAB's Darknet
      * never updates a [connected] layer: its values stay). */
     size_t trained = 0;
-    for (int i = 0; i < net->n; ++i) {
-        mn_param p[MN_MAX_LAYER_PARAMS];
-        int m = mn_layer_params(&net->layers[i], p, MN_MAX_LAYER_PARAMS);
-        for (int j = 0; j < m; ++j) trained += p[j].grad ? p[j].n : 0;
-    }
+    mn_views walk = mn_net_views(net);
+    for (mn_view v; mn_views_next(&walk, &v);) trained += v.grad ? v.n : 0;
     EXPECT(diff > trained / 2, "the next finite step trained only %zu of %zu values (%zu in trained arrays)", diff, n, trained);
     expect_check(c, net, o, 0, MN_OK, -1, "after the skipped step and one more");
     free(before);

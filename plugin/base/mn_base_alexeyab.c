@@ -5,9 +5,8 @@
  * saves, and has more parameter-carrying layer types. */
 #include <stdlib.h>
 #include <string.h>
-#include "mn_base_adapter.h"
+#include "mn_base_c_impl.h"
 #include "mn_engine.h"
-#ifdef MN_BASE_ALEXEYAB
 #include "parser.h"
 #include "network.h"
 
@@ -422,5 +421,3 @@ static void pool_forward(layer l, network_state state)
 }
 #endif
 MN_DNNL_OPS(dnnl_refuse, dnnl_forward, dnnl_backward, pool2, pool_forward)
-
-#endif

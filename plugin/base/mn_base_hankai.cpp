@@ -21,7 +21,7 @@
 #include "batchnorm_layer.hpp"
 #include "gemm.hpp"
 extern "C" {
-#include "mn_base.h"
+#include "mn_base_impl.h"
 #include "mn_engine.h"
 #include "mn_fault.h"
 }

@@ -11,9 +11,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_base_adapter.h"
+#include "mn_base_c_impl.h"
 #ifndef MN_BASE_ALEXEYAB
-#include "network.h"   /* get_layer_string (mn_base_adapter.h declares the fork's) */
+#include "network.h"   /* get_layer_string (mn_base_c_impl.h declares the fork's) */
 #endif
 #include "option_list.h"
 #include "utils.h"

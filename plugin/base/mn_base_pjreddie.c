@@ -1,9 +1,8 @@
 /* The adapter for pjreddie's Darknet (Debian's package, patches/): the
  * network is passed by pointer, seen drives the iteration, update_network
  * runs the hook (patch 0001). */
-#include "mn_base_adapter.h"
+#include "mn_base_c_impl.h"
 #include "mn_engine.h"
-#ifndef MN_BASE_ALEXEYAB
 #ifdef GPU
 #include "deconvolutional_layer.h"
 #endif
@@ -257,5 +256,3 @@ static void pool_forward(layer l, network net)
 }
 #endif
 MN_DNNL_OPS(dnnl_refuse, dnnl_forward, dnnl_backward, pool2, pool_forward)
-
-#endif

@@ -4,7 +4,7 @@
  * replica check, checkpoints, weights files and evaluation's copy walk the
  * same list. Built on every base: it reads no Darknet struct. */
 #include <string.h>
-#include "mn_base.h"
+#include "mn_base_impl.h"
 
 mn_views mn_net_views(const network *net)
 {
@@ -42,9 +42,12 @@ int mn_views_next(mn_views *it, mn_view *v)
     return 1;
 }
 
-int mn_net_layer_known(const network *net, int i)
+const char *mn_net_layer_refused(const network *net, int i, int *averaged)
 {
-    return mn_layer_params(mn_net_layer(net, i), NULL, 0) >= 0;
+    const layer *l = mn_net_layer(net, i);
+    *averaged = mn_layer_params(l, NULL, 0) >= 0;
+    const char *what = mn_base_refused_layer(l);
+    return what || *averaged ? what : "a layer of a type darknet-mn cannot average";
 }
 
 size_t mn_params_count(const network *net)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "mn_coll.h"
 #include "mn_base.h"
+#include "mn_base_util.h"
 #include "mn_observe.h"
 #include "mn_input.h"
 #include "mn_checkpoint.h"

@@ -16,6 +16,7 @@
 #include "mn_cmd.h"
 #include "mn_coll.h"
 #include "mn_base.h"
+#include "mn_base_util.h"
 #include "mn_engine.h"
 #include "mn_observe.h"
 #include "mn_input.h"

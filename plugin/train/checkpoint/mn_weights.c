@@ -165,8 +165,9 @@ mn_status mn_load_network(mn_comm *c, const char *cfgfile, const char *weightfil
     network *net = (flags & MN_LOAD_BATCH1) ? mn_base_parse_batch1(cfgfile) : mn_base_parse(cfgfile);
     s = mn_check_net_size(c, net, cfgfile);
     for (int i = 0; i < mn_net_layers(net) && s == MN_OK; ++i) {
-        const char *refused = mn_base_refused_layer(mn_net_layer(net, i));
-        if (!mn_net_layer_known(net, i)) {
+        int averaged;
+        const char *refused = mn_net_layer_refused(net, i, &averaged);
+        if (!averaged) {
             if (c->rank == 0)
                 mn_error(c, "%s: layer %d is %s, which darknet-mn cannot average across ranks (%s Darknet)",
                          cfgfile, i, refused, mn_base_name());

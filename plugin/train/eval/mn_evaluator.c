@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mn_eval.h"
+#include "mn_base_util.h"
 #include "mn_base.h"
 #include "mn_engine.h"
 #include "mn_input.h"

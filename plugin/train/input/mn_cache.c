@@ -15,6 +15,7 @@
 #include <string.h>
 #include "mn_core.h"
 #include "mn_input.h"
+#include "mn_base_util.h"
 #include "mn_base.h"
 
 typedef struct {

@@ -7,6 +7,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 #include "mn_input.h"
+#include "mn_base_util.h"
 #include "mn_base.h"
 
 /* option_find_int_quiet: the key's value as Darknet's atoi reads it, else def. */

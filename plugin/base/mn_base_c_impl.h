@@ -3,10 +3,10 @@
  * the bases (the loader in mn_base_net.c calls them; mn_base.h's
  * mn_base_loader is what the rest of the plugin sees), and the engine's
  * hooks and views over their struct layer (MN_DNNL_OPS, mn_bn_view). */
-#ifndef MN_MN_BASE_ADAPTER_H
-#define MN_MN_BASE_ADAPTER_H
+#ifndef MN_BASE_C_IMPL_H
+#define MN_BASE_C_IMPL_H
 
-#include "mn_base.h"
+#include "mn_base_impl.h"
 #ifdef MN_BASE_ALEXEYAB
 /* The fork keeps these out of darknet.h (its network.h would bring utils.h,
  * whose names collide with the plugin's). */
