@@ -34,14 +34,12 @@ static inline void mn_test_update(network *net, size_t first, int ranks, int r,
                                   void (*image_of)(size_t g, float *x, float *y))
 {
     int b = net->batch, s = net->subdivisions;
-    data d = {0};
-    d.X = make_matrix(b * s, net->inputs);
-    d.y = make_matrix(b * s, net->outputs);
+    mn_batch d = mn_base_make_batch(b * s, net->inputs, net->outputs);
     for (int j = 0; j < s; ++j)
         for (int i = 0; i < b; ++i)
-            image_of(first + (size_t)j * ranks * b + (size_t)r * b + i, d.X.vals[j * b + i], d.y.vals[j * b + i]);
-    mn_base_train(net, d);
-    free_data(d);
+            image_of(first + (size_t)j * ranks * b + (size_t)r * b + i, d.x[j * b + i], d.y[j * b + i]);
+    mn_base_train(net, &d);
+    mn_base_free_batch(&d);
 }
 
 /* Every parameter and running statistic in weights-file order into out (when

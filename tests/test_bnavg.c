@@ -48,16 +48,14 @@ static void file_stats(const char *cfg, const char *path, float *out)
 
 static void train_own_data(network *net)
 {
-    data d = {0};
-    d.X = make_matrix(net->batch, W * H * C);
-    d.y = make_matrix(net->batch, CLASSES);
+    mn_batch d = mn_base_make_batch(net->batch, W * H * C, CLASSES);
     unsigned s = 777u + 31u * (unsigned)rank;
     for (int i = 0; i < net->batch; ++i) {
-        for (int k = 0; k < W * H * C; ++k) { s = s * 1103515245u + 12345u; d.X.vals[i][k] = rank + (float)((s >> 16) & 1023) / 1023.0f; }
-        d.y.vals[i][(i + rank) % CLASSES] = 1;
+        for (int k = 0; k < W * H * C; ++k) { s = s * 1103515245u + 12345u; d.x[i][k] = rank + (float)((s >> 16) & 1023) / 1023.0f; }
+        d.y[i][(i + rank) % CLASSES] = 1;
     }
-    mn_base_train(net, d);
-    free_data(d);
+    mn_base_train(net, &d);
+    mn_base_free_batch(&d);
 }
 
 int main(int argc, char **argv)

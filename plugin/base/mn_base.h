@@ -26,11 +26,22 @@
 #include "mn_core.h"
 #include "mn_engine.h"   /* the CPU engine, below the adapters */
 #ifdef MN_BASE_ALEXEYAB
-/* The fork keeps these types out of darknet.h: list, data, box_label. */
+/* The fork keeps these types out of darknet.h: list (mn_base_util.h's options), data and box_label (the adapters'). */
 #include "list.h"
 #include "data.h"
 #include "box.h"
 #endif
+
+/* A batch of rows, the base's own (made by its loader or mn_base_make_batch,
+ * freed by mn_base_free_batch): the plugin fills and reads row i's x_cols
+ * inputs at x[i] and its y_cols truths at y[i], and hands it back whole to
+ * mn_base_train; own is the base's struct, which nothing above base/ reads,
+ * so that no base's layout is copied. */
+typedef struct {
+    int rows, x_cols, y_cols;
+    float **x, **y;
+    void *own;
+} mn_batch;
 
 /* What the plugin reads and writes of a network and its layers, so that
  * nothing above base/ touches Darknet's struct network or struct layer
@@ -231,7 +242,7 @@ float mn_base_rate(const network *net);
 /* The base's own counters of a resumed iteration (beside seen, set by the caller). */
 void mn_base_set_iteration(network *net, size_t it);
 /* One update: the rows of d in subdivisions of net->batch; returns the loss. */
-float mn_base_train(network *net, data d);
+float mn_base_train(network *net, const mn_batch *b);
 /* This rank's loss on its last subdivision (read in the update hook). */
 float mn_base_cost(const network *net);
 /* One forward, backward or update pass, timed apart by bench step, on
@@ -286,13 +297,14 @@ mn_base_loader *mn_base_loader_create(network *net, const mn_base_loader_cfg *cf
  * w > 0 (random=1's resize), else at the size last asked. One at a time. */
 void mn_base_loader_start(mn_base_loader *ld, int w, int h);
 /* Waits for the rows started last (the caller frees them with
- * mn_base_free_data); empty rows when none was started. */
-data mn_base_loader_wait(mn_base_loader *ld);
+ * mn_base_free_batch); an empty batch (no rows) when none was started. */
+mn_batch mn_base_loader_wait(mn_base_loader *ld);
 /* Waits for and frees rows still loading, then the loader; NULL is a no-op. */
 void mn_base_loader_free(mn_base_loader *ld);
 /* Rows of x_cols inputs and y_cols truths, zeroed (deterministic batches). */
-data mn_base_make_data(int rows, int x_cols, int y_cols);
-void mn_base_free_data(data d);
+mn_batch mn_base_make_batch(int rows, int x_cols, int y_cols);
+/* Frees b's rows and the base's struct, and empties b; an empty batch is a no-op. */
+void mn_base_free_batch(mn_batch *b);
 
 /* --------------------------------------------- what the base accepts */
 /* The names the base's parser takes (NULL-terminated), for the cfg check:

@@ -83,10 +83,10 @@ void mn_base_set_iteration(network *net, size_t it)
     *net->cur_iteration = (int)it;
 }
 
-float mn_base_train(network *net, data d)
+float mn_base_train(network *net, const mn_batch *b)
 {
     sync_iteration(net);
-    return train_network(*net, d);
+    return train_network(*net, *(const data *)b->own);
 }
 
 /* The fork writes seen = cur_iteration * batch * subdivisions (* ranks with the patch). */

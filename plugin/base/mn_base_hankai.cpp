@@ -49,21 +49,6 @@ extern "C" CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
 }
 #endif
 
-/* The C copies of the fork's structs (mn_base_hankai_types.h) must keep its
- * layouts: a change in the fork stops the build here. */
-namespace mn_c {
-#include "mn_base_hankai_types.h"
-}
-#define MN_SAME(T, f) static_assert(offsetof(mn_c::T, f) == offsetof(::T, f), #T "." #f " moved in the fork")
-#define MN_SIZE(T) static_assert(sizeof(mn_c::T) == sizeof(::T), #T " changed size in the fork")
-MN_SIZE(matrix); MN_SAME(matrix, rows); MN_SAME(matrix, cols); MN_SAME(matrix, vals);
-MN_SIZE(data); MN_SAME(data, w); MN_SAME(data, h); MN_SAME(data, X); MN_SAME(data, y); MN_SAME(data, shallow);
-MN_SAME(data, num_boxes); MN_SAME(data, boxes); MN_SAME(data, nanoseconds_to_load);
-MN_SIZE(box_label); MN_SAME(box_label, id); MN_SAME(box_label, track_id); MN_SAME(box_label, x); MN_SAME(box_label, y);
-MN_SAME(box_label, w); MN_SAME(box_label, h); MN_SAME(box_label, left); MN_SAME(box_label, right);
-MN_SAME(box_label, top); MN_SAME(box_label, bottom);
-MN_SIZE(node); MN_SAME(node, val); MN_SAME(node, next); MN_SAME(node, prev);
-MN_SIZE(list); MN_SAME(list, size); MN_SAME(list, front); MN_SAME(list, back);
 /* image, box and detection are the fork's own C header's, in C and here. */
 static_assert(std::is_same<image, Darknet::Image>::value && std::is_same<box, Darknet::Box>::value &&
               std::is_same<detection, Darknet::Detection>::value, "the fork's C types are its C++ ones");
@@ -324,10 +309,10 @@ void mn_base_set_iteration(network *net, size_t it)
     *N(net).cur_iteration = (int)it;
 }
 
-float mn_base_train(network *net, data d)
+float mn_base_train(network *net, const mn_batch *b)
 {
     sync_iteration(N(net));
-    return train_network(N(net), d);
+    return train_network(N(net), *static_cast<const data *>(b->own));
 }
 
 /* The fork writes seen from cur_iteration, as AlexeyAB's does. */
@@ -448,34 +433,53 @@ void mn_base_loader_start(mn_base_loader *ld, int w, int h)
     ld->thread = std::thread(Darknet::run_image_loading_control_thread, ld->args);
 }
 
-data mn_base_loader_wait(mn_base_loader *ld)
+/* The fork's rows as a batch: the struct moves to the heap, the batch's own. */
+static mn_batch batch_of(data d)
 {
-    data d = {};
-    if (!ld->thread.joinable()) return d;
+    data *own = new (std::nothrow) data(d);
+    if (!own) {
+        Darknet::free_data(d);
+        mn_fatal("out of memory for a batch's header");
+    }
+    return mn_batch{d.X.rows, d.X.cols, d.y.cols, d.X.vals, d.y.vals, own};
+}
+
+mn_batch mn_base_loader_wait(mn_base_loader *ld)
+{
+    if (!ld->thread.joinable()) return mn_batch{};
     ld->thread.join();
-    d = ld->rows;
+    data d = ld->rows;
     ld->rows = data{};
-    return d;
+    return batch_of(d);
 }
 
 /* And the fork's permanent loading threads, which a later loader starts anew. */
 void mn_base_loader_free(mn_base_loader *ld)
 {
     if (!ld) return;
-    if (ld->thread.joinable()) mn_base_free_data(mn_base_loader_wait(ld));
+    if (ld->thread.joinable()) {
+        mn_batch b = mn_base_loader_wait(ld);
+        mn_base_free_batch(&b);
+    }
     Darknet::stop_image_loading_threads();
     delete ld;
 }
 
-data mn_base_make_data(int rows, int x_cols, int y_cols)
+mn_batch mn_base_make_batch(int rows, int x_cols, int y_cols)
 {
     data d = {};
     d.X = make_matrix(rows, x_cols);
     d.y = make_matrix(rows, y_cols);
-    return d;
+    return batch_of(d);
 }
 
-void mn_base_free_data(data d) { Darknet::free_data(d); }
+void mn_base_free_batch(mn_batch *b)
+{
+    data *own = static_cast<data *>(b->own);
+    if (own) Darknet::free_data(*own);
+    delete own;
+    *b = mn_batch{};
+}
 
 /* The previous hook's context is ours to free once the fork no longer calls it. */
 void mn_base_set_image_hook(mn_base_image_hook f, void *ctx)
@@ -590,7 +594,15 @@ void mn_base_replace(const char *path, const char *const *from, const char *cons
     }
 }
 
-box_label *mn_base_read_boxes(const char *path, int *n) { return read_boxes(path, n); }
+mn_truth *mn_base_read_boxes(const char *path, int *n)
+{
+    box_label *l = read_boxes(path, n);
+    mn_truth *t = static_cast<mn_truth *>(malloc(static_cast<size_t>(*n) * sizeof *t + 1));
+    if (!t) mn_fatal("out of memory for an image's truth boxes");
+    for (int i = 0; i < *n; ++i) t[i] = mn_truth{l[i].id, l[i].x, l[i].y, l[i].w, l[i].h};
+    free(l);
+    return t;
+}
 float mn_base_box_iou(box a, box b) { return box_iou(a, b); }
 void mn_base_nms_obj(detection *dets, int n, int classes, float thresh) { do_nms_obj(dets, n, classes, thresh); }
 void mn_base_free_detections(detection *dets, int n) { free_detections(dets, n); }

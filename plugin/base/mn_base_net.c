@@ -203,34 +203,53 @@ void mn_base_loader_start(mn_base_loader *ld, int w, int h)
     ld->running = 1;
 }
 
-data mn_base_loader_wait(mn_base_loader *ld)
+/* The base's rows as a batch: the struct moves to the heap, the batch's own. */
+static mn_batch batch_of(data d)
 {
-    data d = {0};
-    if (!ld->running) return d;
+    data *own = malloc(sizeof *own);
+    if (!own) {
+        free_data(d);
+        mn_fatal("out of memory for a batch's header");
+    }
+    *own = d;
+    return (mn_batch){d.X.rows, d.X.cols, d.y.cols, d.X.vals, d.y.vals, own};
+}
+
+mn_batch mn_base_loader_wait(mn_base_loader *ld)
+{
+    if (!ld->running) return (mn_batch){0};
     pthread_join(ld->thread, 0);
     ld->running = 0;
-    d = ld->rows;
+    data d = ld->rows;
     memset(&ld->rows, 0, sizeof ld->rows);
-    return d;
+    return batch_of(d);
 }
 
 void mn_base_loader_free(mn_base_loader *ld)
 {
     if (!ld) return;
-    if (ld->running) free_data(mn_base_loader_wait(ld));
+    if (ld->running) {
+        mn_batch b = mn_base_loader_wait(ld);
+        mn_base_free_batch(&b);
+    }
     free(ld);
 }
 
-data mn_base_make_data(int rows, int x_cols, int y_cols)
+mn_batch mn_base_make_batch(int rows, int x_cols, int y_cols)
 {
     data d = {0};
     d.shallow = 0;
     d.X = make_matrix(rows, x_cols);
     d.y = make_matrix(rows, y_cols);
-    return d;
+    return batch_of(d);
 }
 
-void mn_base_free_data(data d) { free_data(d); }
+void mn_base_free_batch(mn_batch *b)
+{
+    if (b->own) free_data(*(data *)b->own);
+    free(b->own);
+    memset(b, 0, sizeof *b);
+}
 
 void mn_base_set_image_hook(mn_base_image_hook f, void *ctx)
 {
@@ -306,7 +325,15 @@ void mn_base_replace(const char *path, const char *const *from, const char *cons
     }
 }
 
-box_label *mn_base_read_boxes(const char *path, int *n) { return read_boxes((char *)path, n); }
+mn_truth *mn_base_read_boxes(const char *path, int *n)
+{
+    box_label *l = read_boxes((char *)path, n);
+    mn_truth *t = malloc((size_t)*n * sizeof *t + 1);
+    if (!t) mn_fatal("out of memory for an image's truth boxes");
+    for (int i = 0; i < *n; ++i) t[i] = (mn_truth){l[i].id, l[i].x, l[i].y, l[i].w, l[i].h};
+    free(l);
+    return t;
+}
 float mn_base_box_iou(box a, box b) { return box_iou(a, b); }
 void mn_base_nms_obj(detection *dets, int n, int classes, float thresh) { do_nms_obj(dets, n, classes, thresh); }
 void mn_base_free_detections(detection *dets, int n) { free_detections(dets, n); }

@@ -37,7 +37,7 @@ void mn_base_free(network *net)
 size_t mn_base_iteration(const network *net) { return get_current_batch((network *)net); }
 float mn_base_rate(const network *net) { return get_current_rate((network *)net); }
 void mn_base_set_iteration(network *net, size_t it) { *net->t = (int)it; }
-float mn_base_train(network *net, data d) { return train_network(net, d); }
+float mn_base_train(network *net, const mn_batch *b) { return train_network(net, *(const data *)b->own); }
 float mn_base_cost(const network *net) { return *net->cost; }
 float *mn_base_predict(network *net, float *input) { return network_predict(net, input); }
 

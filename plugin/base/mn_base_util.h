@@ -7,6 +7,13 @@
 
 #include "mn_base.h"
 
+/* A truth box of an image's label file: its class, centre and size
+ * relative to the image (the plugin's own: a base's box_label is not read). */
+typedef struct {
+    int id;
+    float x, y, w, h;
+} mn_truth;
+
 /* Images as the base makes them (floats in [0, 1], channel planes). The C
  * bases decode with stb; a C++ base may use OpenCV, hence decode here. */
 image mn_base_make_image(int w, int h, int c);
@@ -39,7 +46,7 @@ void mn_base_replace(const char *path, const char *const *from, const char *cons
 /* Boxes: an image's label file as truth boxes (to free(); *n of them,
  * through the line hook), the IoU of two boxes, objectness NMS (recall),
  * and the detections' and a top-k's helpers. */
-box_label *mn_base_read_boxes(const char *path, int *n);
+mn_truth *mn_base_read_boxes(const char *path, int *n);
 float mn_base_box_iou(box a, box b);
 void mn_base_nms_obj(detection *dets, int n, int classes, float thresh);
 void mn_base_free_detections(detection *dets, int n);

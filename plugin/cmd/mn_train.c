@@ -28,12 +28,12 @@
 /* Deterministic batch: rows[j*b + i] is global position
  * first + j*N*b + r*b + i of the list (mod its length); no augmentation. */
 static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
-                            const mn_list *l, size_t first, data *out)
+                            const mn_list *l, size_t first, mn_batch *out)
 {
     mn_net_info in = mn_net_get(net);
     int b = in.batch, s = in.subdivisions, rows = b * s;
     int boxes = mn_layer_last(net).max_boxes;
-    data d = mn_base_make_data(rows, in.w * in.h * in.c,
+    mn_batch d = mn_base_make_batch(rows, in.w * in.h * in.c,
                                task == MN_TASK_CLASSIFIER ? dc->classes : mn_base_truth_size(net) * (boxes ? boxes : 90));
     for (int j = 0; j < s; ++j) {
         for (int i = 0; i < b; ++i) {
@@ -41,22 +41,22 @@ static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_dat
             char *path = l->paths[g];
             MN_CHECK(mn_check_readable(c, path));
             image im = mn_base_load_image(path, in.w, in.h);
-            memcpy(d.X.vals[j * b + i], im.data, sizeof(float) * (size_t)d.X.cols);
+            memcpy(d.x[j * b + i], im.data, sizeof(float) * (size_t)d.x_cols);
             mn_base_free_image(im);
             if (task == MN_TASK_CLASSIFIER) {
                 int m, cls = mn_path_class(dc->labels, dc->classes, path, &m);
                 if (cls < 0) {
                     mn_error(c, "image %s matches %d labels of %s; it must contain exactly one", path, m, dc->labels_file);
-                    mn_base_free_data(d);
+                    mn_base_free_batch(&d);
                     return MN_ERR_USER;
                 }
-                d.y.vals[j * b + i][cls] = 1;
+                d.y[j * b + i][cls] = 1;
             } else {
                 /* Darknet shuffles an image's boxes with rand(), and box order
                  * decides which of two boxes in one cell trains: a stream of the
                  * image's path keeps that the same however ranks split the batch. */
                 mn_base_seed(mn_stream_seed(0, -2, mn_fnv1a(MN_FNV_SEED, path, strlen(path))));
-                mn_base_fill_truth(net, path, boxes ? boxes : 90, d.y.vals[j * b + i], dc->classes);
+                mn_base_fill_truth(net, path, boxes ? boxes : 90, d.y[j * b + i], dc->classes);
             }
         }
     }
@@ -231,7 +231,7 @@ static mn_status run_open(train_run *r)
 
 /* This iteration's batch into *train, at a new size every 10 iterations
  * where random=1. */
-static mn_status run_load(train_run *r, data *train, train_step *o)
+static mn_status run_load(train_run *r, mn_batch *train, train_step *o)
 {
     mn_comm *c = r->c;
     const mn_options *opt = r->opt;
@@ -248,7 +248,8 @@ static mn_status run_load(train_run *r, data *train, train_step *o)
         d = d * r->in.w / 416 / 32 * 32;
         if (d < 32) d = 32;
         if (c->rank == 0) printf("resizing to %dx%d on every rank\n", d, d);
-        mn_base_free_data(mn_base_loader_wait(r->loader));   /* a batch of the old size */
+        mn_batch old = mn_base_loader_wait(r->loader);   /* a batch of the old size */
+        mn_base_free_batch(&old);
         mn_base_resize(r->net, d, d);
         mn_base_seed(mn_stream_seed(opt->seed, c->rank, now));
         mn_base_loader_start(r->loader, d, d);
@@ -268,7 +269,7 @@ static mn_status run_load(train_run *r, data *train, train_step *o)
 
 /* The passes (the optimizer's hook averages the gradients), the loss over
  * the ranks, and what a NaN or Inf does. */
-static mn_status run_step(train_run *r, data train, train_step *o)
+static mn_status run_step(train_run *r, mn_batch *train, train_step *o)
 {
     mn_comm *c = r->c;
     mn_optimizer_begin_step(r->mo, r->net);
@@ -276,7 +277,7 @@ static mn_status run_step(train_run *r, data train, train_step *o)
     mn_optimizer_end_step(r->mo, r->net);
     double tu = mn_now();
     mn_timeline_add(r->tl, 0, MN_TL_UPDATE, mn_optimizer_synced_at(r->mo), tu, 0, 0, 0);
-    mn_base_free_data(train);
+    mn_base_free_batch(train);
     /* The loss's sum carries how many ranks a stop signal reached, and
      * whether another job took the backup folder over (rank 0's lease
      * thread found out), so every rank learns of either at no extra message. */
@@ -406,10 +407,13 @@ static mn_status train_loop(train_run *r)
                                                   &r->rescue)
                                  : MN_OK;
     while (s == MN_OK && mn_base_iteration(r->net) < (size_t)r->in.max_batches) {
-        data train = {0};
+        mn_batch train = {0};
         train_step o = {0};
-        if ((s = run_load(r, &train, &o)) != MN_OK) break;
-        s = run_step(r, train, &o);
+        if ((s = run_load(r, &train, &o)) != MN_OK) {
+            mn_base_free_batch(&train);   /* this rank's, where another rank's failed */
+            break;
+        }
+        s = run_step(r, &train, &o);
         if (s != MN_OK || o.lost) break;
         run_report(r, &o);
         s = run_save(r, &o);

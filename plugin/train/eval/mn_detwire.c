@@ -33,7 +33,7 @@ static void put(mn_bytes *b, const void *src, size_t n)
 
 static void put_i(mn_bytes *b, int32_t v) { put(b, &v, sizeof v); }
 
-void mn_put_record(mn_bytes *b, const char *path, int w, int h, const box_label *truth, int ntruth,
+void mn_put_record(mn_bytes *b, const char *path, int w, int h, const mn_truth *truth, int ntruth,
                    const detection *dets, int ndets, int classes)
 {
     int32_t len = (int32_t)strlen(path), rows = 0;

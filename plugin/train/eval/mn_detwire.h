@@ -6,6 +6,7 @@
 #include "mn_training.h"
 #include "mn_coll.h"
 #include "mn_base.h"
+#include "mn_base_util.h"
 
 /* A growing byte buffer: the wire format of gathered detections. */
 typedef struct {
@@ -24,7 +25,7 @@ typedef struct {
 /* Appends one image's record (the layout is in mn_detwire.c): its truth
  * boxes and one row per detection and class with a non-zero probability.
  * Out of memory sets b->failed. */
-void mn_put_record(mn_bytes *b, const char *path, int w, int h, const box_label *truth, int ntruth,
+void mn_put_record(mn_bytes *b, const char *path, int w, int h, const mn_truth *truth, int ntruth,
                    const detection *dets, int ndets, int classes);
 /* Rank 0 receives every rank's bytes, in rank order (MPI counts are int). */
 mn_status mn_gather_bytes(mn_comm *c, const mn_bytes *mine, mn_bytes *all);

@@ -207,7 +207,7 @@ static void label_path(const char *path, char *out)
 }
 
 /* The truth boxes of an image (relative center x, y, w, h per Darknet's labels). */
-static mn_status read_truth(mn_comm *c, const char *path, int classes, mn_label_skip *skip, box_label **out, int *n)
+static mn_status read_truth(mn_comm *c, const char *path, int classes, mn_label_skip *skip, mn_truth **out, int *n)
 {
     char lp[4096];
     if (strlen(path) >= sizeof lp - 8) { mn_error(c, "path too long: %s", path); return MN_ERR_USER; }
@@ -226,7 +226,7 @@ static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, in
     int classes = mn_layer_last(net).classes;
     for (size_t i = 0; i < shard->n; ++i) {
         const char *path = shard->paths[i];
-        box_label *truth = NULL;
+        mn_truth *truth = NULL;
         int ntruth = 0;
         MN_CHECK(mn_check_readable(c, path));
         if (with_truth) MN_CHECK(read_truth(c, path, classes, skip, &truth, &ntruth));
@@ -372,7 +372,7 @@ static mn_status recall_shard(mn_comm *c, network *net, const mn_list *shard, mn
     mn_net_info in = mn_net_get(net);
     for (size_t i = 0; i < shard->n; ++i) {
         const char *path = shard->paths[i];
-        box_label *truth = NULL;
+        mn_truth *truth = NULL;
         int ntruth = 0;
         MN_CHECK(mn_check_readable(c, path));
         MN_CHECK(read_truth(c, path, classes, skip, &truth, &ntruth));
