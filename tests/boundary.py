@@ -21,8 +21,10 @@ r->net->, (*out)->), reads a field of one it holds by value (net.batch), or
 indexes a layers array (->layers[, .layers[); where it dereferences a layer
 (a variable declared layer * or layer, mn_net_layer(...)->,
 mn_net_last(...)->); or where it names Darknet's LAYER_TYPE or one of its
-values (YOLO; mn_layer_kind is the plugin's own). A layer * handed on (to
-mn_layer_params) is no read.
+values (YOLO; mn_layer_kind is the plugin's own); or where it names one of
+Darknet's value types whose layout no base need share (box_label, matrix,
+a variable or cast of type data: a batch is an mn_batch, a truth box an
+mn_truth). A layer * handed on (to mn_layer_move) is no read.
 
 The objects (--link): what the plugin calls of Darknet goes through
 mn_base.h's mn_base_* functions, so that a C++ base's adapter is the one
@@ -59,6 +61,9 @@ TYPES = re.compile(r'\b(?:LAYER_TYPE|CONVOLUTIONAL|DECONVOLUTIONAL|CONNECTED|MAX
                    r'ROUTE|COST|NORMALIZATION|AVGPOOL|LOCAL|SHORTCUT|ACTIVE|RNN|GRU|LSTM|CRNN|BATCHNORM|NETWORK|'
                    r'XNOR|REGION|YOLO|ISEG|REORG|UPSAMPLE|LOGXENT|L2NORM|BLANK|LOCAL_AVGPOOL|SCALE_CHANNELS|SAM|'
                    r'CONV_LSTM|HISTORY|GAUSSIAN_YOLO|REORG_OLD|EMPTY|CONTRASTIVE|IMPLICIT)\b')
+# Darknet's value types whose layout no longer crosses mn_base.h: box_label, matrix, and data declared
+# (data d, data *out, (data *)p); a field named data (im.data) is no declaration.
+VALUES = re.compile(r'\b(?:box_label|matrix)\b|\bdata\s+\**\s*[A-Za-z_]\w*\s*[;,)=\[]|\bdata\s*\*+\s*[A-Za-z_)]')
 
 
 def blank(src):
@@ -96,12 +101,13 @@ def reads(path):
         found += [("network", m) for m in LAYERS.finditer(line)]
         found += [("layer", m) for m in lderef.finditer(line)]
         found += [("type", m) for m in TYPES.finditer(line)]
+        found += [("value", m) for m in VALUES.finditer(line)]
         kept = []
         for kind, m in sorted(found, key=lambda f: (f[1].start(), -f[1].end())):
             if not any(k.start() <= m.start() < k.end() for _, k in kept):   # one read, named once
                 kept.append((kind, m))
         for kind, m in kept:
-            out.append((no, kind, re.sub(r'\s+', '', m.group(0))))
+            out.append((no, kind, re.sub(r'\s+', ' ' if kind == "value" else '', m.group(0)).strip()))
     return out
 
 
@@ -109,6 +115,7 @@ WHY = {
     "network": "reads the network ({}); outside base/ use mn_base.h's mn_net_*",
     "layer": "reads a layer ({}); outside base/ use mn_base.h's mn_layer_get",
     "type": "names Darknet's layer type ({}); outside base/ use mn_base.h's mn_layer_kind",
+    "value": "names a Darknet value type ({}); outside base/ use mn_base.h's mn_batch, mn_base_util.h's mn_truth",
 }
 
 
@@ -173,7 +180,7 @@ def main():
             problems += 1
     if not problems:
         print(f"ok   boundary: {len(files)} files outside base/ ({', '.join(above)}{', ' if args[1:] else ''}"
-              f"{', '.join(args[1:])}) read no network or layer field and name no layer type: "
+              f"{', '.join(args[1:])}) read no network or layer field and name no layer type nor Darknet value type: "
               f"they go through mn_base.h's mn_net_* and mn_layer_*")
     for darknet, *plugins in links:
         found, checked = link_check(src, above, darknet, plugins)

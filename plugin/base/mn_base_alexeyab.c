@@ -322,38 +322,19 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 void add_bias(float *output, float *biases, int batch, int n, int size);
 void backward_bias(float *bias_updates, float *delta, int batch, int n, int size);
 void activate_array_cpu_custom(float *x, const int n, const ACTIVATION a);
+#include "mn_base_fork_impl.h"
 
 /* The fork's batch norm (batchnorm_layer.c) for mn_bn.c. */
 static const mn_bn_base bn_base = {.9f, .1f, 1, 0};
 
-/* The fork's forward_convolutional_layer's activation on l's output. */
-static void act_forward(const layer *l)
+/* The fork's activation of l's output, and its gradient into l's delta. */
+static mn_fork_act act_view(const layer *l)
 {
-    int n = l->outputs * l->batch, wh = l->out_w * l->out_h;
-    if (l->activation == SWISH) activate_array_swish(l->output, n, l->activation_input, l->output);
-    else if (l->activation == MISH) activate_array_mish(l->output, n, l->activation_input, l->output);
-    else if (l->activation == HARD_MISH) activate_array_hard_mish(l->output, n, l->activation_input, l->output);
-    else if (l->activation == NORM_CHAN) activate_array_normalize_channels(l->output, n, l->batch, l->out_c, wh, l->output);
-    else if (l->activation == NORM_CHAN_SOFTMAX)
-        activate_array_normalize_channels_softmax(l->output, n, l->batch, l->out_c, wh, l->output, 0);
-    else if (l->activation == NORM_CHAN_SOFTMAX_MAXVAL)
-        activate_array_normalize_channels_softmax(l->output, n, l->batch, l->out_c, wh, l->output, 1);
-    else activate_array_cpu_custom(l->output, n, l->activation);
+    return (mn_fork_act){l->activation, l->output, l->activation_input, l->delta, l->outputs * l->batch, l->batch,
+                         l->out_c, l->out_w * l->out_h};
 }
-
-/* And its backward's gradient of it, into l's delta. */
-static void act_backward(const layer *l)
-{
-    int n = l->outputs * l->batch, wh = l->out_w * l->out_h;
-    if (l->activation == SWISH) gradient_array_swish(l->output, n, l->activation_input, l->delta);
-    else if (l->activation == MISH) gradient_array_mish(n, l->activation_input, l->delta);
-    else if (l->activation == HARD_MISH) gradient_array_hard_mish(n, l->activation_input, l->delta);
-    else if (l->activation == NORM_CHAN_SOFTMAX || l->activation == NORM_CHAN_SOFTMAX_MAXVAL)
-        gradient_array_normalize_channels_softmax(l->output, n, l->batch, l->out_c, wh, l->delta);
-    else if (l->activation == NORM_CHAN) gradient_array_normalize_channels(l->output, n, l->batch, l->out_c, wh, l->delta);
-    else if (l->activation == LEAKY) mn_leaky_gradient(l->output, l->delta, (size_t)n);   /* gradient_array's, to the bit */
-    else gradient_array(l->output, n, l->activation, l->delta);
-}
+static void act_forward(const layer *l) { mn_fork_act a = act_view(l); mn_fork_act_forward(&a); }
+static void act_backward(const layer *l) { mn_fork_act a = act_view(l); mn_fork_act_backward(&a); }
 
 /* The engine's view of convolutional layer l. */
 static mn_conv conv_view(const layer *l)

@@ -22,6 +22,7 @@
 #include "gemm.hpp"
 extern "C" {
 #include "mn_base_impl.h"
+#include "mn_base_fork_impl.h"
 #include "mn_engine.h"
 #include "mn_fault.h"
 }
@@ -781,34 +782,14 @@ mn_bn_layer bn_view(Darknet::Layer &l, Darknet::Network &net)
     return v;
 }
 
-/* The fork's forward_convolutional_layer's activation on l's output. */
-void act_forward(Darknet::Layer &l)
+/* The fork's activation of l's output, and its gradient into l's delta. */
+mn_fork_act act_view(Darknet::Layer &l)
 {
-    int n = l.outputs * l.batch, wh = l.out_w * l.out_h;
-    if (l.activation == SWISH) activate_array_swish(l.output, n, l.activation_input, l.output);
-    else if (l.activation == MISH) activate_array_mish(l.output, n, l.activation_input, l.output);
-    else if (l.activation == HARD_MISH) activate_array_hard_mish(l.output, n, l.activation_input, l.output);
-    else if (l.activation == NORM_CHAN) activate_array_normalize_channels(l.output, n, l.batch, l.out_c, wh, l.output);
-    else if (l.activation == NORM_CHAN_SOFTMAX)
-        activate_array_normalize_channels_softmax(l.output, n, l.batch, l.out_c, wh, l.output, 0);
-    else if (l.activation == NORM_CHAN_SOFTMAX_MAXVAL)
-        activate_array_normalize_channels_softmax(l.output, n, l.batch, l.out_c, wh, l.output, 1);
-    else activate_array_cpu_custom(l.output, n, l.activation);
+    return mn_fork_act{l.activation, l.output, l.activation_input, l.delta, l.outputs * l.batch, l.batch, l.out_c,
+                       l.out_w * l.out_h};
 }
-
-/* And its backward's gradient of it, into l's delta. */
-void act_backward(Darknet::Layer &l)
-{
-    int n = l.outputs * l.batch, wh = l.out_w * l.out_h;
-    if (l.activation == SWISH) gradient_array_swish(l.output, n, l.activation_input, l.delta);
-    else if (l.activation == MISH) gradient_array_mish(n, l.activation_input, l.delta);
-    else if (l.activation == HARD_MISH) gradient_array_hard_mish(n, l.activation_input, l.delta);
-    else if (l.activation == NORM_CHAN_SOFTMAX || l.activation == NORM_CHAN_SOFTMAX_MAXVAL)
-        gradient_array_normalize_channels_softmax(l.output, n, l.batch, l.out_c, wh, l.delta);
-    else if (l.activation == NORM_CHAN) gradient_array_normalize_channels(l.output, n, l.batch, l.out_c, wh, l.delta);
-    else if (l.activation == LEAKY) mn_leaky_gradient(l.output, l.delta, (size_t)n);   /* gradient_array's, to the bit */
-    else gradient_array(l.output, n, l.activation, l.delta);
-}
+void act_forward(Darknet::Layer &l) { mn_fork_act a = act_view(l); mn_fork_act_forward(&a); }
+void act_backward(Darknet::Layer &l) { mn_fork_act a = act_view(l); mn_fork_act_backward(&a); }
 
 void engine_forward(Darknet::Layer &l, Darknet::NetworkState state)
 {
