@@ -23,8 +23,8 @@ indexes a layers array (->layers[, .layers[); where it dereferences a layer
 mn_net_last(...)->); or where it names Darknet's LAYER_TYPE or one of its
 values (YOLO; mn_layer_kind is the plugin's own); or where it names one of
 Darknet's value types whose layout no base need share (box_label, matrix,
-a variable or cast of type data: a batch is an mn_batch, a truth box an
-mn_truth). A layer * handed on (to mn_layer_move) is no read.
+a variable or cast of type data or image: a batch is an mn_batch, a truth
+box an mn_truth, an image an mn_image). A layer * handed on (to mn_layer_move) is no read.
 
 The objects (--link): what the plugin calls of Darknet goes through
 mn_base.h's mn_base_* functions, so that a C++ base's adapter is the one
@@ -61,9 +61,11 @@ TYPES = re.compile(r'\b(?:LAYER_TYPE|CONVOLUTIONAL|DECONVOLUTIONAL|CONNECTED|MAX
                    r'ROUTE|COST|NORMALIZATION|AVGPOOL|LOCAL|SHORTCUT|ACTIVE|RNN|GRU|LSTM|CRNN|BATCHNORM|NETWORK|'
                    r'XNOR|REGION|YOLO|ISEG|REORG|UPSAMPLE|LOGXENT|L2NORM|BLANK|LOCAL_AVGPOOL|SCALE_CHANNELS|SAM|'
                    r'CONV_LSTM|HISTORY|GAUSSIAN_YOLO|REORG_OLD|EMPTY|CONTRASTIVE|IMPLICIT)\b')
-# Darknet's value types whose layout no longer crosses mn_base.h: box_label, matrix, and data declared
-# (data d, data *out, (data *)p); a field named data (im.data) is no declaration.
-VALUES = re.compile(r'\b(?:box_label|matrix)\b|\bdata\s+\**\s*[A-Za-z_]\w*\s*[;,)=\[]|\bdata\s*\*+\s*[A-Za-z_)]')
+# Darknet's value types whose layout no longer crosses mn_base.h: box_label, matrix, and data or image
+# declared (data d, image *out, (data *)p); a field or parameter named so (im.data, const char *image) is
+# no declaration.
+VALUES = re.compile(r'\b(?:box_label|matrix)\b|\b(?:data|image)\s+\**\s*[A-Za-z_]\w*\s*[;,)=\[(]|'
+                    r'\b(?:data|image)\s*\*+\s*[A-Za-z_)]')
 
 
 def blank(src):
@@ -115,7 +117,7 @@ WHY = {
     "network": "reads the network ({}); outside base/ use mn_base.h's mn_net_*",
     "layer": "reads a layer ({}); outside base/ use mn_base.h's mn_layer_get",
     "type": "names Darknet's layer type ({}); outside base/ use mn_base.h's mn_layer_kind",
-    "value": "names a Darknet value type ({}); outside base/ use mn_base.h's mn_batch, mn_base_util.h's mn_truth",
+    "value": "names a Darknet value type ({}); outside base/ use mn_base.h's mn_batch and mn_image, mn_base_util.h's mn_truth",
 }
 
 

@@ -395,6 +395,7 @@ static int g(network *net, const layer *l)
     return k + (t == YOLO) + mn_layer_params(mn_net_layer(net, 1), 0, 0) + mn_layer_last(net).classes;
 }
 static float h(const float *data, int n) { data d = mn_base_load(); box_label *b = 0; return data[n] + d.X.rows + (b != 0); }
+static int i(const char *image) { image im = mn_base_load_image(image, 0, 0); return im.w; }
 BAD
 python3 tests/boundary.py --src "$B/lsrc" base,high > "$B/lout" 2>&1; rc=$?
 want="mn_badl.c:5: reads a layer (l->classes)
@@ -405,9 +406,10 @@ mn_badl.c:6: names Darknet's layer type (LAYER_TYPE)
 mn_badl.c:6: reads a layer (l->type)
 mn_badl.c:7: names Darknet's layer type (YOLO)
 mn_badl.c:9: names a Darknet value type (data d =)
-mn_badl.c:9: names a Darknet value type (box_label)"
+mn_badl.c:9: names a Darknet value type (box_label)
+mn_badl.c:10: names a Darknet value type (image im =)"
 missing=$(echo "$want" | while read -r w; do grep -qF "$w" "$B/lout" || echo "$w"; done)
-if [ $rc != 0 ] && [ -z "$missing" ] && [ "$(grep -c FAIL "$B/lout")" = 9 ]; then ok "boundary: the 9 planted layer reads, layer types and value types are named with file and line (a float *data is none)"
+if [ $rc != 0 ] && [ -z "$missing" ] && [ "$(grep -c FAIL "$B/lout")" = 10 ]; then ok "boundary: the 10 planted layer reads, layer types and value types are named with file and line (a float *data or char *image is none)"
 else bad "boundary: planted layer reads (rc $rc): missing '$missing'; $(head -3 "$B/lout")"; fi
 
 echo "== The plugin's CUDA, cuDNN and NCCL calls (tests/gpu_calls.py)"

@@ -32,6 +32,14 @@
 #include "box.h"
 #endif
 
+/* An image as the plugin holds it: c planes of h rows of w floats in
+ * [0, 1], data to be freed by mn_base_free_image. Every base's image has
+ * these four fields; the adapters convert, so no base's layout is read. */
+typedef struct {
+    int w, h, c;
+    float *data;
+} mn_image;
+
 /* A batch of rows, the base's own (made by its loader or mn_base_make_batch,
  * freed by mn_base_free_batch): the plugin fills and reads row i's x_cols
  * inputs at x[i] and its y_cols truths at y[i], and hands it back whole to
@@ -202,7 +210,7 @@ void *mn_net_bn_sync_arg(const network *net);
  * filled *out), where an image's labels are when the base's rule finds none
  * (4096 bytes at labelpath), and which lines of a label file are read
  * (bad_labels=skip; 0 drops the line). */
-typedef int (*mn_base_image_hook)(void *ctx, char *path, int channels, image *out);
+typedef int (*mn_base_image_hook)(void *ctx, char *path, int channels, mn_image *out);
 void mn_base_set_image_hook(mn_base_image_hook f, void *ctx);
 void mn_base_set_label_path_hook(void (*f)(void *ctx, const char *image, char *labelpath), void *ctx);
 void mn_base_set_box_line_hook(int (*f)(void *ctx, const char *line), void *ctx);
@@ -259,7 +267,7 @@ void mn_base_inference(network *net);
 /* --------------------------------------------------------- detection */
 /* The input a detector sees for im, as the base's own validation makes it
  * (pjreddie letterboxes, the fork resizes); *letter tells mn_base_boxes. */
-image mn_base_detector_input(const network *net, image im, int *letter);
+mn_image mn_base_detector_input(const network *net, mn_image im, int *letter);
 /* Boxes of an image of w x h; in pixels (relative = 0) only once they have
  * been through mn_base_nms, which gets the same w, h and relative. */
 detection *mn_base_boxes(network *net, int w, int h, float thresh, float hier, int relative, int letter, int *num);

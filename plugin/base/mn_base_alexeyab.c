@@ -108,10 +108,11 @@ void mn_base_inference(network *net)
     calculate_binary_weights(*net);
 }
 
-image mn_base_detector_input(const network *net, image im, int *letter)
+mn_image mn_base_detector_input(const network *net, mn_image m, int *letter)
 {
+    image im = mn_base_image(m);
     *letter = net->letter_box;
-    return *letter ? letterbox_image(im, net->w, net->h) : resize_image(im, net->w, net->h);
+    return mn_image_of(*letter ? letterbox_image(im, net->w, net->h) : resize_image(im, net->w, net->h));
 }
 
 /* Relative always: mn_base_nms makes pixels of them. */

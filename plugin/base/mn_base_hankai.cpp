@@ -101,13 +101,25 @@ struct image_hook {
     void *ctx;
 };
 
+/* The plugin's image and the fork's (their four fields agree), both ways. */
+mn_image image_of(const image &im) { return mn_image{im.w, im.h, im.c, im.data}; }
+image fork_image(const mn_image &m)
+{
+    image im = {};
+    im.w = m.w;
+    im.h = m.h;
+    im.c = m.c;
+    im.data = m.data;
+    return im;
+}
+
 /* The plugin's decoded image (planes of floats in [0, 1]) as the 8-bit
  * interleaved RGB Mat that load_rgb_mat_image returns; the values came
  * from 8-bit samples, which round(v * 255) gives back. */
 int on_load_image(void *ctx, const char *file, int channels, cv::Mat &out)
 {
     const image_hook *h = static_cast<const image_hook *>(ctx);
-    image im = {0, 0, 0, nullptr};
+    mn_image im = {0, 0, 0, nullptr};
     if (!h->f(h->ctx, const_cast<char *>(file), channels, &im)) return 0;
     out.create(im.h, im.w, CV_8UC(im.c));
     for (int y = 0; y < im.h; ++y) {
@@ -118,7 +130,7 @@ int on_load_image(void *ctx, const char *file, int channels, cv::Mat &out)
                 row[(size_t)x * im.c + k] = (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : std::lround(v));
             }
     }
-    Darknet::free_image(im);
+    mn_base_free_image(im);
     return 1;
 }
 
@@ -333,10 +345,12 @@ void mn_base_inference(network *net)
     calculate_binary_weights(net);
 }
 
-image mn_base_detector_input(const network *net, image im, int *letter)
+mn_image mn_base_detector_input(const network *net, mn_image m, int *letter)
 {
+    image im = fork_image(m);
     *letter = N(net).letter_box;
-    return *letter ? Darknet::letterbox_image(im, N(net).w, N(net).h) : Darknet::resize_image(im, N(net).w, N(net).h);
+    return image_of(*letter ? Darknet::letterbox_image(im, N(net).w, N(net).h)
+                            : Darknet::resize_image(im, N(net).w, N(net).h));
 }
 
 /* Relative always: mn_base_nms makes pixels of them. */
@@ -508,16 +522,24 @@ void mn_base_set_box_line_hook(int (*f)(void *ctx, const char *line), void *ctx)
     read_boxes_line_hook = f;
 }
 
-image mn_base_make_image(int w, int h, int c) { return make_image(w, h, c); }
-void mn_base_free_image(image im) { Darknet::free_image(im); }
-image mn_base_load_image(const char *path, int w, int h) { return Darknet::load_image(path, w, h, 3); }
-image mn_base_resize_image(image im, int w, int h) { return Darknet::resize_image(im, w, h); }
-image mn_base_crop_image(image im, int dx, int dy, int w, int h) { return Darknet::crop_image(im, dx, dy, w, h); }
-image mn_base_letterbox_image(image im, int w, int h) { return Darknet::letterbox_image(im, w, h); }
+mn_image mn_base_make_image(int w, int h, int c) { return image_of(make_image(w, h, c)); }
+void mn_base_free_image(mn_image m)
+{
+    image im = fork_image(m);
+    Darknet::free_image(im);
+}
+mn_image mn_base_load_image(const char *path, int w, int h) { return image_of(Darknet::load_image(path, w, h, 3)); }
+mn_image mn_base_resize_image(mn_image im, int w, int h) { return image_of(Darknet::resize_image(fork_image(im), w, h)); }
+mn_image mn_base_crop_image(mn_image im, int dx, int dy, int w, int h)
+{
+    return image_of(Darknet::crop_image(fork_image(im), dx, dy, w, h));
+}
+mn_image mn_base_letterbox_image(mn_image im, int w, int h) { return image_of(Darknet::letterbox_image(fork_image(im), w, h)); }
 
 /* pjreddie's resize_min, which the fork dropped: the shorter side to min. */
-image mn_base_resize_min(image im, int min)
+mn_image mn_base_resize_min(mn_image m, int min)
 {
+    image im = fork_image(m);
     int w = im.w, h = im.h;
     if (w < h) {
         h = (h * min) / w;
@@ -526,8 +548,8 @@ image mn_base_resize_min(image im, int min)
         w = (w * min) / h;
         h = min;
     }
-    if (w == im.w && h == im.h) return Darknet::copy_image(im);
-    return Darknet::resize_image(im, w, h);
+    if (w == im.w && h == im.h) return image_of(Darknet::copy_image(im));
+    return image_of(Darknet::resize_image(im, w, h));
 }
 
 /* The fork reads images with OpenCV (no stb): its samples, in RGB order. */

@@ -3,8 +3,8 @@
  * of a darknet.h of its own. The network, its layers and a data cfg's
  * option list stay opaque (only pointers cross; mn_base_hankai.cpp casts
  * them to the fork's types); the plain structs the plugin reads are the
- * fork's own C header's (image, box, detection) or the plugin's (mn_batch,
- * mn_truth): no layout of the fork's is copied. */
+ * fork's own C header's (box, detection) or the plugin's (mn_batch,
+ * mn_image, mn_truth): no layout of the fork's is copied. */
 #ifndef MN_MN_BASE_HANKAI_H
 #define MN_MN_BASE_HANKAI_H
 
@@ -14,7 +14,7 @@
 #include "darknet_internal.hpp"
 typedef Darknet::Tree tree;
 #else
-#define DARKNET_INCLUDE_ORIGINAL_API   /* image, box, detection, NMS_KIND */
+#define DARKNET_INCLUDE_ORIGINAL_API   /* box, detection, NMS_KIND */
 #include "darknet.h"
 typedef struct tree tree;              /* a classifier's label tree: opaque here */
 typedef struct list list;              /* a data cfg's options (mn_base_util.h): opaque here */

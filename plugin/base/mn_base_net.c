@@ -251,11 +251,35 @@ void mn_base_free_batch(mn_batch *b)
     memset(b, 0, sizeof *b);
 }
 
+/* Darknet's image hook (patch 0010) calls the plugin's through this pair,
+ * which turns the plugin's image into Darknet's. */
+typedef struct {
+    mn_base_image_hook f;
+    void *ctx;
+} image_hook;
+
+static int on_load_image(void *ctx, char *path, int channels, image *out)
+{
+    const image_hook *h = ctx;
+    mn_image im = {0, 0, 0, NULL};
+    if (!h->f(h->ctx, path, channels, &im)) return 0;
+    *out = mn_base_image(im);
+    return 1;
+}
+
+/* Set and removed while no loader thread runs (a run's start and end). */
 void mn_base_set_image_hook(mn_base_image_hook f, void *ctx)
 {
+    image_hook *old = load_image_hook_ctx;
     load_image_hook = NULL;   /* never the new hook with the old context */
-    load_image_hook_ctx = ctx;
-    load_image_hook = f;
+    load_image_hook_ctx = NULL;
+    free(old);
+    if (!f) return;
+    image_hook *h = malloc(sizeof *h);
+    if (!h) mn_fatal("out of memory for the image hook");
+    *h = (image_hook){f, ctx};
+    load_image_hook_ctx = h;
+    load_image_hook = on_load_image;
 }
 
 void mn_base_set_label_path_hook(void (*f)(void *ctx, const char *image, char *labelpath), void *ctx)
@@ -272,13 +296,16 @@ void mn_base_set_box_line_hook(int (*f)(void *ctx, const char *line), void *ctx)
     read_boxes_line_hook = f;
 }
 
-image mn_base_make_image(int w, int h, int c) { return make_image(w, h, c); }
-void mn_base_free_image(image im) { free_image(im); }
-image mn_base_load_image(const char *path, int w, int h) { return load_image_color((char *)path, w, h); }
-image mn_base_resize_image(image im, int w, int h) { return resize_image(im, w, h); }
-image mn_base_resize_min(image im, int min) { return resize_min(im, min); }
-image mn_base_crop_image(image im, int dx, int dy, int w, int h) { return crop_image(im, dx, dy, w, h); }
-image mn_base_letterbox_image(image im, int w, int h) { return letterbox_image(im, w, h); }
+mn_image mn_base_make_image(int w, int h, int c) { return mn_image_of(make_image(w, h, c)); }
+void mn_base_free_image(mn_image im) { free_image(mn_base_image(im)); }
+mn_image mn_base_load_image(const char *path, int w, int h) { return mn_image_of(load_image_color((char *)path, w, h)); }
+mn_image mn_base_resize_image(mn_image im, int w, int h) { return mn_image_of(resize_image(mn_base_image(im), w, h)); }
+mn_image mn_base_resize_min(mn_image im, int min) { return mn_image_of(resize_min(mn_base_image(im), min)); }
+mn_image mn_base_crop_image(mn_image im, int dx, int dy, int w, int h)
+{
+    return mn_image_of(crop_image(mn_base_image(im), dx, dy, w, h));
+}
+mn_image mn_base_letterbox_image(mn_image im, int w, int h) { return mn_image_of(letterbox_image(mn_base_image(im), w, h)); }
 
 unsigned char *mn_base_decode(const char *path, int channels, int *w, int *h, int *c, const char **reason)
 {

@@ -48,10 +48,10 @@ void mn_base_save_weights(network *net, const char *path, int cutoff)
 
 void mn_base_inference(network *net) { (void)net; }
 
-image mn_base_detector_input(const network *net, image im, int *letter)
+mn_image mn_base_detector_input(const network *net, mn_image im, int *letter)
 {
     *letter = 1;
-    return letterbox_image(im, net->w, net->h);
+    return mn_image_of(letterbox_image(mn_base_image(im), net->w, net->h));
 }
 
 /* pjreddie's yolo layer always undoes a letterbox. */

@@ -16,15 +16,15 @@ typedef struct {
 
 /* Images as the base makes them (floats in [0, 1], channel planes). The C
  * bases decode with stb; a C++ base may use OpenCV, hence decode here. */
-image mn_base_make_image(int w, int h, int c);
-void mn_base_free_image(image im);
+mn_image mn_base_make_image(int w, int h, int c);
+void mn_base_free_image(mn_image im);
 /* A colour image from a file, resized to w x h unless 0 (load_image_color:
  * the load_image hook above answers first). */
-image mn_base_load_image(const char *path, int w, int h);
-image mn_base_resize_image(image im, int w, int h);
-image mn_base_resize_min(image im, int min);
-image mn_base_crop_image(image im, int dx, int dy, int w, int h);
-image mn_base_letterbox_image(image im, int w, int h);
+mn_image mn_base_load_image(const char *path, int w, int h);
+mn_image mn_base_resize_image(mn_image im, int w, int h);
+mn_image mn_base_resize_min(mn_image im, int min);
+mn_image mn_base_crop_image(mn_image im, int dx, int dy, int w, int h);
+mn_image mn_base_letterbox_image(mn_image im, int w, int h);
 /* A file's interleaved 8-bit samples (channels of them a pixel, or its own
  * when 0, in *c), to free(); NULL with the decoder's reason (or NULL). */
 unsigned char *mn_base_decode(const char *path, int channels, int *w, int *h, int *c, const char **reason);

@@ -117,7 +117,7 @@ static void class_colour(int k, int n, double rgb[3])
 }
 
 /* Boxes with "name NN%" labels over the image, to path (atomically); says so. */
-static mn_status draw_png(mn_comm *c, image im, detection *dets, int n, char **names, int classes, float thresh,
+static mn_status draw_png(mn_comm *c, mn_image im, detection *dets, int n, char **names, int classes, float thresh,
                           const char *path)
 {
     cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, im.w, im.h);
@@ -163,7 +163,7 @@ static mn_status draw_png(mn_comm *c, image im, detection *dets, int n, char **n
     return s;
 }
 #else
-static mn_status draw_png(mn_comm *c, image im, detection *dets, int n, char **names, int classes, float thresh,
+static mn_status draw_png(mn_comm *c, mn_image im, detection *dets, int n, char **names, int classes, float thresh,
                           const char *path)
 {
     printf("darknet-mn: %s not written: " MN_NO_CAIRO "\n", path);
@@ -210,9 +210,9 @@ static mn_status detector_test_solo(mn_comm *c, const char **a)
     if (s == MN_OK) {
         char path[4000];
         snprintf(path, sizeof path, "%s.png", a[4] ? a[4] : "predictions");
-        image im = mn_base_load_image(a[3], 0, 0);
+        mn_image im = mn_base_load_image(a[3], 0, 0);
         int letter;
-        image sized = mn_base_detector_input(net, im, &letter);
+        mn_image sized = mn_base_detector_input(net, im, &letter);
         double t = mn_now();
         mn_base_predict(net, sized.data);
         int n = 0;
@@ -265,8 +265,8 @@ static mn_status classifier_predict_solo(mn_comm *c, const char **a)
         if (top < 1) top = 1;
         if (top > dc.classes) top = dc.classes;
         int *idx = calloc((size_t)top, sizeof *idx);
-        image im = mn_base_load_image(a[3], 0, 0);
-        image r = mn_base_letterbox_image(im, in.w, in.h);
+        mn_image im = mn_base_load_image(a[3], 0, 0);
+        mn_image r = mn_base_letterbox_image(im, in.w, in.h);
         float *pred = mn_base_predict(net, r.data);
         if (in.hierarchy) mn_base_hierarchy(pred, in.outputs, in.hierarchy);
         mn_base_top_k(pred, dc.classes, top, idx);

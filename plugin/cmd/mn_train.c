@@ -40,7 +40,7 @@ static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_dat
             size_t g = (first + (size_t)j * c->size * b + (size_t)c->rank * b + i) % l->global_n;
             char *path = l->paths[g];
             MN_CHECK(mn_check_readable(c, path));
-            image im = mn_base_load_image(path, in.w, in.h);
+            mn_image im = mn_base_load_image(path, in.w, in.h);
             memcpy(d.x[j * b + i], im.data, sizeof(float) * (size_t)d.x_cols);
             mn_base_free_image(im);
             if (task == MN_TASK_CLASSIFIER) {

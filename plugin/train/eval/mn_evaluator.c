@@ -158,9 +158,9 @@ static mn_status classify_shard(mn_comm *c, network *net, const mn_data_cfg *dc,
             break;
         }
         if ((s = mn_check_readable(c, shard->paths[i])) != MN_OK) break;
-        image im = mn_base_load_image(shard->paths[i], 0, 0);
-        image resized = mn_base_resize_min(im, in.w);
-        image crop = mn_base_crop_image(resized, (resized.w - in.w) / 2, (resized.h - in.h) / 2, in.w, in.h);
+        mn_image im = mn_base_load_image(shard->paths[i], 0, 0);
+        mn_image resized = mn_base_resize_min(im, in.w);
+        mn_image crop = mn_base_crop_image(resized, (resized.w - in.w) / 2, (resized.h - in.h) / 2, in.w, in.h);
         float *pred = mn_base_predict(net, crop.data);
         if (in.hierarchy) mn_base_hierarchy(pred, in.outputs, in.hierarchy);
         mn_base_top_k(pred, dc->classes, topk, idx);
@@ -230,9 +230,9 @@ static mn_status detect_shard(mn_comm *c, network *net, const mn_list *shard, in
         int ntruth = 0;
         MN_CHECK(mn_check_readable(c, path));
         if (with_truth) MN_CHECK(read_truth(c, path, classes, skip, &truth, &ntruth));
-        image im = mn_base_load_image(path, 0, 0);
+        mn_image im = mn_base_load_image(path, 0, 0);
         int letter;
-        image sized = mn_base_detector_input(net, im, &letter);
+        mn_image sized = mn_base_detector_input(net, im, &letter);
         mn_base_predict(net, sized.data);
         int nboxes = 0;
         detection *dets = mn_base_boxes(net, im.w, im.h, VALID_THRESH, HIER_THRESH, 0, letter, &nboxes);
@@ -376,8 +376,8 @@ static mn_status recall_shard(mn_comm *c, network *net, const mn_list *shard, mn
         int ntruth = 0;
         MN_CHECK(mn_check_readable(c, path));
         MN_CHECK(read_truth(c, path, classes, skip, &truth, &ntruth));
-        image orig = mn_base_load_image(path, 0, 0);
-        image sized = mn_base_resize_image(orig, in.w, in.h);
+        mn_image orig = mn_base_load_image(path, 0, 0);
+        mn_image sized = mn_base_resize_image(orig, in.w, in.h);
         mn_base_predict(net, sized.data);
         int nboxes = 0;
         detection *dets = mn_base_boxes(net, sized.w, sized.h, RECALL_THRESH, HIER_THRESH, 1, 0, &nboxes);

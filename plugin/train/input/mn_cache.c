@@ -81,9 +81,9 @@ void mn_cache_free(mn_cache *k)
 }
 
 /* Darknet's image from stb's samples, as load_image_stb converts them. */
-static image to_image(const unsigned char *data, int w, int h, int c)
+static mn_image to_image(const unsigned char *data, int w, int h, int c)
 {
-    image im = mn_base_make_image(w, h, c);
+    mn_image im = mn_base_make_image(w, h, c);
     for (int k = 0; k < c; ++k)
         for (int j = 0; j < h; ++j)
             for (int i = 0; i < w; ++i)
@@ -109,7 +109,7 @@ static void undecodable(const mn_cache *k, const char *filename, const char *rea
     mn_die(MN_EXIT_USER);
 }
 
-static int hook(void *ctx, char *filename, int channels, image *out)
+static int hook(void *ctx, char *filename, int channels, mn_image *out)
 {
     mn_cache *k = ctx;
     uint64_t h = path_hash(filename);
