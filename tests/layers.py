@@ -94,14 +94,13 @@ def check(src, layers, lib):
             source[os.path.splitext(os.path.basename(path))[0]] = l
     if not os.path.exists(lib):
         return [f"{lib} does not exist (build it first)"], 0, 0
-    files, defs, used, layer_of = [], {}, {}, {}
+    files, defs, used = [], {}, {}
     for member, (d, u) in sorted(members(lib).items()):
         stem = os.path.splitext(member)[0]
         if stem not in source:
             problems.append(f"{lib}: {member} has no source in a layer folder ({src}/{{{','.join(layers)}}}/)")
             continue
         name = f"{source[stem]}/{stem}"
-        layer_of[name] = source[stem]
         files.append(name)
         defs[name], used[name] = d, u
     owner = {}
@@ -117,7 +116,7 @@ def check(src, layers, lib):
     calls = sum(len(u) for u in uses.values())
     for f in files:
         for g, syms in sorted(uses[f].items()):
-            if rank[layer_of[g]] > rank[layer_of[f]]:
+            if rank[g.rsplit("/", 1)[0]] > rank[f.rsplit("/", 1)[0]]:
                 problems.append(f"{lib}: {f} calls up into {g} ({' '.join(syms[:4])})")
     for comp in cycles(files, {f: set(uses[f]) for f in files}):
         inside = [f"{f} -> {g} ({' '.join(uses[f][g][:3])})" for f in comp for g in sorted(uses[f]) if g in comp]

@@ -74,16 +74,16 @@ static void check_views(network *net)
     float *f1b = f1->bias_updates, *f1w = f1->weight_updates, *f2b = f2->bias_updates, *f2w = f2->weight_updates;
     int ub = MN_UPDATE_BIASES, uw = MN_UPDATE_WEIGHTS;
 #endif
-    struct { int layer; float *data, *grad; size_t n; int first, stat, update; } want[] = {
-        {0, cv->biases, cv->bias_updates, 4, 1, 0, MN_UPDATE_BIASES},
-        {0, cv->scales, cv->scale_updates, 4, 0, 0, MN_UPDATE_SCALES},
-        {0, cv->rolling_mean, NULL, 4, 0, 1, -1},
-        {0, cv->rolling_variance, NULL, 4, 0, 1, -1},
-        {0, cv->weights, cv->weight_updates, 4 * 3 * 3 * C, 0, 0, MN_UPDATE_WEIGHTS},
-        {2, f1->biases, f1b, 8, 1, 0, ub},
-        {2, f1->weights, f1w, 8 * (W / 2) * (H / 2) * 4, 0, 0, uw},
-        {3, f2->biases, f2b, CLASSES, 1, 0, ub},
-        {3, f2->weights, f2w, CLASSES * 8, 0, 0, uw},
+    struct { int layer; float *data, *grad; size_t n; int index, stat, update; } want[] = {
+        {0, cv->biases, cv->bias_updates, 4, 0, 0, MN_UPDATE_BIASES},
+        {0, cv->scales, cv->scale_updates, 4, 1, 0, MN_UPDATE_SCALES},
+        {0, cv->rolling_mean, NULL, 4, 2, 1, -1},
+        {0, cv->rolling_variance, NULL, 4, 3, 1, -1},
+        {0, cv->weights, cv->weight_updates, 4 * 3 * 3 * C, 4, 0, MN_UPDATE_WEIGHTS},
+        {2, f1->biases, f1b, 8, 0, 0, ub},
+        {2, f1->weights, f1w, 8 * (W / 2) * (H / 2) * 4, 1, 0, uw},
+        {3, f2->biases, f2b, CLASSES, 0, 0, ub},
+        {3, f2->weights, f2w, CLASSES * 8, 1, 0, uw},
     };
     int k = 0, nw = (int)(sizeof want / sizeof want[0]);
     mn_views it = mn_net_views(net);
@@ -93,11 +93,11 @@ static void check_views(network *net)
             break;
         }
         EXPECT(v.layer == want[k].layer && v.data == want[k].data && v.grad == want[k].grad && v.n == want[k].n &&
-                   v.first == want[k].first && v.stat == want[k].stat && v.update == want[k].update,
-               "views: array %d is layer %d n=%zu first=%d stat=%d update=%d (data %s, grad %s); want layer %d n=%zu "
-               "first=%d stat=%d update=%d", k, v.layer, v.n, v.first, v.stat, v.update,
+                   v.index == want[k].index && v.stat == want[k].stat && v.update == want[k].update,
+               "views: array %d is layer %d n=%zu index=%d stat=%d update=%d (data %s, grad %s); want layer %d n=%zu "
+               "index=%d stat=%d update=%d", k, v.layer, v.n, v.index, v.stat, v.update,
                v.data == want[k].data ? "the layer's" : "another", v.grad == want[k].grad ? "the layer's" : "another",
-               want[k].layer, want[k].n, want[k].first, want[k].stat, want[k].update);
+               want[k].layer, want[k].n, want[k].index, want[k].stat, want[k].update);
     }
     EXPECT(k == nw, "views: %d arrays, want %d", k, nw);
     EXPECT(mn_params_count(net) == 4 * 4 + 4 * 3 * 3 * C + 8 + 8 * 36 + CLASSES + CLASSES * 8,

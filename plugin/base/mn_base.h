@@ -156,7 +156,7 @@ typedef struct {
     float *grad_gpu;    /* the update array's device copy (GPU builds), else NULL */
     size_t n;
     int layer;
-    int first;          /* 1 for the first array of its layer */
+    int index;          /* its place among its layer's arrays: 0 starts the layer */
     int stat;           /* a batch-norm running mean or variance: averaged or broadcast, never trained */
     int update;         /* grad's MN_UPDATE_* in its layer, or -1 */
 } mn_view;

@@ -31,7 +31,7 @@ int mn_views_next(mn_views *it, mn_view *v)
     v->grad = p->grad;
     v->n = p->n;
     v->layer = it->layer;
-    v->first = it->j++ == 0;
+    v->index = it->j++;
     v->update = -1;
     if (p->data && (p->data == l->rolling_mean || p->data == l->rolling_variance)) {
         v->stat = 1;
@@ -67,8 +67,8 @@ static void copy_params(network *net, float *buf, int into_net)
     int last = -1;
     mn_views it = mn_net_views(net);
     for (mn_view v; mn_views_next(&it, &v); off += v.n) {
-        if (v.first && into_net && last >= 0) mn_layer_move(mn_net_layer(net, last), 1);
-        if (v.first && !into_net) mn_layer_move(mn_net_layer(net, v.layer), 0);
+        if (v.index == 0 && into_net && last >= 0) mn_layer_move(mn_net_layer(net, last), 1);
+        if (v.index == 0 && !into_net) mn_layer_move(mn_net_layer(net, v.layer), 0);
         last = v.layer;
         if (into_net) memcpy(v.data, buf + off, v.n * sizeof(float));
         else memcpy(buf + off, v.data, v.n * sizeof(float));
@@ -83,7 +83,7 @@ void mn_params_each(network *net, const float *stats, void (*fn)(const float *p,
 {
     mn_views it = mn_net_views(net);
     for (mn_view v; mn_views_next(&it, &v);) {
-        if (v.first) mn_layer_move(mn_net_layer(net, v.layer), 0);
+        if (v.index == 0) mn_layer_move(mn_net_layer(net, v.layer), 0);
         if (stats && v.stat) {
             fn(stats, v.n, arg);
             stats += v.n;

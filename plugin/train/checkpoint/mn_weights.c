@@ -38,7 +38,7 @@ size_t mn_weights_bytes(const network *net)
     int skip = 0;
     mn_views it = mn_net_views(net);
     for (mn_view v; mn_views_next(&it, &v);) {
-        if (v.first) skip = mn_layer_get(net, v.layer).dontsave;
+        if (v.index == 0) skip = mn_layer_get(net, v.layer).dontsave;
         if (!skip) b += v.n * sizeof(float);
     }
     return b;
@@ -131,17 +131,13 @@ mn_status mn_save_weights_all(mn_comm *c, network *net, const mn_options *o, con
 
 mn_status mn_check_finite_params(const mn_comm *c, network *net, const char *path)
 {
-    int j = 0;
     mn_views it = mn_net_views(net);
-    for (mn_view v; mn_views_next(&it, &v); ++j) {
-        if (v.first) {
-            mn_layer_move(mn_net_layer(net, v.layer), 0);
-            j = 0;
-        }
+    for (mn_view v; mn_views_next(&it, &v);) {
+        if (v.index == 0) mn_layer_move(mn_net_layer(net, v.layer), 0);
         for (size_t m = 0; m < v.n; ++m)
             if (!isfinite(v.data[m])) {
                 mn_error(c, "weights file %s: layer %d holds %g (value %zu of its array %d); every weight must be finite",
-                         path, v.layer, v.data[m], m, j);
+                         path, v.layer, v.data[m], m, v.index);
                 return MN_ERR_USER;
             }
     }
