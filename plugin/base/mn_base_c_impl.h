@@ -7,18 +7,6 @@
 #define MN_BASE_C_IMPL_H
 
 #include "mn_base_impl.h"
-/* The plugin's image and the C bases' (their four fields agree), both ways. */
-static inline mn_image mn_image_of(image im) { return (mn_image){im.w, im.h, im.c, im.data}; }
-static inline image mn_base_image(mn_image m)
-{
-    image im = {0};
-    im.w = m.w;
-    im.h = m.h;
-    im.c = m.c;
-    im.data = m.data;
-    return im;
-}
-
 #ifdef MN_BASE_ALEXEYAB
 /* The fork keeps these out of darknet.h (its network.h would bring utils.h,
  * whose names collide with the plugin's). */

@@ -101,18 +101,6 @@ struct image_hook {
     void *ctx;
 };
 
-/* The plugin's image and the fork's (their four fields agree), both ways. */
-mn_image image_of(const image &im) { return mn_image{im.w, im.h, im.c, im.data}; }
-image fork_image(const mn_image &m)
-{
-    image im = {};
-    im.w = m.w;
-    im.h = m.h;
-    im.c = m.c;
-    im.data = m.data;
-    return im;
-}
-
 /* The plugin's decoded image (planes of floats in [0, 1]) as the 8-bit
  * interleaved RGB Mat that load_rgb_mat_image returns; the values came
  * from 8-bit samples, which round(v * 255) gives back. */
@@ -347,9 +335,9 @@ void mn_base_inference(network *net)
 
 mn_image mn_base_detector_input(const network *net, mn_image m, int *letter)
 {
-    image im = fork_image(m);
+    image im = mn_base_image(m);
     *letter = N(net).letter_box;
-    return image_of(*letter ? Darknet::letterbox_image(im, N(net).w, N(net).h)
+    return mn_image_of(*letter ? Darknet::letterbox_image(im, N(net).w, N(net).h)
                             : Darknet::resize_image(im, N(net).w, N(net).h));
 }
 
@@ -522,24 +510,24 @@ void mn_base_set_box_line_hook(int (*f)(void *ctx, const char *line), void *ctx)
     read_boxes_line_hook = f;
 }
 
-mn_image mn_base_make_image(int w, int h, int c) { return image_of(make_image(w, h, c)); }
+mn_image mn_base_make_image(int w, int h, int c) { return mn_image_of(make_image(w, h, c)); }
 void mn_base_free_image(mn_image m)
 {
-    image im = fork_image(m);
+    image im = mn_base_image(m);
     Darknet::free_image(im);
 }
-mn_image mn_base_load_image(const char *path, int w, int h) { return image_of(Darknet::load_image(path, w, h, 3)); }
-mn_image mn_base_resize_image(mn_image im, int w, int h) { return image_of(Darknet::resize_image(fork_image(im), w, h)); }
+mn_image mn_base_load_image(const char *path, int w, int h) { return mn_image_of(Darknet::load_image(path, w, h, 3)); }
+mn_image mn_base_resize_image(mn_image im, int w, int h) { return mn_image_of(Darknet::resize_image(mn_base_image(im), w, h)); }
 mn_image mn_base_crop_image(mn_image im, int dx, int dy, int w, int h)
 {
-    return image_of(Darknet::crop_image(fork_image(im), dx, dy, w, h));
+    return mn_image_of(Darknet::crop_image(mn_base_image(im), dx, dy, w, h));
 }
-mn_image mn_base_letterbox_image(mn_image im, int w, int h) { return image_of(Darknet::letterbox_image(fork_image(im), w, h)); }
+mn_image mn_base_letterbox_image(mn_image im, int w, int h) { return mn_image_of(Darknet::letterbox_image(mn_base_image(im), w, h)); }
 
 /* pjreddie's resize_min, which the fork dropped: the shorter side to min. */
 mn_image mn_base_resize_min(mn_image m, int min)
 {
-    image im = fork_image(m);
+    image im = mn_base_image(m);
     int w = im.w, h = im.h;
     if (w < h) {
         h = (h * min) / w;
@@ -548,8 +536,8 @@ mn_image mn_base_resize_min(mn_image m, int min)
         w = (w * min) / h;
         h = min;
     }
-    if (w == im.w && h == im.h) return image_of(Darknet::copy_image(im));
-    return image_of(Darknet::resize_image(im, w, h));
+    if (w == im.w && h == im.h) return mn_image_of(Darknet::copy_image(im));
+    return mn_image_of(Darknet::resize_image(im, w, h));
 }
 
 /* The fork reads images with OpenCV (no stb): its samples, in RGB order. */

@@ -7,8 +7,31 @@
 #ifndef MN_BASE_IMPL_H
 #define MN_BASE_IMPL_H
 
+#include <string.h>
 #include "mn_base.h"
 #include "mn_base_util.h"
+
+/* The plugin's image and the base's (every base's has these four fields),
+ * both ways; in C and in hank-ai's C++ adapter alike. */
+static inline mn_image mn_image_of(image im)
+{
+    mn_image m;
+    m.w = im.w;
+    m.h = im.h;
+    m.c = im.c;
+    m.data = im.data;
+    return m;
+}
+static inline image mn_base_image(mn_image m)
+{
+    image im;
+    memset(&im, 0, sizeof im);
+    im.w = m.w;
+    im.h = m.h;
+    im.c = m.c;
+    im.data = m.data;
+    return im;
+}
 
 /* Layer l's arrays in weights-file order into out (up to max of them;
  * recurrent layers included); returns their count, or -1 for a layer type
