@@ -9,6 +9,11 @@
 #include <sys/stat.h>
 #include "darknet.h"
 
+#ifdef MN_BASE_ALEXEYAB
+/* The fork defines it in image.c but declares it in no header. */
+void save_image_options(image im, const char *name, IMTYPE f, int quality);
+#endif
+
 static unsigned next(unsigned *s) { *s = *s * 1103515245u + 12345u; return (*s >> 16) & 0x7fff; }
 static int uniform(unsigned *s, int lo, int hi) { return lo + (int)(next(s) % (unsigned)(hi - lo + 1)); }
 
