@@ -8,8 +8,14 @@
 # kernel's own work counts in it: up to 0.12 cores with 4 ranks on 2 cores and
 # nothing else running, hence the threshold of 0.25.
 BENCH_LOCK=${BENCH_LOCK-/work/bench.lock}
-bench_host() {   # the machine a result file names: host, cores, CPU model
-    echo "$(uname -n), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
+# The machine a result file names: host, cores, CPU model and its widest
+# vector instructions, which decide oneDNN's kernels (this VM's host moved
+# from an AVX2 to an AVX-512 EPYC between sessions, and its speeds with it).
+bench_host() {
+    local f isa=SSE
+    f=$(grep -m1 '^flags' /proc/cpuinfo)
+    case " $f " in *" avx512f "*) isa=AVX-512 ;; *" avx2 "*) isa=AVX2 ;; *" avx "*) isa=AVX ;; esac
+    echo "$(uname -n), $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1) ($isa)"
 }
 locked() {   # locked CMD...: CMD under the lock
     if [ -n "$BENCH_LOCK" ] && [ -d "$(dirname "$BENCH_LOCK")" ]; then flock "$BENCH_LOCK" "$@"; else "$@"; fi
