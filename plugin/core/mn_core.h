@@ -75,4 +75,7 @@ int mn_tmp_path(const mn_comm *c, char *buf, size_t n, const char *path);
 /* fsync tmp, rename it to path, fsync the folder: after a power loss path is
  * the old file or the new one, never an empty one. tmp is removed on failure. */
 mn_status mn_commit_file(const mn_comm *c, const char *tmp, const char *path);
+/* The same, but a file already at path (another writer's) is kept: tmp is
+ * removed then, and *written set to 0. */
+mn_status mn_commit_file_once(const mn_comm *c, const char *tmp, const char *path, int *written);
 #endif

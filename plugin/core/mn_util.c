@@ -33,12 +33,25 @@ int mn_tmp_path(const mn_comm *c, char *buf, size_t n, const char *path)
     return k > 0 && (size_t)k < n;
 }
 
-mn_status mn_commit_file(const mn_comm *c, const char *tmp, const char *path)
+/* once: link instead of rename, which leaves a file already at path. */
+static mn_status commit(const mn_comm *c, const char *tmp, const char *path, int once, int *written)
 {
     int fd = open(tmp, O_RDONLY | O_CLOEXEC);
     int ok = fd >= 0 && fsync(fd) == 0, err = errno;
     if (fd >= 0) close(fd);
-    if (ok && rename(tmp, path) != 0) { ok = 0; err = errno; }
+    *written = 1;
+    if (ok && once) {
+        int placed = link(tmp, path) == 0, exists = !placed && errno == EEXIST;
+        /* A file system without hard links: rename where nothing is there yet. */
+        if (!placed && !exists && access(path, F_OK) != 0) placed = rename(tmp, path) == 0;
+        err = errno;
+        remove(tmp);   /* linked: its second name; renamed: already gone */
+        if (!placed && (exists || access(path, F_OK) == 0)) {
+            *written = 0;
+            return MN_OK;
+        }
+        ok = placed;
+    } else if (ok && rename(tmp, path) != 0) { ok = 0; err = errno; }
     if (!ok) {
         mn_error(c, "cannot write %s (syncing or renaming %s): %s", path, tmp, strerror(err));
         remove(tmp);
@@ -59,4 +72,15 @@ mn_status mn_commit_file(const mn_comm *c, const char *tmp, const char *path)
         return MN_ERR_USER;
     }
     return MN_OK;
+}
+
+mn_status mn_commit_file(const mn_comm *c, const char *tmp, const char *path)
+{
+    int written;
+    return commit(c, tmp, path, 0, &written);
+}
+
+mn_status mn_commit_file_once(const mn_comm *c, const char *tmp, const char *path, int *written)
+{
+    return commit(c, tmp, path, 1, written);
 }

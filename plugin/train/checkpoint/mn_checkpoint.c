@@ -280,10 +280,15 @@ static void rescue_write(void *arg)
                          mn_params_count(r->net), s.nmomentum, lock_run(r->dir), (uint64_t)(s.done * 1e9), nexp,
                          r->best->score, r->best->iteration};
         memcpy(h.magic, CKPT_MAGIC, 8);
-        if (write_ckpt(f, &h, r->experiment, r->net, s.stats, s.momentum) && mn_commit_file(r->c, tmp, path) == MN_OK)
+        /* Each rank holds its own batch-norm running statistics (without
+         * sync_bn), and every checkpoint holds rank 0's: rank 0's file
+         * replaces another writer's, another's goes only where none is. */
+        int written = 1;
+        if (write_ckpt(f, &h, r->experiment, r->net, s.stats, s.momentum) &&
+            (r->c->rank == 0 ? mn_commit_file(r->c, tmp, path) : mn_commit_file_once(r->c, tmp, path, &written)) == MN_OK)
             fprintf(mn_output_errors(), "darknet-mn: rank %d (%s): ending: the last completed update, iteration %llu, "
-                    "written to %s (a rerun resumes there)\n", r->c->rank, r->c->host,
-                    (unsigned long long)s.iteration, path);
+                    "%s %s (a rerun resumes there)\n", r->c->rank, r->c->host, (unsigned long long)s.iteration,
+                    written ? "written to" : "already written by another rank to", path);
         else remove(tmp);
     }
     mn_optimizer_release(r->o);
