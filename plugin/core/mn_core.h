@@ -69,8 +69,10 @@ int mn_cmp_double(const void *a, const void *b);
 #define MN_FNV_SEED 1469598103934665603ULL
 uint64_t mn_fnv1a(uint64_t h, const void *p, size_t n);
 
-/* <path>.tmp.<host>.<pid> into buf: unique per process, so jobs sharing a
- * folder never write the same temporary file. 0 when it does not fit. */
+/* <path>.tmp.<host>.<pid> into buf (.<tid> after it in a thread other than
+ * the main one, such as the rescue's, which may write the same file as the
+ * main thread at the same moment): unique per thread, so no two writers in
+ * a folder share a temporary file. 0 when it does not fit. */
 int mn_tmp_path(const mn_comm *c, char *buf, size_t n, const char *path);
 /* fsync tmp, rename it to path, fsync the folder: after a power loss path is
  * the old file or the new one, never an empty one. tmp is removed on failure. */

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
 #include "mn_core.h"
@@ -29,7 +30,9 @@ uint64_t mn_fnv1a(uint64_t h, const void *p, size_t n)
 
 int mn_tmp_path(const mn_comm *c, char *buf, size_t n, const char *path)
 {
-    int k = snprintf(buf, n, "%s.tmp.%s.%ld", path, c->host, (long)getpid());
+    long pid = getpid(), tid = syscall(SYS_gettid);
+    int k = tid == pid ? snprintf(buf, n, "%s.tmp.%s.%ld", path, c->host, pid)
+                       : snprintf(buf, n, "%s.tmp.%s.%ld.%ld", path, c->host, pid, tid);
     return k > 0 && (size_t)k < n;
 }
 

@@ -272,12 +272,8 @@ static void rescue_write(void *arg)
     if (mn_optimizer_hold(r->o, &s) != 0) return;
     char path[4096], tmp[4224];
     ckpt_path(path, sizeof path, r->dir, r->base, s.iteration);
-    /* A temporary name of its own: on SIGTERM the main thread may be saving
-     * the same checkpoint at the same moment (a stop at an iteration's end). */
-    int named = mn_tmp_path(r->c, tmp, sizeof tmp - 8, path);
-    if (named) strcat(tmp, ".rescue");
     FILE *f;
-    if (s.iteration > r->start && named && (f = fopen(tmp, "wb"))) {
+    if (s.iteration > r->start && mn_tmp_path(r->c, tmp, sizeof tmp, path) && (f = fopen(tmp, "wb"))) {
         mn_net_info in = mn_net_get(r->net);
         size_t nexp = strlen(r->experiment);
         ckpt_header h = {{0}, (uint32_t)r->c->size, (uint32_t)(in.batch * in.subdivisions), s.iteration, s.seen,
