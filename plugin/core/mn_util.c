@@ -44,12 +44,12 @@ static mn_status commit(const mn_comm *c, const char *tmp, const char *path, int
     if (fd >= 0) close(fd);
     *written = 1;
     if (ok && once) {
-        int placed = link(tmp, path) == 0, exists = !placed && errno == EEXIST;
+        int placed = link(tmp, path) == 0;
         /* A file system without hard links: rename where nothing is there yet. */
-        if (!placed && !exists && access(path, F_OK) != 0) placed = rename(tmp, path) == 0;
+        if (!placed && access(path, F_OK) != 0) placed = rename(tmp, path) == 0;
         err = errno;
         remove(tmp);   /* linked: its second name; renamed: already gone */
-        if (!placed && (exists || access(path, F_OK) == 0)) {
+        if (!placed && access(path, F_OK) == 0) {
             *written = 0;
             return MN_OK;
         }
