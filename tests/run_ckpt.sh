@@ -209,6 +209,27 @@ if want final; then
     else bad "final weights from the checkpoint at max_batches: exit $(rcs "$F/f" 2); $(grep -h 'checkpoint\|wrote' "$F/f.out"); $(cat "$F/f.log" 2> /dev/null); $(head -2 "$F/f.err")"; fi
 fi
 
+# bn_average=1 without sync_bn: each rank's running statistics are its own,
+# and a checkpoint holds their mean (as a weights file does), so a run
+# stopped at a checkpoint and resumed ends bit for bit as a run never
+# stopped. Holding rank 0's statistics instead, the resumed ranks would all
+# go on from rank 0's and their final mean would differ.
+if want bnavg; then
+    bcfg() {
+        mn_cfg "$1" batch=4 learning_rate=0.01 -burn_in -policy -steps -scales max_batches="$2" \
+            '[convolutional]' batch_normalize=1 '[maxpool]' '[connected]' '[softmax]' \
+            -- deterministic=1 shuffle=0 bn_average=1 checkpoint_interval=2
+    }
+    bcfg "$F/ba.cfg" 8; data ba; run ba 2 "$F/ba.cfg"
+    bcfg "$F/bs.cfg" 4; data bs; run bs 2 "$F/bs.cfg"
+    bcfg "$F/bs.cfg" 8; run bs 2 "$F/bs.cfg"
+    if all_rc "$F/bs" 2 0 && grep -q "resuming from checkpoint $F/bs/bs.ckpt-4: iteration 4 of max_batches 8" "$F/bs.out" &&
+       cmp -s "$F/ba/ba_final.weights" "$F/bs/bs_final.weights" &&
+       "$W" "$F/bs/bs_final.weights" "$F/ba/ba_final.weights" 0 > "$F/ba.log"; then
+        ok "bn_average=1, no sync_bn: stopped at the checkpoint of 4, resumed, 8 updates bit for bit as straight ($(cat "$F/ba.log"))"
+    else bad "bn_average resume: rc $(rcs "$F/bs" 2); $(grep -h 'resum' "$F/bs.out"); $("$W" "$F/bs/bs_final.weights" "$F/ba/ba_final.weights" 0); $(head -2 "$F/bs.err")"; fi
+fi
+
 # Issue 44.4b. The best score survives a restart: top-1 every 5 updates,
 # checkpoints with them; at a rate of 0.05 for 10 updates, then -0.01
 # (scales=-0.2: gradient ascent, so later scores are worse). A run to 10

@@ -99,7 +99,7 @@ static mn_status stop_here(mn_comm *c, network *net, mn_optimizer *mo, const mn_
 {
     double t = mn_now();
     if (!checked) MN_CHECK(mn_replica_check(c, net, mo, opt->sync_bn, it, NULL));
-    if (!written) MN_CHECK(mn_checkpoint_save(c, net, mo, dir, base, opt->checkpoint_keep, experiment, best));
+    if (!written) MN_CHECK(mn_checkpoint_save(c, net, mo, opt, dir, base, experiment, best));
     if (c->rank == 0) {
         int sig = mn_stop_signal();
         printf("darknet-mn: stopped at iteration %zu by %s (on %d of %d ranks): checkpoint %s/%s.ckpt-%zu written "
@@ -364,7 +364,7 @@ static mn_status run_save(train_run *r, const train_step *o)
     }
     if (s == MN_OK && ckpt) {
         double t = mn_now();
-        s = mn_checkpoint_save(c, r->net, r->mo, dc->backup, r->base, opt->checkpoint_keep, r->experiment, &r->best);
+        s = mn_checkpoint_save(c, r->net, r->mo, opt, dc->backup, r->base, r->experiment, &r->best);
         if (s == MN_OK && c->rank == 0)
             printf("checkpoint %zu: %.1f MiB written by rank 0 in %.3f s\n", it,
                    mn_checkpoint_bytes(r->net, r->mo, r->experiment) / 1048576.0, mn_now() - t);

@@ -71,9 +71,11 @@ typedef struct {
  * running statistics, the optimizer's state, seen, the iteration, the rank
  * count, the run id from the lock file, the experiment, the best score, a
  * checksum), commits it durably and then removes this run's generations
- * beyond the newest `keep`. Collective. */
-mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const char *dir,
-                             const char *base, int keep, const char *experiment, const mn_best *best);
+ * beyond the newest checkpoint_keep. With bn_average the running statistics
+ * are averaged over the ranks first, as for a weights file, so that a resume
+ * gives every rank the mean the run goes on from. Collective. */
+mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const mn_options *opt, const char *dir,
+                             const char *base, const char *experiment, const mn_best *best);
 /* What mn_checkpoint_resume loaded (path on rank 0 only). */
 typedef struct {
     int found;
