@@ -185,8 +185,8 @@ same() {   # same NAME WHAT [MORE]: the job ran again and ends with the straight
     if grep -q "resuming from checkpoint .*$1.ckpt-\([0-9]*\): iteration \1 of max_batches $ITERS, seen [0-9]* (written by 2 ranks, as now)" "$S/$1.out" &&
        grep -q '^darknet-mn: job .*, run [2-9], on 2 node(s)' "$S/$1.out" && grep -q ', run [2-9] ended with status 0' "$S/$1.out" &&
        cmp -s "$S/straight/straight_final.weights" "$S/$1/$1_final.weights"; then
-        ok "sbatch job, $2: $(grep -o 'resuming from checkpoint .*ckpt-[0-9]*' "$S/$1.out" | sed 's/ .*ckpt-/ /') in run $(grep -o ', run [0-9]* ended with status 0' "$S/$1.out" | grep -o '[0-9]* ended' | cut -d' ' -f1), final weights = the uninterrupted job's${3:+; $3}"
-    else bad "$2: $(grep -aE '^darknet-mn: (job|resuming)|did not|rank [0-9]' "$S/$1.out" | head -8 | tr '\n' '|')"; fi
+        ok "sbatch job, $2: $(grep -o 'resuming from checkpoint .*ckpt-[0-9]*' "$S/$1.out" | sed 's/ .*ckpt-/ /') in run $(grep -o ', run [0-9]* ended with status 0' "$S/$1.out" | grep -o '[0-9]* ended' | cut -d' ' -f1), final weights = the uninterrupted job's${3:+; $3}$(grep -q 'nothing left to do' "$S/$1.out" && echo " (that run found the job finished: the run before wrote the final weights, then its srun failed)")"
+    else bad "$2: $(grep -aE '^darknet-mn: (job|resuming|rank [0-9]+ \(|an earlier run)|did not|srun: error' "$S/$1.out" | head -14 | tr '\n' '|')"; fi
 }
 if want rank0; then
     lose rank0 now mns1 --nodes=2 --ntasks-per-node=1

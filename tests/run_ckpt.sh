@@ -85,6 +85,21 @@ if want refuse; then
        [ "$(grep -c 'nothing to train' "$F/e.err")" = 1 ]; then
         ok "a re-run after a finished run is refused on every rank, nothing written: $(grep -o 'checkpoint .*' "$F/e.err" | cut -c1-110)"
     else bad "re-run after the end: rc $(rcs "$F/e" 2); $(head -2 "$F/e.err"); $(grep -h 'resumed\|wrote' "$F/e.out")"; fi
+    # The same job again after it finished (a Slurm requeue, an mn_rerun.sh
+    # attempt: the lock's record names the job), its launcher having failed
+    # at the end: nothing to do, exit 0, nothing written. Another job's run
+    # (another MN_RERUN_ID) is refused as above.
+    data ej; MN_RERUN_ID=job-a run ej 2 "$F/e.cfg"
+    before=$(ls -l --time-style=full-iso "$F/ej")
+    MN_RERUN_ID=job-a run ej 2 "$F/e.cfg"
+    if all_rc "$F/ej" 2 0 && [ "$before" = "$(ls -l --time-style=full-iso "$F/ej")" ] && ! grep -q ': loss' "$F/ej.out" &&
+       grep -q "^darknet-mn: an earlier run of this job (mn_rerun:job-a) finished: checkpoint $F/ej/e.ckpt-6 is at max_batches 6 and $F/ej/e_final.weights was written after it; nothing left to do" "$F/ej.out"; then
+        said=$(grep -o 'an earlier run of this job.* finished' "$F/ej.out")
+        MN_RERUN_ID=job-b run ej 2 "$F/e.cfg"
+        if all_rc "$F/ej" 2 $EX_USER && grep -q "checkpoint $F/ej/e.ckpt-6 is at iteration 6 and the cfg's max_batches is 6: nothing to train" "$F/ej.err"; then
+            ok "the same job run again after it finished: exit 0 on every rank, nothing written: $said; another job is refused ($EX_USER)"
+        else bad "another job after a finished one: rc $(rcs "$F/ej" 2); $(head -2 "$F/ej.err")"; fi
+    else bad "the same job after it finished: rc $(rcs "$F/ej" 2); $(head -2 "$F/ej.err"); $(grep -h 'darknet-mn' "$F/ej.out" | head -3)"; fi
     cfg "$F/e.cfg" 2 1 6
     data ew; run ew 2 "$F/e.cfg" "$F/e/e_final.weights"
     if all_rc "$F/ew" 2 $EX_USER && [ ! -e "$F/ew" -o -z "$(ls "$F/ew" 2> /dev/null)" ] &&

@@ -112,7 +112,7 @@ static mn_status stop_here(mn_comm *c, network *net, mn_optimizer *mo, const mn_
 }
 
 /* <dir>/<base>_final.weights, after the replica check: at the end of training,
- * or from a checkpoint at max_batches (resume's final_only). */
+ * or from a checkpoint at max_batches (resume's START_FINAL_ONLY). */
 static mn_status write_final(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, const char *dir,
                              const char *base)
 {
@@ -481,19 +481,25 @@ static int finished_after(const char *dir, const char *base, const char *path)
            (f.st_mtim.tv_sec == k.st_mtim.tv_sec && f.st_mtim.tv_nsec >= k.st_mtim.tv_nsec);
 }
 
+/* What a run does once resume() has found where it starts. */
+enum { START_TRAIN, START_FINAL_ONLY, START_DONE };
+
 /* Where training starts: the newest checkpoint unless -clear (refused when
  * it is another experiment's), else the weights file as loaded, else the
  * initial weights. Rank 0 says which; a start at or past max_batches is
  * refused before anything is written, except from a checkpoint at
- * max_batches whose run ended before its final weights: *final_only, they
- * are written from it and nothing is trained. */
+ * max_batches: where its run ended before its final weights, *start is
+ * START_FINAL_ONLY (they are written from it, nothing is trained); where
+ * they were written and an earlier run of this same job wrote them (a
+ * requeue or rerun after a run that finished but whose launcher still
+ * failed, a node lost at the end), START_DONE: nothing to do, exit 0. */
 static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, const char *dir,
                         const char *base, const char *cfgfile, const char *weightfile, int clear, mn_lock *lock,
-                        const char *experiment, mn_resumed *r, int *final_only)
+                        const char *experiment, mn_resumed *r, int *start)
 {
     memset(r, 0, sizeof *r);
     r->best.score = -1;
-    *final_only = 0;
+    *start = START_TRAIN;
     int given = weightfile && *weightfile;
     /* Without checkpoint_interval a checkpoint is there only where a signal stopped the run. */
     if (!clear) MN_CHECK(mn_checkpoint_resume(c, net, mo, dir, base, lock, experiment, r));
@@ -501,8 +507,11 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
     size_t it = mn_base_iteration(net);
     mn_net_info in = mn_net_get(net);
     int global = in.batch * in.subdivisions * c->size;
-    int last = r->found && in.max_batches > 0 && it == (size_t)in.max_batches && c->rank == 0 &&
-               !finished_after(dir, base, r->path);
+    int at_end = r->found && in.max_batches > 0 && it == (size_t)in.max_batches && c->rank == 0;
+    int finished = at_end && finished_after(dir, base, r->path);
+    int last = at_end && !finished;
+    const char *job = mn_backup_rerun_of(lock);
+    int done = finished && job;
     if (c->rank == 0) {
         if (in.max_batches <= 0)
             mn_error(c, "%s: max_batches is %d: nothing to train; set it to the number of updates to run",
@@ -510,6 +519,10 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
         else if (last)
             printf("darknet-mn: checkpoint %s is at max_batches %d and its run ended before writing its final "
                    "weights: writing %s/%s_final.weights from it\n", r->path, in.max_batches, dir, base);
+        else if (done)
+            printf("darknet-mn: an earlier run of this job (%s) finished: checkpoint %s is at max_batches %d and "
+                   "%s/%s_final.weights was written after it; nothing left to do\n", job, r->path, in.max_batches,
+                   dir, base);
         else if (it >= (size_t)in.max_batches)
             mn_error(c, "%s %s is at iteration %zu and the cfg's max_batches is %d: nothing to train; "
                      "raise max_batches to go on, or add -clear to start %s at iteration 0",
@@ -534,9 +547,11 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
                    "is replaced only by a better one\n", r->best.score, (unsigned long long)r->best.iteration, dir, base);
         fflush(stdout);
     }
-    MN_MPI(c, MPI_Bcast(&last, 1, MPI_INT, 0, c->world));
-    *final_only = last;
-    return mn_agree(c, in.max_batches <= 0 || (it >= (size_t)in.max_batches && !last) ? MN_ERR_USER : MN_OK);
+    int what[2] = {last, done};
+    MN_MPI(c, MPI_Bcast(what, 2, MPI_INT, 0, c->world));
+    *start = what[0] ? START_FINAL_ONLY : what[1] ? START_DONE : START_TRAIN;
+    return mn_agree(c, in.max_batches <= 0 || (it >= (size_t)in.max_batches && *start == START_TRAIN) ? MN_ERR_USER
+                                                                                                       : MN_OK);
 }
 
 mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cfgfile,
@@ -554,7 +569,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     mn_options opt;
     mn_lock *lock = NULL;
     mn_resumed r;
-    int final_only = 0;
+    int start = START_TRAIN;
     mn_status s = mn_agree(c, mn_read_data_cfg(c, datacfg, task, &dc));
     if (s != MN_OK) return s;
     if (!dc.train) {
@@ -624,18 +639,18 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     if ((s = mn_timeline_open(c, opt.timeline[0] ? opt.timeline : NULL, &tl)) != MN_OK) goto out;
     mn_optimizer_set_timeline(mo, net, tl);
     base = mn_base_cfg_name(cfgfile);
-    if ((s = resume(c, net, mo, &opt, dc.backup, base, cfgfile, weightfile, clear, lock, experiment, &r,
-                    &final_only)) != MN_OK)
+    if ((s = resume(c, net, mo, &opt, dc.backup, base, cfgfile, weightfile, clear, lock, experiment, &r, &start)) !=
+        MN_OK)
         goto out;
-    if (final_only) {
+    if (start == START_FINAL_ONLY) {
         s = write_final(c, net, mo, &opt, dc.backup, base);
-    } else {
+    } else if (start == START_TRAIN) {
         train_run run = {.c = c, .task = task, .dc = &dc, .opt = &opt, .net = net, .mo = mo, .shard = &shard,
                          .base = base, .cfgfile = cfgfile, .experiment = experiment, .tl = tl, .lock = lock,
                          .best = r.best};
         s = train_loop(&run);
     }
-    if (mn_timeline_close(tl, s == MN_OK) != MN_OK && s == MN_OK) s = MN_ERR_MPI;
+    if (mn_timeline_close(tl, s == MN_OK && start != START_DONE) != MN_OK && s == MN_OK) s = MN_ERR_MPI;
     tl = NULL;
 out:
     mn_label_filter_uninstall();

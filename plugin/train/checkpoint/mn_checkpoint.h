@@ -40,6 +40,10 @@ mn_status mn_backup_check(mn_comm *c, mn_lock *lock);
 /* 1 on rank 0 when the renewal thread found the record another job's (no
  * I/O: cheap enough for every iteration); then mn_backup_check refuses. */
 int mn_backup_lost(mn_lock *lock);
+/* Rank 0: this job's identity where the record the lock found was an earlier
+ * run of this same job (a Slurm requeue, an mn_rerun.sh attempt), released
+ * or not; else NULL. */
+const char *mn_backup_rerun_of(const mn_lock *lock);
 /* The run id the record carries (checkpoints keep it, pruning matches it):
  * a resumed job continues its checkpoint's run. */
 void mn_backup_set_run(mn_lock *lock, uint64_t run);

@@ -49,6 +49,7 @@ struct mn_lock {
     lock_rec mine;      /* this job's record */
     lock_rec other;     /* the record that replaced it, once lost */
     int lost;           /* another job took the folder over (atomic: read every iteration) */
+    int rerun;          /* the record found was an earlier run of this job's, released or not */
     int told, write_failed;
     long long interval_ms;   /* between renewals */
     pthread_t thread;
@@ -253,6 +254,7 @@ static mn_status acquire(mn_comm *c, mn_lock *l, const char *dir, int lease_s)
     describe(&r, who, sizeof who);
     const char *held = busy ? "; its flock is still held" : "";
     int taken = 0;   /* another job's record overwritten: a second taker must not win too */
+    l->rerun = st == REC_OK && strcmp(m->job, "-") && !strcmp(r.job, m->job);
     if (st == REC_OK && strcmp(r.state, "released")) {
         if (strcmp(m->job, "-") && !strcmp(r.job, m->job)) {
             printf("darknet-mn: taking over the lock of backup folder %s from an earlier run of this job (%s; its "
@@ -385,6 +387,11 @@ mn_status mn_backup_check(mn_comm *c, mn_lock *l)
 int mn_backup_lost(mn_lock *l)
 {
     return l && __atomic_load_n(&l->lost, __ATOMIC_RELAXED);
+}
+
+const char *mn_backup_rerun_of(const mn_lock *l)
+{
+    return l && l->rerun ? l->mine.job : NULL;
 }
 
 void mn_backup_set_run(mn_lock *l, uint64_t run)
