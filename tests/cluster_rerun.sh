@@ -206,13 +206,14 @@ export MN=$PROG DATA=$R/sb.data
 got=""
 for st in $EX_USAGE $EX_USER $EX_FAULT $EX_REFUSED $EX_RERUN 1; do
     PATH=$stub:$PATH STUB_RC=$st SLURM_JOB_ID=1 SLURM_JOB_NUM_NODES=1 SLURM_NTASKS=1 SLURM_JOB_NODELIST=n1 MAX_RESTARTS=2 \
-        CFG=/dev/null timeout 60 bash scripts/darknet_mn.sbatch > "$R/stub-$st.out" 2>&1
+        RERUN_WAIT=1 CFG=/dev/null timeout 60 bash scripts/darknet_mn.sbatch > "$R/stub-$st.out" 2>&1
     got="$got $st:$?x$(grep -c 'ended with status' "$R/stub-$st.out")"
 done
 want=" 64:64x1 65:65x1 70:70x1 73:73x1 75:75x3 1:1x3"
-if [ "$got" = "$want" ]; then
-    ok "darknet_mn.sbatch, srun stubbed (status:exit x runs):$got: 64, 65, 70, 73 end the job, 75 and srun's 1 run 3 times (MAX_RESTARTS=2)"
-else bad "darknet_mn.sbatch's statuses (status:exit x runs):$got, want$want"; fi
+waits=$(grep -o 'rerun in [0-9]* s' "$R/stub-75.out" | cut -d' ' -f3 | paste -sd,)
+if [ "$got" = "$want" ] && [ "$waits" = 1,2 ]; then
+    ok "darknet_mn.sbatch, srun stubbed (status:exit x runs):$got: 64, 65, 70, 73 end the job, 75 and srun's 1 run 3 times (MAX_RESTARTS=2), waiting 1 s then 2 s before the reruns (RERUN_WAIT=1)"
+else bad "darknet_mn.sbatch's statuses (status:exit x runs):$got, want$want; waits before the reruns: $waits, want 1,2"; fi
 
 # Run as a program (no SLURM_JOB_ID), it checks the training's files before
 # it submits itself: each missing one named, 65 and nothing submitted; all
