@@ -113,12 +113,8 @@ case_run() {
     local rc=$?
     local cost
     cost=$(awk -v a="$t_kill" -v b="$t_first" 'BEGIN { printf "%.1f", b - a }')
-    # Iterations that two attempts printed. Counting lines against 40 is not
-    # it: the update in flight when B died may have completed on host A (and
-    # be in the rescue) with its loss line lost, as the loss's allreduce needed B.
     local lost unprinted
-    lost=$(grep -o '^[0-9]*: loss' "$R/$name.out" | sort | uniq -d | wc -l)
-    unprinted=$((40 - $(grep -o '^[0-9]*: loss' "$R/$name.out" | sort -u | wc -l)))
+    read -r lost unprinted <<< "$(reruns_count "$R/$name.out" 40)"
     echo "     $name: $cost s from the kill to the rerun's first iteration; $lost iterations done twice ($unprinted completed unprinted)"
     echo "$name $cost $lost" >> "$R/costs"
     return $rc

@@ -153,12 +153,10 @@ lose() {
     job_done "$id" 180 || { bad "$name: did not end"; scancel "$id"; }
     [ "$back" = 0 ] && $sl start "$node" >> "$S/$name.kill" 2>&1
     wait
-    # Iterations that two runs printed (an update that completed on some
-    # ranks only, in a rescue, has no loss line: cluster_rerun.sh).
-    awk -v a="$t_kill" -v b="$t_first" -v name="$name" -v it=$ITERS \
-        -v d="$(grep -ao '^[0-9]*: loss' "$S/$name.out" | sort | uniq -d | wc -l)" \
-        -v u="$(grep -ao '^[0-9]*: loss' "$S/$name.out" | sort -u | wc -l)" \
-        'BEGIN { printf "     %s: %.1f s from the kill to the first iteration of run 2; %d iterations done twice (%d completed unprinted)\n", name, b - a, d, it - u }'
+    local d u
+    read -r d u <<< "$(reruns_count "$S/$name.out" $ITERS)"
+    awk -v a="$t_kill" -v b="$t_first" -v name="$name" -v d="$d" -v u="$u" \
+        'BEGIN { printf "     %s: %.1f s from the kill to the first iteration of run 2; %d iterations done twice (%d completed unprinted)\n", name, b - a, d, u }'
 }
 if want back; then
     lose back 1 mns2 --nodes=2 --ntasks-per-node=1

@@ -341,6 +341,15 @@ mn_cfg_edit() {
     fi
 }
 
+# reruns_count OUT ITERS: "D U" for the output OUT of a job run again after
+# a failure: D iterations whose loss line two runs printed, U of the ITERS
+# never printed. Counting lines against ITERS is not it: an update that
+# completed on some ranks only (kept in their rescue) has no line, as its
+# loss's allreduce needed the ranks lost.
+reruns_count() {
+    local lines; lines=$(grep -ao '^[0-9]*: loss' "$1")
+    echo "$(sort <<< "$lines" | uniq -d | grep -c .) $(($2 - $(sort -u <<< "$lines" | grep -c .)))"
+}
 # seen_of WEIGHTS: the images seen that a weights file records (the 64-bit
 # count after its 12-byte version header).
 seen_of() { od -A n -t u8 -j 12 -N 8 "$1" | tr -d ' '; }

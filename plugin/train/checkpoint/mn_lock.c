@@ -256,7 +256,7 @@ static mn_status acquire(mn_comm *c, mn_lock *l, const char *dir, int lease_s)
     int taken = 0;   /* another job's record overwritten: a second taker must not win too */
     l->rerun = st == REC_OK && strcmp(m->job, "-") && !strcmp(r.job, m->job);
     if (st == REC_OK && strcmp(r.state, "released")) {
-        if (strcmp(m->job, "-") && !strcmp(r.job, m->job)) {
+        if (l->rerun) {
             printf("darknet-mn: taking over the lock of backup folder %s from an earlier run of this job (%s; its "
                    "lease renewed %.1f s ago)%s\n", dir, who, age, held);
             taken = 1;
