@@ -120,6 +120,36 @@ if want refuse; then
        cmp -s "$F/e.ckpt-6.before" "$F/e/e.ckpt-6" && "$W" "$F/e/e_final.weights" "$F/ec/e_final.weights" 0 > "$F/ec.log"; then
         ok "-clear with a weights file ignores the checkpoints: trains 4 updates from it, as in an empty folder ($(cat "$F/ec.log"))"
     else bad "-clear: rc $(rcs "$F/e" 2); $(grep -h 'resum\|starting' "$F/e.out"); $(cat "$F/ec.log" 2> /dev/null)"; fi
+    # -clear in a batch script's flags starts the job, not each of its runs:
+    # a second run of the same job (MN_RERUN_ID, as SLURM_JOB_ID in a
+    # requeue) resumes from the checkpoint its first run wrote, and never
+    # from an older job's in the folder (e.ckpt-6 here, iteration 6). Run 1
+    # stops at iteration 2 (max_batches 2), run 2 goes on to 4: together the
+    # straight -clear run's weights, bit for bit.
+    for k in 1 0; do
+        data "ej$k"; mkdir -p "$F/ej$k"; cp "$F/e.ckpt-6.before" "$F/ej$k/e.ckpt-6"
+        cfg "$F/e.cfg" 2 1 2 checkpoint_interval=$k
+        MN_RERUN_ID="clear-$k" run "ej$k" 2 "$F/e.cfg" "$F/e/e_3.weights" -clear -log "$F/ej$k.log"
+        cfg "$F/e.cfg" 2 1 4 checkpoint_interval=$k
+        cp "$F/ej$k.log" "$F/ej$k.log1"
+        MN_RERUN_ID="clear-$k" run "ej$k" 2 "$F/e.cfg" "$F/e/e_3.weights" -clear -log "$F/ej$k.log"
+        tail -n +$(($(wc -l < "$F/ej$k.log1") + 1)) "$F/ej$k.log" > "$F/ej$k.out"   # run 2's lines
+    done
+    # -log appends: the file holds both runs' lines, the first run's first.
+    if [ "$(grep -c ': loss' "$F/ej1.log")" = 4 ] && cmp -s "$F/ej1.log1" <(head -n "$(wc -l < "$F/ej1.log1")" "$F/ej1.log"); then
+        ok "-log across two runs of a job: appended, 2 + 2 loss lines, the first run's lines kept"
+    else bad "-log across two runs: $(grep -c ': loss' "$F/ej1.log") loss lines"; fi
+    if all_rc "$F/ej1" 2 0 && [ "$(grep -c ': loss' "$F/ej1.out")" = 2 ] && grep -q '^3: loss' "$F/ej1.out" &&
+       grep -q "^darknet-mn: -clear applies to a job's first run only: this run of job mn_rerun:clear-1 resumes from the checkpoint its earlier runs wrote$" "$F/ej1.out" &&
+       grep -q "^darknet-mn: resuming from checkpoint $F/ej1/e.ckpt-2: iteration 2 of max_batches 4" "$F/ej1.out" &&
+       "$W" "$F/ej1/e_final.weights" "$F/ec/e_final.weights" 0 > "$F/ej1.cmp"; then
+        ok "-clear, the job's second run: resumes from its first run's checkpoint at iteration 2, not from the older job's at 6; 2 + 2 updates = the straight -clear run ($(cat "$F/ej1.cmp"))"
+    else bad "-clear in a job's second run: rc $(rcs "$F/ej1" 2); $(grep -h 'darknet-mn' "$F/ej1.out" | head -3); $(head -2 "$F/ej1.err")"; fi
+    if all_rc "$F/ej0" 2 0 && [ "$(grep -c ': loss' "$F/ej0.out")" = 4 ] &&
+       grep -q "^darknet-mn: -clear applies to a job's first run only: this run of job mn_rerun:clear-0 finds no checkpoint of its earlier runs and starts anew$" "$F/ej0.out" &&
+       "$W" "$F/ej0/e_final.weights" "$F/ec/e_final.weights" 0 > "$F/ej0.cmp"; then
+        ok "-clear, the job's second run after a first that wrote no checkpoint: starts anew from the weights, the older job's checkpoint at 6 not taken ($(cat "$F/ej0.cmp"))"
+    else bad "-clear in a job's second run, no checkpoint of its own: rc $(rcs "$F/ej0" 2); $(grep -h 'darknet-mn' "$F/ej0.out" | head -3); $(head -2 "$F/ej0.err")"; fi
 fi
 
 # Issue 44.1. A checkpoint records its experiment: the cfg's layers and

@@ -501,8 +501,17 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
     r->best.score = -1;
     *start = START_TRAIN;
     int given = weightfile && *weightfile;
+    /* -clear starts a job, not each of its runs: a requeued or rerun job
+     * (the same identity in the lock) resumes from what its earlier runs
+     * wrote, and from nothing older. */
+    uint64_t own = clear ? mn_backup_rerun_run(lock) : 0;
+    MN_MPI(c, MPI_Bcast(&own, 1, MPI_UINT64_T, 0, c->world));
     /* Without checkpoint_interval a checkpoint is there only where a signal stopped the run. */
-    if (!clear) MN_CHECK(mn_checkpoint_resume(c, net, mo, dir, base, lock, experiment, r));
+    if (!clear || own) MN_CHECK(mn_checkpoint_resume(c, net, mo, dir, base, lock, experiment, own, r));
+    if (own && c->rank == 0)
+        printf("darknet-mn: -clear applies to a job's first run only: this run of job %s %s\n",
+               mn_backup_rerun_of(lock), r->found ? "resumes from the checkpoint its earlier runs wrote"
+                                                  : "finds no checkpoint of its earlier runs and starts anew");
     if (r->found) MN_CHECK(keep_global_batch(c, net, mo, opt, r));
     size_t it = mn_base_iteration(net);
     mn_net_info in = mn_net_get(net);

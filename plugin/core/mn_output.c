@@ -32,8 +32,8 @@ int mn_output_rank0_only(int rank, const char *log0, char *why, size_t cap)
     int out, err;
     if (rank == 0) snprintf(path, sizeof path, "%s", log0);   /* -log FILE: hank-ai's flag */
     else if (dir && *dir) snprintf(path, sizeof path, "%s/rank-%d.log", dir, rank);
-    if (path[0]) {   /* both streams into a file the user keeps */
-        out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (path[0]) {   /* both streams into a file the user keeps: appended, so a requeued job's runs are all there */
+        out = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (out < 0) {
             snprintf(why, cap, "%s: cannot write %s: %s", rank == 0 ? "-log" : "MN_RANK_LOG", path, strerror(errno));
             return -1;

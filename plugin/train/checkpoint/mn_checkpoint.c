@@ -460,19 +460,19 @@ out:
     return found;
 }
 
-/* Rank 0: the most recently written checkpoint that verifies, into buf (np +
- * nmom floats) and *h; corrupt ones are named and skipped. 1 found, 0
- * none, -1 refused (the newest is another experiment's or of the older
- * format; rank 0 has said which and why). */
-static int find_rank0(const mn_comm *c, const char *dir, const char *base, const char *experiment, size_t np,
-                      size_t nmom, float *buf, ckpt_header *h, char *path, size_t cap)
+/* Rank 0: the most recently written checkpoint that verifies (of run `run`
+ * alone where not 0), into buf (np + nmom floats) and *h; corrupt ones are
+ * named and skipped. 1 found, 0 none, -1 refused (the newest is another
+ * experiment's or of the older format; rank 0 has said which and why). */
+static int find_rank0(const mn_comm *c, const char *dir, const char *base, const char *experiment, uint64_t run,
+                      size_t np, size_t nmom, float *buf, ckpt_header *h, char *path, size_t cap)
 {
     uint64_t gens[MAX_GENERATIONS], written[MAX_GENERATIONS];
     int n = list_gens(dir, base, gens, MAX_GENERATIONS), m = 0, old;
     for (int i = 0; i < n; ++i) {
         ckpt_path(path, cap, dir, base, gens[i]);
-        if (peek_ckpt(path, h, &old)) { gens[m] = gens[i]; written[m++] = h->written; }
-        else mn_error(c, "checkpoint %s is incomplete or corrupt: skipped", path);
+        if (!peek_ckpt(path, h, &old)) mn_error(c, "checkpoint %s is incomplete or corrupt: skipped", path);
+        else if (!run || (!old && h->run == run)) { gens[m] = gens[i]; written[m++] = h->written; }
     }
     while (m > 0) {
         int best = 0;
@@ -502,8 +502,8 @@ static int find_rank0(const mn_comm *c, const char *dir, const char *base, const
     return 0;
 }
 
-mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const char *dir,
-                               const char *base, mn_lock *lock, const char *experiment, mn_resumed *r)
+mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const char *dir, const char *base,
+                               mn_lock *lock, const char *experiment, uint64_t run, mn_resumed *r)
 {
     memset(r, 0, sizeof *r);
     r->best.score = -1;   /* no evaluation yet: the first one is the best */
@@ -514,7 +514,7 @@ mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const 
     memset(&h, 0, sizeof h);
     mn_status s = buf ? MN_OK : MN_ERR_NOMEM;
     if (s == MN_OK && c->rank == 0) {
-        int got = find_rank0(c, dir, base, experiment, np, nmom, buf, &h, r->path, sizeof r->path);
+        int got = find_rank0(c, dir, base, experiment, run, np, nmom, buf, &h, r->path, sizeof r->path);
         if (got < 0) s = MN_ERR_REFUSED;
         r->found = got > 0;
         if (got > 0) mn_backup_set_run(lock, h.run);   /* this run continues the checkpoint's */

@@ -50,6 +50,7 @@ struct mn_lock {
     lock_rec other;     /* the record that replaced it, once lost */
     int lost;           /* another job took the folder over (atomic: read every iteration) */
     int rerun;          /* the record found was an earlier run of this job's, released or not */
+    uint64_t rerun_run; /* that earlier run's id, which its checkpoints carry */
     int told, write_failed;
     long long interval_ms;   /* between renewals */
     pthread_t thread;
@@ -255,6 +256,7 @@ static mn_status acquire(mn_comm *c, mn_lock *l, const char *dir, int lease_s)
     const char *held = busy ? "; its flock is still held" : "";
     int taken = 0;   /* another job's record overwritten: a second taker must not win too */
     l->rerun = st == REC_OK && strcmp(m->job, "-") && !strcmp(r.job, m->job);
+    l->rerun_run = l->rerun ? r.run : 0;
     if (st == REC_OK && strcmp(r.state, "released")) {
         if (l->rerun) {
             printf("darknet-mn: taking over the lock of backup folder %s from an earlier run of this job (%s; its "
@@ -392,6 +394,11 @@ int mn_backup_lost(mn_lock *l)
 const char *mn_backup_rerun_of(const mn_lock *l)
 {
     return l && l->rerun ? l->mine.job : NULL;
+}
+
+uint64_t mn_backup_rerun_run(const mn_lock *l)
+{
+    return l && l->rerun ? l->rerun_run : 0;
 }
 
 void mn_backup_set_run(mn_lock *l, uint64_t run)
