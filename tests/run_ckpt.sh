@@ -180,10 +180,10 @@ if want experiment; then
     if all_rc "$F/x" 2 0 && [ -f "$F/x/x.ckpt-4" ] && ! grep -q 'not seen' "$F/x.err" && [ -z "$(ls -A "$F/x" | grep token)" ]; then
         ok "the first experiment: 4 updates, checkpoints $(ls "$F/x" | grep -o 'ckpt-[0-9]*' | sort -t- -k2 -n | tr '\n' ' ')"
     else bad "the first experiment: exit $(rcs "$F/x" 2); $(ls -A "$F/x" | tr '\n' ' '); $(head -2 "$F/x.err")"; fi
-    # The same parameter count: another rate (a weights file given), another activation.
+    # The same parameter count: another momentum (a weights file given), another activation.
     mkdir -p "$F/lr" "$F/act" "$F/filters" "$F/x6" "$F/xr.cfg.d"
-    sed 's/^max_batches=.*/max_batches=6/; s/^learning_rate=.*/learning_rate=0.02/' "$F/x.cfg" > "$F/lr/x.cfg"
-    refused_by x-lr "$F/lr/x.cfg" x "checkpoint $F/x/x.ckpt-4 is of another experiment: learning_rate 0.01 in the checkpoint's run, 0.02 now; add -clear to start this one anew here, or give the data cfg another backup= folder$" "$F/x/x_2.weights"
+    sed 's/^max_batches=.*/max_batches=6/; s/^momentum=.*/momentum=0.8/' "$F/x.cfg" > "$F/lr/x.cfg"
+    refused_by x-lr "$F/lr/x.cfg" x "checkpoint $F/x/x.ckpt-4 is of another experiment: momentum 0.9 in the checkpoint's run, 0.8 now; add -clear to start this one anew here, or give the data cfg another backup= folder$" "$F/x/x_2.weights"
     sed 's/^max_batches=.*/max_batches=6/; s/^activation=leaky/activation=relu/' "$F/x.cfg" > "$F/act/x.cfg"
     refused_by x-act "$F/act/x.cfg" x "is of another experiment: layer 0 (convolutional): activation leaky in the checkpoint, relu in the cfg;"
     # Another parameter count: was skipped, and the run started from scratch.
@@ -228,7 +228,23 @@ EOF
        [ "$(grep -c '^[56]: loss' "$F/xr.out")" = 2 ] && "$W" "$F/xr/x_final.weights" "$F/xn/x_final.weights" 0 > "$F/xr.log"; then
         ok "the same experiment on 1 rank x 2 subdivisions, max_batches 6, rate 1e-2, the list reordered: resumed at 4; the weights given not loaded, the same final weights as without them ($(cat "$F/xr.log"))"
     else bad "the same experiment resumed: exit $(rcs "$F/xr" 1) $(rcs "$F/xn" 1); $(grep -h 'resuming\|not loaded' "$F/xr.out"); $(cat "$F/xr.log" 2> /dev/null); $(head -2 "$F/xr.err")"; fi
-    # -clear, as the refusal says: the other rate trains there from scratch.
+    # A finished training extended as Darknet users do: max_batches raised,
+    # the rate halved from iteration 5 on (policy, steps, scales; the rate
+    # spelled anew is no change). It resumes, one line per changed key, with
+    # the momentum kept: bit for bit a run of the extended cfg from scratch
+    # (whose rate is the same 0.01 until iteration 4).
+    mkdir -p "$F/xe" "$F/xs" "$F/xe.cfg.d" && cp "$F/x/x.ckpt-4" "$F/xe/"
+    cfg "$F/xe.cfg.d/x.cfg" 2 1 6 checkpoint_interval=2 save_interval=2
+    sed -i 's/^learning_rate=.*/learning_rate=0.010\npolicy=steps\nsteps=5\nscales=.5/' "$F/xe.cfg.d/x.cfg"
+    data xe; data xs; run xe 2 "$F/xe.cfg.d/x.cfg"; run xs 2 "$F/xe.cfg.d/x.cfg"
+    if all_rc "$F/xe" 2 0 && [ "$(grep -c '^darknet-mn: the schedule goes on changed' "$F/xe.out")" = 3 ] &&
+       grep -q "^darknet-mn: the schedule goes on changed: policy not set in the run of $F/xe/x.ckpt-4, steps now$" "$F/xe.out" &&
+       grep -q "^darknet-mn: the schedule goes on changed: steps not set in the run of $F/xe/x.ckpt-4, 5 now$" "$F/xe.out" &&
+       grep -q "resuming from checkpoint $F/xe/x.ckpt-4: iteration 4 of max_batches 6" "$F/xe.out" &&
+       [ "$(grep -c '^[56]: loss' "$F/xe.out")" = 2 ] && "$W" "$F/xe/x_final.weights" "$F/xs/x_final.weights" 0 > "$F/xe.log"; then
+        ok "a finished training extended (max_batches 4 -> 6, policy steps, steps 5, scales .5, the rate respelled): resumed at 4 with $(grep -c 'schedule goes on changed' "$F/xe.out") lines, momentum kept: = the extended cfg from scratch ($(cat "$F/xe.log"))"
+    else bad "an extended training: exit $(rcs "$F/xe" 2); $(grep -h 'schedule\|resuming' "$F/xe.out" | sed "s|$F/||g" | head -5); $(cat "$F/xe.log" 2> /dev/null); $(head -2 "$F/xe.err")"; fi
+    # -clear, as the refusal says: the other momentum trains there from scratch.
     run x-lr 2 "$F/lr/x.cfg" -clear
     if all_rc "$F/x-lr" 2 0 && grep -q '^1: loss' "$F/x-lr.out" && [ "$(seen_of "$F/x/x_final.weights")" = 24 ]; then
         ok "-clear starts the other experiment anew in the same folder: 6 updates from iteration 1, seen 24"

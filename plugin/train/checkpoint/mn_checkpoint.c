@@ -358,6 +358,17 @@ static int xlines(char *t, xline *v, int max)
     return n;
 }
 
+/* An experiment's text parsed: its copy *t, which the lines point into, and
+ * the lines *v (both freed by the caller); the line count, -1 out of memory. */
+static int xparse(const char *text, char **t, xline **v)
+{
+    int n = 1;
+    for (const char *p = text; *p; ++p) n += *p == '\n';
+    *t = strdup(text);
+    *v = *t ? malloc(sizeof **v * (size_t)n) : NULL;
+    return *v ? xlines(*t, *v, n) : -1;
+}
+
 static const char *xget(const xline *v, int n, const char *scope, const char *key)
 {
     for (int i = 0; i < n; ++i)
@@ -365,21 +376,67 @@ static const char *xget(const xline *v, int n, const char *scope, const char *ke
     return NULL;
 }
 
-/* The first key of scope whose value differs (one side may lack it); 0 when none. */
-static int xkey_differs(const xline *a, int na, const xline *b, int nb, const char *scope, const char **key,
-                        const char **va, const char **vb)
+/* The [net] keys of the learning-rate schedule: a user extends a finished
+ * training by changing them (with max_batches, which is not in the
+ * experiment), as Darknet users do, so they resume with a word, not a refusal. */
+static const char *const schedule_keys[] = {"learning_rate", "policy", "steps", "scales", "step", "scale", "gamma",
+                                            "power", "burn_in", "sgdr_cycle", "sgdr_mult", NULL};
+
+static int is_schedule_key(const char *scope, const char *key)
 {
-    for (int pass = 0; pass < 2; ++pass) {
-        const xline *v = pass ? b : a;
-        int n = pass ? nb : na;
-        for (int i = 0; i < n; ++i) {
-            if (strcmp(v[i].scope, scope)) continue;
-            const char *x = xget(a, na, scope, v[i].key), *y = xget(b, nb, scope, v[i].key);
-            if (!x || !y || strcmp(x, y)) { *key = v[i].key; *va = x; *vb = y; return 1; }
+    if (strcmp(scope, "net")) return 0;
+    for (const char *const *k = schedule_keys; *k; ++k)
+        if (!strcmp(*k, key)) return 1;
+    return 0;
+}
+
+/* The first key of scope (from the start-th line of a's and b's, then on)
+ * whose value differs (one side may lack it), skipping the schedule's keys
+ * or taking only them; 0 when none. */
+static int xkey_differs_from(const xline *a, int na, const xline *b, int nb, const char *scope, int schedule,
+                             int *start, const char **key, const char **va, const char **vb)
+{
+    for (int j = *start; j < na + nb; ++j) {
+        const xline *v = j < na ? &a[j] : &b[j - na];
+        if (strcmp(v->scope, scope) || is_schedule_key(scope, v->key) != schedule) continue;
+        const char *x = xget(a, na, scope, v->key), *y = xget(b, nb, scope, v->key);
+        if (j >= na && x) continue;   /* a key both have was compared in a's pass */
+        if (!x || !y || strcmp(x, y)) {
+            *key = v->key;
+            *va = x;
+            *vb = y;
+            *start = j + 1;
+            return 1;
         }
     }
     return 0;
 }
+
+static int xkey_differs(const xline *a, int na, const xline *b, int nb, const char *scope, const char **key,
+                        const char **va, const char **vb)
+{
+    int start = 0;
+    return xkey_differs_from(a, na, b, nb, scope, 0, &start, key, va, vb);
+}
+
+/* Rank 0: one line for each schedule key that changed since the checkpoint. */
+static void say_schedule_changes(const char *then, const char *now, const char *path)
+{
+    char *ta, *tb;
+    xline *a, *b;
+    int na = xparse(then, &ta, &a), nb = xparse(now, &tb, &b);
+    if (na >= 0 && nb >= 0) {
+        const char *key, *x, *y;
+        for (int start = 0; xkey_differs_from(a, na, b, nb, "net", 1, &start, &key, &x, &y);)
+            printf("darknet-mn: the schedule goes on changed: %s %s in the run of %s, %s now\n", key,
+                   x ? x : "not set", path, y ? y : "not set");
+    }
+    free(ta);
+    free(tb);
+    free(a);
+    free(b);
+}
+
 
 static int xlayers(const xline *v, int n)
 {
@@ -399,17 +456,13 @@ static const char *bare(const char *type, char *buf, size_t cap)
  * (now), in words; 0 when nothing does. */
 static int experiment_differs(const char *then, const char *now, char *what, size_t cap)
 {
-    char *ta = strdup(then), *tb = strdup(now);
-    int na = 1, nb = 1, found = 1;
-    for (const char *p = then; *p; ++p) na += *p == '\n';
-    for (const char *p = now; *p; ++p) nb += *p == '\n';
-    xline *a = malloc(sizeof *a * (size_t)na), *b = malloc(sizeof *b * (size_t)nb);
-    if (!ta || !tb || !a || !b) {
+    char *ta, *tb;
+    xline *a, *b;
+    int na = xparse(then, &ta, &a), nb = xparse(now, &tb, &b), found = 1;
+    if (na < 0 || nb < 0) {
         snprintf(what, cap, "(out of memory comparing them)");
         goto out;
     }
-    na = xlines(ta, a, na);
-    nb = xlines(tb, b, nb);
     const char *key, *x, *y;
     if (xkey_differs(a, na, b, nb, "net", &key, &x, &y)) {
         snprintf(what, cap, "%s %s in the checkpoint's run, %s now", key, x ? x : "not set", y ? y : "not set");
@@ -492,6 +545,7 @@ static int find_rank0(const mn_comm *c, const char *dir, const char *base, const
                 mn_error(c, "checkpoint %s holds %llu parameters and %llu optimizer values, this network %zu and %zu; %s",
                          path, (unsigned long long)h->nparams, (unsigned long long)h->nmomentum, np, nmom, anew);
             else refused = 0;
+            if (!refused && experiment) say_schedule_changes(exp, experiment, path);
             free(exp);
             return refused ? -1 : 1;
         }
