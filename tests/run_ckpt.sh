@@ -251,6 +251,30 @@ EOF
     else bad "-clear after the refusal: exit $(rcs "$F/x-lr" 2); $(head -2 "$F/x-lr.err")"; fi
 fi
 
+# Issue 50. Within a run the iteration orders checkpoints, not the writers'
+# clocks: checkpoint 3's time set a day ahead (a rescue from a host whose
+# clock runs ahead), the rerun resumes from 4, not 3, and pruning
+# (checkpoint_keep=2) keeps 5 and 6, not the future-dated 3.
+if want order; then
+    cfg "$F/o.cfg" 2 1 4 checkpoint_interval=1 checkpoint_keep=3
+    data o; run o 2 "$F/o.cfg"
+    python3 - "$F/o/o.ckpt-3" << 'EOF'
+import struct, sys, time
+b = bytearray(open(sys.argv[1], 'rb').read())
+struct.pack_into('<Q', b, 56, int((time.time() + 86400) * 1e9))   # written: a day ahead
+h = 1469598103934665603   # MN_FNV_SEED
+for x in b[:-8]: h = ((h ^ x) * 0x100000001b3) & 0xffffffffffffffff
+struct.pack_into('<Q', b, len(b) - 8, h)
+open(sys.argv[1], 'wb').write(b)
+EOF
+    cfg "$F/o.cfg" 2 1 6 checkpoint_interval=1 checkpoint_keep=2
+    run o 2 "$F/o.cfg"
+    if all_rc "$F/o" 2 0 && grep -q "resuming from checkpoint $F/o/o.ckpt-4: iteration 4 of max_batches 6" "$F/o.out" &&
+       [ "$(grep -c '^[0-9]*: loss' "$F/o.out")" = 2 ] && [ "$(ls "$F/o" | grep ckpt | sort | xargs)" = "o.ckpt-5 o.ckpt-6" ]; then
+        ok "checkpoint 3 dated a day ahead: the rerun resumes from 4 (the highest iteration of the run), pruning keeps $(ls "$F/o" | grep ckpt | sort | xargs)"
+    else bad "a future-dated checkpoint: exit $(rcs "$F/o" 2); $(grep -h resuming "$F/o.out" | sed "s|$F/||g"); kept $(ls "$F/o" | grep ckpt | xargs); $(head -2 "$F/o.err")"; fi
+fi
+
 # Issue 44.4a. The last checkpoint at max_batches and no final weights (the
 # run failed between the two): the rerun writes <base>_final.weights from the
 # checkpoint, trains nothing and exits 0 (it said "nothing to train", exit

@@ -33,7 +33,7 @@ typedef struct {
     uint32_t ranks, images;   /* the writer's rank count and images per rank per update */
     uint64_t iteration, seen, nparams, nmomentum;
     uint64_t run;             /* the run that wrote it: pruning touches only its own */
-    uint64_t written;         /* ns since the epoch: the newest written is resumed */
+    uint64_t written;         /* ns since the epoch, on the writer's clock: compared between runs only */
     /* MNCKPT02 ends here. */
     uint64_t experiment;      /* bytes of the experiment's text, which follows the header */
     double best;              /* the best evaluation score so far (-1: none) */
@@ -161,10 +161,12 @@ static int list_gens(const char *dir, const char *base, uint64_t *gens, int max)
     return n;
 }
 
-/* Rank 0: this run's loadable generations beyond the newest `keep` go. */
+/* Rank 0: this run's loadable generations beyond the `keep` of highest
+ * iteration go. Within a run the iteration orders them: the writers' clocks
+ * (a rescue's host may run ahead) do not. */
 static void prune(const mn_comm *c, const char *dir, const char *base, uint64_t run, int keep)
 {
-    uint64_t gens[MAX_GENERATIONS], written[MAX_GENERATIONS];
+    uint64_t gens[MAX_GENERATIONS];
     int n = list_gens(dir, base, gens, MAX_GENERATIONS), m = 0;
     if (run == 0) return;   /* the lock file gave no run id: nothing is surely ours */
     for (int i = 0; i < n; ++i) {
@@ -172,11 +174,11 @@ static void prune(const mn_comm *c, const char *dir, const char *base, uint64_t 
         ckpt_header h;
         int old;
         ckpt_path(path, sizeof path, dir, base, gens[i]);
-        if (peek_ckpt(path, &h, &old) && !old && h.run == run) { gens[m] = gens[i]; written[m++] = h.written; }
+        if (peek_ckpt(path, &h, &old) && !old && h.run == run) gens[m++] = gens[i];
     }
     for (int i = 0; i < m; ++i) {
         int newer = 0;
-        for (int j = 0; j < m; ++j) newer += written[j] > written[i];
+        for (int j = 0; j < m; ++j) newer += gens[j] > gens[i];
         if (newer >= keep) {
             char path[4096];
             ckpt_path(path, sizeof path, dir, base, gens[i]);
@@ -513,23 +515,45 @@ out:
     return found;
 }
 
-/* Rank 0: the most recently written checkpoint that verifies (of run `run`
- * alone where not 0), into buf (np + nmom floats) and *h; corrupt ones are
- * named and skipped. 1 found, 0 none, -1 refused (the newest is another
+/* Which of m checkpoints to try first: of the run the lock's record named
+ * (the folder's last job, last_run) where that run wrote any, else of the
+ * run of the most recently written; within the run, the highest iteration.
+ * So two hosts' clocks are compared only between runs, never within one,
+ * where a rescue written by a host whose clock runs ahead could otherwise
+ * pass a later update or be resumed in its place. */
+static int first_to_try(const uint64_t *gens, const uint64_t *runs, const uint64_t *written, int m, uint64_t last_run)
+{
+    int newest = 0, has_last = 0, best = -1;
+    for (int i = 0; i < m; ++i) {
+        if (written[i] > written[newest]) newest = i;
+        has_last |= last_run && runs[i] == last_run;
+    }
+    uint64_t run = has_last ? last_run : runs[newest];
+    for (int i = 0; i < m; ++i)
+        if (runs[i] == run && (best < 0 || gens[i] > gens[best])) best = i;
+    return best;
+}
+
+/* Rank 0: the checkpoint that verifies and comes first (first_to_try; of
+ * run `run` alone where not 0), into buf (np + nmom floats) and *h; corrupt
+ * ones are named and skipped. 1 found, 0 none, -1 refused (it is another
  * experiment's or of the older format; rank 0 has said which and why). */
 static int find_rank0(const mn_comm *c, const char *dir, const char *base, const char *experiment, uint64_t run,
-                      size_t np, size_t nmom, float *buf, ckpt_header *h, char *path, size_t cap)
+                      uint64_t last_run, size_t np, size_t nmom, float *buf, ckpt_header *h, char *path, size_t cap)
 {
-    uint64_t gens[MAX_GENERATIONS], written[MAX_GENERATIONS];
+    uint64_t gens[MAX_GENERATIONS], written[MAX_GENERATIONS], runs[MAX_GENERATIONS];
     int n = list_gens(dir, base, gens, MAX_GENERATIONS), m = 0, old;
     for (int i = 0; i < n; ++i) {
         ckpt_path(path, cap, dir, base, gens[i]);
         if (!peek_ckpt(path, h, &old)) mn_error(c, "checkpoint %s is incomplete or corrupt: skipped", path);
-        else if (!run || (!old && h->run == run)) { gens[m] = gens[i]; written[m++] = h->written; }
+        else if (!run || (!old && h->run == run)) {
+            gens[m] = gens[i];
+            runs[m] = old ? 0 : h->run;
+            written[m++] = h->written;
+        }
     }
     while (m > 0) {
-        int best = 0;
-        for (int i = 1; i < m; ++i) if (written[i] > written[best]) best = i;
+        int best = first_to_try(gens, runs, written, m, last_run);
         ckpt_path(path, cap, dir, base, gens[best]);
         char *exp = NULL, what[2048];
         if (read_ckpt(path, h, &old, &exp, buf, np + nmom)) {
@@ -551,6 +575,7 @@ static int find_rank0(const mn_comm *c, const char *dir, const char *base, const
         }
         mn_error(c, "checkpoint %s is incomplete or corrupt: skipped", path);
         gens[best] = gens[m - 1];
+        runs[best] = runs[m - 1];
         written[best] = written[--m];
     }
     return 0;
@@ -568,7 +593,8 @@ mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const 
     memset(&h, 0, sizeof h);
     mn_status s = buf ? MN_OK : MN_ERR_NOMEM;
     if (s == MN_OK && c->rank == 0) {
-        int got = find_rank0(c, dir, base, experiment, run, np, nmom, buf, &h, r->path, sizeof r->path);
+        int got = find_rank0(c, dir, base, experiment, run, mn_backup_last_run(lock), np, nmom, buf, &h, r->path,
+                            sizeof r->path);
         if (got < 0) s = MN_ERR_REFUSED;
         r->found = got > 0;
         if (got > 0) mn_backup_set_run(lock, h.run);   /* this run continues the checkpoint's */

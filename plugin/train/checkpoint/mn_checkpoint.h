@@ -47,6 +47,9 @@ const char *mn_backup_rerun_of(const mn_lock *lock);
 /* Rank 0: that earlier run's id (its checkpoints carry it); 0 where this is
  * the job's first run or the job has no identity. */
 uint64_t mn_backup_rerun_run(const mn_lock *lock);
+/* Rank 0: the run id of the record the lock found, whichever job's (the
+ * folder's last run); 0 where there was none. */
+uint64_t mn_backup_last_run(const mn_lock *lock);
 /* The run id the record carries (checkpoints keep it, pruning matches it):
  * a resumed job continues its checkpoint's run. */
 void mn_backup_set_run(mn_lock *lock, uint64_t run);
@@ -92,7 +95,8 @@ typedef struct {
     mn_best best;      /* as it was when the checkpoint was written */
     char path[4096];
 } mn_resumed;
-/* Rank 0 takes the most recently written checkpoint that verifies (a
+/* Rank 0 takes the checkpoint of highest iteration of the folder's last run
+ * (the lock's record; else of the run that wrote last) that verifies (a
  * corrupt one is named and skipped); when it is another experiment's (or of
  * the older format, which does not say) every rank gets MN_ERR_REFUSED and
  * rank 0 names what differs. Else it is loaded and broadcast; the iteration

@@ -50,7 +50,7 @@ struct mn_lock {
     lock_rec other;     /* the record that replaced it, once lost */
     int lost;           /* another job took the folder over (atomic: read every iteration) */
     int rerun;          /* the record found was an earlier run of this job's, released or not */
-    uint64_t rerun_run; /* that earlier run's id, which its checkpoints carry */
+    uint64_t last_run;  /* the run id of the record found (0: none), which its checkpoints carry */
     int told, write_failed;
     long long interval_ms;   /* between renewals */
     pthread_t thread;
@@ -256,7 +256,7 @@ static mn_status acquire(mn_comm *c, mn_lock *l, const char *dir, int lease_s)
     const char *held = busy ? "; its flock is still held" : "";
     int taken = 0;   /* another job's record overwritten: a second taker must not win too */
     l->rerun = st == REC_OK && strcmp(m->job, "-") && !strcmp(r.job, m->job);
-    l->rerun_run = l->rerun ? r.run : 0;
+    l->last_run = st == REC_OK ? r.run : 0;
     if (st == REC_OK && strcmp(r.state, "released")) {
         if (l->rerun) {
             printf("darknet-mn: taking over the lock of backup folder %s from an earlier run of this job (%s; its "
@@ -398,7 +398,12 @@ const char *mn_backup_rerun_of(const mn_lock *l)
 
 uint64_t mn_backup_rerun_run(const mn_lock *l)
 {
-    return l && l->rerun ? l->rerun_run : 0;
+    return l && l->rerun ? l->last_run : 0;
+}
+
+uint64_t mn_backup_last_run(const mn_lock *l)
+{
+    return l ? l->last_run : 0;
 }
 
 void mn_backup_set_run(mn_lock *l, uint64_t run)
