@@ -92,7 +92,8 @@ export MN_RERUN_ID
 # Open MPI's mpiexec takes the environment to other hosts only with -x.
 xid=()
 case ${args[0]##*/} in
-    mpiexec|mpirun) "${args[0]}" --version 2>&1 | grep -q 'Open MPI\|OpenRTE' && xid=(-x MN_RERUN_ID) ;;
+    mpiexec | mpirun | orterun | mpiexec.openmpi | mpirun.openmpi)
+        "${args[0]}" --version 2>&1 | grep -q 'Open MPI\|OpenRTE' && xid=(-x MN_RERUN_ID) ;;
 esac
 
 stamp() { echo "mn_rerun: $(date -u +%H:%M:%S.%N | cut -c1-12): $*"; }

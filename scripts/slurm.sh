@@ -145,15 +145,17 @@ SelectTypeParameters=CR_CPU
 SlurmdParameters=config_overrides
 # Fast failure handling: a node silent for 10 s is DOWN and its jobs are
 # requeued; it returns to service when its slurmd registers again; the
-# scheduler looks every 2 s. A job that exits 75 is requeued too. A ping to
+# scheduler looks every 2 s. No RequeueExit, as at most sites: a job that
+# exits 75 ends, and only the batch script's own requeue brings it back
+# (SLURM_TB_REQUEUE_EXIT=75 sets it, for a site that has it). A ping to
 # a dead node fails only after MessageTimeout, and DOWN takes two rounds of
 # pings: about 18 s from kill to requeue with 5, 29 s with the default 10.
 SlurmdTimeout=10
 MessageTimeout=5
 ReturnToService=2
 SchedulerParameters=sched_interval=2
-RequeueExit=75
 EOF
+    if [ -n "${SLURM_TB_REQUEUE_EXIT:-}" ]; then echo "RequeueExit=$SLURM_TB_REQUEUE_EXIT" >> "$D/slurm.conf"; fi
     for i in $(seq "$n"); do
         echo "NodeName=mns$i NodeAddr=$NET.$i CPUs=2 State=UNKNOWN" >> "$D/slurm.conf"
     done

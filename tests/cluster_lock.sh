@@ -286,5 +286,12 @@ if want rerun; then
        grep -q "darknet-mn: resuming from checkpoint" "$o.out"; then
         ok "mn_rerun.sh: MN_RERUN_ID $id1, then $id2; attempt 2 after rank 0 was killed with its flock lingering: ${msg//$F\//}; finished"
     else bad "mn_rerun.sh: ids '$id1' '$id2', status $rc; '$msg'; $(grep -a 'mn_rerun:' "$o.out" | tail -3); $(grep -a 'darknet-mn: rank 0' "$o.err" | head -2)"; fi
+    # Every name of Open MPI's launcher passes the identity on (a remote
+    # rank 0 without it would be refused by a lingering lock, 73).
+    for l in mpiexec mpirun orterun mpiexec.openmpi mpirun.openmpi; do
+        out=$(timeout 60 scripts/mn_rerun.sh --max-restarts 0 -- "$l" -n 1 sh -c 'echo "id=$MN_RERUN_ID"' 2>&1)
+        if grep -q "attempt 1 of 1 starts: $l -x MN_RERUN_ID -n 1" <<< "$out" && grep -q '^id=.\+' <<< "$out"; then ok "mn_rerun.sh -- $l: passes MN_RERUN_ID with -x"
+        else bad "mn_rerun.sh -- $l: $(head -3 <<< "$out" | tr '\n' '|')"; fi
+    done
 fi
 finish

@@ -22,9 +22,16 @@
 #       it after collective_timeout, the job is requeued once Slurm marks the
 #       node down, and ends bit for bit as the uninterrupted job;
 #  3. the time limit: a job submitted with --time=1 for about 110 s of
-#     training (and its start-up) gets SIGUSR1 before the limit, stops,
-#     checkpoints, requeues itself as often as it takes, repeats no
-#     iteration and ends with the weights of an uninterrupted run.
+#     training (and its start-up), FLAGS="-dont_show -clear" as a fine-tuning
+#     user writes them, gets SIGUSR1 before the limit, stops, checkpoints,
+#     requeues itself (scontrol requeue: the testbed has no RequeueExit) as
+#     often as it takes, repeats no iteration and ends with the weights of
+#     an uninterrupted run;
+#  4. a cancel cancels: scancel of a running job stops the ranks at an
+#     iteration's end with a checkpoint, and the job ends CANCELLED, not
+#     requeued; a requeue Slurm refuses (a job submitted --no-requeue,
+#     stopped with scancel --batch --signal=USR1) is said with Slurm's
+#     reason; the script run inside an salloc refuses (64) and trains nothing.
 # What each loss cost (seconds from the kill to the first iteration of the
 # new run, iterations done twice) is printed with each case.
 # Needs root; about 10 minutes.
@@ -48,7 +55,7 @@ job() {
     mkdir -p "$S/$name"
 }
 PROG_ABS=$(pwd)/darknet_mn
-# ONLY=a,b runs those sections alone: srun back gone rank0 silent limit.
+# ONLY=a,b runs those sections alone: srun back gone rank0 silent limit cancel.
 want() { [ -z "${ONLY:-}" ] || [[ ,$ONLY, == *,$1,* ]]; }
 
 # 1. srun: the node map, and the training of mpiexec -n 4.
@@ -219,20 +226,68 @@ if want limit; then
     done
     timeout 400 $MPI -n 2 ./darknet_mn classifier train "$S/limitref.data" "$S/limit.cfg" > "$S/limitref.out" 2>&1
     both_idle || bad "time limit: the nodes are not both idle: $(sinfo -N | tr '\n' '|')"
+    # -clear, as the docs advised for fine-tuning: it must start the job,
+    # not each requeued run (issue 53), so no iteration is done twice.
     id=$(sbatch --parsable --chdir="$(pwd)" --output="$S/limit.out" --nodes=2 --ntasks-per-node=1 --time=1 --signal=B:USR1@45 \
-        --export=ALL,MN="$PROG_ABS",TASK=classifier,DATA="$S/limit.data",CFG="$S/limit.cfg" scripts/darknet_mn.sbatch)
+        --export=ALL,MN="$PROG_ABS",TASK=classifier,DATA="$S/limit.data",CFG="$S/limit.cfg",FLAGS="-dont_show -clear" scripts/darknet_mn.sbatch)
     wait_line "$S/limit.out" '/SIGUSR1: asking the ranks to stop/' 120; t_sig=$(date +%s.%N)
     wait_line "$S/limit.out" '/, run 2,/ { on = 1 } on && /^[0-9]+: loss/' 120; t_first=$(date +%s.%N)
     job_done "$id" 600 || { bad "time limit: the job did not end within 600 s"; scancel "$id"; }
-    stops=$(grep -ac 'stopped by SIGUSR1: requeued' "$S/limit.out")
+    stops=$(grep -ac 'stopped by SIGUSR1: asking Slurm to requeue the job' "$S/limit.out")
     twice=$(( $(grep -ac '^[0-9]*: loss' "$S/limit.out") - ITERS ))
     state=$(scontrol show job "$id" 2> /dev/null | grep -o 'JobState=[A-Z]*')
     awk -v a="$t_sig" -v b="$t_first" -v n="$twice" \
         'BEGIN { printf "     limit: %.1f s from the signal to the first iteration of run 2; %d iterations done twice\n", b - a, n }'
     if [ "$stops" -ge 1 ] && [ "$twice" = 0 ] && ! grep -aq 'TIME LIMIT' "$S/limit.out" && [ "$state" != JobState=TIMEOUT ] &&
+       grep -aq "^darknet-mn: -clear applies to a job's first run only: this run of job slurm:.*$id resumes from the checkpoint its earlier runs wrote" "$S/limit.out" &&
+       ! grep -aq 'refused the requeue' "$S/limit.out" &&
        grep -aq ', run [0-9]* ended with status 0' "$S/limit.out" &&
        "$TEST_BIN/mn_wcmp" "$S/limit/limit_final.weights" "$S/limitref/limit_final.weights" 0 > "$S/limit.cmp"; then
-        ok "sbatch --time=1 on $ITERS updates: stopped by SIGUSR1 before the limit and requeued $stops time(s), no iteration done twice, ${state:-gone}; final weights = an uninterrupted run's ($(cat "$S/limit.cmp"))"
+        ok "sbatch --time=1 on $ITERS updates, FLAGS=\"-dont_show -clear\": stopped by SIGUSR1 before the limit and requeued by the script $stops time(s), -clear for the first run only, no iteration done twice, ${state:-gone}; final weights = an uninterrupted run's ($(cat "$S/limit.cmp"))"
     else bad "time limit: $stops stops, $twice iterations twice, ${state:-?}; $(grep -aE '^darknet-mn: (job|stopped)|TIME LIMIT|CANCELLED' "$S/limit.out" | tail -6 | tr '\n' '|') $(cat "$S/limit.cmp" 2> /dev/null)"; fi
+fi
+# 4. A cancel cancels. A job of 20000 updates: scancel at iteration 300.
+# The job's state is read from scontrol until Slurm forgets it (MinJobAge,
+# 300 s): a requeued job would be PENDING or RUNNING again, Restarts=1.
+job_state() { scontrol show job "$1" 2> /dev/null | grep -o 'JobState=[A-Z_]* \|Restarts=[0-9]*' | tr -d ' ' | paste -sd' '; }
+if want cancel; then
+    ITERS=20000
+    job cancel 64 $ITERS
+    both_idle || bad "cancel: the nodes are not both idle: $(sinfo -N | tr '\n' '|')"
+    id=$(submit cancel --nodes=2 --ntasks-per-node=1)
+    if wait_line "$S/cancel.out" '/^300: loss/' 120; then
+        scancel "$id"
+        job_done "$id" 120 || bad "cancel: the job is still listed 120 s after scancel: $(job_state "$id")"
+        sleep 15   # time for a requeue, had there been one (the scheduler looks every 2 s)
+        st=$(job_state "$id")
+        if [ "$st" = "JobState=CANCELLED Restarts=0" ] && [ -z "$(squeue -h -j "$id" 2> /dev/null)" ] &&
+           grep -aq 'stopped by SIGTERM (scancel, a preemption or the time limit): not requeued by this script' "$S/cancel.out" &&
+           grep -aq '^darknet-mn: stopped at iteration [0-9]* by SIGTERM' "$S/cancel.out" && ls "$S/cancel"/cancel.ckpt-* > /dev/null 2>&1; then
+            ok "scancel of a running job: $(grep -ao 'stopped at iteration [0-9]* by SIGTERM' "$S/cancel.out" | head -1), checkpoint written; $st 15 s after it ended, not requeued"
+        else bad "scancel: $st; $(grep -aE '^darknet-mn: (job|stopped)' "$S/cancel.out" | tail -4 | tr '\n' '|')"; fi
+    else bad "cancel: never reached iteration 300"; scancel "$id"; fi
+    # A requeue refused: --no-requeue, stopped and asked to requeue now.
+    job norequeue 64 $ITERS
+    both_idle || bad "norequeue: the nodes are not both idle: $(sinfo -N | tr '\n' '|')"
+    id=$(submit norequeue --nodes=2 --ntasks-per-node=1 --no-requeue)
+    if wait_line "$S/norequeue.out" '/^300: loss/' 120; then
+        scancel --batch --signal=USR1 "$id"
+        job_done "$id" 120 || { bad "norequeue: the job did not end"; scancel "$id"; }
+        st=$(job_state "$id")
+        if [ "$st" = "JobState=FAILED Restarts=0" ] &&
+           grep -aq 'stopped by SIGUSR1: Slurm refused the requeue (.\+): the job ends here' "$S/norequeue.out" &&
+           grep -aq '^darknet-mn: stopped at iteration [0-9]* by SIGUSR1' "$S/norequeue.out"; then
+            ok "a requeue Slurm refuses (--no-requeue): said, $(grep -ao 'refused the requeue (.*)' "$S/norequeue.out" | head -1); the job ends, $st"
+        else bad "refused requeue: $st; $(grep -aE '^darknet-mn: (job|stopped)' "$S/norequeue.out" | tail -4 | tr '\n' '|')"; fi
+    else bad "norequeue: never reached iteration 300"; scancel "$id"; fi
+    # Inside an allocation: refused, nothing trained.
+    job salloc 64 40
+    timeout 60 salloc -N 1 env MN="$PROG_ABS" TASK=classifier DATA="$S/salloc.data" CFG="$S/salloc.cfg" \
+        bash scripts/darknet_mn.sbatch > "$S/salloc.out" 2>&1
+    rc=$?
+    if [ $rc = $EX_USAGE ] && grep -q '^darknet-mn: this shell is inside Slurm job [0-9]* (salloc or srun), where this script would train in place instead of submitting' "$S/salloc.out" &&
+       ! grep -q ', run 1,' "$S/salloc.out" && [ -z "$(ls "$S/salloc")" ]; then
+        ok "the batch script run inside salloc: status 64, $(grep -o 'where this script would train in place.*' "$S/salloc.out" | cut -c1-60)..., nothing trained"
+    else bad "the batch script inside salloc: status $rc; $(tail -3 "$S/salloc.out" | tr '\n' '|')"; fi
 fi
 finish slurm
