@@ -116,6 +116,31 @@ if want rescue; then
     lost stalled STOP
     lost norescue KILL rescue=0
 fi
+# A rescue's writes do not grow with the node count: 6 ranks as 6 nodes
+# (MN_RANKS_PER_NODE=1), rank 1 killed at iteration 20: only the first and
+# the last node's ranks (0 and 5) may write, not all 5 left. A leftover
+# temporary file of an earlier run (a checkpoint cut short) is removed by
+# the rerun, which says so.
+if want rescue-nodes; then
+    cfg "$F/nodes.cfg" 3000 collective_timeout=3
+    data nodes; o=$F/nodes
+    MN_RANKS_PER_NODE=1 timeout 120 $MPI -n 6 "$PROG" classifier train "$F/nodes.data" "$F/nodes.cfg" > "$o.out" 2> "$o.err" &
+    mp=$!
+    wait_iter "$o" 20 && signal_rank1 KILL "$F/nodes.data"
+    wait $mp
+    writers=$(grep -ao 'darknet-mn: rank [0-9]* ([^)]*): ending: the last completed update' "$o.err" | cut -d' ' -f3 | sort -n | paste -sd' ')
+    head -c 4096 /dev/urandom > "$F/nodes/nodes.ckpt-7.tmp.somehost.4242"
+    cp "$F/nodes.data" "$F/nodes-again.data"
+    k=$(ls "$F/nodes" | sed -n 's/^nodes\.ckpt-\([0-9]*\)$/\1/p' | sort -n | tail -1)
+    cfg "$F/nodes.cfg" $((${k:-0} + 5)) collective_timeout=3
+    mn "$F/nodes-again" 2 classifier train "$F/nodes-again.data" "$F/nodes.cfg"
+    if [ -n "$writers" ] && [ -z "$(tr ' ' '\n' <<< "$writers" | grep -vx '0\|5')" ] && all_rc "$F/nodes-again" 2 0 &&
+       grep -q "^darknet-mn: resuming from checkpoint $F/nodes/nodes.ckpt-" "$F/nodes-again.out.0" &&
+       grep -q "^darknet-mn: removed 1 temporary file (0.0 MiB) that an earlier run in $F/nodes left unfinished$" "$F/nodes-again.out.0" &&
+       [ ! -e "$F/nodes/nodes.ckpt-7.tmp.somehost.4242" ]; then
+        ok "6 ranks as 6 nodes, rank 1 killed: the rescue written by rank(s) $writers only (the first and last node's), of 5 left; the rerun resumes from it and removes the earlier run's leftover temporary file"
+    else bad "bounded rescue: writers '$writers'; $(rcs "$F/nodes-again" 2); $(grep -h 'resuming\|removed' "$F/nodes-again.out.0"); $(ls "$F/nodes" | tr '\n' ' ')"; fi
+fi
 
 # Fewer ranks, the same training (global_batch=keep, the default): the
 # checkpoint of a 4-rank job at iteration 20 resumed on 2, where

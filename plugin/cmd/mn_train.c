@@ -501,6 +501,7 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
     r->best.score = -1;
     *start = START_TRAIN;
     int given = weightfile && *weightfile;
+    if (c->rank == 0) mn_backup_remove_tmp(c, dir, base);   /* the folder is this job's now */
     /* -clear starts a job, not each of its runs: a requeued or rerun job
      * (the same identity in the lock) resumes from what its earlier runs
      * wrote, and from nothing older. */

@@ -161,6 +161,28 @@ static int list_gens(const char *dir, const char *base, uint64_t *gens, int max)
     return n;
 }
 
+void mn_backup_remove_tmp(const mn_comm *c, const char *dir, const char *base)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    size_t lb = strlen(base), n = 0;
+    double bytes = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *name = e->d_name;
+        if (strncmp(name, base, lb) || (name[lb] != '.' && name[lb] != '_') || !strstr(name + lb, ".tmp.")) continue;
+        char path[4352];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (remove(path) == 0) { ++n; bytes += (double)st.st_size; }
+        else mn_error(c, "cannot remove the temporary file %s left by an earlier run: %s", path, strerror(errno));
+    }
+    closedir(d);
+    if (n) printf("darknet-mn: removed %zu temporary file%s (%.1f MiB) that an earlier run in %s left unfinished\n", n,
+                  n > 1 ? "s" : "", bytes / (1 << 20), dir);
+}
+
 /* Rank 0: this run's loadable generations beyond the `keep` of highest
  * iteration go. Within a run the iteration orders them: the writers' clocks
  * (a rescue's host may run ahead) do not. */
@@ -298,6 +320,16 @@ static void rescue_write(void *arg)
     mn_optimizer_release(r->o);
 }
 
+/* Who writes a rescue: the node's ranks 0 and 1 on the first and the last
+ * node, so at most 4 model-sized writes whatever the job's size (a rank is
+ * lost with its node: two nodes, two ranks each, are unlikely all gone),
+ * where every node's would be 2 x nodes within the launcher's kill delay.
+ * A rank's inter_rank among the ranks of its intra_rank orders the nodes. */
+static int rescue_writer(const mn_comm *c)
+{
+    return c->intra_rank < 2 && (c->inter_rank == 0 || c->inter_rank == c->inter_size - 1);
+}
+
 mn_status mn_rescue_open(mn_comm *c, network *net, mn_optimizer *o, const char *dir, const char *base,
                          const char *experiment, const mn_best *best, mn_rescue **out)
 {
@@ -315,7 +347,7 @@ mn_status mn_rescue_open(mn_comm *c, network *net, mn_optimizer *o, const char *
     text[n] = 0;
     MN_MPI(c, MPI_Bcast(text, (int)n, MPI_CHAR, 0, c->world));
     *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net)};
-    if (c->intra_rank < 2) mn_rescue_register(rescue_write, r);
+    if (rescue_writer(c)) mn_rescue_register(rescue_write, r);
     *out = r;
     return MN_OK;
 }
@@ -323,7 +355,7 @@ mn_status mn_rescue_open(mn_comm *c, network *net, mn_optimizer *o, const char *
 void mn_rescue_close(mn_rescue *r)
 {
     if (!r) return;
-    if (r->c->intra_rank < 2) mn_rescue_register(NULL, NULL);
+    if (rescue_writer(r->c)) mn_rescue_register(NULL, NULL);
     free(r->experiment);
     free(r);
 }

@@ -109,8 +109,9 @@ mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const 
 /* rescue=1 (CPU runs of more than one rank): when the job is being lost (a
  * SIGTERM from the launcher, the watchdog's timeout) the ranks left write
  * the last update they completed as a checkpoint, as save would, on a thread
- * of their own if the main one is stuck in a collective: two ranks a node
- * (intra-node ranks 0 and 1), the same file from each, committed atomically;
+ * of their own if the main one is stuck in a collective: the node's ranks 0
+ * and 1 on the first and the last node (at most 4 writers, whatever the
+ * node count), the same file from each, committed atomically;
  * a rerun resumes from the newest, so a lost rank costs no iteration.
  * Nothing is written before the run's first update. open is collective
  * (rank 0's experiment goes to every rank); close waits for a write in
@@ -119,6 +120,10 @@ typedef struct mn_rescue mn_rescue;
 mn_status mn_rescue_open(mn_comm *c, network *net, mn_optimizer *o, const char *dir, const char *base,
                          const char *experiment, const mn_best *best, mn_rescue **r);
 void mn_rescue_close(mn_rescue *r);
+/* Rank 0, holding the folder's lock: the files of base that a run cut
+ * short left half written (<name>.tmp.<host>.<pid>...: a checkpoint, a
+ * rescue, a weights file) are removed, and their count said. */
+void mn_backup_remove_tmp(const mn_comm *c, const char *dir, const char *base);
 /* Size of a checkpoint file. */
 size_t mn_checkpoint_bytes(const network *net, mn_optimizer *o, const char *experiment);
 
