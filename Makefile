@@ -117,6 +117,16 @@ PJ_UPSTREAM := https://github.com/pjreddie/darknet commit 61c9d02ec461e30d55762e
 AB_UPSTREAM := https://github.com/AlexeyAB/darknet commit 59596d7880f6504768df41d6daa586f5cb2b932f (2025-12-15)
 HK_UPSTREAM := https://github.com/hank-ai/darknet commit f684e1d75d4594298c8e73acc727ba6cf2e81c60 (v5.1-104-gf684e1d7)
 CUDA ?= /usr/local/cuda
+# The GPU architectures every base and the plugin are built for (compute
+# capability x 10): V100 70, T4 75, A100 80, RTX 30 and A10 86, L4 and
+# RTX 40 89, H100 and H200 90; of those, what the installed nvcc can build
+# (CUDA 13 has none below 75: a V100 needs CUDA 12). CUDA_ARCHS=90 builds
+# one, in a quarter of the time. Machine code for each, and PTX for the
+# newest, which a later GPU compiles at load.
+CUDA_WANT_ARCHS := 70 75 80 86 89 90
+CUDA_ARCHS ?= $(filter $(CUDA_WANT_ARCHS),$(patsubst compute_%,%,$(shell $(CUDA)/bin/nvcc --list-gpu-arch 2> /dev/null)))
+CUDA_GENCODE = $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+               -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
 
 MPICC ?= mpicc
 CFLAGS ?= -O3 -g
@@ -217,8 +227,10 @@ endif
 ifeq ($(GPU),1)
 # The device-side kernels (float16 casts, checks), for the same GPUs as Darknet's build.
 NVCC ?= nvcc
-NVFLAGS := -O3 -Xcompiler -fPIC -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
-           -gencode arch=compute_86,code=sm_86 -gencode arch=compute_90,code=[sm_90,compute_90]
+ifeq ($(strip $(CUDA_ARCHS)),)
+$(error no GPU architecture to build: CUDA_ARCHS is empty ($(CUDA)/bin/nvcc --list-gpu-arch lists none of $(CUDA_WANT_ARCHS)); set CUDA=<the CUDA toolkit> or CUDA_ARCHS=<e.g. 80 90>)
+endif
+NVFLAGS := -O3 -Xcompiler -fPIC $(CUDA_GENCODE)
 PLUGIN_OBJ += $(OBJ)/plugin/transport/mn_kernels.o
 endif
 LIBMN := $(OBJ)/libdarknet_mn.a
@@ -249,9 +261,8 @@ ifeq ($(DARKNET),alexeyab)
 # The fork's sources (snapshot or the user's clone, never fetched), our patches
 # in order; its Makefile builds its objects and its own ./darknet, and the
 # library is every object but darknet.o (its main). CUDA 13 has no
-# compute_50/52/61, the fork's default ARCH list.
-AB_ARCH ?= -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
-           -gencode arch=compute_86,code=sm_86 -gencode arch=compute_90,code=[sm_90,compute_90]
+# compute_50/52/61, the fork's default ARCH list: CUDA_ARCHS instead.
+AB_ARCH ?= $(if $(filter 1,$(GPU)),$(CUDA_GENCODE))
 CUDNN_HALF ?= 0
 DK_SETTINGS := $(or $(DARKNET_SRC),$(AB_SNAPSHOT)) GPU=$(GPU) CUDNN=$(CUDNN) CUDNN_HALF=$(CUDNN_HALF) BLAS=$(BLAS) ARCH=$(AB_ARCH)
 $(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings
@@ -284,9 +295,10 @@ endif
 else
 HK_VERSION := $(HK_SNAPSHOT_VERSION)
 endif
-# CUDA 13 has no architecture below 75; code for 75, 80, 86 and 90 as on
-# the other bases, PTX for 90.
-HK_CUDA_ARCH ?= 75-real;80-real;86-real;90
+# CUDA_ARCHS as on the other bases: machine code for each, PTX for the newest.
+empty :=
+space := $(empty) $(empty)
+HK_CUDA_ARCH ?= $(subst $(space),;,$(strip $(addsuffix -real,$(CUDA_ARCHS)) $(lastword $(CUDA_ARCHS))))
 # Release with DARKNET_HOST_TUNED=OFF (patch 0002) and ENABLE_SSE_AND_AVX=OFF:
 # -O3, no -march/-mtune=native, -mavx2, LTO, -Ofast or unsafe math (why:
 # docs/hankai.md). No OpenMP (one thread a rank, as the other bases build;
@@ -330,7 +342,8 @@ else
 # Unpack Debian's source package (pjreddie's commit; Debian's own patches
 # touch only its packaging, OpenCV and paths) or copy the user's clone of
 # pjreddie/darknet (DARKNET_SRC), and apply our patches in order.
-DK_SETTINGS := $(if $(DARKNET_SRC),$(DARKNET_SRC) )GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS)
+PJ_ARCH := $(if $(filter 1,$(GPU)),$(CUDA_GENCODE))
+DK_SETTINGS := $(if $(DARKNET_SRC),$(DARKNET_SRC) )GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS)$(if $(PJ_ARCH), ARCH=$(PJ_ARCH))
 $(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings
 	rm -rf $(DK) && mkdir -p $(DK)
 	$(if $(DARKNET_SRC),tar -C $(DARKNET_SRC) --exclude=./.git --exclude=./obj -cf - . | tar -C $(DK) -xf -,\
@@ -338,7 +351,7 @@ $(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings
 	./scripts/apply_patches.sh $(DK) '$(or $(DARKNET_SRC),the source package in third_party/dl)' '$(PJ_UPSTREAM)' $(PATCHES)
 
 $(LIBDK): $(DK)/.patched
-	$(MAKE) -C $(DK) -s $(FORK_JOBS) GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS) OPENCV=0 OPENMP=0 obj libdarknet.a darknet
+	$(MAKE) -C $(DK) -s $(FORK_JOBS) GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS) OPENCV=0 OPENMP=0 $(if $(PJ_ARCH),ARCH='$(PJ_ARCH)') obj libdarknet.a darknet
 endif
 darknet: $(LIBDK)
 
@@ -477,7 +490,10 @@ test-hankai: $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) ./tests/run_hankai_dnnl.sh
 	BUILD=$(BUILD) ZOO_BASES=hankai ./tests/run_zoo.sh
 # Its CUDA build (GPU=1 CUDNN=1; compiles and links, about 12 minutes on 2 cores).
-.PHONY: test-hankai-gpu
+.PHONY: cuda-archs test-hankai-gpu
+# The GPU architectures a GPU build targets here (CUDA_ARCHS, above).
+cuda-archs:
+	@echo $(CUDA_ARCHS)
 test-hankai-gpu:
 	BUILD=$(BUILD) HANKAI_GPU=1 ./tests/run_hankai_build.sh
 

@@ -9,7 +9,12 @@ needed): fails, naming file:line, on
     argument of the calls below, the last argument of the plugin's kernel
     wrappers mn_gpu_*, a kernel launch's <<<..., stream>>>;
   - cudaMemcpy, cudaMemset and a kernel launch without a stream: the legacy
-    default stream, which AlexeyAB's non-blocking stream does not wait for.
+    default stream, which AlexeyAB's non-blocking stream does not wait for;
+  - a device-to-host cudaMemcpyAsync into a variable's address (&x: the
+    stack or static storage, pageable): CUDA then copies synchronously, so
+    the host blocks inside the call until the stream gets there (behind a
+    NCCL collective whose peer died: for ever, past every deadline loop);
+    copy into page-locked memory (cudaMallocHost) instead.
 
 usage: gpu_calls.py [DIR...]   (default: plugin)
 """
@@ -34,6 +39,7 @@ LEGACY = {"cudaMemcpy", "cudaMemset", "cudaMemcpy2D", "cudaMemcpyToSymbol", "cud
 NULL_STREAM = re.compile(r"^\(?\s*(\(\s*(cudaStream_t|void\s*\*)\s*\)\s*)?(NULL|0|0L|nullptr|cudaStreamLegacy)\s*\)?$")
 CALL = re.compile(r"\b((?:cuda|cudnn|nccl)[A-Z]\w*|mn_gpu_\w+)\s*\(")
 LAUNCH = re.compile(r"<<<(.*?)>>>", re.S)
+ADDRESS_OF = re.compile(r"^&\s*\w+$")
 
 
 def strip(src):
@@ -116,6 +122,9 @@ def check_file(path, problems):
         where = f"{path}:{line(at)}"
         if name in LEGACY:
             problems.append(f"{where}: {name} runs on the legacy default stream; use {name}Async on the base's stream")
+        if name == "cudaMemcpyAsync" and len(args) > 3 and args[3] == "cudaMemcpyDeviceToHost" and ADDRESS_OF.match(args[0]):
+            problems.append(f"{where}: cudaMemcpyAsync device-to-host into '{args[0]}' (pageable memory): the host "
+                            "blocks in the call; copy into page-locked memory (cudaMallocHost)")
         kernel = name.startswith("mn_gpu_") and name not in NOT_KERNELS
         if name.startswith("mn_gpu_") and not kernel:
             continue

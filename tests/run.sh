@@ -420,23 +420,26 @@ G=$T/gpu-calls-self && rm -rf "$G" && mkdir -p "$G/p"
 cat > "$G/p/mn_bad.c" <<'BAD'
 static int f(float *d, float *h, int *flag, cudaStream_t s, ncclComm_t comm)
 {
+    int bad = 0;
     cudaMemcpyAsync(h, d, 4, cudaMemcpyDeviceToHost, s);
     if (cudaMemsetAsync(flag, 0, 4, NULL) != cudaSuccess) return 1;
     if (mn_gpu_add(d, h, 1, 0)) return 1;
     cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost) == cudaSuccess;
     (void)ncclCommAbort(comm);
+    if (cudaMemcpyAsync(&bad, flag, sizeof bad, cudaMemcpyDeviceToHost, s) != cudaSuccess) return 1;
     return ncclAllReduce(d, d, 1, ncclFloat32, ncclSum, comm, (cudaStream_t)0) != ncclSuccess;
 }
 BAD
 python3 tests/gpu_calls.py "$G/p" > "$G/out" 2>&1; rc=$?
-want="mn_bad.c:3: the status of cudaMemcpyAsync is not checked
-mn_bad.c:4: cudaMemsetAsync on a literal NULL stream
-mn_bad.c:5: mn_gpu_add on a literal NULL stream
-mn_bad.c:6: cudaMemcpy runs on the legacy default stream
-mn_bad.c:7: the status of ncclCommAbort is not checked
-mn_bad.c:8: ncclAllReduce on a literal NULL stream"
+want="mn_bad.c:4: the status of cudaMemcpyAsync is not checked
+mn_bad.c:5: cudaMemsetAsync on a literal NULL stream
+mn_bad.c:6: mn_gpu_add on a literal NULL stream
+mn_bad.c:7: cudaMemcpy runs on the legacy default stream
+mn_bad.c:8: the status of ncclCommAbort is not checked
+mn_bad.c:9: cudaMemcpyAsync device-to-host into '&bad' (pageable memory)
+mn_bad.c:10: ncclAllReduce on a literal NULL stream"
 missing=$(echo "$want" | while read -r w; do grep -qF "$w" "$G/out" || echo "$w"; done)
-if [ $rc != 0 ] && [ -z "$missing" ] && [ "$(grep -c 'mn_bad.c:' "$G/out")" = 7 ]; then ok "gpu_calls: 6 planted bad lines named with file:line (7 problems)"
+if [ $rc != 0 ] && [ -z "$missing" ] && [ "$(grep -c 'mn_bad.c:' "$G/out")" = 8 ]; then ok "gpu_calls: 7 planted bad lines named with file:line (8 problems)"
 else bad "gpu_calls self-test (rc $rc): missing '$missing'; $(head -8 "$G/out")"; fi
 
 finish

@@ -89,8 +89,11 @@ while i >= 0:
 print(" ".join(sorted(seen)))
 EOF
 )
-    if [ "$code" = "ptx_90 sm_75 sm_80 sm_86 sm_90" ]; then ok "hankai GPU build: libdarknet.a holds $code"
-    else bad "hankai GPU build: libdarknet.a holds '$code', not ptx_90 sm_75 sm_80 sm_86 sm_90"; fi
+    # Machine code for each of CUDA_ARCHS, PTX for the newest (Makefile).
+    archs=$(make -s cuda-archs)
+    want_code=$( (for a in $archs; do echo "sm_$a"; done; echo "ptx_${archs##* }") | sort | paste -sd' ')
+    if [ -n "$archs" ] && [ "$code" = "$want_code" ]; then ok "hankai GPU build: libdarknet.a holds $code (CUDA_ARCHS $archs)"
+    else bad "hankai GPU build: libdarknet.a holds '$code', not '$want_code' (CUDA_ARCHS '$archs')"; fi
     if ldd "$HK" | grep -q libcudnn; then ok "hankai GPU build: $HK links cuDNN"; else bad "hankai GPU build: no cuDNN in ldd $HK"; fi
 
     # darknet-mn on the fork's CUDA build: compiled and linked, never run on

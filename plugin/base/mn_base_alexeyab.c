@@ -307,7 +307,11 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
     if (net->adversarial_lr > 0) return "adversarial_lr (each rank would draw its own adversarial steps)";
     if (net->dynamic_minibatch) return "dynamic_minibatch (each rank's batch would change on its own)";
 #ifdef GPU
-    if (sync_bn && net->gpu_index >= 0) return "sync_bn=1 with a GPU (the fork's GPU batch norm does not call the hook yet)";
+    /* train_network_waitkey calls update_network_gpu in a GPU build whatever gpu_index says. */
+    if (net->gpu_index < 0)
+        return "-nogpu with its GPU build (the fork's training then updates on device -1, a fatal CUDA error at the "
+               "first update); to train on the CPU, use the CPU build: make DARKNET=alexeyab";
+    if (sync_bn) return "sync_bn=1 with a GPU (the fork's GPU batch norm does not call the hook yet)";
 #else
     (void)sync_bn;
 #endif

@@ -732,8 +732,13 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
                "AlexeyAB's Darknet, make DARKNET=alexeyab, or pjreddie's, make; detector train works here)";
     if (!net) return nullptr;
 #ifdef GPU
-    if (sync_bn && N(net).gpu_index >= 0)
-        return "sync_bn=1 on the GPU (hank-ai's CUDA batch norm has no statistics hook yet; it runs on the CPU, -nogpu)";
+    /* train_network_waitkey calls update_network_gpu in a GPU build whatever gpu_index says. */
+    if (N(net).gpu_index < 0)
+        return "-nogpu with its GPU build (the fork's training then updates on device -1, a fatal CUDA error at the "
+               "first update); to train on the CPU, use the CPU build: make DARKNET=hankai";
+    if (sync_bn)
+        return "sync_bn=1 on the GPU (hank-ai's CUDA batch norm has no statistics hook yet; the CPU build, make "
+               "DARKNET=hankai, averages it)";
 #else
     (void)sync_bn;
 #endif

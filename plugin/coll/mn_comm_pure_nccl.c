@@ -33,6 +33,8 @@ typedef struct {
     void *dev;              /* the device copy of one piece, or the float16 buffer */
     size_t dev_bytes;
     int *flag;              /* device: a reduced half was Inf or NaN */
+    int *flag_host;         /* its page-locked copy: a copy into pageable memory would block the host in the
+                             * call, behind the allreduce, past the deadline of mn_nccl_sync */
 } pure_nccl;
 
 static void pure_nccl_teardown(mn_comm *c)
@@ -42,6 +44,7 @@ static void pure_nccl_teardown(mn_comm *c)
     mn_nccl_close(&s->nc);
     if (s->dev) mn_cuda_ok(c, cudaFree(s->dev), "cudaFree");
     if (s->flag) mn_cuda_ok(c, cudaFree(s->flag), "cudaFree");
+    if (s->flag_host) mn_cuda_ok(c, cudaFreeHost(s->flag_host), "cudaFreeHost");
     free(s);
     c->state = NULL;
 }
@@ -53,6 +56,7 @@ static mn_status pure_nccl_setup(mn_comm *c)
     MN_CHECK(mn_agree(c, s ? MN_OK : MN_ERR_NOMEM));
     MN_CHECK(mn_nccl_open(c, c->world, c->size, c->rank, &s->nc));
     MN_CUDA_CHECK(c, cudaMalloc((void **)&s->flag, sizeof(int)));
+    MN_CUDA_CHECK(c, cudaMallocHost((void **)&s->flag_host, sizeof(int)));
     c->device_f32 = c->device_f16 = 1;
     return MN_OK;
 }
@@ -131,12 +135,11 @@ static mn_status mean_float16(mn_comm *c, pure_nccl *s, float **dev, const size_
     for (int i = 0; i < n; off += lens[i], ++i)
         MN_CHECK(launched(c, mn_gpu_floats_to_halves(h + off, dev[i], lens[i], scale, s->nc.stream), "float16 cast"));
     MN_NCCL_CALL(c, &s->nc, ncclAllReduce(h, h, total, ncclFloat16, ncclSum, s->nc.comm, s->nc.stream));
-    int bad = 0;
     MN_CUDA_CHECK(c, cudaMemsetAsync(s->flag, 0, sizeof(int), s->nc.stream));
     MN_CHECK(launched(c, mn_gpu_halves_nonfinite(h, total, s->flag, s->nc.stream), "float16 Inf/NaN check"));
-    MN_CUDA_CHECK(c, cudaMemcpyAsync(&bad, s->flag, sizeof(int), cudaMemcpyDeviceToHost, s->nc.stream));
+    MN_CUDA_CHECK(c, cudaMemcpyAsync(s->flag_host, s->flag, sizeof(int), cudaMemcpyDeviceToHost, s->nc.stream));
     MN_CHECK(mn_nccl_sync(c, &s->nc, "pure_nccl float16 allreduce"));
-    if (bad) return mean_float32(c, s, dev, lens, n);   /* every rank holds the same halves */
+    if (*s->flag_host) return mean_float32(c, s, dev, lens, n);   /* every rank holds the same halves */
     off = 0;
     for (int i = 0; i < n; off += lens[i], ++i)
         MN_CHECK(launched(c, mn_gpu_halves_to_floats(dev[i], h + off, lens[i], s->nc.stream), "float32 cast"));

@@ -53,7 +53,7 @@ mn_status mn_nccl_after_darknet(mn_comm *c, mn_nccl *n);
 /* A NCCL call's result: ncclInProgress waits for the communicator to settle
  * (NCCL allows no other call before); an error aborts the communicator and
  * is reported with NCCL's last error, naming the rank. */
-mn_status mn_nccl_result(mn_comm *c, mn_nccl *n, ncclResult_t r, const char *what);
+mn_status mn_nccl_result(const mn_comm *c, mn_nccl *n, ncclResult_t r, const char *what);
 #define MN_NCCL_CALL(c, n, call) MN_CHECK(mn_nccl_result((c), (n), (call), #call))
 /* Waits for n's stream by polling it and the communicator's asynchronous
  * error (mn_wait), never longer than n->timeout; on an error or the deadline

@@ -41,17 +41,6 @@ struct mn_nccl_node {
     size_t cap;             /* floats in each */
 };
 
-void mn_nccl_close(mn_nccl *n)
-{
-    if (n->has_comm) {
-        ncclResult_t r = ncclCommDestroy(n->comm);
-        if (r != ncclSuccess) mn_error(n->c, "ncclCommDestroy failed: %s", ncclGetErrorString(r));
-    }
-    if (n->has_event) mn_cuda_ok(n->c, cudaEventDestroy(n->ready), "cudaEventDestroy");
-    if (n->has_stream) mn_cuda_ok(n->c, cudaStreamDestroy(n->stream), "cudaStreamDestroy");
-    n->has_comm = n->has_event = n->has_stream = 0;
-}
-
 /* The rank's own device, current since mn_gpu_place; set again because the
  * current device is per thread. No call here selects another device, so no
  * context is made anywhere else. */
@@ -116,7 +105,7 @@ static const char *nccl_detail(char *buf, size_t cap)
 
 /* Polls n until it settles (and its stream drains with with_stream); the
  * failure is reported with NCCL's or CUDA's reason before the abort. */
-static mn_status nccl_wait(mn_comm *c, mn_nccl *n, int with_stream, double timeout, const char *what)
+static mn_status nccl_wait(const mn_comm *c, mn_nccl *n, int with_stream, double timeout, const char *what)
 {
     n->with_stream = with_stream;
     n->nccl_err = ncclSuccess;
@@ -138,7 +127,7 @@ static mn_status nccl_wait(mn_comm *c, mn_nccl *n, int with_stream, double timeo
     return MN_ERR_UNAVAILABLE;
 }
 
-mn_status mn_nccl_result(mn_comm *c, mn_nccl *n, ncclResult_t r, const char *what)
+mn_status mn_nccl_result(const mn_comm *c, mn_nccl *n, ncclResult_t r, const char *what)
 {
     if (r == ncclSuccess) return MN_OK;
     if (r == ncclInProgress) return nccl_wait(c, n, 0, n->timeout, what);
@@ -152,6 +141,21 @@ mn_status mn_nccl_result(mn_comm *c, mn_nccl *n, ncclResult_t r, const char *wha
 mn_status mn_nccl_sync(mn_comm *c, mn_nccl *n, const char *what)
 {
     return nccl_wait(c, n, 1, n->timeout, what);
+}
+
+/* A non-blocking communicator is finalized (its operations flushed, which
+ * may take until its peers get there: ncclInProgress, polled with the
+ * deadline) before it is destroyed; one that failed or timed out was
+ * aborted on the way (has_comm cleared), and nothing is left to destroy. */
+void mn_nccl_close(mn_nccl *n)
+{
+    if (n->has_comm && mn_nccl_result(n->c, n, ncclCommFinalize(n->comm), "ncclCommFinalize") == MN_OK) {
+        ncclResult_t r = ncclCommDestroy(n->comm);
+        if (r != ncclSuccess) mn_error(n->c, "ncclCommDestroy failed: %s", ncclGetErrorString(r));
+    }
+    if (n->has_event) mn_cuda_ok(n->c, cudaEventDestroy(n->ready), "cudaEventDestroy");
+    if (n->has_stream) mn_cuda_ok(n->c, cudaStreamDestroy(n->stream), "cudaStreamDestroy");
+    n->has_comm = n->has_event = n->has_stream = 0;
 }
 
 static mn_status open_on_device(mn_comm *c, mn_nccl *n)

@@ -38,6 +38,7 @@ struct mn_optimizer {
     int nstats;
     float *stats_saved;   /* their values before this step's forward pass */
     int *flag_gpu;        /* device: a gradient held Inf or NaN */
+    int *flag_host;       /* its page-locked copy (a pageable one makes the copy synchronous) */
     int is_aside;
     mn_route route;       /* where the mean is taken (mn_sync_route) */
     int pinned;           /* the arena is page-locked for the device copies */
@@ -104,13 +105,13 @@ static void finish_mean_gpu(mn_optimizer *o, int bad)
 static void check_on_device(mn_optimizer *o, int bad)
 {
     cudaStream_t st = MN_STREAM();
-    int flag = 0;
     step_ok(o, cudaMemsetAsync(o->flag_gpu, 0, sizeof(int), st), "clearing the Inf/NaN flag");
     for (int i = 0; i < o->n; ++i)
         step_ok(o, (cudaError_t)mn_gpu_floats_nonfinite(o->arrays_gpu[i], o->lens[i], o->flag_gpu, st), "the Inf/NaN check");
-    step_ok(o, cudaMemcpyAsync(&flag, o->flag_gpu, sizeof(int), cudaMemcpyDeviceToHost, st), "reading the Inf/NaN check");
+    step_ok(o, cudaMemcpyAsync(o->flag_host, o->flag_gpu, sizeof(int), cudaMemcpyDeviceToHost, st),
+            "reading the Inf/NaN check");
     step_ok(o, cudaStreamSynchronize(st), "the Inf/NaN check");
-    finish_mean_gpu(o, bad || flag);
+    finish_mean_gpu(o, bad || *o->flag_host);
 }
 
 /* MN_ROUTE_DEVICE: a GPU run whose communicator set up device legs
@@ -374,6 +375,7 @@ static void free_optimizer(mn_optimizer *o)
     free(o->stats_saved);
 #ifdef GPU
     if (o->pinned) mn_cuda_ok(o->comm, cudaHostUnregister(o->arena), "cudaHostUnregister");
+    if (o->flag_host) mn_cuda_ok(o->comm, cudaFreeHost(o->flag_host), "cudaFreeHost");
     void *dev[] = {o->aside_gpu, o->flag_gpu, o->packed_gpu, o->ptrs_gpu, o->offs_gpu};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; ++i)
         if (dev[i]) mn_cuda_ok(o->comm, cudaFree(dev[i]), "cudaFree");
@@ -476,7 +478,8 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     /* Our own allocations, checked (Darknet's cuda_make_array never returns
      * NULL: it aborts), so that running out is agreed and said. */
     if (st == MN_OK && (o->route == MN_ROUTE_DEVICE || o->route == MN_ROUTE_LOCAL) &&
-        !mn_cuda_ok(c, cudaMalloc((void **)&o->flag_gpu, sizeof(int)), "cudaMalloc"))
+        (!mn_cuda_ok(c, cudaMalloc((void **)&o->flag_gpu, sizeof(int)), "cudaMalloc") ||
+         !mn_cuda_ok(c, cudaMallocHost((void **)&o->flag_host, sizeof(int)), "cudaMallocHost")))
         st = MN_ERR_NOMEM;
     /* The momentum part waits on the device in every GPU run that sets it aside. */
     if (st == MN_OK && on_gpu && o->aside &&
