@@ -201,7 +201,7 @@ printf 'classes=10\ntrain = %s/train.list\nnames=%s/labels.txt\nbackup=%s/sb-bac
 export MN=$PROG DATA=$R/sb.data
 got=""
 for st in $EX_USAGE $EX_USER $EX_FAULT $EX_REFUSED $EX_RERUN 1; do
-    PATH=$stub:$PATH STUB_RC=$st SLURM_JOB_ID=1 SLURM_JOB_NUM_NODES=1 SLURM_NTASKS=1 SLURM_JOB_NODELIST=n1 MAX_RESTARTS=2 \
+    PATH=$stub:$PATH STUB_RC=$st ENVIRONMENT=BATCH SLURM_JOB_ID=1 SLURM_JOB_NUM_NODES=1 SLURM_NTASKS=1 SLURM_JOB_NODELIST=n1 MAX_RESTARTS=2 \
         RERUN_WAIT=1 CFG=/dev/null timeout 60 bash scripts/darknet_mn.sbatch > "$R/stub-$st.out" 2>&1
     got="$got $st:$?x$(grep -c 'ended with status' "$R/stub-$st.out")"
 done

@@ -31,7 +31,12 @@
 #     iteration's end with a checkpoint, and the job ends CANCELLED, not
 #     requeued; a requeue Slurm refuses (a job submitted --no-requeue,
 #     stopped with scancel --batch --signal=USR1) is said with Slurm's
-#     reason; the script run inside an salloc refuses (64) and trains nothing.
+#     reason; the script run inside an salloc refuses (64) and trains nothing;
+#  5. docs/cluster.md's quick start, its blocks 2 to 6 extracted from the
+#     page and run as written (only the EDIT lines' values the test's: 200
+#     images of the detection set, 2 nodes x 1 rank, a 64-pixel input, 20
+#     iterations, partition mn), from an empty folder through to a finished
+#     job with its final and best weights.
 # What each loss cost (seconds from the kill to the first iteration of the
 # new run, iterations done twice) is printed with each case.
 # Needs root; about 10 minutes.
@@ -55,7 +60,7 @@ job() {
     mkdir -p "$S/$name"
 }
 PROG_ABS=$(pwd)/darknet_mn
-# ONLY=a,b runs those sections alone: srun back gone rank0 silent limit cancel.
+# ONLY=a,b runs those sections alone: srun back gone rank0 silent limit cancel quickstart.
 want() { [ -z "${ONLY:-}" ] || [[ ,$ONLY, == *,$1,* ]]; }
 
 # 1. srun: the node map, and the training of mpiexec -n 4.
@@ -289,5 +294,47 @@ if want cancel; then
        ! grep -q ', run 1,' "$S/salloc.out" && [ -z "$(ls "$S/salloc")" ]; then
         ok "the batch script run inside salloc: status 64, $(grep -o 'where this script would train in place.*' "$S/salloc.out" | cut -c1-60)..., nothing trained"
     else bad "the batch script inside salloc: status $rc; $(tail -3 "$S/salloc.out" | tr '\n' '|')"; fi
+fi
+# 5. The quick start. quickstart_block N: block N of docs/cluster.md, each
+# 'VAR=value  # EDIT' line given the value of QS_VAR where the test has one.
+quickstart_block() {
+    python3 - "$1" docs/cluster.md << 'EOF'
+import os, re, shlex, sys
+n, text = sys.argv[1], open(sys.argv[2]).read()
+m = re.search(r"<!-- quickstart %s -->\n```bash\n(.*?)\n```" % n, text, re.S)
+if not m:
+    sys.exit("no quick start block %s in %s" % (n, sys.argv[2]))
+for line in m.group(1).split("\n"):
+    e = re.match(r"^([A-Z_]+)=.*# EDIT", line)
+    if e and "QS_" + e.group(1) in os.environ:
+        line = "%s=%s" % (e.group(1), shlex.quote(os.environ["QS_" + e.group(1)]))
+    print(line)
+EOF
+}
+if want quickstart; then
+    Q=$S/quickstart && rm -rf "$Q" && mkdir -p "$Q/data/obj"
+    ln -s "$PROG_ABS" "$Q/darknet_mn" && ln -s "$(pwd)/scripts" "$Q/scripts"
+    # The user's images, each with its label file beside it (the forks' layout).
+    if [ ! -f "$BUILD/fashion-det/.stamp" ]; then make -s fashion-det-data > "$S/det-data.log" 2>&1; fi
+    for f in $(ls "$BUILD/fashion-det/images/train" | grep '\.jpg$' | head -200); do
+        cp "$BUILD/fashion-det/images/train/$f" "$Q/data/obj/"
+        cp "$BUILD/fashion-det/labels/train/${f%.jpg}.txt" "$Q/data/obj/"
+    done
+    export QS_NAMES="$(tr '\n' ' ' < data/fashion.names)" QS_NODES=2 QS_PER_NODE=1 QS_SIZE=64 QS_MAX_BATCHES=20
+    export QS_PARTITION=mn QS_ACCOUNT= QS_MEM= QS_LIMIT=10
+    for b in 2 3 4 5 6; do quickstart_block $b; done > "$S/quickstart.sh" 2> "$S/quickstart.err"
+    # What block 1 (clone and build: the network) leaves: the program, and DARKNET_SRC.
+    ds=$(pwd)/third_party/darknet-cpu
+    (cd "$Q" && DARKNET_SRC=$ds bash -e "$S/quickstart.sh") > "$S/quickstart.out" 2>&1
+    rc=$?
+    id=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$S/quickstart.out")
+    [ -n "$id" ] && { job_done "$id" 400 || { bad "quick start: job $id did not end within 400 s"; scancel "$id"; }; }
+    qo=$Q/darknet-mn-$id.out
+    if [ $rc = 0 ] && [ -n "$id" ] && [ ! -s "$S/quickstart.err" ] && grep -aq ', run 1 ended with status 0' "$qo" &&
+       grep -aq '^darknet-mn: yolo-obj on 2 ranks (2 nodes), communicator hierarchical' "$qo" &&
+       grep -aq "^20: loss" "$qo" && grep -aq 'eval mAP' "$qo" &&
+       [ -s "$Q/backup/yolo-obj_final.weights" ] && [ -s "$Q/backup/yolo-obj_best.weights" ]; then
+        ok "docs/cluster.md's quick start, blocks 2-6 as written: job $id trained 20 iterations on 2 nodes (hierarchical), $(grep -ao 'eval mAP[^,]*' "$qo" | tail -1), backup/yolo-obj_final.weights and _best.weights written"
+    else bad "quick start: status $rc, job ${id:-none}; $(tail -3 "$S/quickstart.out" | tr '\n' '|') $(grep -aE '^darknet-mn: (job|rank)|rror' "$qo" 2> /dev/null | head -5 | tr '\n' '|')"; fi
 fi
 finish slurm
