@@ -415,6 +415,16 @@ else bad "boundary: planted layer reads (rc $rc): missing '$missing'; $(head -3 
 echo "== The plugin's CUDA, cuDNN and NCCL calls (tests/gpu_calls.py)"
 if python3 tests/gpu_calls.py plugin > "$T/gpu-calls.out" 2>&1; then ok "$(tail -1 "$T/gpu-calls.out")"
 else bad "gpu_calls: $(tail -1 "$T/gpu-calls.out")"; sed 's/^/     /' "$T/gpu-calls.out" | head -20; fi
+echo "== What the user pages name exists (tests/docs_names.py)"
+if python3 tests/docs_names.py > "$T/docs-names.out" 2>&1; then ok "$(tail -1 "$T/docs-names.out")"
+else bad "docs_names: $(tail -1 "$T/docs-names.out")"; sed 's/^/     /' "$T/docs-names.out" | head -20; fi
+printf 'Run `make demo`, then `make no-such-target`.\nSee scripts/no_such.sh and tests/run_ckpt.sh.\n' > "$T/bad-page.md"
+python3 tests/docs_names.py "$T/bad-page.md" > "$T/docs-names-self.out" 2>&1; rc=$?
+if [ $rc != 0 ] && grep -q "bad-page.md:1: 'make no-such-target': no target 'no-such-target'" "$T/docs-names-self.out" &&
+   grep -q "bad-page.md:2: scripts/no_such.sh is not in the repository" "$T/docs-names-self.out" &&
+   [ "$(grep -c 'bad-page.md' "$T/docs-names-self.out")" = 2 ]; then ok "docs_names: a page's missing make target and missing script named with file:line"
+else bad "docs_names self-test (rc $rc): $(head -4 "$T/docs-names-self.out")"; fi
+
 # The check itself: each kind of planted bad line is named with its file and line.
 G=$T/gpu-calls-self && rm -rf "$G" && mkdir -p "$G/p"
 cat > "$G/p/mn_bad.c" <<'BAD'
