@@ -57,16 +57,18 @@ second() {
     on_ranks "$o" 120 "$np" "$@" -- "$PROG" classifier train "$F/$name.data" "$F/short.cfg"
     took=$((SECONDS - t0))
 }
-# fake_lock FILE HOST PID JOB AGE LEASE: the record a job of HOST, pid PID
-# and identity JOB ("-": none) writes, last renewed AGE seconds ago with a
-# lease of LEASE seconds: mn_lock.c's line and checksum (FNV-1a 64 of the
-# text before " sum="), padded to 511 characters and a newline.
+# fake_lock FILE HOST PID JOB AGE LEASE [STATE]: the record a job of HOST,
+# pid PID and identity JOB ("-": none) writes, last renewed AGE seconds ago
+# with a lease of LEASE seconds, held (or STATE: released): mn_lock.c's line
+# and checksum (FNV-1a 64 of the text before " sum="), padded to 511
+# characters and a newline.
 fake_lock() {
     python3 - "$@" << 'EOF'
 import sys, time
-path, host, pid, job, age, lease = sys.argv[1:]
-text = "%s %s %016x job=%s lease=%s renewed=%.3f held token=%016x" % (
-    host, pid, 0xabc, job, lease, time.time() - float(age), 0x5eed)
+path, host, pid, job, age, lease = sys.argv[1:7]
+state = sys.argv[7] if len(sys.argv) > 7 else "held"
+text = "%s %s %016x job=%s lease=%s renewed=%.3f %s token=%016x" % (
+    host, pid, 0xabc, job, lease, time.time() - float(age), state, 0x5eed)
 h = 1469598103934665603
 for b in text.encode():
     h = ((h ^ b) * 1099511628211) & (2**64 - 1)
@@ -233,30 +235,37 @@ if want noflock; then
     stop_holder nof
 fi
 
-# 6. flock a no-op, a stale lock of a gone host, and two jobs that both
-#    read it before either writes (RACE_BARRIER): one holds the folder
-#    (still running after 10 s), the other exits 73, having lost the race.
-if want race; then
-    data race
-    fake_lock "$F/race/$LOCK" node-b 4242 - 120 60
-    mkdir -p "$F/race-barrier"
+# 6. flock a no-op, a stale lock of a gone host (or, race-released, one a
+#    finished job released: no takeover to say, issue 50), and two jobs
+#    that both read it before either writes (RACE_BARRIER): one holds the
+#    folder (still running after 10 s), the other exits 73 at start, having
+#    lost the race, before its first iteration.
+race() {   # race NAME STATE
+    local name=$1 state=$2 j i mp rcs_="" why taken
+    data "$name"
+    if [ "$state" = released ]; then fake_lock "$F/$name/$LOCK" node-b 4242 - 5 60 released
+    else fake_lock "$F/$name/$LOCK" node-b 4242 - 120 60; fi
+    mkdir -p "$F/$name-barrier"
     for j in a b; do
-        bg_ranks "$F/race-$j" 1 env LD_PRELOAD="$noflock" RACE_BARRIER="$F/race-barrier" "$PROG" classifier train "$F/race.data" "$F/hold.cfg"
+        bg_ranks "$F/$name-$j" 1 env LD_PRELOAD="$noflock" RACE_BARRIER="$F/$name-barrier" "$PROG" classifier train "$F/$name.data" "$F/hold.cfg"
     done
-    rcs_=""
     for j in a b; do
-        mp=$(cat "$F/race-$j.mpiexec")
+        mp=$(cat "$F/$name-$j.mpiexec")
         for ((i = 0; i < 100; ++i)); do kill -0 "$mp" 2> /dev/null || break; sleep 0.1; done
         if kill -0 "$mp" 2> /dev/null; then rcs_="$rcs_ running"; else wait "$mp"; rcs_="$rcs_ $?"; fi
     done
-    why=$(cat "$F"/race-[ab].err | grep -a -m1 "darknet-mn: rank 0")
-    taken=$(cat "$F"/race-[ab].out | grep -a -c "taking over the lock of backup folder $F/race from a job (host node-b, pid 4242)")
+    why=$(cat "$F"/$name-[ab].err | grep -a -m1 "darknet-mn: rank 0")
+    taken=$(cat "$F"/$name-[ab].out | grep -a -c "taking over the lock of backup folder $F/$name from a job (host node-b, pid 4242)")
+    [ "$state" = released ] && taken=$((taken + 2))   # a released lock is free: nothing taken over, nothing said
     if [[ $rcs_ == " running $EX_REFUSED" || $rcs_ == " $EX_REFUSED running" ]] && [ "$taken" = 2 ] &&
-       grep -q "backup folder $F/race was taken at the same moment by another job (host $host, pid [0-9]*); lock file" <<< "$why"; then
-        ok "two jobs taking over one stale lock at once, flock a no-op: both took it, one holds it, the other exits $EX_REFUSED: ${why//$F\//}"
-    else bad "race: statuses$rcs_ (a, b), $taken took it over; $(cat "$F"/race-[ab].err | grep -a 'darknet-mn' | head -3)"; fi
-    for j in a b; do rank_signal KILL "$F/race-$j" 0; wait "$(cat "$F/race-$j.mpiexec")" 2> /dev/null; done
-fi
+       [ "$(cat "$F"/$name-[ab].out | grep -a -c '^1: loss')" = 1 ] &&
+       grep -q "backup folder $F/$name was taken at the same moment by another job (host $host, pid [0-9]*); lock file" <<< "$why"; then
+        ok "two jobs taking over one $state lock at once, flock a no-op: both wrote their record, one holds it, the other exits $EX_REFUSED before its first iteration: ${why//$F\//}"
+    else bad "$name: statuses$rcs_ (a, b), $taken took it over, $(cat "$F"/$name-[ab].out | grep -a -c '^1: loss') first iterations; $(cat "$F"/$name-[ab].err | grep -a 'darknet-mn' | head -3)"; fi
+    for j in a b; do rank_signal KILL "$F/$name-$j" 0; wait "$(cat "$F/$name-$j.mpiexec")" 2> /dev/null; done
+}
+if want race; then race race stale; fi
+if want race-released; then race race-released released; fi
 
 # 7. mn_rerun.sh: each invocation exports a new MN_RERUN_ID, passed on by
 #    mpiexec -x; its first attempt's rank 0 killed at iteration 30 while a

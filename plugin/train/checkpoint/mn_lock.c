@@ -254,14 +254,12 @@ static mn_status acquire(mn_comm *c, mn_lock *l, const char *dir, int lease_s)
     char who[200];
     describe(&r, who, sizeof who);
     const char *held = busy ? "; its flock is still held" : "";
-    int taken = 0;   /* another job's record overwritten: a second taker must not win too */
     l->rerun = st == REC_OK && strcmp(m->job, "-") && !strcmp(r.job, m->job);
     l->last_run = st == REC_OK ? r.run : 0;
     if (st == REC_OK && strcmp(r.state, "released")) {
         if (l->rerun) {
             printf("darknet-mn: taking over the lock of backup folder %s from an earlier run of this job (%s; its "
                    "lease renewed %.1f s ago)%s\n", dir, who, age, held);
-            taken = 1;
         } else if (l->flocked && !strcmp(r.host, c->host) && !pid_alive(r.pid)) {
             /* Its process ended on this host without releasing it: free. */
         } else if (age > r.lease) {
@@ -269,7 +267,6 @@ static mn_status acquire(mn_comm *c, mn_lock *l, const char *dir, int lease_s)
             if (strcmp(r.job, "-")) snprintf(from, sizeof from, "job %s", r.job);
             printf("darknet-mn: taking over the lock of backup folder %s from %s (host %s, pid %ld): its lease was "
                    "renewed %.1f s ago, stale after %d s%s\n", dir, from, r.host, r.pid, age, r.lease, held);
-            taken = 1;
         } else {
             mn_error(c, "backup folder %s is in use by another job (%s; its lease renewed %.1f s ago, stale after %d "
                      "s); lock file %s (if that job is gone, rerun once its lease is stale)", dir, who, age, r.lease,
@@ -290,16 +287,16 @@ static mn_status acquire(mn_comm *c, mn_lock *l, const char *dir, int lease_s)
         mn_error(c, "cannot write the lock file %s: %s", l->path, strerror(errno));
         return MN_ERR_USER;
     }
-    if (taken || !l->flocked) {
-        /* Two jobs that both found the lock stale (or free, without a working
-         * flock) both wrote: the one whose record is there after a while wins. */
-        sleep_s(lease_s / 4.0 < 1 ? lease_s / 4.0 : 1);
-        if (!verify(l)) {
-            describe(&l->other, who, sizeof who);
-            mn_error(c, "backup folder %s was taken at the same moment by another job (%s); lock file %s", dir, who,
-                     l->path);
-            return MN_ERR_REFUSED;
-        }
+    /* Two jobs that both found the lock stale, or free or released where
+     * flock is node-local or a no-op (it says yes to both), both wrote: the
+     * one whose record is there after a while wins, before either writes
+     * anything into the folder. */
+    sleep_s(lease_s / 4.0 < 1 ? lease_s / 4.0 : 1);
+    if (!verify(l)) {
+        describe(&l->other, who, sizeof who);
+        mn_error(c, "backup folder %s was taken at the same moment by another job (%s); lock file %s", dir, who,
+                 l->path);
+        return MN_ERR_REFUSED;
     }
     return MN_OK;
 }
