@@ -411,111 +411,121 @@ static mn_status find_stats(network *net, mn_optimizer *o)
     return o->stats_saved ? MN_OK : MN_ERR_NOMEM;
 }
 
-mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimizer **out)
+/* The update arrays, each with which of its layer's (MN_UPDATE_*) it is, in
+ * *which; their sizes and layers. */
+static mn_status collect_arrays(mn_comm *c, network *net, mn_optimizer *o, int **which)
 {
-    mn_optimizer *o = calloc(1, sizeof *o);
-    if (!o) return mn_agree(c, MN_ERR_NOMEM);   /* the others wait in their first agreement */
-    o->comm = c;
     int cap = 0;
     mn_views it = mn_net_views(net);
     for (mn_view v; mn_views_next(&it, &v);) cap += v.grad != NULL;
-    int *which = calloc((size_t)cap + 1, sizeof *which);   /* each array's MN_UPDATE_* in its layer */
+    *which = calloc((size_t)cap + 1, sizeof **which);
     o->arrays = calloc((size_t)cap + 1, sizeof *o->arrays);
     o->arrays_gpu = calloc((size_t)cap + 1, sizeof *o->arrays_gpu);
     o->lens = calloc((size_t)cap + 1, sizeof *o->lens);
     o->layer_of = calloc((size_t)cap + 1, sizeof *o->layer_of);
-    o->seg = -1;
-    mn_status st = MN_OK;
-    if (!which || !o->arrays || !o->arrays_gpu || !o->lens || !o->layer_of) st = MN_ERR_NOMEM;
-    /* The update arrays, each with which of its layer's (MN_UPDATE_*) it is. */
+    if (!*which || !o->arrays || !o->arrays_gpu || !o->lens || !o->layer_of) return MN_ERR_NOMEM;
     it = mn_net_views(net);
-    for (mn_view v; st == MN_OK && mn_views_next(&it, &v);) {
+    for (mn_view v; mn_views_next(&it, &v);) {
         if (!v.grad) continue;
         if (v.update < 0) {   /* the adapter's views and its layer disagree: nothing to move the array with */
             mn_error(c, "layer %d: an update array that is none of the layer's own (%s Darknet's adapter)", v.layer,
                      mn_base_name());
-            st = MN_ERR_UNAVAILABLE;
-            break;
+            return MN_ERR_UNAVAILABLE;
         }
-        which[o->n] = v.update;
+        (*which)[o->n] = v.update;
         o->arrays_gpu[o->n] = v.grad_gpu;   /* NULL in CPU builds */
         o->lens[o->n] = v.n;
         o->layer_of[o->n++] = v.layer;
     }
     for (int i = 0; i < o->n; ++i) o->total += o->lens[i];   /* arrays_gpu: Darknet's, kept; only host arrays move */
-    if (st == MN_OK && opt->grad_dtype_half) st = mn_comm_set_dtype(c, 1);
-    /* float16 and double buffering send the fresh gradient alone: the
-     * momentum part waits in aside (mn_optimizer_begin_step). */
-    o->skip = opt->nonfinite_skip;
-    /* rescue=1 keeps the momentum and the statistics of the last completed
-     * update aside during each step (a copy of the update arrays a step): a
-     * CPU run without double buffering, whose state is the arena alone. */
+    return MN_OK;
+}
+
+/* What every route keeps on the host beside the arena: float16 and double
+ * buffering send the fresh gradient alone (the momentum part waits in
+ * aside, mn_optimizer_begin_step); nonfinite=skip and rescue=1 keep the
+ * last completed update's momentum and statistics aside during each step
+ * (rescue: a CPU run without double buffering, whose state is the arena
+ * alone); double buffering keeps the mean in flight (state). */
+static mn_status host_state(mn_comm *c, network *net, const mn_options *opt, mn_optimizer *o)
+{
 #ifdef GPU
     int cpu_run = mn_net_get(net).gpu < 0;
 #else
     int cpu_run = 1;   /* Darknet's gpu_index field is meaningless here */
 #endif
+    if (opt->grad_dtype_half) MN_CHECK(mn_comm_set_dtype(c, 1));
+    o->skip = opt->nonfinite_skip;
     o->rescue = opt->rescue && !opt->double_buffering && cpu_run && c->size > 1;
-    if (st == MN_OK && (opt->grad_dtype_half || opt->double_buffering || o->skip || o->rescue) &&
-        !(o->aside = calloc(o->total + 1, sizeof(float)))) st = MN_ERR_NOMEM;
-    if (st == MN_OK && (o->skip || o->rescue)) st = find_stats(net, o);
-    if (o->rescue) pthread_mutex_init(&o->hold, NULL);
-    if (st == MN_OK && opt->overlap && opt->double_buffering) {
+    if (o->rescue) pthread_mutex_init(&o->hold, NULL);   /* free_optimizer destroys it wherever rescue is set */
+    if ((opt->grad_dtype_half || opt->double_buffering || o->skip || o->rescue) &&
+        !(o->aside = calloc(o->total + 1, sizeof(float))))
+        return MN_ERR_NOMEM;
+    if (o->skip || o->rescue) MN_CHECK(find_stats(net, o));
+    if (opt->overlap && opt->double_buffering) {
         if (c->rank == 0) mn_error(c, "overlap=1 and double_buffering=1 exclude each other: overlap averages this "
                                       "step's gradient during backward, double buffering the previous one; choose one");
-        st = MN_ERR_USER;
+        return MN_ERR_USER;
     }
-    if (st == MN_OK && opt->double_buffering && !(o->state = calloc(2 * o->total + 1, sizeof(float)))) st = MN_ERR_NOMEM;
+    if (opt->double_buffering && !(o->state = calloc(2 * o->total + 1, sizeof(float)))) return MN_ERR_NOMEM;
+    return MN_OK;
+}
+
+/* The route (mn_sync_route) and what it needs on the device. Our own
+ * allocations, checked (Darknet's cuda_make_array never returns NULL: it
+ * aborts), so that running out is agreed and said. */
+static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, mn_optimizer *o)
+{
 #ifdef GPU
     int on_gpu = mn_net_get(net).gpu >= 0;
-    if (st == MN_OK && (opt->double_buffering || opt->overlap) && on_gpu) {
+    if ((opt->double_buffering || opt->overlap) && on_gpu) {
         if (c->rank == 0) mn_error(c, "%s=1 is not available with a GPU in this version (CPU runs only)",
                                    opt->overlap ? "overlap" : "double_buffering");
-        st = MN_ERR_UNAVAILABLE;
+        return MN_ERR_UNAVAILABLE;
     }
-    o->route = mn_sync_route(on_gpu, c->size,
-                             c->ops->mean_grad_device && (c->half ? c->device_f16 : c->device_f32));
-    /* Our own allocations, checked (Darknet's cuda_make_array never returns
-     * NULL: it aborts), so that running out is agreed and said. */
-    if (st == MN_OK && (o->route == MN_ROUTE_DEVICE || o->route == MN_ROUTE_LOCAL) &&
+    o->route = mn_sync_route(on_gpu, c->size, c->ops->mean_grad_device && (c->half ? c->device_f16 : c->device_f32));
+    if ((o->route == MN_ROUTE_DEVICE || o->route == MN_ROUTE_LOCAL) &&
         (!mn_cuda_ok(c, cudaMalloc((void **)&o->flag_gpu, sizeof(int)), "cudaMalloc") ||
          !mn_cuda_ok(c, cudaMallocHost((void **)&o->flag_host, sizeof(int)), "cudaMallocHost")))
-        st = MN_ERR_NOMEM;
+        return MN_ERR_NOMEM;
     /* The momentum part waits on the device in every GPU run that sets it aside. */
-    if (st == MN_OK && on_gpu && o->aside &&
-        !mn_cuda_ok(c, cudaMalloc((void **)&o->aside_gpu, (o->total + 1) * sizeof(float)), "cudaMalloc"))
-        st = MN_ERR_NOMEM;
-    if (st == MN_OK && o->route == MN_ROUTE_STAGED) st = staged_tables(c, o, o->arrays_gpu);
+    if (on_gpu && o->aside && !mn_cuda_ok(c, cudaMalloc((void **)&o->aside_gpu, (o->total + 1) * sizeof(float)), "cudaMalloc"))
+        return MN_ERR_NOMEM;
+    if (o->route == MN_ROUTE_STAGED) return staged_tables(c, o, o->arrays_gpu);
 #else
+    (void)c, (void)net, (void)opt;
     o->route = MN_ROUTE_HOST;
 #endif
-    if (st == MN_ERR_NOMEM) mn_error(c, "out of memory attaching the optimizer");
-    /* The watchdog and the arena's window are collective: every rank goes
-     * on to them, or none. */
-    if ((st = mn_agree(c, st)) == MN_OK) {
-        mn_status sw = MN_OK;
-        /* The training driver starts the watchdog before its setup (mn_train);
-         * a caller that did not (tests, bench step) gets one here. */
-        o->watch = c->watch;
-        if (!o->watch && opt->collective_timeout > 0 && c->size > 1) {
-            sw = mn_watchdog_start(c, opt->collective_timeout, &o->watch);
-            o->own_watch = o->watch != NULL;
-        }
-        c->watch = o->watch;   /* every collective of the training loop is guarded from here on */
-        mn_status sa = mn_comm_arena_alloc(c, o->total, &o->arena);
-        st = mn_agree(c, sw != MN_OK ? sw : sa);
-        if (st == MN_OK && opt->double_buffering) st = mn_dbuf_start(c, o->lens, o->n, o->total, &o->dbuf);
-        if (o->dbuf) o->fresh_until = opt->dbuf_fresh < 0 ? (size_t)mn_net_get(net).burn_in : (size_t)opt->dbuf_fresh;
-        if (st == MN_OK && opt->overlap) {
-            for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++]) o->arrays[i] = o->arena + off;
-            st = mn_overlap_start(c, o->arrays, o->lens, o->layer_of, o->n, opt->bucket_mb, &o->ov);
-        }
+    return MN_OK;
+}
+
+/* Collective, every rank or none: the watchdog, the arena's window, and
+ * double buffering's and overlap's threads. */
+static mn_status start_collectives(mn_comm *c, network *net, const mn_options *opt, mn_optimizer *o)
+{
+    mn_status sw = MN_OK;
+    /* The training driver starts the watchdog before its setup (mn_train);
+     * a caller that did not (tests, bench step) gets one here. */
+    o->watch = c->watch;
+    if (!o->watch && opt->collective_timeout > 0 && c->size > 1) {
+        sw = mn_watchdog_start(c, opt->collective_timeout, &o->watch);
+        o->own_watch = o->watch != NULL;
     }
-    if (st != MN_OK) {
-        free(which);
-        free_optimizer(o);
-        return st;
+    c->watch = o->watch;   /* every collective of the training loop is guarded from here on */
+    mn_status sa = mn_comm_arena_alloc(c, o->total, &o->arena);
+    mn_status st = mn_agree(c, sw != MN_OK ? sw : sa);
+    if (st == MN_OK && opt->double_buffering) st = mn_dbuf_start(c, o->lens, o->n, o->total, &o->dbuf);
+    if (o->dbuf) o->fresh_until = opt->dbuf_fresh < 0 ? (size_t)mn_net_get(net).burn_in : (size_t)opt->dbuf_fresh;
+    if (st == MN_OK && opt->overlap) {
+        for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++]) o->arrays[i] = o->arena + off;
+        st = mn_overlap_start(c, o->arrays, o->lens, o->layer_of, o->n, opt->bucket_mb, &o->ov);
     }
+    return st;
+}
+
+/* Darknet's host update arrays move into the arena, their contents kept. */
+static void move_into_arena(network *net, mn_optimizer *o, const int *which)
+{
     size_t off = 0;
     for (int i = 0; i < o->n; ++i) {
         float *old = mn_layer_get(net, o->layer_of[i]).updates[which[i]];
@@ -525,31 +535,65 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
         o->arrays[i] = o->arena + off;
         off += o->lens[i];
     }
+}
+
+#ifdef GPU
+/* Host-staged GPU runs copy the gradient down and up every step: from
+ * page-locked memory those copies are DMA, not bounced. Best effort: a
+ * refusal (e.g. the locked-memory limit) is cleared, or Darknet's next
+ * check_error would abort on it. */
+static void pin_staged(mn_comm *c, mn_optimizer *o)
+{
+    if (o->route != MN_ROUTE_STAGED) return;
+    o->pinned = cudaHostRegister(o->arena, (o->total + 1) * sizeof(float), cudaHostRegisterPortable) == cudaSuccess;
+    if (!o->pinned) (void)cudaGetLastError();
+    if (c->rank == 0)
+        printf("darknet-mn: GPU run, communicator %s: gradients staged through %s host memory (MPI %s CUDA-aware)\n",
+               c->ops->name, o->pinned ? "page-locked" : "pageable", mn_mpi_cuda_aware() ? "is" : "is not");
+}
+#endif
+
+/* Rank 0 says what double buffering and overlap do in this run. */
+static void say_options(const mn_comm *c, network *net, const mn_options *opt, const mn_optimizer *o)
+{
+    if (c->rank != 0) return;
+    if (o->dbuf && o->fresh_until)
+        printf("darknet-mn: double_buffering=1: iterations 1-%zu averaged fresh (double_buffering_fresh), then each "
+               "update applies the previous step's mean\n", o->fresh_until);
+    else if (o->dbuf)
+        printf("darknet-mn: double_buffering=1: each update applies the previous step's mean, from the first iteration\n");
+    if (o->dbuf) dbuf_cost(mn_net_get(net).momentum);
+    if (o->ov)
+        printf("darknet-mn: overlap=1: %d bucket%s of at most %g MiB, averaged during backward\n",
+               mn_overlap_buckets(o->ov), mn_overlap_buckets(o->ov) == 1 ? "" : "s", opt->bucket_mb);
+}
+
+mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimizer **out)
+{
+    mn_optimizer *o = calloc(1, sizeof *o);
+    if (!o) return mn_agree(c, MN_ERR_NOMEM);   /* the others wait in their first agreement */
+    o->comm = c;
+    o->seg = -1;
+    int *which = NULL;
+    mn_status st = collect_arrays(c, net, o, &which);
+    if (st == MN_OK) st = host_state(c, net, opt, o);
+    if (st == MN_OK) st = device_state(c, net, opt, o);
+    if (st == MN_ERR_NOMEM) mn_error(c, "out of memory attaching the optimizer");
+    /* The collective part: every rank goes on to it, or none. */
+    if ((st = mn_agree(c, st)) == MN_OK) st = start_collectives(c, net, opt, o);
+    if (st != MN_OK) {
+        free(which);
+        free_optimizer(o);
+        return st;
+    }
+    move_into_arena(net, o, which);
     free(which);
 #ifdef GPU
-    /* Host-staged GPU runs copy the gradient down and up every step: from
-     * page-locked memory those copies are DMA, not bounced. Best effort: a
-     * refusal (e.g. the locked-memory limit) is cleared, or Darknet's next
-     * check_error would abort on it. */
-    if (o->route == MN_ROUTE_STAGED) {
-        o->pinned = cudaHostRegister(o->arena, (o->total + 1) * sizeof(float), cudaHostRegisterPortable) == cudaSuccess;
-        if (!o->pinned) (void)cudaGetLastError();
-        if (c->rank == 0)
-            printf("darknet-mn: GPU run, communicator %s: gradients staged through %s host memory (MPI %s CUDA-aware)\n",
-                   c->ops->name, o->pinned ? "page-locked" : "pageable", mn_mpi_cuda_aware() ? "is" : "is not");
-    }
+    pin_staged(c, o);
 #endif
     o->hooks = (mn_net_hooks){.ranks = c->size, .sync = sync_hook, .backward = o->ov ? backward_hook : NULL, .arg = o};
     mn_net_set_hooks(net, &o->hooks);
-    if (o->dbuf && c->rank == 0 && o->fresh_until)
-        printf("darknet-mn: double_buffering=1: iterations 1-%zu averaged fresh (double_buffering_fresh), then each "
-               "update applies the previous step's mean\n", o->fresh_until);
-    else if (o->dbuf && c->rank == 0)
-        printf("darknet-mn: double_buffering=1: each update applies the previous step's mean, from the first iteration\n");
-    if (o->dbuf && c->rank == 0) dbuf_cost(mn_net_get(net).momentum);
-    if (o->ov && c->rank == 0)
-        printf("darknet-mn: overlap=1: %d bucket%s of at most %g MiB, averaged during backward\n",
-               mn_overlap_buckets(o->ov), mn_overlap_buckets(o->ov) == 1 ? "" : "s", opt->bucket_mb);
+    say_options(c, net, opt, o);
     *out = o;
     return MN_OK;
 }
