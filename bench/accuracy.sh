@@ -5,7 +5,7 @@
 # 1 rank x 16, 2 x 8, 4 x 4, and 2 x 8 with float16, overlap, sync_bn and
 # double buffering (also stale from the first step, and at half the rate
 # with and without it); SEEDS seeds each. A row is NPxB[-KEYS], KEYS joined by
-# +: float16, lr=R (the rate), key=value or key (key=1), as in
+# +: float16, lr=R (the rate), mom=M (the momentum), key=value or key (key=1), as in
 # 2x8-double_buffering+double_buffering_fresh=0+lr=0.01. Prints each run's
 # final mAP@0.50 on the 200 validation images and per row the mean, spread
 # (max - min) and the difference of the mean from 1 x 16's; writes
@@ -45,10 +45,11 @@ train() {   # train ROW SEED: one run in its own folder; its log ends in the fin
     sed -e "s/^batch=.*/batch=$b/" $(demo_schedule "$ITERS") \
         -e "s/^eval_interval=.*/eval_interval=0/" -e "s/^seed=.*/seed=$seed/" cfg/fashion-det.cfg > "$d/det.cfg"
     local IFS=+ k
-    for k in $key; do   # [distributed] keys; lr=R sets [net]'s learning_rate
+    for k in $key; do   # [distributed] keys; lr=R and mom=M set [net]'s learning_rate and momentum
         case $k in
             float16) printf '\nallreduce_grad_dtype=float16\n' >> "$d/det.cfg" ;;
             lr=*) sed -i "s/^learning_rate=.*/learning_rate=${k#lr=}/" "$d/det.cfg" ;;
+            mom=*) sed -i "s/^momentum=.*/momentum=${k#mom=}/" "$d/det.cfg" ;;
             *=*) printf '\n%s\n' "$k" >> "$d/det.cfg" ;;
             ?*) printf '\n%s=1\n' "$k" >> "$d/det.cfg" ;;
         esac
