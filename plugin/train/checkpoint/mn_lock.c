@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 #include "mn_checkpoint.h"
@@ -223,6 +224,26 @@ static int pid_alive(long pid)
     return !(end && end[1] == ' ' && end[2] == 'Z');
 }
 
+/* Whether dir may be shared between hosts, where flock can be node-local
+ * or a no-op: any file system but the local ones, which no other host can
+ * reach (so there the flock decides, and a start need not wait). */
+static int shared_fs(const char *dir)
+{
+    struct statfs s;
+    if (statfs(dir, &s) != 0) return 1;
+    switch ((unsigned long)s.f_type) {
+    case 0xEF53:       /* ext2, ext3, ext4 */
+    case 0x58465342:   /* xfs */
+    case 0x9123683E:   /* btrfs */
+    case 0x01021994:   /* tmpfs */
+    case 0x794C7630:   /* overlayfs */
+    case 0x2FC12FC1:   /* zfs */
+        return 0;
+    default:
+        return 1;
+    }
+}
+
 /* Rank 0: takes the folder, or says why not. */
 static mn_status acquire(mn_comm *c, mn_lock *l, const char *dir, int lease_s)
 {
@@ -254,12 +275,14 @@ static mn_status acquire(mn_comm *c, mn_lock *l, const char *dir, int lease_s)
     char who[200];
     describe(&r, who, sizeof who);
     const char *held = busy ? "; its flock is still held" : "";
+    int taken = 0;   /* another job's record overwritten: a second taker must not win too */
     l->rerun = st == REC_OK && strcmp(m->job, "-") && !strcmp(r.job, m->job);
     l->last_run = st == REC_OK ? r.run : 0;
     if (st == REC_OK && strcmp(r.state, "released")) {
         if (l->rerun) {
             printf("darknet-mn: taking over the lock of backup folder %s from an earlier run of this job (%s; its "
                    "lease renewed %.1f s ago)%s\n", dir, who, age, held);
+            taken = 1;
         } else if (l->flocked && !strcmp(r.host, c->host) && !pid_alive(r.pid)) {
             /* Its process ended on this host without releasing it: free. */
         } else if (age > r.lease) {
@@ -267,6 +290,7 @@ static mn_status acquire(mn_comm *c, mn_lock *l, const char *dir, int lease_s)
             if (strcmp(r.job, "-")) snprintf(from, sizeof from, "job %s", r.job);
             printf("darknet-mn: taking over the lock of backup folder %s from %s (host %s, pid %ld): its lease was "
                    "renewed %.1f s ago, stale after %d s%s\n", dir, from, r.host, r.pid, age, r.lease, held);
+            taken = 1;
         } else {
             mn_error(c, "backup folder %s is in use by another job (%s; its lease renewed %.1f s ago, stale after %d "
                      "s); lock file %s (if that job is gone, rerun once its lease is stale)", dir, who, age, r.lease,
@@ -287,16 +311,18 @@ static mn_status acquire(mn_comm *c, mn_lock *l, const char *dir, int lease_s)
         mn_error(c, "cannot write the lock file %s: %s", l->path, strerror(errno));
         return MN_ERR_USER;
     }
-    /* Two jobs that both found the lock stale, or free or released where
-     * flock is node-local or a no-op (it says yes to both), both wrote: the
-     * one whose record is there after a while wins, before either writes
-     * anything into the folder. */
-    sleep_s(lease_s / 4.0 < 1 ? lease_s / 4.0 : 1);
-    if (!verify(l)) {
-        describe(&l->other, who, sizeof who);
-        mn_error(c, "backup folder %s was taken at the same moment by another job (%s); lock file %s", dir, who,
-                 l->path);
-        return MN_ERR_REFUSED;
+    /* Two jobs that both found the lock stale, or free or released on a
+     * file system where flock may be node-local or a no-op (it says yes to
+     * both), both wrote: the one whose record is there after a while wins,
+     * before either writes anything into the folder. */
+    if (taken || !l->flocked || shared_fs(dir)) {
+        sleep_s(lease_s / 4.0 < 1 ? lease_s / 4.0 : 1);
+        if (!verify(l)) {
+            describe(&l->other, who, sizeof who);
+            mn_error(c, "backup folder %s was taken at the same moment by another job (%s); lock file %s", dir, who,
+                     l->path);
+            return MN_ERR_REFUSED;
+        }
     }
     return MN_OK;
 }
