@@ -229,7 +229,7 @@ if want limit; then
         printf 'classes=10\ntrain=%s/train.list\nlabels=%s/labels.txt\nbackup=%s/%s\n' "$D" "$D" "$S" "$n" > "$S/$n.data"
         mkdir -p "$S/$n"
     done
-    timeout 400 $MPI -n 2 ./darknet_mn classifier train "$S/limitref.data" "$S/limit.cfg" > "$S/limitref.out" 2>&1
+    timeout 900 $MPI -n 2 ./darknet_mn classifier train "$S/limitref.data" "$S/limit.cfg" > "$S/limitref.out" 2>&1
     both_idle || bad "time limit: the nodes are not both idle: $(sinfo -N | tr '\n' '|')"
     # -clear, as the docs advised for fine-tuning: it must start the job,
     # not each requeued run (issue 53), so no iteration is done twice.
