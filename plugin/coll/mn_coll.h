@@ -21,7 +21,8 @@ typedef struct mn_comm_ops {
     mn_status (*setup)(mn_comm *c);
     /* Replace each array by its mean over all ranks. Every rank passes the
      * same n and lens; arrays may be empty. Collective. NULL: the arrays go
-     * through mn_mean_by_pieces with `sum`, in pieces of c->piece_floats. */
+     * through mn_mean_by_pieces with `sum`, in pieces of c->piece_floats
+     * (c->net_piece_floats where the job spans nodes). */
     mn_status (*mean_grad)(mn_comm *c, float **arrays, const size_t *lens, int n);
     /* The algorithm's core when mean_grad is NULL: sum one piece of wire
      * elements over all ranks, in place, and divide by w->div where the last

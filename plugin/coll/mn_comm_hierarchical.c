@@ -49,12 +49,25 @@ static mn_status hierarchical_sum(mn_comm *c, void *buf, int count, const mn_wir
     mn_shm *s = ((hierarchical *)c->state)->shm;
     mn_wire sum_only = *w;   /* the in-node legs sum; the leader divides at the end */
     sum_only.div = 1.0f;
-    if (s && mn_shm_fits(s, count, w)) {
-        if (c->nodes == 1) return mn_shm_allreduce(c, s, buf, count, w);
-        MN_CHECK(mn_shm_reduce_scatter(c, s, buf, count, &sum_only));
-        MN_CHECK(mn_shm_allgather(c, s, buf, count, w, 0));
+    if (s && c->nodes == 1 && mn_shm_fits(s, count, w)) return mn_shm_allreduce(c, s, buf, count, w);
+    if (s && c->nodes > 1) {
+        /* A network piece is larger than the window (c->net_piece_floats):
+         * the in-node legs walk it in window-sized parts, the leaders' leg
+         * takes it whole, paying the network's latency once. */
+        int span = mn_shm_span(s, w), size;
+        MN_MPI(c, MPI_Type_size(w->type, &size));
+        char *b = buf;
+        for (int off = 0, k; off < count; off += k) {
+            k = count - off < span ? count - off : span;
+            MN_CHECK(mn_shm_reduce_scatter(c, s, b + (size_t)off * size, k, &sum_only));
+            MN_CHECK(mn_shm_allgather(c, s, b + (size_t)off * size, k, w, 0));
+        }
         if (c->intra_rank == 0) MN_CHECK(mn_allreduce_wire(c, c->inter, buf, count, w));
-        return mn_shm_bcast(c, s, buf, count, w, 0);
+        for (int off = 0, k; off < count; off += k) {
+            k = count - off < span ? count - off : span;
+            MN_CHECK(mn_shm_bcast(c, s, b + (size_t)off * size, k, w, 0));
+        }
+        return MN_OK;
     }
     if (c->intra_size > 1)
         MN_MPI(c, MPI_Reduce(c->intra_rank == 0 ? MPI_IN_PLACE : buf, buf, count, w->type, w->op, 0, c->intra));

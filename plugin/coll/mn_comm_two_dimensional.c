@@ -13,6 +13,7 @@
  * through NCCL on the device (mn_nccl_node.c) where every rank has a GPU of
  * its own. */
 #include <stdlib.h>
+#include <string.h>
 #include "mn_coll.h"
 
 typedef struct {
@@ -70,13 +71,58 @@ static mn_status two_dimensional_mean_grad_device(mn_comm *c, float **dev, const
     return mn_nccl_node_mean(c, ((two_dimensional *)c->state)->nccl, dev, lens, n, 1);
 }
 
+/* s->shard holds at least n elements of size bytes. */
+static mn_status shard_room(mn_comm *c, two_dimensional *s, int n, int size)
+{
+    if ((size_t)n * (size_t)size <= s->shard_bytes) return MN_OK;
+    void *p = realloc(s->shard, (size_t)n * (size_t)size);
+    if (!p) { mn_error(c, "out of memory for a %d-element shard", n); return MN_ERR_NOMEM; }
+    s->shard = p;
+    s->shard_bytes = (size_t)n * (size_t)size;
+    return MN_OK;
+}
+
+/* A network piece larger than the window (c->net_piece_floats): the
+ * in-node legs take it in window-sized parts, and leg (2) takes this rank's
+ * chunks of every part at once, packed into the shard, so the network's
+ * latency is paid once per piece rather than once per part. */
+static mn_status windowed_parts(mn_comm *c, two_dimensional *s, void *buf, int count, const mn_wire *w, int size)
+{
+    int span = mn_shm_span(s->shm, w), m = c->intra_size, me = c->intra_rank, mine = 0, off, n;
+    char *b = buf;
+    mn_wire sum_only = *w;   /* the shard is divided after its inter-node sum */
+    sum_only.div = 1.0f;
+    for (int at = 0, k; at < count; at += k) {
+        k = count - at < span ? count - at : span;
+        MN_CHECK(mn_shm_reduce_scatter(c, s->shm, b + (size_t)at * size, k, &sum_only));
+        mn_split(k, m, me, &off, &n);
+        mine += n;
+    }
+    MN_CHECK(shard_room(c, s, mine, size));
+    char *sh = s->shard;
+    for (int at = 0, k, done = 0; at < count; at += k, done += n) {   /* pack */
+        k = count - at < span ? count - at : span;
+        mn_split(k, m, me, &off, &n);
+        memcpy(sh + (size_t)done * size, b + (size_t)(at + off) * size, (size_t)n * size);
+    }
+    MN_CHECK(mn_allreduce_wire(c, c->inter, s->shard, mine, w));
+    for (int at = 0, k, done = 0; at < count; at += k, done += n) {   /* unpack, then the node's allgather */
+        k = count - at < span ? count - at : span;
+        mn_split(k, m, me, &off, &n);
+        memcpy(b + (size_t)(at + off) * size, sh + (size_t)done * size, (size_t)n * size);
+        MN_CHECK(mn_shm_allgather(c, s->shm, b + (size_t)at * size, k, w, -1));
+    }
+    return MN_OK;
+}
+
 static mn_status two_dimensional_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
 {
     two_dimensional *s = c->state;
     int m = c->intra_size, size;
     if (m == 1) return mn_allreduce_wire(c, c->inter, buf, count, w);
     MN_MPI(c, MPI_Type_size(w->type, &size));
-    if (s->shm && mn_shm_fits(s->shm, count, w)) {
+    if (s->shm && !mn_shm_fits(s->shm, count, w)) return windowed_parts(c, s, buf, count, w, size);
+    if (s->shm) {
         int off, n;
         mn_split(count, m, c->intra_rank, &off, &n);
         mn_wire sum_only = *w;   /* the shard is divided after its inter-node sum */
@@ -87,12 +133,7 @@ static mn_status two_dimensional_sum(mn_comm *c, void *buf, int count, const mn_
     }
     for (int k = 0; k < m; ++k) mn_split(count, m, k, &s->displs[k], &s->counts[k]);
     int mine = s->counts[c->intra_rank];
-    if ((size_t)mine * (size_t)size > s->shard_bytes) {
-        void *p = realloc(s->shard, (size_t)mine * (size_t)size);
-        if (!p) { mn_error(c, "out of memory for a %d-element shard", mine); return MN_ERR_NOMEM; }
-        s->shard = p;
-        s->shard_bytes = (size_t)mine * (size_t)size;
-    }
+    MN_CHECK(shard_room(c, s, mine, size));
     MN_MPI(c, MPI_Reduce_scatter(buf, s->shard, s->counts, w->type, w->op, c->intra));
     MN_CHECK(mn_allreduce_wire(c, c->inter, s->shard, mine, w));
     MN_MPI(c, MPI_Allgatherv(s->shard, mine, w->type, buf, s->counts, s->displs, w->type, c->intra));

@@ -23,6 +23,8 @@
  *
  * A barrier is MPI_Win_sync, MPI_Barrier over the node, MPI_Win_sync: the
  * memory model of a passive-target epoch held for the window's lifetime. */
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mn_transport.h"
@@ -86,6 +88,36 @@ static mn_status window(mn_comm *c, size_t bytes, MPI_Win *win, unsigned char **
     return MN_OK;
 }
 
+/* Whether every rank of the node sees every other's segment: each writes
+ * its intra-rank at the head of its own, then reads the peers'. An MPI
+ * whose MPI_Win_shared_query hands back the caller's own segment (SimGrid
+ * SMPI 3.32 does) would have each rank sum its own copy p times; such a
+ * node goes without a window (*shared = 0, the window freed). The closing
+ * allreduce is the barrier after the reads: no rank overwrites its mark
+ * before every peer has read it. Collective over c->intra. */
+static mn_status window_shared(mn_comm *c, MPI_Win *win, unsigned char **at, int *shared)
+{
+    int me = c->intra_rank;
+    memcpy(at[me], &me, sizeof me);
+    MN_MPI(c, MPI_Win_sync(*win));
+    MN_MPI(c, MPI_Barrier(c->intra));
+    MN_MPI(c, MPI_Win_sync(*win));
+    *shared = 1;
+    for (int k = 0; k < c->intra_size; ++k) {
+        int mark;
+        memcpy(&mark, at[k], sizeof mark);
+        if (mark != k || (k != me && at[k] == at[me])) *shared = 0;
+    }
+    MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, shared, 1, MPI_INT, MPI_MIN, c->intra));
+    if (*shared) return MN_OK;
+    if (c->rank == 0)
+        fprintf(stderr, "darknet-mn: this MPI's shared-memory window is not shared between the ranks of a node; "
+                        "the in-node legs go through MPI messages\n");
+    MPI_Win_unlock_all(*win);
+    MPI_Win_free(win);
+    return MN_OK;
+}
+
 mn_status mn_shm_open(mn_comm *c, mn_shm **out)
 {
     *out = NULL;
@@ -98,8 +130,10 @@ mn_status mn_shm_open(mn_comm *c, mn_shm **out)
     if (!s || !s->in) { free(s); mn_error(c, "out of memory for the shared-memory window"); return MN_ERR_NOMEM; }
     s->node = c->intra;
     s->cap = c->piece_floats * sizeof(float);
+    int shared = 0;
     mn_status st = window(c, 4 * s->cap, &s->win, s->in);
-    if (st != MN_OK) {
+    if (st == MN_OK) st = window_shared(c, &s->win, s->in, &shared);
+    if (st != MN_OK || !shared) {
         free(s->in);
         free(s);
         return st;
@@ -119,9 +153,15 @@ void mn_shm_close(mn_shm *s)
 
 int mn_shm_fits(const mn_shm *s, int count, const mn_wire *w)
 {
+    return s && count <= mn_shm_span(s, w);
+}
+
+int mn_shm_span(const mn_shm *s, const mn_wire *w)
+{
     int size = 4;
     MPI_Type_size(w->type, &size);
-    return s && (size_t)count * (size_t)size <= s->cap;
+    size_t n = s->cap / (size_t)size;
+    return n > INT_MAX ? INT_MAX : (int)n;
 }
 
 /* float32: dst (this rank's chunk, n floats) += every other intra-rank k's
@@ -161,6 +201,7 @@ mn_status mn_shm_allgather(mn_comm *c, mn_shm *s, void *buf, int count, const mn
     int p = c->intra_size, me = c->intra_rank, size, off, n;
     MN_MPI(c, MPI_Type_size(w->type, &size));
     unsigned char *b = buf;
+    s->set ^= 1;
     mn_split(count, p, me, &off, &n);
     memcpy(result_area(s, me) + (size_t)off * size, b + (size_t)off * size, (size_t)n * size);
     MN_CHECK(node_sync(c, s));
@@ -177,6 +218,7 @@ mn_status mn_shm_bcast(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wir
 {
     int size;
     MN_MPI(c, MPI_Type_size(w->type, &size));
+    s->set ^= 1;
     if (c->intra_rank == root) memcpy(result_area(s, root), buf, (size_t)count * size);
     MN_CHECK(node_sync(c, s));
     if (c->intra_rank != root) memcpy(buf, result_area(s, root), (size_t)count * size);
@@ -244,18 +286,22 @@ mn_status mn_shm_arena_fence(mn_comm *c)
     return arena_sync(c, a);
 }
 
+/* The arena in this rank's own memory (no window). */
+static mn_status private_arena(mn_comm *c, size_t n, float **out)
+{
+    if (!(*out = calloc(n + 1, sizeof(float)))) {
+        mn_error(c, "out of memory for a %zu-float gradient arena", n);
+        return MN_ERR_NOMEM;
+    }
+    return MN_OK;
+}
+
 mn_status mn_comm_arena_alloc(mn_comm *c, size_t n, float **out)
 {
     *out = NULL;
     int all = 0;
     if (!c->arena) MN_CHECK(node_shares_memory(c, &all));
-    if (!all) {
-        if (!(*out = calloc(n + 1, sizeof(float)))) {
-            mn_error(c, "out of memory for a %zu-float gradient arena", n);
-            return MN_ERR_NOMEM;
-        }
-        return MN_OK;
-    }
+    if (!all) return private_arena(c, n, out);
     mn_arena *a = calloc(1, sizeof *a);
     if (a) a->at = calloc((size_t)c->intra_size, sizeof *a->at);
     if (!a || !a->at) {
@@ -265,11 +311,13 @@ mn_status mn_comm_arena_alloc(mn_comm *c, size_t n, float **out)
         return MN_ERR_NOMEM;
     }
     a->bytes = (n + 1) * sizeof(float);
+    int shared = 0;
     mn_status st = window(c, a->bytes, &a->win, a->at);
-    if (st != MN_OK) {
+    if (st == MN_OK) st = window_shared(c, &a->win, a->at, &shared);
+    if (st != MN_OK || !shared) {
         free(a->at);
         free(a);
-        return st;
+        return st != MN_OK ? st : private_arena(c, n, out);
     }
     memset(a->at[c->intra_rank], 0, a->bytes);
     c->arena = a;

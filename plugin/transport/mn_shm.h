@@ -13,6 +13,8 @@ mn_status mn_shm_open(mn_comm *c, mn_shm **out);
 void mn_shm_close(mn_shm *s);
 /* Whether count wire elements fit the window's areas (one piece). */
 int mn_shm_fits(const mn_shm *s, int count, const mn_wire *w);
+/* How many wire elements one area holds. */
+int mn_shm_span(const mn_shm *s, const mn_wire *w);
 /* Chunk intra_rank of buf becomes the node's sum of that chunk, divided by w->div. */
 mn_status mn_shm_reduce_scatter(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w);
 /* Every rank's chunk into buf: on every rank (root < 0) or on root alone. */
