@@ -431,6 +431,7 @@ include tools/fashion_det.mk
 $(BUILD)/tools/mn_fashion: $(DL_STAMP)
 include tests/tests.mk
 include tests/sanitize.mk
+include bench/sim/sim.mk
 
 clean:
 	rm -rf $(BUILD) darknet_mn

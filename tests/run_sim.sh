@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The simulated cluster (bench/sim/, make bench-sim) keeps building and
+# running: bench/sim/mn_sim, the plugin's communicators built with SimGrid's
+# smpicc, on 16 simulated ranks (2 nodes of 8) of two of bench/sim's
+# platforms. Every communicator's mean of known inputs is exact (float32 and
+# float16, one gradient or arrays apart, 1 MiB pieces and odd small ones),
+# every time is positive and finite, and the simulated times repeat to the
+# digit. A few seconds. Installs libsimgrid-dev where it may (root), else
+# skips. Run by tests/run.sh (T, MPI set there), or alone.
+. "$(dirname "$0")/lib.sh"
+S=$T/sim
+mkdir -p "$S"
+SIM_BIN=$BUILD/sim/mn_sim
+# As bench/sim/run.sh runs it (it says why): no shared window, messages alone.
+SIM_CFG="--cfg=smpi/coll-selector:ompi --cfg=smpi/simulate-computation:no --cfg=smpi/bw-factor:0:1 --cfg=smpi/lat-factor:0:1"
+
+if ! command -v smpicc > /dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null 2>&1; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsimgrid-dev; } > "$S/install.log" 2>&1
+fi
+if ! command -v smpicc > /dev/null 2>&1; then
+    skipped=1
+    echo "skip the simulation: no smpicc (apt-get install libsimgrid-dev; scripts/deps.sh installs it for make test on Debian)"
+    finish "sim"
+fi
+
+t0=$SECONDS
+if make -s BUILD="$BUILD" "$SIM_BIN" > "$S/build.log" 2>&1; then ok "smpicc builds $SIM_BIN with plugin/core, transport and coll ($((SECONDS - t0)) s)"
+else bad "smpicc build of $SIM_BIN (see $S/build.log): $(grep -m2 'error' "$S/build.log")"; finish "sim"; fi
+
+for k in 0 1; do for r in 1 2 3 4 5 6 7 8; do echo "n$k"; done; done > "$S/hosts16"
+
+# sim NAME PLATFORM [ENV=VALUE...] -- ARGS...: mn_sim ARGS -check on 16 ranks, output in $S/NAME.out.
+sim() {
+    local name=$1 plat=$2 envs=(); shift 2
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done
+    shift
+    timeout 120 env MN_SHM=0 "${envs[@]}" smpirun -platform "bench/sim/platforms/$plat.xml" -hostfile "$S/hosts16" -np 16 \
+        $SIM_CFG --log=root.thresh:error "$SIM_BIN" -check "$@" > "$S/$name.out" 2>&1
+}
+# exact NAME: the layout line, the yardstick and four communicators, each
+# mean exact and each time a positive finite number.
+exact() {
+    local o=$S/$1.out n bad_lines
+    n=$(grep -c '^variant=\(naive\|flat\|hierarchical\|two_dimensional\) time_s=[0-9.]* max_error=0$' "$o")
+    bad_lines=$(awk '/^variant=/ { t = $2; sub("time_s=", "", t); if (!(t + 0 > 0) || t ~ /nan|inf/) print }' "$o")
+    grep -q '^sim ranks=16 nodes=2 per_node=8 ' "$o" && grep -q '^variant=allreduce time_s=' "$o" && [ "$n" = 4 ] && [ -z "$bad_lines" ]
+}
+
+check() {   # check NAME PLATFORM [ENV...] -- ARGS...
+    local name=$1 t0=$SECONDS
+    if sim "$@" && exact "$name"; then
+        ok "sim $name: 16 ranks, every mean exact ($((SECONDS - t0)) s): $(grep '^variant=' "$S/$name.out" | sed 's/variant=//; s/ time_s=/ /; s/ max_error=0//' | tr '\n' ' ')"
+    else bad "sim $name: $(grep -v '^sim' "$S/$name.out" | grep -m3 'BAD\|refused\|rror\|Segm\|exit')"; fi
+}
+
+check f32-arena eth25-8gpu-flat -- -floats 100003 -arrays 5
+check f16-apart ib100-8gpu-fattree -- -floats 100003 -arrays 7 -scattered -half
+check f32-small-pieces eth25-8gpu-flat MN_PIECE_BYTES=4004 -- -floats 100003 -arrays 7 -scattered
+check f16-small-pieces ib100-8gpu-flat MN_PIECE_BYTES=4004 -- -floats 30011 -arrays 3 -half
+
+# SMPI's MPI_Win_shared_query hands every rank its own segment: the window
+# check (mn_shm.c) finds the node's window unshared, says so once per
+# window, and the in-node legs go through MPI (before it, hierarchical and
+# two_dimensional summed one rank's copy 8 times: means off by up to 2.8).
+if sim f32-window eth25-8gpu-flat MN_SHM=1 -- -floats 100003 -arrays 5 && exact f32-window &&
+   grep -q "^darknet-mn: this MPI's shared-memory window is not shared between the ranks of a node" "$S/f32-window.out"; then
+    ok "sim f32-window: an unshared window is found and left: every mean exact"
+else bad "sim f32-window: $(grep -v '^sim' "$S/f32-window.out" | grep -m3 'BAD\|refused\|rror\|shared')"; fi
+
+# The simulation is deterministic: the tables of bench/results/sim-*.txt repeat.
+if sim f32-again eth25-8gpu-flat -- -floats 100003 -arrays 5 &&
+   [ "$(grep '^variant=' "$S/f32-again.out")" = "$(grep '^variant=' "$S/f32-arena.out")" ]; then
+    ok "sim: the simulated times repeat to the digit"
+else bad "sim: a second run gave other times: $(diff <(grep '^variant=' "$S/f32-arena.out") <(grep '^variant=' "$S/f32-again.out") | head -3)"; fi
+
+finish "sim"
