@@ -275,6 +275,20 @@ EOF
     else bad "a future-dated checkpoint: exit $(rcs "$F/o" 2); $(grep -h resuming "$F/o.out" | sed "s|$F/||g"); kept $(ls "$F/o" | grep ckpt | xargs); $(head -2 "$F/o.err")"; fi
 fi
 
+# Issue 53. The end is a checkpoint too, whatever checkpoint_interval: 5
+# iterations with K=2 write 2, 4 and 5, and the training extended to 7
+# resumes at 5, repeating nothing.
+if want end; then
+    cfg "$F/n.cfg" 2 1 5 checkpoint_interval=2
+    data n; run n 2 "$F/n.cfg"
+    cfg "$F/n.cfg" 2 1 7 checkpoint_interval=2
+    run n 2 "$F/n.cfg"
+    if all_rc "$F/n" 2 0 && grep -q "resuming from checkpoint $F/n/n.ckpt-5: iteration 5 of max_batches 7" "$F/n.out" &&
+       [ "$(grep -c '^[0-9]*: loss' "$F/n.out")" = 2 ] && grep -q '^6: loss' "$F/n.out"; then
+        ok "max_batches 5 with checkpoint_interval=2 checkpoints its end: extended to 7, it resumes at 5 and trains 6 and 7"
+    else bad "the end's checkpoint: exit $(rcs "$F/n" 2); $(grep -h resuming "$F/n.out" | sed "s|$F/||g"); $(ls "$F/n" | grep ckpt | xargs)"; fi
+fi
+
 # Issue 44.4a. The last checkpoint at max_batches and no final weights (the
 # run failed between the two): the rerun writes <base>_final.weights from the
 # checkpoint, trains nothing and exits 0 (it said "nothing to train", exit

@@ -141,7 +141,7 @@ resume_check ov "overlap=1 checkpoints" overlap=1 bucket_mb=0.05
 
 # A corrupt newest checkpoint: the job falls back to the older one.
 rm -rf "$F/fallback" && mkdir -p "$F/fallback"
-cfg fallback 12 deterministic=1 shuffle=0 checkpoint_interval=5
+cfg fallback 10 deterministic=1 shuffle=0 checkpoint_interval=5   # checkpoints 5 and 10, the end
 timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/fallback.data" "$F/fallback.cfg" > /dev/null 2>&1
 rm "$F/fallback/fallback_final.weights"
 printf 'garbage' | dd of="$F/fallback/fallback.ckpt-10" bs=1 seek=100 conv=notrunc 2> /dev/null

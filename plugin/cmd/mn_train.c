@@ -336,7 +336,10 @@ static mn_status run_save(train_run *r, const train_step *o)
     double rate = r->global_imgs / (o->now - o->t0);
     int stopping = o->signaled > 0;
     /* Before anything is saved, every rank must still hold rank 0's model. */
-    int ckpt = opt->checkpoint_interval > 0 && it % (size_t)opt->checkpoint_interval == 0;
+    /* And at max_batches, whatever K: a training extended later resumes at
+     * its end instead of repeating the iterations since the last multiple. */
+    int ckpt = opt->checkpoint_interval > 0 &&
+               (it % (size_t)opt->checkpoint_interval == 0 || it == (size_t)r->in.max_batches);
     int eval = mn_eval_due(opt, it, r->last_eval, (size_t)r->in.max_batches, (size_t)r->in.burn_in, r->shard->global_n,
                            (size_t)r->global_imgs);
     if (eval) r->last_eval = it;
