@@ -79,7 +79,7 @@ static mn_status read_env(const mn_comm *c, long *v, int report)
 /* mpiexec forwards the environment to other hosts only with -x, so ranks
  * may read different values, and ranks with different pieces or node
  * splits truncate or hang a collective: rank 0's values hold everywhere. */
-static mn_status env_settings(mn_comm *c, int report, long *piece_bytes)
+static mn_status env_settings(mn_comm *c, int report)
 {
     long v[4] = {0, 0, 0, MN_OK};   /* piece bytes, ranks per node, shm off, rank 0's status */
     if (c->rank == 0) v[3] = read_env(c, v, report);
@@ -87,25 +87,20 @@ static mn_status env_settings(mn_comm *c, int report, long *piece_bytes)
     /* 1 MiB pieces measured best-or-near on 2-rank shared memory (bench/results);
        MN_PIECE_BYTES overrides it for tuning on other fabrics. */
     c->piece_floats = (size_t)(v[0] ? v[0] : 1 << 20) / sizeof(float);
-    *piece_bytes = v[0];
+    /* Across nodes every piece is a collective over the network and pays its
+     * latency term once (a ring's 2(p-1) messages of 25 us on 25 GbE: 3 ms at
+     * 64 ranks), and nothing overlaps with the next piece's legs: 24 MB in 1 MiB
+     * pieces made flat 20% and hierarchical 23% slower than one MPI_Allreduce,
+     * and 16 ranks x 512 KiB (3 pieces) still 1-3% (bench/sim, issue 54). So
+     * there a piece is the whole gradient up to 64 MiB, the bound on the
+     * packing scratch (twice that in float16; yolov3's 236 MB: 4 pieces, each
+     * ~27 ms on 25 GbE against 0.3-3 ms of latency at 64 ranks). Inside one
+     * node pieces stay at piece_floats, where they keep the division in
+     * cache. MN_PIECE_BYTES sets both. */
+    c->net_piece_floats = v[0] ? c->piece_floats : ((size_t)64 << 20) / sizeof(float);
     c->ranks_per_node = v[1];
     c->shm_off = (int)v[2];
     return (mn_status)v[3];
-}
-
-/* Across nodes every piece is a collective over the network and pays its
- * latency term once (a ring's 2(p-1) messages of 25 us on 25 GbE: 3 ms at
- * 64 ranks), and nothing overlaps with the next piece's legs: 24 MB in 1 MiB
- * pieces made flat 20% and hierarchical 23% slower than one MPI_Allreduce,
- * and 16 ranks x 512 KiB (3 pieces) still 1-3% (bench/sim, issue 54). So
- * there a piece is the whole gradient up to 64 MiB, the bound on the
- * packing scratch (twice that in float16; yolov3's 236 MB: 4 pieces, each
- * ~27 ms on 25 GbE against 0.3-3 ms of latency at 64 ranks). Inside one node pieces stay at
- * piece_floats, where they keep the division in cache. MN_PIECE_BYTES sets
- * both. */
-static void network_piece(mn_comm *c, long piece_bytes)
-{
-    c->net_piece_floats = piece_bytes ? c->piece_floats : ((size_t)64 << 20) / sizeof(float);
 }
 
 static mn_comm *create(MPI_Comm world, const mn_comm *like, mn_status *status)
@@ -118,10 +113,8 @@ static mn_comm *create(MPI_Comm world, const mn_comm *like, mn_status *status)
     if (gethostname(c->host, sizeof c->host - 1) != 0) strcpy(c->host, "?");
     c->half_sum = MPI_OP_NULL;
     if (like) c->gpu = like->gpu;
-    long piece_bytes = 0;
-    mn_status s = env_settings(c, !like, &piece_bytes);
+    mn_status s = env_settings(c, !like);
     if (s == MN_OK) s = mn_agree(c, split_nodes(c));
-    network_piece(c, piece_bytes);
     if (s == MN_OK) s = mn_comm_select(c, "flat");
     *status = s;
     if (s != MN_OK) { mn_comm_free(c); return NULL; }

@@ -471,7 +471,6 @@ static void say_schedule_changes(const char *then, const char *now, const char *
     free(b);
 }
 
-
 static int xlayers(const xline *v, int n)
 {
     int k = 0;
