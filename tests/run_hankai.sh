@@ -145,14 +145,23 @@ else bad "hankai rank-0-only output: exit $(rcs "$T/out" 2), rank 1 printed $(gr
 expect_error "$T/badkey" 2 "bogus_key" -- "$P" detector train "$T/y4.data" "$T/badkey.cfg"
 expect_error "$T/nofile" 2 "$T/missing.data" -- "$P" detector train "$T/missing.data" "$T/np2-flat.cfg"
 # A key the fork's parser refuses (darknet-mn's cfg check leaves a layer's
-# keys to it): its darknet_fatal_error, through the hook, ends every rank.
+# keys to it): its darknet_fatal_error, through the hook, ends every rank
+# with the input's status, 65; memory the fork cannot get (layer 0's output
+# is 4 GiB, each rank has 3) with a rerun's, 75 (it was 65).
 sed 's/^size=1$/size=1\nbogus_layer_key=3/' "$T/np2-flat.cfg" > "$T/fatal.cfg"
-on_ranks "$T/fatal" 120 2 -- "$P" detector train "$T/y4.data" "$T/fatal.cfg"
-# MPI_Abort may kill a rank's shell before it writes its exit code: none is 0.
-if ! rcs "$T/fatal" 2 | grep -qw 0 && [ "$(cat "$T/fatal.rc")" != 0 ] && [ "$(cat "$T/fatal.rc")" != 124 ] && grep -aq "bogus_layer_key" "$T"/fatal.out.0 "$T"/fatal.err.0 &&
-   grep -aq "darknet-mn: rank [01] (.*): fatal: .*aborting all ranks" "$T"/fatal.err.* && ! ls core* > /dev/null 2>&1; then
-    ok "hankai fatal error of the fork: every rank exits non-zero ($(rcs "$T/fatal" 2)): $(grep -ah 'fatal: ' "$T"/fatal.err.* | head -1 | cut -c1-160)"
-else bad "hankai fatal error: exit $(rcs "$T/fatal" 2), mpiexec $(cat "$T/fatal.rc"): $(cat "$T"/fatal.err.* | head -3)"; fi
+mn_cfg "$T/memory.cfg" detector batch=2 width=1024 height=1024 -burn_in -policy -steps -scales max_batches=1 \
+    '[convolutional]' filters=512 '[convolutional]' size=1 filters=45 activation=linear '[yolo]' classes=10
+printf '#!/bin/sh\nulimit -v 3145728\nexec "$@"\n' > "$T/limited.sh" && chmod +x "$T/limited.sh"
+for row in "fatal 65 bogus_layer_key" "memory 75 failed to calloc"; do
+    set -- $row; name=$1 want=$2; shift 2; what="$*"
+    on_ranks "$T/$name" 120 2 -- "$T/limited.sh" "$P" detector train "$T/y4.data" "$T/$name.cfg"
+    # MPI_Abort may kill a rank's shell before it writes its exit code: none is
+    # 0, and the launcher's is the abort's.
+    if ! rcs "$T/$name" 2 | grep -qw 0 && [ "$(cat "$T/$name.rc")" = "$want" ] && grep -aq "$what" "$T/$name".out.0 "$T/$name".err.0 &&
+       grep -aq "darknet-mn: rank [01] (.*): fatal: .*aborting all ranks" "$T/$name".err.* && ! ls core* > /dev/null 2>&1; then
+        ok "hankai $name error of the fork: every rank ends, mpiexec $want ($(rcs "$T/$name" 2)): $(grep -ah 'fatal: ' "$T/$name".err.* | head -1 | cut -c1-160)"
+    else bad "hankai $name error: exit $(rcs "$T/$name" 2), mpiexec $(cat "$T/$name.rc"), not $want: $(cat "$T/$name".err.* | head -3)"; fi
+done
 
 # A rank killed (SIGKILL) or stalled (SIGSTOP) at iteration 3 of 400, on 3
 # ranks with collective_timeout=4 (as tests/run_fault.sh on the other

@@ -17,7 +17,9 @@ rm -rf "$I" && mkdir -p "$I"
 # row NAME RC PATTERN FILES ARGS...: ./darknet_mn ARGS on 2 ranks; a ':' in
 # ARGS starts the next rank's arguments (MPMD, one rank per group).
 #   RC       0, $EX_USER or $EX_USAGE (a command line refused): every rank exits with it; abort: the job is
-#            taken down (no rank exits 0), a crash report is expected
+#            taken down (no rank exits 0), a crash report is expected; abort:N: taken down so, and
+#            the launcher exits N (MPI_Abort's code: a rank's shell may die before it writes its own)
+#   ROW_ULIMIT  (environment) each rank's address space, in KiB (ulimit -v): memory that runs out
 #   PATTERN  ERE; RC 0: a line of rank 0's stdout matches it; else the
 #            message matches it: MSGS (1 unless set) lines of all ranks'
 #            stderr start with "darknet-mn: ", one of them matches
@@ -33,7 +35,7 @@ row() {
     for a in "$@" :; do
         if [ "$a" = : ]; then
             [ ${#ctx[@]} -gt 0 ] && ctx+=(:)
-            ctx+=(-n 1 bash -c "$(printf '%q ' "$PROG" "${group[@]}") $tail")
+            ctx+=(-n 1 bash -c "${ROW_ULIMIT:+ulimit -v $ROW_ULIMIT; }$(printf '%q ' "$PROG" "${group[@]}") $tail")
             n=$((n + 1)); group=()
         else group+=("$a"); fi
     done
@@ -48,10 +50,11 @@ row() {
         rc=$(cat "$I/$name.rc.$r" 2>/dev/null)
         case $want in
         0|"$EX_USAGE"|"$EX_USER"|"$EX_REFUSED") [ "$rc" = "$want" ] || why="rank $r exited '${rc:-killed}', not $want" ;;
-        abort) [ "$rc" != 0 ] || why="rank $r exited 0" ;;
+        abort|abort:*) [ "$rc" != 0 ] || why="rank $r exited 0" ;;
         esac
     done
-    if [ -z "$why" ] && [ "$want" != abort ] && grep -Eq 'fatal:|Segmentation|core dumped|Assertion|double free|corrupted' <<< "$err"; then
+    [ -z "$why" ] && [[ $want == abort:* ]] && [ "$mrc" != "${want#abort:}" ] && why="mpiexec exited $mrc, not ${want#abort:}"
+    if [ -z "$why" ] && [[ $want != abort* ]] && grep -Eq 'fatal:|Segmentation|core dumped|Assertion|double free|corrupted' <<< "$err"; then
         why="crashed: $(grep -Em1 'fatal:|Segmentation|core dumped|Assertion|double free|corrupted' <<< "$err")"
     fi
     if [ -z "$why" ] && [ "$want" = 0 ]; then
@@ -59,7 +62,7 @@ row() {
     elif [ -z "$why" ]; then
         local msgs; msgs=$(grep -c '^darknet-mn: ' <<< "$err")
         if ! grep -Eq -- "$pat" <<< "$err"; then why="no message matches '$pat': $(grep -m2 . <<< "$err")"
-        elif [ "$want" != abort ] && [ "$msgs" != "${MSGS:-1}" ]; then why="$msgs 'darknet-mn: ' lines, not ${MSGS:-1}: $(grep '^darknet-mn: ' <<< "$err" | head -3)"; fi
+        elif [[ $want != abort* ]] && [ "$msgs" != "${MSGS:-1}" ]; then why="$msgs 'darknet-mn: ' lines, not ${MSGS:-1}: $(grep '^darknet-mn: ' <<< "$err" | head -3)"; fi
     fi
     if [ -z "$why" ]; then
         local held; held=$(ls -A "$I/$name" 2>/dev/null | grep -vx '.darknet_mn.lock' | tr '\n' ' ' | sed 's/ $//')
@@ -222,11 +225,24 @@ if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then
         detector train "$(detdata det-anchors-past-num "$S/train.list")" "$(detcfg det-anchors-past-num 'anchors=4,4, 8,8, 16,16, 32,32')"
     row det-mask-past-num $EX_USER "det-mask-past-num.cfg:[0-9]+: \[yolo\] mask=0,1,3 names anchor 3, outside anchors 0..2 of num=3" - \
         detector train "$(detdata det-mask-past-num "$S/train.list")" "$(detcfg det-mask-past-num mask=0,1,3)"
+    # Darknet's own fatal errors, past darknet-mn's checks, end the job with
+    # the exit table's status for the cause (patches/0016, alexeyab/0015): a
+    # file the cfg names that will not open is the input's, 65 (pjreddie's
+    # file_error aborted: 70; AlexeyAB's exited 1); memory that cannot be had
+    # is a rerun's, 75 (AlexeyAB's calloc error exited 1). Layer 0's output
+    # is 4 GiB, each rank has 3.
+    row det-darknet-file abort:$EX_USER "fatal: Couldn't open file: $I/no-such.map" - \
+        detector train "$(detdata det-darknet-file "$S/train.list")" "$(detcfg det-darknet-file "map=$I/no-such.map")"
+    mn_cfg "$I/det-darknet-memory.cfg" detector batch=2 width=1024 height=1024 -burn_in -policy -steps -scales max_batches=1 \
+        '[convolutional]' filters=512 '[convolutional]' size=1 filters=24 activation=linear \
+        '[yolo]' 'anchors=4,4, 8,8, 16,16' -jitter -ignore_thresh -truth_thresh
+    ROW_ULIMIT=3145728 row det-darknet-memory abort:$EX_RERUN "fatal: .*(Calloc error - possibly out of CPU RAM|oneDNN memory_create failed: out_of_memory)" - \
+        detector train "$(detdata det-darknet-memory "$S/train.list")" "$I/det-darknet-memory.cfg"
     # Every label line is 'class x y w h', relative, finite: each mistake of
     # issue 25's table is refused before training, naming file:line and why.
     lab() {   # lab NAME 'LINE' PATTERN: train0003's label file holds LINE
         printf '1 0.5 0.5 0.2 0.2\n%s\n' "$2" > "$LBL/train0003.txt"
-        row "$1" 1 "$LBL/train0003.txt:2: $3" - detector train "$(detdata "$1" "$I/det.list")" "$(detcfg "$1")"
+        row "$1" $EX_USER "$LBL/train0003.txt:2: $3" - detector train "$(detdata "$1" "$I/det.list")" "$(detcfg "$1")"
     }
     lab det-label-pixels '2 320 240 50 60' "x=320: coordinates look like pixels; YOLO labels are relative to the image size"
     lab det-label-nan '2 nan 0.5 0.2 0.2' "x=nan is not a finite number"

@@ -123,7 +123,7 @@ int on_load_image(void *ctx, const char *file, int channels, cv::Mat &out)
 }
 
 /* darknet_fatal_error has logged its message: the job ends through ours. */
-void on_fatal(void *, const char *message) { mn_fatal(message); }
+void on_fatal(void *, const char *message) { mn_fatal(mn_base_fatal_exit(message), message); }
 }   // namespace
 
 extern "C" {
@@ -442,7 +442,7 @@ static mn_batch batch_of(data d)
     data *own = new (std::nothrow) data(d);
     if (!own) {
         Darknet::free_data(d);
-        mn_fatal("out of memory for a batch's header");
+        mn_fatal(MN_EXIT_RERUN, "out of memory for a batch's header");
     }
     return mn_batch{d.X.rows, d.X.cols, d.y.cols, d.X.vals, d.y.vals, own};
 }
@@ -609,7 +609,7 @@ mn_truth *mn_base_read_boxes(const char *path, int *n)
 {
     box_label *l = read_boxes(path, n);
     mn_truth *t = static_cast<mn_truth *>(malloc(static_cast<size_t>(*n) * sizeof *t + 1));
-    if (!t) mn_fatal("out of memory for an image's truth boxes");
+    if (!t) mn_fatal(MN_EXIT_RERUN, "out of memory for an image's truth boxes");
     for (int i = 0; i < *n; ++i) t[i] = mn_truth{l[i].id, l[i].x, l[i].y, l[i].w, l[i].h};
     free(l);
     return t;

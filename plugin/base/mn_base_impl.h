@@ -75,4 +75,25 @@ static inline void mn_base_boxes_to_pixels(detection *dets, int n, int w, int h)
     }
 }
 
+/* The exit status for a Darknet's own fatal error (AlexeyAB's and
+ * pjreddie's error(), hank-ai's darknet_fatal_error), read from its message:
+ * memory, a thread or the device that failed is the exit table's "rerun"
+ * (75); anything else is the cfg's or a file's (65). The three bases word
+ * it "Calloc error", "failed to malloc", "cudaHostAlloc failed", "CUDA Error:",
+ * "current CUDA error", "cuDNN Error:", "Thread creation failed". */
+static inline int mn_base_fatal_exit(const char *message)
+{
+    static const char *const rerun[] = {"alloc", "out of memory", "cuda error", "cuda status", "cudnn error",
+                                        "cudnn status", "cudnn current error", "cudnn most recent error",
+                                        "thread creation", NULL};
+    char low[512];
+    size_t n = 0;
+    for (; message && message[n] && n + 1 < sizeof low; ++n)
+        low[n] = (char)(message[n] >= 'A' && message[n] <= 'Z' ? message[n] - 'A' + 'a' : message[n]);
+    low[n] = 0;
+    for (int i = 0; rerun[i]; ++i)
+        if (strstr(low, rerun[i])) return MN_EXIT_RERUN;
+    return MN_EXIT_USER;
+}
+
 #endif

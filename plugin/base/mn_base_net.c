@@ -209,7 +209,7 @@ static mn_batch batch_of(data d)
     data *own = malloc(sizeof *own);
     if (!own) {
         free_data(d);
-        mn_fatal("out of memory for a batch's header");
+        mn_fatal(MN_EXIT_RERUN, "out of memory for a batch's header");
     }
     *own = d;
     return (mn_batch){d.X.rows, d.X.cols, d.y.cols, d.X.vals, d.y.vals, own};
@@ -276,7 +276,7 @@ void mn_base_set_image_hook(mn_base_image_hook f, void *ctx)
     free(old);
     if (!f) return;
     image_hook *h = malloc(sizeof *h);
-    if (!h) mn_fatal("out of memory for the image hook");
+    if (!h) mn_fatal(MN_EXIT_RERUN, "out of memory for the image hook");
     *h = (image_hook){f, ctx};
     load_image_hook_ctx = h;
     load_image_hook = on_load_image;
@@ -356,7 +356,7 @@ mn_truth *mn_base_read_boxes(const char *path, int *n)
 {
     box_label *l = read_boxes((char *)path, n);
     mn_truth *t = malloc((size_t)*n * sizeof *t + 1);
-    if (!t) mn_fatal("out of memory for an image's truth boxes");
+    if (!t) mn_fatal(MN_EXIT_RERUN, "out of memory for an image's truth boxes");
     for (int i = 0; i < *n; ++i) t[i] = (mn_truth){l[i].id, l[i].x, l[i].y, l[i].w, l[i].h};
     free(l);
     return t;
@@ -370,8 +370,11 @@ void mn_base_load_weights(network *net, const char *path) { load_weights(net, (c
 void mn_base_resize(network *net, int w, int h) { resize_network(net, w, h); }
 void mn_base_set_batch(network *net, int batch) { set_batch_network(net, batch); }
 
-/* Nothing to set on the C bases: Darknet's error() aborts, which the fault handlers catch. */
-void mn_base_init(void) {}
+/* Darknet's error() and file_error() (patched: they call the hook once
+ * their message is out) end the job through ours, with the exit table's
+ * status for the cause, not AlexeyAB's exit(1) or pjreddie's abort (70). */
+static void on_error(const char *message) { mn_fatal(mn_base_fatal_exit(message), message); }
+void mn_base_init(void) { darknet_error_hook = on_error; }
 void mn_base_seed(unsigned seed) { srand(seed); }
 
 int mn_base_gpu(void) { return gpu_index; }

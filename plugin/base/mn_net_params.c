@@ -21,7 +21,7 @@ int mn_views_next(mn_views *it, mn_view *v)
         if (++it->layer >= mn_net_layers(it->net)) return 0;
         it->info = mn_layer_get(it->net, it->layer);
         it->k = mn_layer_params(mn_net_layer(it->net, it->layer), it->p, MN_MAX_LAYER_PARAMS);
-        if (it->k > MN_MAX_LAYER_PARAMS) mn_fatal("a layer lists more parameter arrays than MN_MAX_LAYER_PARAMS");
+        if (it->k > MN_MAX_LAYER_PARAMS) mn_fatal(MN_EXIT_FAULT, "a layer lists more parameter arrays than MN_MAX_LAYER_PARAMS");
         it->j = 0;
     }
     const mn_param *p = &it->p[it->j];

@@ -127,7 +127,7 @@ static void on_fatal(int sig)
     mn_die(MN_EXIT_FAULT);
 }
 
-void mn_fatal(const char *what)
+void mn_fatal(int code, const char *what)
 {
     char msg[1024];
     size_t n = 0;
@@ -138,7 +138,7 @@ void mn_fatal(const char *what)
     mn_output_replay();
     ssize_t r = write(mn_output_error_fd(), msg, n);
     (void)r;
-    mn_die(MN_EXIT_USER);   /* the base's fatal errors are its input's: a cfg key, a file */
+    mn_die(code);
 }
 
 void mn_install_fault_handlers(const mn_comm *c)

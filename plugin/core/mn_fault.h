@@ -8,10 +8,13 @@
  * of every rank. A deadline (SIGALRM) _exits the process if MPI_Abort does
  * not return. Async-signal-safe but for MPI_Abort. */
 void mn_die(int code) __attribute__((noreturn));
-/* A fatal error the base reports (hank-ai's darknet_fatal_error, after it
- * printed its message): "darknet-mn: rank R (host): fatal: what; aborting
- * all ranks" on the error stream, then mn_die(MN_EXIT_USER). */
-void mn_fatal(const char *what) __attribute__((noreturn));
+/* A fatal error on this rank outside any collective (the base's own, once
+ * it printed its message, or memory the plugin could not get): "darknet-mn:
+ * rank R (host): fatal: what; aborting all ranks" on the error stream, then
+ * mn_die(code): the exit table's row for the cause (MN_EXIT_USER for a cfg
+ * or a file, MN_EXIT_RERUN for memory or the device, MN_EXIT_FAULT for an
+ * internal limit). */
+void mn_fatal(int code, const char *what) __attribute__((noreturn));
 /* SIGTERM, SIGUSR1 and SIGINT set a flag that training reads at each
  * iteration's end (mn_stop_signal: the first signal, 0 for none); a second
  * SIGTERM or SIGINT takes its default action. */
