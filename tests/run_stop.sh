@@ -142,6 +142,50 @@ if want rescue-nodes; then
     else bad "bounded rescue: writers '$writers'; $(rcs "$F/nodes-again" 2); $(grep -h 'resuming\|removed' "$F/nodes-again.out.0"); $(ls "$F/nodes" | tr '\n' ' ')"; fi
 fi
 
+# A rescue writes nothing into a folder another run took over (a job
+# frozen past its lease, then lost): the lock file's run id changed while
+# the job trains (lock_lease=600: the renewal, every 100 s, does not find
+# out first), then rank 1 killed at iteration 20: rank 0 says it writes no
+# rescue, and the folder holds no checkpoint (before: iteration 20's).
+if want rescue-taken; then
+    cfg "$F/taken.cfg" 3000 collective_timeout=3 lock_lease=600 backup_interval=100000 save_interval=100000
+    data taken; o=$F/taken
+    timeout 120 $MPI -n 2 "$PROG" classifier train "$F/taken.data" "$F/taken.cfg" > "$o.out" 2> "$o.err" &
+    mp=$!
+    if wait_iter "$o" 20; then
+        python3 -c 'import sys; p = sys.argv[1]; f = open(p).read().split(" "); f[2] = "00000000deadbeef"; open(p, "w").write(" ".join(f))' \
+            "$F/taken/.darknet_mn.lock"
+        signal_rank1 KILL "$F/taken.data"
+    fi
+    wait $mp; mrc=$?
+    if [ "$mrc" != 0 ] && [ -z "$(ls "$F/taken" | grep 'ckpt')" ] &&
+       grep -q "^darknet-mn: rank 0 ([^)]*): ending: no rescue: backup folder $F/taken now belongs to another run (its lock file names run 00000000deadbeef, this run is [0-9a-f]*)$" "$o.err"; then
+        ok "the folder's lock taken over, rank 1 killed: no rescue written (mpiexec $mrc): $(grep -ao 'no rescue: .*' "$o.err" | sed "s|$F/||")"
+    else bad "rescue into a folder taken over: mpiexec $mrc, files $(ls "$F/taken" | tr '\n' ' '); $(grep -a 'darknet-mn' "$o.err" | head -3)"; fi
+fi
+
+# Nor does the log: the lock file's run id changed as above while the job
+# trains: rank 0 writes at most the line it was writing, then every rank
+# stops with 73 (before: the job trained on for the 100 s to its next
+# renewal, 3000 iterations, logging each into the other run's folder).
+if want log-taken; then
+    cfg "$F/logt.cfg" 3000 collective_timeout=3 lock_lease=600 backup_interval=100000 save_interval=100000
+    data logt; o=$F/logt
+    timeout 120 $MPI -n 2 "$PROG" classifier train "$F/logt.data" "$F/logt.cfg" > "$o.out" 2> "$o.err" &
+    mp=$!
+    n0=
+    if wait_iter "$o" 20; then
+        python3 -c 'import sys; p = sys.argv[1]; f = open(p).read().split(" "); f[2] = "00000000deadbeef"; open(p, "w").write(" ".join(f))' \
+            "$F/logt/.darknet_mn.lock"
+        n0=$(wc -l < "$F/logt/logt_log.csv")
+    fi
+    wait $mp; mrc=$?
+    n1=$(wc -l < "$F/logt/logt_log.csv")
+    if [ -n "$n0" ] && [ "$mrc" = $EX_REFUSED ] && [ $((n1 - n0)) -le 1 ] && grep -q "lost the lock of backup folder $F/logt" "$o.err"; then
+        ok "the folder's lock taken over at log line $n0: $((n1 - n0)) line(s) after it, every rank stopped (mpiexec $mrc)"
+    else bad "log into a folder taken over: mpiexec $mrc, log lines $n0 then $n1; $(grep -a 'darknet-mn' "$o.err" | head -2)"; fi
+fi
+
 # Fewer ranks, the same training (global_batch=keep, the default): the
 # checkpoint of a 4-rank job at iteration 20 resumed on 2, where
 # subdivisions 2 keep its global batch of 16, ends with the 4-rank job's

@@ -289,8 +289,13 @@ struct mn_rescue {
     char *experiment;     /* rank 0's, on every rank */
     const mn_best *best;
     uint64_t start;       /* the iteration the run started at */
+    uint64_t run;         /* this run's id in the backup folder's lock file */
 };
 
+/* Where memory allows, the file is made in memory while the update waits
+ * (a copy's time) and written after, so the orderly stop, or the step that
+ * goes on where the job is not lost, does not wait on the file system; else
+ * it is written under the hold. */
 static void rescue_write(void *arg)
 {
     mn_rescue *r = arg;
@@ -298,26 +303,47 @@ static void rescue_write(void *arg)
     if (mn_optimizer_hold(r->o, &s) != 0) return;
     char path[4096], tmp[4224];
     ckpt_path(path, sizeof path, r->dir, r->base, s.iteration);
-    FILE *f;
-    if (s.iteration > r->start && mn_tmp_path(r->c, tmp, sizeof tmp, path) && (f = fopen(tmp, "wb"))) {
-        mn_net_info in = mn_net_get(r->net);
-        size_t nexp = strlen(r->experiment);
-        ckpt_header h = {{0}, (uint32_t)r->c->size, (uint32_t)(in.batch * in.subdivisions), s.iteration, s.seen,
-                         mn_params_count(r->net), s.nmomentum, lock_run(r->dir), (uint64_t)(s.done * 1e9), nexp,
-                         r->best->score, r->best->iteration};
-        memcpy(h.magic, CKPT_MAGIC, 8);
-        /* Each rank holds its own batch-norm running statistics (without
-         * sync_bn), and every checkpoint holds rank 0's: rank 0's file
-         * replaces another writer's, another's goes only where none is. */
-        int written = 1;
-        if (write_ckpt(f, &h, r->experiment, r->net, s.stats, s.momentum) &&
-            (r->c->rank == 0 ? mn_commit_file(r->c, tmp, path) : mn_commit_file_once(r->c, tmp, path, &written)) == MN_OK)
-            fprintf(mn_output_errors(), "darknet-mn: rank %d (%s): ending: the last completed update, iteration %llu, "
-                    "%s %s (a rerun resumes there)\n", r->c->rank, r->c->host, (unsigned long long)s.iteration,
-                    written ? "written to" : "already written by another rank to", path);
-        else remove(tmp);
+    if (s.iteration <= r->start || !mn_tmp_path(r->c, tmp, sizeof tmp, path)) {
+        mn_optimizer_release(r->o);
+        return;
     }
-    mn_optimizer_release(r->o);
+    /* A job frozen past its lease may find the folder another's: its files are not ours to add to. */
+    uint64_t run = lock_run(r->dir);
+    if (run != r->run) {
+        mn_optimizer_release(r->o);
+        fprintf(mn_output_errors(), "darknet-mn: rank %d (%s): ending: no rescue: backup folder %s now belongs to "
+                "another run (its lock file names run %016llx, this run is %016llx)\n", r->c->rank, r->c->host,
+                r->dir, (unsigned long long)run, (unsigned long long)r->run);
+        return;
+    }
+    mn_net_info in = mn_net_get(r->net);
+    size_t nexp = strlen(r->experiment);
+    ckpt_header h = {{0}, (uint32_t)r->c->size, (uint32_t)(in.batch * in.subdivisions), s.iteration, s.seen,
+                     mn_params_count(r->net), s.nmomentum, run, (uint64_t)(s.done * 1e9), nexp,
+                     r->best->score, r->best->iteration};
+    memcpy(h.magic, CKPT_MAGIC, 8);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len), *f = NULL;
+    int ok = m && write_ckpt(m, &h, r->experiment, r->net, s.stats, s.momentum);
+    if (ok) {
+        mn_optimizer_release(r->o);
+        ok = (f = fopen(tmp, "wb")) && fwrite(buf, 1, len, f) == len;
+        ok = (f && fclose(f) == 0) && ok;
+    } else {
+        ok = (f = fopen(tmp, "wb")) && write_ckpt(f, &h, r->experiment, r->net, s.stats, s.momentum);
+        mn_optimizer_release(r->o);
+    }
+    free(buf);
+    /* Each rank holds its own batch-norm running statistics (without
+     * sync_bn), and every checkpoint holds rank 0's: rank 0's file replaces
+     * another writer's, another's goes only where none is. */
+    int written = 1;
+    if (ok && (r->c->rank == 0 ? mn_commit_file(r->c, tmp, path) : mn_commit_file_once(r->c, tmp, path, &written)) == MN_OK)
+        fprintf(mn_output_errors(), "darknet-mn: rank %d (%s): ending: the last completed update, iteration %llu, "
+                "%s %s (a rerun resumes there)\n", r->c->rank, r->c->host, (unsigned long long)s.iteration,
+                written ? "written to" : "already written by another rank to", path);
+    else if (f || ok) remove(tmp);
 }
 
 /* Who writes a rescue: the node's ranks 0 and 1 on the first and the last
@@ -337,16 +363,16 @@ mn_status mn_rescue_open(mn_comm *c, network *net, mn_optimizer *o, const char *
     mn_snapshot probe;
     if (mn_optimizer_hold(o, &probe) != 0) return MN_OK;   /* off for this run */
     mn_optimizer_release(o);
-    uint64_t n = c->rank == 0 && experiment ? strlen(experiment) : 0;
-    MN_MPI(c, MPI_Bcast(&n, 1, MPI_UINT64_T, 0, c->world));
+    uint64_t n[2] = {c->rank == 0 && experiment ? strlen(experiment) : 0, c->rank == 0 ? lock_run(dir) : 0};
+    MN_MPI(c, MPI_Bcast(n, 2, MPI_UINT64_T, 0, c->world));
     mn_rescue *r = calloc(1, sizeof *r);
-    char *text = r ? malloc(n + 1) : NULL;
+    char *text = r ? malloc(n[0] + 1) : NULL;
     mn_status s = mn_agree(c, text ? MN_OK : MN_ERR_NOMEM);
     if (s != MN_OK) { free(r); free(text); return s; }
-    if (c->rank == 0) memcpy(text, experiment, n);
-    text[n] = 0;
-    MN_MPI(c, MPI_Bcast(text, (int)n, MPI_CHAR, 0, c->world));
-    *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net)};
+    if (c->rank == 0) memcpy(text, experiment, n[0]);
+    text[n[0]] = 0;
+    MN_MPI(c, MPI_Bcast(text, (int)n[0], MPI_CHAR, 0, c->world));
+    *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net), n[1]};
     if (rescue_writer(c)) mn_rescue_register(rescue_write, r);
     *out = r;
     return MN_OK;

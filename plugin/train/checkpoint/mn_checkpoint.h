@@ -40,6 +40,11 @@ mn_status mn_backup_check(mn_comm *c, mn_lock *lock);
 /* 1 on rank 0 when the renewal thread found the record another job's (no
  * I/O: cheap enough for every iteration); then mn_backup_check refuses. */
 int mn_backup_lost(mn_lock *lock);
+/* Rank 0, alone: 1 while the record is still this job's, re-read now (one
+ * small read); 0 once it is another's, and from then mn_backup_lost is 1.
+ * For what rank 0 writes into the folder every iteration (the log, the
+ * chart). 1 elsewhere. */
+int mn_backup_mine(mn_lock *lock);
 /* Rank 0: this job's identity where the record the lock found was an earlier
  * run of this same job (a Slurm requeue, an mn_rerun.sh attempt), released
  * or not; else NULL. */

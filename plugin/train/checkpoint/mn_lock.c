@@ -414,6 +414,16 @@ int mn_backup_lost(mn_lock *l)
     return l && __atomic_load_n(&l->lost, __ATOMIC_RELAXED);
 }
 
+int mn_backup_mine(mn_lock *l)
+{
+    if (!l) return 1;
+    pthread_mutex_lock(&l->mu);
+    if (!l->lost) verify(l);
+    int mine = !l->lost;
+    pthread_mutex_unlock(&l->mu);
+    return mine;
+}
+
 const char *mn_backup_rerun_of(const mn_lock *l)
 {
     return l && l->rerun ? l->mine.job : NULL;
