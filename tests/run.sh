@@ -17,6 +17,9 @@ for n in 1 2 3 4; do
 done
 unit_test gpu-select 1 -- "$TEST_BIN/test_gpu_select"
 unit_test gpu-logic 1 -- "$TEST_BIN/test_gpu_logic"
+# The GPU orders (overlap, double buffering, the rescue copy) on host
+# queues with random pauses: right, and wrong without any one of their waits.
+unit_test queue-orders 1 -- "$TEST_BIN/test_queue"
 # The guard over communicator setup (tests/test_guard.c): a setup stuck on
 # rank 1 while rank 0 waits in the setup's own collective ends the job
 # within the 2 s timeout, every rank naming it (without it: a hang).
@@ -62,7 +65,8 @@ info_check() {   # info_check NAME NP RANKS_PER_NODE LAYOUT NODES [cfg]
        [ "$(grep -c '^rank [0-9]*: host .*, node [0-9]*, local rank [0-9]* of [0-9]*, no GPU$' "$f")" = "$np" ] &&
        grep -q '^mpi: Open MPI v4.*; thread level MPI_THREAD_FUNNELED; CUDA-aware: no$' "$f" &&
        grep -q '^build: CPU (GPU=0 CUDNN=0 NCCL=0)$' "$f" && grep -q "^allreduce: 1 MiB through flat on $np rank.*: OK" "$f" &&
-       grep -q '^ping: every rank answered rank 0' "$f" && [ "$(tail -1 "$f")" = "all well" ]; then
+       grep -q '^ping: every rank answered rank 0' "$f" && [ "$(tail -1 "$f")" = "all well" ] &&
+       grep -q '^communicator: flat (default: one allreduce of the whole gradient, as fast as hierarchical and two_dimensional or faster on every cluster simulated, 16 to 128 ranks; pure_nccl needs a GPU=1 NCCL=1 build)$' "$f"; then
         ok "info on $np ranks (${k:-real} node split): $layout, all well"
     else bad "info $name: exit $rc"; tail -n 20 "$f" "$T/info-$name.err"; fi
 }

@@ -38,6 +38,7 @@ void mn_split(int count, int parts, int k, int *off, int *n);
 #include "mn_half.h"
 #include "mn_shm.h"
 #include "mn_nccl.h"
+#include "mn_queue.h"
 #include "mn_wait.h"
 
 #endif

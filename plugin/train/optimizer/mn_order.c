@@ -1,0 +1,115 @@
+/* The GPU orders (mn_order.h): each wait, and why it is there. */
+#include <stdlib.h>
+#include "mn_order.h"
+
+static int has(unsigned skip, unsigned wait) { return !(skip & wait); }
+
+/* overlap=1. A bucket is the gradient of some layers, which backward
+ * finishes on the base queue: the communication queue must not read it
+ * before (ready[k]), and the update must not read the means before the
+ * communication queue wrote them (reduced). Each bucket has its own mark,
+ * so that a later bucket's record does not move an earlier one's wait. */
+mn_status mn_overlap_order_init(mn_overlap_order *o, mn_queue *base, mn_queue *comm, int buckets)
+{
+    *o = (mn_overlap_order){base, comm, calloc((size_t)buckets, sizeof *o->ready), mn_mark_new(comm), buckets, 0};
+    int ok = o->ready && o->reduced;
+    for (int k = 0; ok && k < buckets; ++k) ok = (o->ready[k] = mn_mark_new(base)) != NULL;
+    if (ok) return MN_OK;
+    mn_overlap_order_free(o);
+    return MN_ERR_NOMEM;
+}
+
+void mn_overlap_order_bucket(mn_overlap_order *o, int k, mn_task_fn reduce, void *arg)
+{
+    mn_mark_record(o->ready[k], o->base);
+    if (has(o->skip, MN_ORDER_BUCKET_READY)) mn_queue_wait(o->comm, o->ready[k]);
+    mn_queue_run(o->comm, reduce, arg);
+}
+
+void mn_overlap_order_join(mn_overlap_order *o)
+{
+    mn_mark_record(o->reduced, o->comm);
+    if (has(o->skip, MN_ORDER_BUCKETS_REDUCED)) mn_queue_wait(o->base, o->reduced);
+}
+
+void mn_overlap_order_free(mn_overlap_order *o)
+{
+    for (int k = 0; o->ready && k < o->buckets; ++k) mn_mark_free(o->ready[k]);
+    free(o->ready);
+    mn_mark_free(o->reduced);
+    *o = (mn_overlap_order){0};
+}
+
+/* double_buffering=1. Step t's copy into buffer b is on base, after the
+ * step's backward, so it needs no mark; the reduction on comm waits for
+ * that copy (filled[b]); the update of step t+1 waits for step t's
+ * reduction (reduced[b]). The copy of step t+2 into b then follows that
+ * wait on base. */
+mn_status mn_dbuf_order_init(mn_dbuf_order *o, mn_queue *base, mn_queue *comm)
+{
+    *o = (mn_dbuf_order){base, comm, {mn_mark_new(base), mn_mark_new(base)}, {mn_mark_new(comm), mn_mark_new(comm)}, 0, 0};
+    if (o->filled[0] && o->filled[1] && o->reduced[0] && o->reduced[1]) return MN_OK;
+    mn_dbuf_order_free(o);
+    return MN_ERR_NOMEM;
+}
+
+int mn_dbuf_order_send(mn_dbuf_order *o, mn_task_fn copy, mn_task_fn reduce, void *const args[2])
+{
+    int b = (int)(o->steps++ % 2);
+    mn_queue_run(o->base, copy, args[b]);
+    mn_mark_record(o->filled[b], o->base);
+    if (has(o->skip, MN_ORDER_BUFFER_FILLED)) mn_queue_wait(o->comm, o->filled[b]);
+    mn_queue_run(o->comm, reduce, args[b]);
+    mn_mark_record(o->reduced[b], o->comm);
+    return b;
+}
+
+int mn_dbuf_order_take(mn_dbuf_order *o)
+{
+    if (o->steps < 2) return -1;
+    int b = (int)((o->steps - 2) % 2);
+    if (has(o->skip, MN_ORDER_MEAN_REDUCED)) mn_queue_wait(o->base, o->reduced[b]);
+    return b;
+}
+
+void mn_dbuf_order_free(mn_dbuf_order *o)
+{
+    for (int b = 0; b < 2; ++b) {
+        mn_mark_free(o->filled[b]);
+        mn_mark_free(o->reduced[b]);
+    }
+    *o = (mn_dbuf_order){0};
+}
+
+/* rescue=1. The copy reads what the update writes: it waits for the update
+ * (updated), and the next update waits for the copy (copied), so the host
+ * copy is never of half an update. */
+mn_status mn_rescue_order_init(mn_rescue_order *o, mn_queue *base, mn_queue *copy)
+{
+    *o = (mn_rescue_order){base, copy, mn_mark_new(base), mn_mark_new(copy), 0};
+    if (o->updated && o->copied) return MN_OK;
+    mn_rescue_order_free(o);
+    return MN_ERR_NOMEM;
+}
+
+void mn_rescue_order_before_update(mn_rescue_order *o)
+{
+    if (has(o->skip, MN_ORDER_COPY_READ)) mn_queue_wait(o->base, o->copied);
+}
+
+void mn_rescue_order_after_update(mn_rescue_order *o, mn_task_fn copy, void *arg)
+{
+    mn_mark_record(o->updated, o->base);
+    if (has(o->skip, MN_ORDER_UPDATE_DONE)) mn_queue_wait(o->copy, o->updated);
+    mn_queue_run(o->copy, copy, arg);
+    mn_mark_record(o->copied, o->copy);
+}
+
+void mn_rescue_order_read(mn_rescue_order *o) { mn_mark_sync(o->copied); }
+
+void mn_rescue_order_free(mn_rescue_order *o)
+{
+    mn_mark_free(o->updated);
+    mn_mark_free(o->copied);
+    *o = (mn_rescue_order){0};
+}

@@ -1,0 +1,69 @@
+/* Who waits for what on a GPU (mn_order.c): the ordering of overlap=1,
+ * double_buffering=1 and the rescue's copy, on queues and marks
+ * (mn_queue.h), so that one text serves the device (streams and events)
+ * and the host model tests/test_queue.c runs with random delays. Each
+ * order's waits are named bits: `skip` leaves some out, for those tests
+ * alone (each left out must show there as a wrong result); 0 elsewhere. */
+#ifndef MN_ORDER_H
+#define MN_ORDER_H
+
+#include "mn_transport.h"
+
+/* overlap=1: as backward completes a bucket of the gradient on `base`, the
+ * communication queue reduces it, and the update on base waits for them all. */
+enum { MN_ORDER_BUCKET_READY = 1, MN_ORDER_BUCKETS_REDUCED = 2 };
+typedef struct {
+    mn_queue *base, *comm;
+    mn_mark **ready;      /* a bucket's gradient complete on base */
+    mn_mark *reduced;     /* the last bucket reduced on comm */
+    int buckets;
+    unsigned skip;
+} mn_overlap_order;
+mn_status mn_overlap_order_init(mn_overlap_order *o, mn_queue *base, mn_queue *comm, int buckets);
+/* Bucket k is complete once the work issued to base so far is: comm runs
+ * reduce(arg) after that. */
+void mn_overlap_order_bucket(mn_overlap_order *o, int k, mn_task_fn reduce, void *arg);
+/* Base's later work waits for every bucket's reduction. */
+void mn_overlap_order_join(mn_overlap_order *o);
+void mn_overlap_order_free(mn_overlap_order *o);
+
+/* double_buffering=1: step t's gradient, complete on base, is copied into
+ * buffer t % 2 on base and reduced there on comm while step t+1 computes;
+ * the update of step t+1 takes step t's mean. A buffer is written again two
+ * steps later, after base waited for its reduction, so no more waits. */
+enum { MN_ORDER_BUFFER_FILLED = 1, MN_ORDER_MEAN_REDUCED = 2 };
+typedef struct {
+    mn_queue *base, *comm;
+    mn_mark *filled[2], *reduced[2];
+    unsigned long steps;  /* gradients sent so far */
+    unsigned skip;
+} mn_dbuf_order;
+mn_status mn_dbuf_order_init(mn_dbuf_order *o, mn_queue *base, mn_queue *comm);
+/* This step's gradient: copy(args[b]) on base, then reduce(args[b]) on
+ * comm; returns b. */
+int mn_dbuf_order_send(mn_dbuf_order *o, mn_task_fn copy, mn_task_fn reduce, void *const args[2]);
+/* Base's later work (the update) waits for the previous step's mean;
+ * returns its buffer, or -1 at the first step (no mean yet). */
+int mn_dbuf_order_take(mn_dbuf_order *o);
+void mn_dbuf_order_free(mn_dbuf_order *o);
+
+/* rescue=1: after each update on base, a copy queue copies the state the
+ * update left to page-locked host memory; the next update waits for that
+ * copy, so a lost job's rescue thread reads host memory only, once the
+ * last copy is complete. */
+enum { MN_ORDER_UPDATE_DONE = 1, MN_ORDER_COPY_READ = 2 };
+typedef struct {
+    mn_queue *base, *copy;
+    mn_mark *updated, *copied;
+    unsigned skip;
+} mn_rescue_order;
+mn_status mn_rescue_order_init(mn_rescue_order *o, mn_queue *base, mn_queue *copy);
+/* Before an update is issued to base: it waits for the last copy. */
+void mn_rescue_order_before_update(mn_rescue_order *o);
+/* After it: copy(arg) on the copy queue once the update is done. */
+void mn_rescue_order_after_update(mn_rescue_order *o, mn_task_fn copy, void *arg);
+/* The rescue thread: returns once the last copy issued is in host memory. */
+void mn_rescue_order_read(mn_rescue_order *o);
+void mn_rescue_order_free(mn_rescue_order *o);
+
+#endif

@@ -1,0 +1,251 @@
+/* The GPU orders (mn_order.h) on the host model of streams and events
+ * (mn_queue.h): queues are threads that pause a random time before each
+ * task, so that whatever is not ordered by a wait races. Each order runs
+ * many steps and must give exactly the result of doing the same work one
+ * step after another; each of its waits left out (the order's skip bits)
+ * must give a wrong result within the runs, so no wait is decoration and
+ * the test would see one missing. No MPI, no CUDA. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "mn_order.h"
+#include "mn_expect.h"
+
+#define L 256       /* floats a bucket or buffer */
+#define STEPS 24
+#define DELAY 300   /* us: the most a queue pauses before a task */
+
+/* What a rank computes at step s for element i of part k, and the mean with
+ * a peer whose gradient is twice it: 1.5 times it, exactly. */
+static float grad(int s, int k, int i) { return (float)(s * 1000 + k * 300 + i); }
+
+/* Writes element by element, pausing, so that a read racing it sees a mix. */
+static void slow_fill(float *p, float v0, int n)
+{
+    for (int i = 0; i < n; ++i) {
+        p[i] = v0 + (float)i;
+        if (i % 64 == 63) usleep(20);
+    }
+}
+
+/* -- overlap: K buckets a step, backward from the last ------------------ */
+#define K 4
+typedef struct {
+    float bucket[K][L], mean[K][L];
+    int step, wrong;
+} ov_state;
+typedef struct { ov_state *st; int k; } ov_arg;
+
+static void ov_backward(void *a, void *stream)
+{
+    (void)stream;
+    ov_arg *x = a;
+    slow_fill(x->st->bucket[x->k], grad(x->st->step, x->k, 0), L);
+}
+static void ov_reduce(void *a, void *stream)
+{
+    (void)stream;
+    ov_arg *x = a;
+    for (int i = 0; i < L; ++i) {   /* the network: slower than a layer's backward */
+        x->st->mean[x->k][i] = x->st->bucket[x->k][i] * 1.5f;
+        if (i % 64 == 63) usleep(300);
+    }
+}
+static void ov_update(void *a, void *stream)
+{
+    (void)stream;
+    ov_state *st = a;
+    for (int k = 0; k < K; ++k)
+        for (int i = 0; i < L; ++i)
+            if (st->mean[k][i] != grad(st->step, k, i) * 1.5f) { ++st->wrong; return; }
+}
+static void ov_next(void *a, void *stream) { (void)stream; ++((ov_state *)a)->step; }
+
+/* The count of steps whose update saw a wrong mean. */
+static int run_overlap(unsigned seed, unsigned skip)
+{
+    mn_queue *base = mn_queue_host(seed, DELAY), *comm = mn_queue_host(seed * 7 + 1, DELAY);
+    ov_state *st = calloc(1, sizeof *st);
+    ov_arg args[K];
+    mn_overlap_order o;
+    if (!base || !comm || !st || mn_overlap_order_init(&o, base, comm, K) != MN_OK) { EXPECT(0, "overlap setup"); exit(1); }
+    o.skip = skip;
+    for (int k = 0; k < K; ++k) args[k] = (ov_arg){st, k};
+    for (int s = 0; s < STEPS; ++s) {
+        for (int k = K - 1; k >= 0; --k) {
+            mn_queue_run(base, ov_backward, &args[k]);
+            mn_overlap_order_bucket(&o, k, ov_reduce, &args[k]);
+        }
+        mn_overlap_order_join(&o);
+        mn_queue_run(base, ov_update, st);
+        mn_queue_run(base, ov_next, st);
+    }
+    mn_queue_sync(base);
+    mn_queue_sync(comm);
+    int wrong = st->wrong;
+    mn_overlap_order_free(&o);
+    mn_queue_free(base);
+    mn_queue_free(comm);
+    free(st);
+    return wrong;
+}
+
+/* -- double buffering: step t's mean applied at step t+1 ----------------- */
+typedef struct {
+    float arena[L], buf[2][L];
+    int step, wrong, applied;
+} db_state;
+typedef struct { db_state *st; int b; } db_arg;
+
+static void db_backward(void *a, void *stream) { (void)stream; db_state *st = a; slow_fill(st->arena, grad(st->step, 0, 0), L); }
+static void db_copy(void *a, void *stream)
+{
+    (void)stream;
+    db_arg *x = a;
+    for (int i = 0; i < L; ++i) {
+        x->st->buf[x->b][i] = x->st->arena[i];
+        if (i % 64 == 63) usleep(20);
+    }
+}
+static void db_reduce(void *a, void *stream)
+{
+    (void)stream;
+    db_arg *x = a;
+    for (int i = 0; i < L; ++i) {   /* the network: slower than a step's compute */
+        x->st->buf[x->b][i] *= 1.5f;
+        if (i % 64 == 63) usleep(1000);
+    }
+}
+typedef struct { db_state *st; int b; } db_take;
+static void db_update(void *a, void *stream)
+{
+    (void)stream;
+    db_take *x = a;
+    db_state *st = x->st;
+    ++st->applied;
+    for (int i = 0; i < L; ++i)
+        if (st->buf[x->b][i] != grad(st->step - 1, 0, i) * 1.5f) { ++st->wrong; return; }
+}
+static void db_next(void *a, void *stream) { (void)stream; ++((db_state *)a)->step; }
+
+static int run_dbuf(unsigned seed, unsigned skip, int *applied)
+{
+    mn_queue *base = mn_queue_host(seed, DELAY), *comm = mn_queue_host(seed * 7 + 1, DELAY);
+    db_state *st = calloc(1, sizeof *st);
+    db_arg args[2];
+    db_take takes[STEPS];
+    mn_dbuf_order o;
+    if (!base || !comm || !st || mn_dbuf_order_init(&o, base, comm) != MN_OK) { EXPECT(0, "dbuf setup"); exit(1); }
+    o.skip = skip;
+    void *const pargs[2] = {&args[0], &args[1]};
+    for (int b = 0; b < 2; ++b) args[b] = (db_arg){st, b};
+    for (int s = 0; s < STEPS; ++s) {
+        mn_queue_run(base, db_backward, st);
+        mn_dbuf_order_send(&o, db_copy, db_reduce, pargs);
+        int b = mn_dbuf_order_take(&o);
+        takes[s] = (db_take){st, b};
+        if (b >= 0) mn_queue_run(base, db_update, &takes[s]);
+        mn_queue_run(base, db_next, st);
+    }
+    mn_queue_sync(base);
+    mn_queue_sync(comm);
+    int wrong = st->wrong;
+    *applied = st->applied;
+    mn_dbuf_order_free(&o);
+    mn_queue_free(base);
+    mn_queue_free(comm);
+    free(st);
+    return wrong;
+}
+
+/* -- rescue: the host copy is always one whole update -------------------- */
+typedef struct {
+    float state[L], host[L];
+    int step;
+} rs_state;
+
+static void rs_update(void *a, void *stream) { (void)stream; rs_state *st = a; ++st->step; slow_fill(st->state, grad(st->step, 0, 0), L); }
+static void rs_copy(void *a, void *stream)
+{
+    (void)stream;
+    rs_state *st = a;
+    for (int i = 0; i < L; ++i) {
+        st->host[i] = st->state[i];
+        if (i % 64 == 63) usleep(20);
+    }
+}
+
+/* The count of reads that found the host copy not one whole update, or not
+ * the last one copied: read as a rescue thread may at any time, here once
+ * the next update is issued (which the copy must not see). */
+static int run_rescue(unsigned seed, unsigned skip)
+{
+    mn_queue *base = mn_queue_host(seed, DELAY), *copy = mn_queue_host(seed * 7 + 1, DELAY);
+    rs_state *st = calloc(1, sizeof *st);
+    mn_rescue_order o;
+    if (!base || !copy || !st || mn_rescue_order_init(&o, base, copy) != MN_OK) { EXPECT(0, "rescue setup"); exit(1); }
+    o.skip = skip;
+    int bad = 0;
+    for (int s = 1; s <= STEPS; ++s) {
+        mn_rescue_order_before_update(&o);
+        mn_queue_run(base, rs_update, st);
+        if (s >= 2) {
+            /* The copy issued last is of update s-1: whole, and of s-1 (not s-2: read before it was done). */
+            mn_rescue_order_read(&o);
+            float v0 = st->host[0];
+            int whole = 1;
+            for (int i = 1; i < L; ++i) whole &= st->host[i] == v0 + (float)i;
+            if (!whole || v0 != grad(s - 1, 0, 0)) ++bad;
+        }
+        mn_rescue_order_after_update(&o, rs_copy, st);
+    }
+    mn_queue_sync(base);
+    mn_queue_sync(copy);
+    mn_rescue_order_free(&o);
+    mn_queue_free(base);
+    mn_queue_free(copy);
+    free(st);
+    return bad;
+}
+
+/* Each order: SEEDS runs with every wait right (whatever the timing), then
+ * up to TRIES with each wait left out, which must go wrong in one (almost
+ * always the first; a loaded machine's descheduling only adds races). */
+#define SEEDS 4
+#define TRIES 16
+int main(void)
+{
+    int wrong = 0, applied = 0, a;
+    for (unsigned s = 1; s <= SEEDS; ++s) wrong += run_overlap(s, 0);
+    EXPECT(wrong == 0, "overlap: %d of %d steps' updates saw a wrong mean", wrong, SEEDS * STEPS);
+    const unsigned ov_waits[] = {MN_ORDER_BUCKET_READY, MN_ORDER_BUCKETS_REDUCED};
+    for (int w = 0; w < 2; ++w) {
+        int seen = 0;
+        for (unsigned s = 1; s <= TRIES && !seen; ++s) seen = run_overlap(s, ov_waits[w]);
+        EXPECT(seen > 0, "overlap without wait %u: every update still right (the test cannot see it)", ov_waits[w]);
+    }
+    wrong = 0;
+    for (unsigned s = 1; s <= SEEDS; ++s) { wrong += run_dbuf(s, 0, &a); applied += a; }
+    EXPECT(wrong == 0 && applied == SEEDS * (STEPS - 1), "double buffering: %d wrong means of %d applied (want %d)",
+           wrong, applied, SEEDS * (STEPS - 1));
+    const unsigned db_waits[] = {MN_ORDER_BUFFER_FILLED, MN_ORDER_MEAN_REDUCED};
+    for (int w = 0; w < 2; ++w) {
+        int seen = 0;
+        for (unsigned s = 1; s <= TRIES && !seen; ++s) seen = run_dbuf(s, db_waits[w], &a);
+        EXPECT(seen > 0, "double buffering without wait %u: every mean still right", db_waits[w]);
+    }
+    wrong = 0;
+    for (unsigned s = 1; s <= SEEDS; ++s) wrong += run_rescue(s, 0);
+    EXPECT(wrong == 0, "rescue: %d of %d reads found a host copy not of the last update", wrong, SEEDS * (STEPS - 1));
+    const unsigned rs_waits[] = {MN_ORDER_UPDATE_DONE, MN_ORDER_COPY_READ};
+    for (int w = 0; w < 2; ++w) {
+        int seen = 0;
+        for (unsigned s = 1; s <= TRIES && !seen; ++s) seen = run_rescue(s, rs_waits[w]);
+        EXPECT(seen > 0, "rescue without wait %u: every read still right", rs_waits[w]);
+    }
+    if (failures) { fprintf(stderr, "test_queue: %d FAILED\n", failures); return 1; }
+    printf("test_queue: overlap (%d buckets), double buffering and the rescue copy, %d steps x %d seeds on host queues "
+           "with random pauses: right with every wait, wrong without each of their 6 waits: OK\n", K, STEPS, SEEDS);
+    return 0;
+}
