@@ -71,6 +71,20 @@ if want signals; then
     stopped term TERM 0
     stopped int INT 1
 fi
+# SIGTERM to every rank at once (scancel, a time limit, a preemption): the
+# orderly checkpoint alone, once; no rank writes a rescue (before: ranks 0
+# and 1, the rescue's writers, each wrote one beside it).
+if want term-all; then
+    data termall; o=$F/termall
+    bg_rcs "$o" 2 "$PROG" classifier train "$F/termall.data" "$F/long.cfg"
+    wait_iter "$o" 20 && { rank_signal TERM "$o" 0; rank_signal TERM "$o" 1; }
+    wait "$(cat "$o.mpiexec")"; mrc=$?
+    it=$(sed -n 's/.*stopped at iteration \([0-9]*\) by SIGTERM.*/\1/p' "$o.out")
+    if [ "$mrc" = 75 ] && ended_with "$o" 2 75 && [ -n "$it" ] && [ -f "$F/termall/long.ckpt-$it" ] &&
+       [ "$(ls "$F/termall" | grep -c 'ckpt')" = 1 ] && ! grep -q 'ending: the last completed update' "$o.err"; then
+        ok "SIGTERM to both ranks: stopped at iteration $it, one checkpoint, no rescue written (mpiexec $mrc)"
+    else bad "SIGTERM to both ranks: mpiexec $mrc, ranks $(rcs "$o" 2), stopped at '${it:-?}', files $(ls "$F/termall" | tr '\n' ' '); $(grep -a 'ending:' "$o.err" | head -2)"; fi
+fi
 # A lost rank costs no iteration (rescue=1, the default): rank 1 of a
 # 2-rank job without checkpoints killed (Open MPI's mpiexec then sends rank
 # 0 SIGTERM, and SIGKILL a second later) or stopped (rank 0's watchdog ends

@@ -290,7 +290,29 @@ struct mn_rescue {
     const mn_best *best;
     uint64_t start;       /* the iteration the run started at */
     uint64_t run;         /* this run's id in the backup folder's lock file */
+    long step_us;         /* the last step's microseconds (mn_rescue_note) */
+    int stopping;         /* every rank reached a stop's iteration end: the orderly checkpoint follows */
 };
+
+void mn_rescue_note(mn_rescue *r, double step_s, int stopping)
+{
+    if (!r) return;
+    __atomic_store_n(&r->step_us, (long)(step_s * 1e6), __ATOMIC_RELAXED);
+    if (stopping) __atomic_store_n(&r->stopping, 1, __ATOMIC_RELEASE);
+}
+
+/* Whether the ranks are stopping together, waited for as mn_rescue_note says. */
+static int stopping_together(mn_rescue *r)
+{
+    double step = __atomic_load_n(&r->step_us, __ATOMIC_RELAXED) * 1e-6;
+    double cap = getenv("SLURM_JOB_ID") ? 10.0 : 0.3;
+    double until = mn_now() + (1.5 * step < cap ? 1.5 * step : cap);
+    while (!__atomic_load_n(&r->stopping, __ATOMIC_ACQUIRE)) {
+        if (mn_now() >= until) return 0;
+        usleep(2000);
+    }
+    return 1;
+}
 
 /* Where memory allows, the file is made in memory while the update waits
  * (a copy's time) and written after, so the orderly stop, or the step that
@@ -300,7 +322,7 @@ static void rescue_write(void *arg)
 {
     mn_rescue *r = arg;
     mn_snapshot s;
-    if (mn_optimizer_hold(r->o, &s) != 0) return;
+    if (stopping_together(r) || mn_optimizer_hold(r->o, &s) != 0) return;
     char path[4096], tmp[4224];
     ckpt_path(path, sizeof path, r->dir, r->base, s.iteration);
     if (s.iteration <= r->start || !mn_tmp_path(r->c, tmp, sizeof tmp, path)) {
@@ -372,7 +394,7 @@ mn_status mn_rescue_open(mn_comm *c, network *net, mn_optimizer *o, const char *
     if (c->rank == 0) memcpy(text, experiment, n[0]);
     text[n[0]] = 0;
     MN_MPI(c, MPI_Bcast(text, (int)n[0], MPI_CHAR, 0, c->world));
-    *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net), n[1]};
+    *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net), n[1], 0, 0};
     if (rescue_writer(c)) mn_rescue_register(rescue_write, r);
     *out = r;
     return MN_OK;
