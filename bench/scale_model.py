@@ -48,22 +48,35 @@ def ring_time(nbytes, p, bw, lat):
     return 2 * (p - 1) * lat + 2 * (p - 1) / p * nbytes / bw
 
 
+def halving_time(nbytes, q, m, inter, intra):
+    """One MPI_Allreduce of nbytes as Open MPI runs a large one (Rabenseifner:
+    reduce-scatter by recursive halving from distance 1, then allgather by
+    recursive doubling) over m nodes of q ranks placed node by node: the
+    first log2 q steps stay inside a node and move nbytes (1 - 1/q) a rank;
+    the last log2 m cross nodes, where each rank holds nbytes/q and moves
+    nbytes/q (1 - 1/m), so each node's NIC carries nbytes (1 - 1/m) each way,
+    whatever q. Twice over (the allgather mirrors the reduce-scatter)."""
+    t = 0.0
+    for k, (bw, lat) in ((q, intra), (m, inter)):
+        if k > 1:
+            t += 2 * math.ceil(math.log2(k)) * lat + 2 * (1 - 1 / k) * nbytes / bw
+    return t
+
+
 def allreduce_time(algo, nbytes, p, per_node, inter, intra):
     """Seconds for one allreduce. inter, intra: (bandwidth, latency).
-    ring: one ring over all p ranks, per_node of them on each node; a step
-    waits for its slowest edge, so beyond one node the inter-node link sets
-    the pace (each node's NIC carries the same bytes whether 1 or per_node
-    ranks share it).
-    hierarchical: reduce to the node leader (reduce-scatter + gather) and
-    broadcast back (scatter + allgather) inside the node, each costing one
-    intra-node ring allreduce, around a ring allreduce among the node
-    leaders."""
+    flat: one MPI_Allreduce over all p ranks, per_node of them on each node
+    (halving_time). hierarchical: reduce to the node leader (reduce-scatter
+    + gather) and broadcast back (scatter + allgather) inside the node, each
+    costing one intra-node ring allreduce, around one MPI_Allreduce among
+    the node leaders. (A ring over all p ranks, this model's first form, paid
+    2(p-1) latencies and read 1.31-1.81x SimGrid's MPI_Allreduce: Open MPI
+    runs no ring there; docs/benchmarks.md, Simulated clusters.)"""
     q, nodes = min(p, per_node), math.ceil(p / per_node)
-    if algo == "ring":
-        bw, lat = intra if nodes == 1 else inter
-        return ring_time(nbytes, p, bw, lat)
+    if algo == "flat":
+        return halving_time(nbytes, q, nodes, inter, intra)
     if algo == "hierarchical":
-        return 2 * ring_time(nbytes, q, *intra) + ring_time(nbytes, nodes, *inter)
+        return 2 * ring_time(nbytes, q, *intra) + halving_time(nbytes, 1, nodes, inter, intra)
     raise ValueError("unknown algorithm " + algo)
 
 
@@ -231,8 +244,8 @@ def setups(links, algos):
     return [(link, algo, ov, half) for link in links for algo in algos for ov in (0, 1) for half in (0, 1)]
 
 
-GPU_SETUPS = setups(LINKS, ("ring", "hierarchical"))
-CPU_SETUPS = setups(("25GbE", "IB100"), ("ring",))
+GPU_SETUPS = setups(LINKS, ("flat", "hierarchical"))
+CPU_SETUPS = setups(("25GbE", "IB100"), ("flat",))
 
 
 def fmt(p):
@@ -248,7 +261,7 @@ def table(columns, rows, per_node, settings):
         inter, intra = LINKS[link][:2], LINKS[INTRA][:2]
         cells = [fmt(first_rank_below(tc, tov, nbytes / (2 if half else 1), algo, per_node, inter, intra,
                                       ov if o else 0.0)) for _, nbytes, tc, tov in columns]
-        name = algo if algo == "ring" else "hierarchical (%s in node)" % INTRA
+        name = algo if algo == "flat" else "hierarchical (%s in node)" % INTRA
         out.append("| %s | %s | %s | %s | %s |" % (link, name, "%.2f" % ov if o else "no",
                                                    "float16" if half else "float32", " | ".join(cells)))
     return "\n".join(out)

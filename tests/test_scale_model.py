@@ -18,19 +18,24 @@ def check(name, got, want):
 
 INF = (float("inf"), 0.0)
 # Infinite bandwidth, zero latency: nothing to wait for, at any size.
-check("free link efficiency", m.efficiency(2.0, 0.0, m.allreduce_time("ring", 1e9, 4096, 8, INF, INF), 0.0), 1.0)
+check("free link efficiency", m.efficiency(2.0, 0.0, m.allreduce_time("flat", 1e9, 4096, 8, INF, INF), 0.0), 1.0)
 check("free link never below", m.first_rank_below(1.0, 0.0, 1e9, "hierarchical", 8, INF, INF, 0.0), None)
-# Ring, bandwidth only: 2(p-1)/p S/B; 1 GB over 1 GB/s, 4 ranks: 1.5 s.
+# flat, bandwidth only, one rank a node: 2(1-1/p) S/B; 1 GB over 1 GB/s, 4 ranks: 1.5 s.
 link = (1e9, 0.0)
-check("ring 4 ranks", m.allreduce_time("ring", 1e9, 4, 1, link, link), 1.5)
+check("flat 4 ranks", m.allreduce_time("flat", 1e9, 4, 1, link, link), 1.5)
 # Tc 13.5 s: exactly 90% at 4 ranks (not below), 13.5/15.1 at 5.
-check("ring bandwidth threshold", m.first_rank_below(13.5, 0.0, 1e9, "ring", 1, link, link, 0.0), 5)
-# Ring, latency only: 2(p-1) a with a = 2^-10 s; Tc = 180 a: 90% at p = 11.
+check("flat bandwidth threshold", m.first_rank_below(13.5, 0.0, 1e9, "flat", 1, link, link, 0.0), 5)
+# flat, latency only: 2 ceil(log2 p) a with a = 2^-10 s; Tc = 180 a: 90% up to 1024 ranks (20 a), below at 1025 (22 a).
 lat = (float("inf"), 2.0 ** -10)
-check("ring latency threshold", m.first_rank_below(180 * 2.0 ** -10, 0.0, 0.0, "ring", 1, lat, lat, 0.0), 12)
-# Inside one node the ring runs on the intra-node link.
-check("ring in one node", m.allreduce_time("ring", 1e9, 4, 4, link, (4e9, 0.0)), 0.375)
-# Hierarchical, 2 nodes x 4: two intra rings (2 x 1.5 S/4e9) + one inter ring of 2 (S/1e9).
+check("flat latency threshold", m.first_rank_below(180 * 2.0 ** -10, 0.0, 0.0, "flat", 1, lat, lat, 0.0), 1025)
+# Inside one node it runs on the intra-node link: 2(3/4) S / 4e9.
+check("flat in one node", m.allreduce_time("flat", 1e9, 4, 4, link, (4e9, 0.0)), 0.375)
+# 2 nodes x 4: 2(3/4) S / 4e9 inside, then the NIC carries 2(1/2) S: 0.375 + 1.
+check("flat 2x4", m.allreduce_time("flat", 1e9, 8, 4, link, (4e9, 0.0)), 1.375)
+# 8 nodes x 8, latency only: 2 log2 8 steps inside (2^-12 s) and 2 log2 8 across (2^-10 s).
+check("flat 8x8 latency", m.allreduce_time("flat", 0.0, 64, 8, (float("inf"), 2.0 ** -10), (float("inf"), 2.0 ** -12)),
+      6 * 2.0 ** -12 + 6 * 2.0 ** -10)
+# Hierarchical, 2 nodes x 4: two intra rings (2 x 1.5 S/4e9) + the leaders' allreduce of 2 (S/1e9).
 check("hierarchical 2x4", m.allreduce_time("hierarchical", 1e9, 8, 4, link, (4e9, 0.0)), 1.75)
 check("one rank, no allreduce", m.allreduce_time("hierarchical", 1e9, 1, 4, link, link), 0.0)
 # Overlap hides its fraction of the allreduce, at most the compute after the first bucket.
