@@ -73,10 +73,12 @@ if want signals; then
 fi
 # SIGTERM to every rank at once (scancel, a time limit, a preemption): the
 # orderly checkpoint alone, once; no rank writes a rescue (before: ranks 0
-# and 1, the rescue's writers, each wrote one beside it).
+# and 1, the rescue's writers, each wrote one beside it). A kill delay of
+# 20 s, as under Slurm, gives the rescue 6 s to see the ranks stop together
+# however loaded the machine.
 if want term-all; then
     data termall; o=$F/termall
-    bg_rcs "$o" 2 "$PROG" classifier train "$F/termall.data" "$F/long.cfg"
+    OMPI_MCA_odls_base_sigkill_timeout=20 bg_rcs "$o" 2 "$PROG" classifier train "$F/termall.data" "$F/long.cfg"
     wait_iter "$o" 20 && { rank_signal TERM "$o" 0; rank_signal TERM "$o" 1; }
     wait "$(cat "$o.mpiexec")"; mrc=$?
     it=$(sed -n 's/.*stopped at iteration \([0-9]*\) by SIGTERM.*/\1/p' "$o.out")
@@ -157,16 +159,19 @@ if want rescue-nodes; then
 fi
 
 # A rescue writes nothing into a folder another run took over (a job
-# frozen past its lease, then lost): the lock file's run id changed while
-# the job trains (lock_lease=600: the renewal, every 100 s, does not find
-# out first), then rank 1 killed at iteration 20: rank 0 says it writes no
-# rescue, and the folder holds no checkpoint (before: iteration 20's).
+# frozen past its lease, then lost): rank 1 stopped at iteration 20 (rank 0
+# then waits in the allreduce, writing nothing), the lock file's run id
+# changed (lock_lease=600: the renewal, every 100 s, does not find out
+# first), then rank 1 killed: rank 0 says it writes no rescue, and the
+# folder holds no checkpoint (before: the last update's).
 if want rescue-taken; then
     cfg "$F/taken.cfg" 3000 collective_timeout=3 lock_lease=600 backup_interval=100000 save_interval=100000
     data taken; o=$F/taken
     timeout 120 $MPI -n 2 "$PROG" classifier train "$F/taken.data" "$F/taken.cfg" > "$o.out" 2> "$o.err" &
     mp=$!
     if wait_iter "$o" 20; then
+        signal_rank1 STOP "$F/taken.data"
+        sleep 0.5
         python3 -c 'import sys; p = sys.argv[1]; f = open(p).read().split(" "); f[2] = "00000000deadbeef"; open(p, "w").write(" ".join(f))' \
             "$F/taken/.darknet_mn.lock"
         signal_rank1 KILL "$F/taken.data"

@@ -288,7 +288,7 @@ static mn_status run_step(train_run *r, mn_batch *train, train_step *o)
     o->loss = sum[0] / c->size;
     o->signaled = (int)sum[1];
     o->lost = sum[2] > 0;
-    mn_rescue_note(r->rescue, mn_now() - o->t0, o->signaled > 0);
+    mn_rescue_note(r->rescue, o->signaled > 0);
     if (o->lost) return mn_backup_check(c, r->lock);
     o->tstep = mn_now();
     mn_timeline_add(r->tl, 0, MN_TL_LOSS, tu, o->tstep, 0, 0, 0);

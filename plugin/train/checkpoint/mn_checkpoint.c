@@ -290,23 +290,30 @@ struct mn_rescue {
     const mn_best *best;
     uint64_t start;       /* the iteration the run started at */
     uint64_t run;         /* this run's id in the backup folder's lock file */
-    long step_us;         /* the last step's microseconds (mn_rescue_note) */
     int stopping;         /* every rank reached a stop's iteration end: the orderly checkpoint follows */
 };
 
-void mn_rescue_note(mn_rescue *r, double step_s, int stopping)
+void mn_rescue_note(mn_rescue *r, int stopping)
 {
-    if (!r) return;
-    __atomic_store_n(&r->step_us, (long)(step_s * 1e6), __ATOMIC_RELAXED);
-    if (stopping) __atomic_store_n(&r->stopping, 1, __ATOMIC_RELEASE);
+    if (r && stopping) __atomic_store_n(&r->stopping, 1, __ATOMIC_RELEASE);
 }
 
-/* Whether the ranks are stopping together, waited for as mn_rescue_note says. */
+/* The launcher's time between its SIGTERM and its SIGKILL: Open MPI's
+ * odls_base_sigkill_timeout where set (1 s by default), Slurm's KillWait
+ * under srun (30 s by default; a task cannot read it). */
+static double kill_delay(void)
+{
+    const char *v = getenv("OMPI_MCA_odls_base_sigkill_timeout");
+    if (v && atof(v) > 0) return atof(v);
+    return getenv("SLURM_JOB_ID") ? 30.0 : 1.0;
+}
+
+/* Whether the ranks are stopping together (mn_rescue_note), waited for at
+ * most 30% of the launcher's kill delay, which leaves the rest for a
+ * rescue's write where they are not. */
 static int stopping_together(mn_rescue *r)
 {
-    double step = __atomic_load_n(&r->step_us, __ATOMIC_RELAXED) * 1e-6;
-    double cap = getenv("SLURM_JOB_ID") ? 10.0 : 0.3;
-    double until = mn_now() + (1.5 * step < cap ? 1.5 * step : cap);
+    double until = mn_now() + 0.3 * kill_delay();
     while (!__atomic_load_n(&r->stopping, __ATOMIC_ACQUIRE)) {
         if (mn_now() >= until) return 0;
         usleep(2000);
@@ -314,10 +321,6 @@ static int stopping_together(mn_rescue *r)
     return 1;
 }
 
-/* Where memory allows, the file is made in memory while the update waits
- * (a copy's time) and written after, so the orderly stop, or the step that
- * goes on where the job is not lost, does not wait on the file system; else
- * it is written under the hold. */
 static void rescue_write(void *arg)
 {
     mn_rescue *r = arg;
@@ -394,7 +397,7 @@ mn_status mn_rescue_open(mn_comm *c, network *net, mn_optimizer *o, const char *
     if (c->rank == 0) memcpy(text, experiment, n[0]);
     text[n[0]] = 0;
     MN_MPI(c, MPI_Bcast(text, (int)n[0], MPI_CHAR, 0, c->world));
-    *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net), n[1], 0, 0};
+    *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net), n[1], 0};
     if (rescue_writer(c)) mn_rescue_register(rescue_write, r);
     *out = r;
     return MN_OK;

@@ -125,15 +125,14 @@ typedef struct mn_rescue mn_rescue;
 mn_status mn_rescue_open(mn_comm *c, network *net, mn_optimizer *o, const char *dir, const char *base,
                          const char *experiment, const mn_best *best, mn_rescue **r);
 void mn_rescue_close(mn_rescue *r);
-/* After each iteration's loss allreduce: how long the step took, and
- * whether a stop signal reached some rank, so that every rank stops at this
- * iteration's end with the orderly checkpoint. A SIGTERM that reached every
- * rank (a cancel, a time limit, a preemption) then writes no rescue: the
- * rescue waits up to 1.5 steps for this (at most 10 s under Slurm, whose
- * KillWait leaves time; 0.3 s elsewhere: mpiexec's SIGKILL follows its
- * SIGTERM by about a second), and writes only if it does not come. r may
- * be NULL. */
-void mn_rescue_note(mn_rescue *r, double step_s, int stopping);
+/* After each iteration's loss allreduce: whether a stop signal reached
+ * some rank, so that every rank stops at this iteration's end with the
+ * orderly checkpoint. A SIGTERM that reached every rank (a cancel, a time
+ * limit, a preemption) then writes no rescue: the rescue waits for this up
+ * to 30% of the launcher's kill delay (Open MPI's
+ * odls_base_sigkill_timeout, 1 s by default; Slurm's KillWait, 30 s
+ * assumed) and writes only if it does not come. r may be NULL. */
+void mn_rescue_note(mn_rescue *r, int stopping);
 /* Rank 0, holding the folder's lock: the files of base that a run cut
  * short left half written (<name>.tmp.<host>.<pid>...: a checkpoint, a
  * rescue, a weights file) are removed, and their count said. */
