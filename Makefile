@@ -424,7 +424,7 @@ gpu-check:
 	$(MAKE) GPU=1 CUDNN=1 NCCL=1 DARKNET=$(DARKNET) $(BUILD)/tools/mn_fashion
 	$(MAKE) GPU=0 DARKNET=pjreddie $(BUILD)/cpu/tests/mn_wcmp
 	$(MAKE) GPU=1 CUDNN=1 NCCL=1 DARKNET=$(DARKNET) $(if $(filter alexeyab,$(DARKNET)),$(BUILD)/alexeyab-gpu/darknet_mn,$(BUILD)/gpu/darknet_mn)
-	BUILD=$(BUILD) PROG=$(if $(filter alexeyab,$(DARKNET)),$(BUILD)/alexeyab-gpu/darknet_mn,$(BUILD)/gpu/darknet_mn) ./scripts/gpu_check.sh
+	BUILD=$(BUILD) DARKNET=$(DARKNET) PROG=$(if $(filter alexeyab,$(DARKNET)),$(BUILD)/alexeyab-gpu/darknet_mn,$(BUILD)/gpu/darknet_mn) ./scripts/gpu_check.sh
 
 include tools/fashion.mk
 include tools/fashion_det.mk

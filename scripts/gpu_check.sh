@@ -13,17 +13,38 @@
 #  4. compute-sanitizer memcheck (2 ranks) and racecheck (1 rank) on a
 #     short run: no error reported.
 # About 10 minutes on one GPU. Prints one ok/FAIL line each and the device.
+# DARKNET=alexeyab: the fork's build, whose GPU batch norm has no statistics
+# hook (sync_bn=1 refused): its equivalence rows train the classifier without
+# batch norm instead. (hank-ai's base has no classifier: not checked here yet.)
+# GPU_CHECK_DRY=1: every row's logic on a CPU build, no GPU asked for (make
+# test: tests/run_gpucheck.sh), so that only the GPU is left for the device;
+# its ok lines say "dry", the rows only a GPU can answer (compute-sanitizer)
+# are counted as skipped, and the killed rank's wait is 5 s, not 20.
 # Env: PROG (the GPU build's darknet_mn), BUILD; and from gpu_bundle.sh's
 # run.sh, where the build was made elsewhere: MPI, WCMP, GPU_DATA, GPU_CHECK_OUT.
 . "$(dirname "$0")/../tests/lib.sh"
-T=$(pwd)/$BUILD/gpu-check
+DRY=${GPU_CHECK_DRY:-0}
+T=$(pwd)/$BUILD/gpu-check$([ "$DRY" = 1 ] && echo "-dry-${DARKNET:-pjreddie}")
 rm -rf "$T" && mkdir -p "$T"
 : "${PROG:?PROG must name the GPU build (make gpu-check sets it)}"
-if ! nvidia-smi -L > "$T/devices" 2>&1 || [ ! -s "$T/devices" ]; then
+if [ "$DRY" = 1 ]; then
+    echo "no GPU: a dry run of the check's logic on $PROG" > "$T/devices"
+    gpus=1
+    okd() { ok "$* (dry run: the logic, on a CPU build)"; }
+elif ! nvidia-smi -L > "$T/devices" 2>&1 || [ ! -s "$T/devices" ]; then
     echo "gpu-check: no CUDA GPU here (nvidia-smi -L: $(head -1 "$T/devices")); nothing was run"; exit 2
+else
+    gpus=$(grep -c '^GPU ' "$T/devices")
+    okd() { ok "$@"; }
 fi
-gpus=$(grep -c '^GPU ' "$T/devices")
-echo "== gpu-check on $(head -1 "$T/devices") ($gpus GPU(s)); $PROG"
+if [ "$DRY" = 1 ]; then echo "== gpu-check, dry run (no GPU asked for): $PROG"
+else echo "== gpu-check on $(head -1 "$T/devices") ($gpus GPU(s)); $PROG"; fi
+# The batch norm of the equivalence rows: the fork's GPU builds have no sync_bn.
+case ${DARKNET:-pjreddie} in
+    alexeyab) BN=0 ;;
+    pjreddie) BN=1 ;;
+    *) echo "gpu-check: DARKNET=$DARKNET: only pjreddie's and AlexeyAB's bases are checked here"; exit 2 ;;
+esac
 if [ -n "${GPU_DATA:-}" ]; then D=$GPU_DATA   # scripts/gpu_bundle.sh's copy: no dataset package there
 else fashion_slice "$T/fashion" 256 64 "$T/fashion.log" || { echo "gpu-check: mn_fashion failed (see $T/fashion.log)"; exit 1; }; fi
 data() {   # data NAME: a data cfg with its own backup folder
@@ -32,10 +53,10 @@ data() {   # data NAME: a data cfg with its own backup folder
     mkdir -p "$T/$1"
     echo "$T/$1.data"
 }
-cfg() {   # cfg NAME BATCH MAXB [distributed lines...]: the tiny classifier with batch norm
+cfg() {   # cfg NAME BATCH MAXB [distributed lines...]: the tiny classifier, with batch norm (BN=1)
     local f=$T/$1.cfg b=$2 m=$3; shift 3
-    mn_cfg "$f" batch="$b" max_batches="$m" '[convolutional]' batch_normalize=1 '[maxpool]' '[connected]' '[softmax]' \
-        -- deterministic=1 shuffle=0 "$@"
+    mn_cfg "$f" batch="$b" max_batches="$m" '[convolutional]' batch_normalize="${CFG_BN:-1}" '[maxpool]' '[connected]' \
+        '[softmax]' -- deterministic=1 shuffle=0 "$@"
     echo "$f"
 }
 # run NAME NP [ENV=V...] -- CFG: classifier training; its weights file is $T/NAME/NAME_final.weights.
@@ -57,22 +78,24 @@ for c in flat $( [ "$gpus" -ge 2 ] && echo pure_nccl ); do
     if ! all_rc "$T/race-$c-b1" 2 0 || ! all_rc "$T/race-$c-nb" 2 0; then bad "races $c: a run failed (see $T/race-$c-*.err.*)"
     elif ! "$WCMP" "$(w race-$c-b1)" "$(w race-$c-b2)" 0 > "$T/race-$c-self.log"; then
         bad "races $c: not decisive: two CUDA_LAUNCH_BLOCKING=1 runs differ ($(cat "$T/race-$c-self.log")): a non-deterministic cuDNN algorithm"
-    elif "$WCMP" "$(w race-$c-nb)" "$(w race-$c-b1)" 0 > "$T/race-$c.log"; then ok "races $c: bit-identical with and without CUDA_LAUNCH_BLOCKING=1 ($(cat "$T/race-$c.log"))"
+    elif "$WCMP" "$(w race-$c-nb)" "$(w race-$c-b1)" 0 > "$T/race-$c.log"; then okd "races $c: bit-identical with and without CUDA_LAUNCH_BLOCKING=1 ($(cat "$T/race-$c.log"))"
     else bad "races $c: the asynchronous run differs from the blocking one ($(cat "$T/race-$c.log")): a stream race"; fi
 done
 
-echo "-- 2. N x b against 1 x N*b (NVIDIA_TF32_OVERRIDE=0, sync_bn=1)"
-# sync_bn=1: the classifier has batch norm, whose statistics over a rank's 2
-# images are not the 4 images' (without it 2 x 2 differs from 1 x 4 by 0.25
-# on the CPU build as on the GPU: the first GPU run's FAIL). float16 rounds
-# each gradient: 3.1e-4 on the CPU build. (overlap=1 is refused on a GPU.)
-run eq-one 1 NVIDIA_TF32_OVERRIDE=0 -- "$(cfg eq-one 4 10 sync_bn=1)"
+# sync_bn=1 where the base's GPU build has it: the classifier has batch
+# norm, whose statistics over a rank's 2 images are not the 4 images' (without
+# it 2 x 2 differs from 1 x 4 by 0.25 on the CPU build as on the GPU: the first
+# GPU run's FAIL); AlexeyAB's: the classifier without batch norm. float16
+# rounds each gradient: 3.1e-4 on the CPU build. (overlap=1 is refused on a GPU.)
+sync=$([ "$BN" = 1 ] && echo sync_bn=1)
+echo "-- 2. N x b against 1 x N*b (NVIDIA_TF32_OVERRIDE=0, ${sync:-no batch norm})"
+run eq-one 1 NVIDIA_TF32_OVERRIDE=0 -- "$(CFG_BN=$BN cfg eq-one 4 10 $sync)"
 for v in flat flat:allreduce_grad_dtype=float16 $( [ "$gpus" -ge 2 ] && echo pure_nccl hierarchical ); do
     c=${v%%:*} opt=$([ "$v" = "$c" ] || echo "${v#*:}") name=eq-$(tr ':=_' '---' <<< "$v")
     bound=$(case $opt in *float16) echo 2e-3 ;; *) echo 1e-4 ;; esac)
-    run "$name" 2 NVIDIA_TF32_OVERRIDE=0 -- "$(cfg "$name" 2 10 communicator=$c sync_bn=1 $opt)"
+    run "$name" 2 NVIDIA_TF32_OVERRIDE=0 -- "$(CFG_BN=$BN cfg "$name" 2 10 communicator=$c $sync $opt)"
     if all_rc "$T/$name" 2 0 && all_rc "$T/eq-one" 1 0 && "$WCMP" "$(w "$name")" "$(w eq-one)" "$bound" > "$T/$name.log"; then
-        ok "equivalence $c${opt:+ $opt}: 2 x 2 = 1 x 4 within $bound ($(cat "$T/$name.log"))"
+        okd "equivalence $c${opt:+ $opt}: 2 x 2 = 1 x 4 within $bound ($(cat "$T/$name.log"))"
     else bad "equivalence $c${opt:+ $opt}: $(cat "$T/$name.log" 2> /dev/null) (see $T/$name.err.*)"; fi
 done
 
@@ -89,14 +112,14 @@ first=$(rcs "$T/stop" 2)
 run stop 2 -- "$sc"
 if all_rc "$T/stop-ref" 2 0 && [ -n "$at" ] && [ $stopped = 0 ] && all_rc "$T/stop" 2 0 &&
    grep -q "resuming from checkpoint .*stop.ckpt-$at" "$T/stop.out.0" && "$WCMP" "$(w stop)" "$(w stop-ref)" 0 > "$T/stop.log"; then
-    ok "stop signal: stopped at iteration $at, every rank that reported exit 75 ($first), resumed there, bit-identical to an uninterrupted run ($(cat "$T/stop.log"))"
+    okd "stop signal: stopped at iteration $at, every rank that reported exit 75 ($first), resumed there, bit-identical to an uninterrupted run ($(cat "$T/stop.log"))"
 else bad "stop signal: stopped at '$at' with $first; rerun $(rcs "$T/stop" 2); $(cat "$T/stop.log" 2> /dev/null); $(grep -h 'resuming' "$T/stop.out.0")"; fi
 
 echo "-- 3. a killed rank"
 kc=$(cfg kill 4 100000 collective_timeout=20)
 t0=$SECONDS
 run kill 2 -- "$kc" &
-sleep 20
+sleep $([ "$DRY" = 1 ] && echo 5 || echo 20)
 signal_rank1 KILL "$T/kill.data"
 wait
 took=$((SECONDS - t0))
@@ -105,11 +128,13 @@ took=$((SECONDS - t0))
 # says 1; what counts is that the job ended, rank 1 killed, rank 0 not done.
 r0=$(cat "$T/kill.rc.0" 2> /dev/null || echo killed)
 if [ "$(cat "$T/kill.rc.1" 2> /dev/null)" = 137 ] && [ "$r0" != 0 ] && [ "$(cat "$T/kill.rc")" != 124 ] && [ $took -lt 120 ]; then
-    ok "killed rank: the job ended in ${took}s (rank 1 137, rank 0 $r0, mpiexec $(cat "$T/kill.rc"))"
+    okd "killed rank: the job ended in ${took}s (rank 1 137, rank 0 $r0, mpiexec $(cat "$T/kill.rc"))"
 else bad "killed rank: mpiexec $(cat "$T/kill.rc") after ${took}s, ranks $(rcs "$T/kill" 2)"; fi
 
 echo "-- 4. compute-sanitizer"
-if command -v compute-sanitizer > /dev/null; then
+if [ "$DRY" = 1 ]; then
+    skipped=$((${skipped:-0} + 1)); echo "skip compute-sanitizer: a GPU's (dry run)"
+elif command -v compute-sanitizer > /dev/null; then
     for tool in memcheck racecheck; do
         np=$([ $tool = memcheck ] && echo 2 || echo 1)
         sc=$(cfg "san-$tool" 4 3)
