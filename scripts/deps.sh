@@ -81,11 +81,12 @@ if may_install; then
         if [ $need_src = 1 ] && ! grep -rqs '^deb-src .*bookworm main\|^Types:.*deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
             echo "deb-src http://deb.debian.org/debian bookworm main" | $SUDO tee /etc/apt/sources.list.d/darknet-mn-src.list > /dev/null
         fi
-        $SUDO apt-get update -qq
+        $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
     fi
     if [ -n "$missing" ]; then
         echo "deps: installing$missing"
-        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
+        # Another make's install (side by side, .ci/run) holds the lock a while: wait for it.
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $missing
     fi
     if [ $need_src = 1 ]; then fetch_src; fi
 elif [ $need_src = 1 ] && [ "$debian" = 1 ]; then
