@@ -271,8 +271,8 @@ done
 echo "== GPU builds of both bases (compile and link only; no GPU here)"
 if command -v nvcc > /dev/null; then
     # For the newest architecture alone (TEST_CUDA_ARCHS): what compiles for
-    # one compiles for all, in a third of the time; a later plain `make
-    # GPU=1` rebuilds for every one (make cuda-archs).
+    # one compiles for all; a later plain `make GPU=1` rebuilds for every
+    # one (make cuda-archs).
     ARCHS=${TEST_CUDA_ARCHS:-$(make -s --no-print-directory cuda-archs | awk '{ print $NF }')}
     t0=$SECONDS
     if make -s -j"$(nproc)" GPU=1 CUDNN=1 NCCL=1 CUDA_ARCHS="$ARCHS" > "$T/gpu-build.log" 2>&1; then
