@@ -270,18 +270,13 @@ done
 
 echo "== GPU builds of both bases (compile and link only; no GPU here)"
 if command -v nvcc > /dev/null; then
-    # For the newest architecture alone (TEST_CUDA_ARCHS): what compiles for
-    # one compiles for all; a later plain `make GPU=1` rebuilds for every
-    # one (make cuda-archs).
-    ARCHS=${TEST_CUDA_ARCHS:-$(make -s --no-print-directory cuda-archs | awk '{ print $NF }')}
     t0=$SECONDS
-    if make -s -j"$(nproc)" GPU=1 CUDNN=1 NCCL=1 CUDA_ARCHS="$ARCHS" > "$T/gpu-build.log" 2>&1; then
-        ok "make GPU=1 CUDNN=1 NCCL=1 CUDA_ARCHS='$ARCHS' builds $BUILD/gpu/darknet_mn ($((SECONDS - t0)) s)"
+    if make -s -j"$(nproc)" GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build.log" 2>&1; then ok "make GPU=1 CUDNN=1 NCCL=1 builds $BUILD/gpu/darknet_mn ($((SECONDS - t0)) s)"
     else bad "GPU build (see $T/gpu-build.log)"; tail -5 "$T/gpu-build.log"; fi
     if [ -n "${DARKNET_SRC:-}" ] || [ -f "${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}" ]; then
         t0=$SECONDS
-        if make -s -j"$(nproc)" DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 CUDA_ARCHS="$ARCHS" > "$T/gpu-build-alexeyab.log" 2>&1; then
-            ok "make DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 CUDA_ARCHS='$ARCHS' builds $BUILD/alexeyab-gpu/darknet_mn ($((SECONDS - t0)) s)"
+        if make -s -j"$(nproc)" DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build-alexeyab.log" 2>&1; then
+            ok "make DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 builds $BUILD/alexeyab-gpu/darknet_mn ($((SECONDS - t0)) s)"
         else bad "AlexeyAB's GPU build (see $T/gpu-build-alexeyab.log)"; tail -5 "$T/gpu-build-alexeyab.log"; fi
     else ok "AlexeyAB's GPU build skipped: neither DARKNET_SRC nor its snapshot is here"; fi
     # Without a usable GPU each GPU build stops at start, with the reason, on every rank
