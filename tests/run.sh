@@ -268,34 +268,11 @@ for extra in tests/run_*.sh; do
     if T=$T D=$D TEST_BIN=$TEST_BIN BUILD=$BUILD MPI="$MPI" bash "$extra"; then ok "$extra ($((SECONDS - t0)) s)"; else bad "$extra ($((SECONDS - t0)) s)"; fi
 done
 
-echo "== GPU builds of both bases (compile and link only; no GPU here)"
-if command -v nvcc > /dev/null; then
-    t0=$SECONDS
-    if make -s -j"$(nproc)" GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build.log" 2>&1; then ok "make GPU=1 CUDNN=1 NCCL=1 builds $BUILD/gpu/darknet_mn ($((SECONDS - t0)) s)"
-    else bad "GPU build (see $T/gpu-build.log)"; tail -5 "$T/gpu-build.log"; fi
-    if [ -n "${DARKNET_SRC:-}" ] || [ -f "${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}" ]; then
-        t0=$SECONDS
-        if make -s -j"$(nproc)" DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build-alexeyab.log" 2>&1; then
-            ok "make DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 builds $BUILD/alexeyab-gpu/darknet_mn ($((SECONDS - t0)) s)"
-        else bad "AlexeyAB's GPU build (see $T/gpu-build-alexeyab.log)"; tail -5 "$T/gpu-build-alexeyab.log"; fi
-    else ok "AlexeyAB's GPU build skipped: neither DARKNET_SRC nor its snapshot is here"; fi
-    # Without a usable GPU each GPU build stops at start, with the reason, on every rank
-    # (gpu_none; hank-ai's GPU build, when make test-hankai-gpu made it, too).
-    if ! nvidia-smi -L > /dev/null 2>&1; then
-        [ -x "$BUILD/gpu/darknet_mn" ] && gpu_none "$T/gpu-none" "$BUILD/gpu/darknet_mn" classifier train "$(data gpu-none)" "$T/good.cfg" -nogpu
-        [ -x "$BUILD/hankai-gpu/darknet_mn" ] && gpu_none "$T/gpu-none-hankai" "$BUILD/hankai-gpu/darknet_mn" info
-    fi
-else
-    # CUDA is NVIDIA's, not Debian's: a machine without it cannot check this
-    # (CI's fresh root has it bound in: scripts/fresh_debian.sh).
-    skipped=$((${skipped:-0} + 1))
-    echo "skip GPU builds of both bases: nvcc not found (NVIDIA's CUDA under /usr/local/cuda, with cuDNN and NCCL, checks them)"
-fi
-
+# The GPU builds, and these checks on them: make test-gpu (tests/gpu_builds.sh).
 echo "== The plugin's layers: calls go one way (tests/layers.py, docs/design.md)"
 LAYERS=$(make -s --no-print-directory print-layers)
 for lib in "$BUILD/cpu/libdarknet_mn.a" "$BUILD/gpu/libdarknet_mn.a" "$BUILD/alexeyab-gpu/libdarknet_mn.a"; do
-    [ -f "$lib" ] || [ "$lib" = "$BUILD/cpu/libdarknet_mn.a" ] || continue   # a GPU build failed or was skipped above
+    [ -f "$lib" ] || [ "$lib" = "$BUILD/cpu/libdarknet_mn.a" ] || continue   # no GPU build (make test-gpu makes them)
     if python3 tests/layers.py "$LAYERS" "$lib" > "$T/layers.out" 2>&1; then cat "$T/layers.out"; pass=$((pass + 1))
     else sed 's/^/     /' "$T/layers.out" | cut -c1-600; bad "layers: $lib"; fi
 done
@@ -335,12 +312,12 @@ if [ $rc != 0 ] && grep -q "low/mn_a.h includes high/mn_b.h, a header of a highe
 else bad "includes: the planted includes were not reported (rc $rc): $(head -3 "$L/inc.out")"; fi
 
 echo "== Nothing outside base/ reads Darknet's network or layers, nor calls Darknet (tests/boundary.py, docs/design.md)"
-# The sources, and the objects of each build made above: pjreddie's CPU build, the GPU builds when
-# they built (AlexeyAB's CPU build: tests/run_alexeyab.sh).
+# The sources, and the objects of pjreddie's CPU build and of the GPU builds
+# where make test-gpu made them (AlexeyAB's CPU build: tests/run_alexeyab.sh).
 links=()
 for flags in "" "GPU=1 CUDNN=1 NCCL=1" "DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1"; do
     set -- $(make -s --no-print-directory BUILD="$BUILD" $flags print-link)
-    [ -f "$2" ] || [ -z "$flags" ] || continue   # a GPU build failed or was skipped above
+    [ -f "$2" ] || [ -z "$flags" ] || continue   # no GPU build
     links+=(--link "$@")
 done
 if python3 tests/boundary.py "$LAYERS" main.c "${links[@]}" > "$T/boundary.out" 2>&1; then cat "$T/boundary.out"; pass=$((pass + 1))

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# make test-gpu: the GPU builds of pjreddie's and AlexeyAB's bases (GPU=1
+# CUDNN=1 NCCL=1: compile and link; nothing runs a kernel here), then what
+# make test checks of every build on theirs: the plugin's calls go one way
+# (tests/layers.py) and nothing outside base/ calls Darknet
+# (tests/boundary.py); and where no GPU is usable, each GPU build stops at
+# start, saying why, on every rank. Apart from make test, whose 15 minutes
+# its 3 minutes of building would pass; .ci/run runs it. hank-ai's GPU
+# build: make test-hankai-gpu.
+# Env: BUILD, TEST_BIN (make sets them), or alone from the repository root.
+. "$(dirname "$0")/lib.sh"
+T=$T-gpu
+rm -rf "$T" && mkdir -p "$T"
+if ! command -v nvcc > /dev/null; then
+    # CUDA is NVIDIA's, not Debian's: a machine without it cannot check this
+    # (CI's fresh root has it bound in: scripts/fresh_debian.sh).
+    skipped=1
+    echo "skip GPU builds of both bases: nvcc not found (NVIDIA's CUDA under /usr/local/cuda, with cuDNN and NCCL, checks them)"
+    finish gpu
+fi
+echo "== GPU builds of both bases (compile and link only; no GPU here)"
+flags=("GPU=1 CUDNN=1 NCCL=1")
+t0=$SECONDS
+if make -s -j"$(nproc)" GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build.log" 2>&1; then ok "make GPU=1 CUDNN=1 NCCL=1 builds $BUILD/gpu/darknet_mn ($((SECONDS - t0)) s)"
+else bad "GPU build (see $T/gpu-build.log)"; tail -5 "$T/gpu-build.log"; fi
+if [ -n "${DARKNET_SRC:-}" ] || [ -f "${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}" ]; then
+    flags+=("DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1")
+    t0=$SECONDS
+    if make -s -j"$(nproc)" DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build-alexeyab.log" 2>&1; then
+        ok "make DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 builds $BUILD/alexeyab-gpu/darknet_mn ($((SECONDS - t0)) s)"
+    else bad "AlexeyAB's GPU build (see $T/gpu-build-alexeyab.log)"; tail -5 "$T/gpu-build-alexeyab.log"; fi
+else skipped=$((${skipped:-0} + 1)); echo "skip AlexeyAB's GPU build: neither DARKNET_SRC nor its snapshot is here"; fi
+
+# Without a usable GPU each GPU build stops at start, with the reason, on
+# every rank, -nogpu or not (hank-ai's GPU build, when make
+# test-hankai-gpu made it, too).
+if ! nvidia-smi -L > /dev/null 2>&1; then
+    [ -f "$D/train.list" ] || fashion_slice "$D" 64 20
+    mn_cfg "$T/good.cfg"
+    printf 'classes=10\ntrain=%s/train.list\nlabels=%s/labels.txt\nbackup=%s/none\n' "$D" "$D" "$T" > "$T/none.data"
+    [ -x "$BUILD/gpu/darknet_mn" ] && gpu_none "$T/gpu-none" "$BUILD/gpu/darknet_mn" classifier train "$T/none.data" "$T/good.cfg" -nogpu
+    [ -x "$BUILD/hankai-gpu/darknet_mn" ] && gpu_none "$T/gpu-none-hankai" "$BUILD/hankai-gpu/darknet_mn" info
+fi
+
+echo "== The plugin's layers and Darknet's boundary in the GPU builds (tests/layers.py, tests/boundary.py)"
+LAYERS=$(make -s --no-print-directory print-layers)
+links=()
+for f in "${flags[@]}"; do
+    set -- $(make -s --no-print-directory BUILD="$BUILD" $f print-link)   # Darknet's library, the plugin's, main.o
+    [ -f "$2" ] || continue   # that build failed above
+    if python3 tests/layers.py "$LAYERS" "$2" > "$T/layers.out" 2>&1; then cat "$T/layers.out"; pass=$((pass + 1))
+    else sed 's/^/     /' "$T/layers.out" | cut -c1-600; bad "layers: $2"; fi
+    links+=(--link "$@")
+done
+if [ ${#links[@]} -gt 0 ]; then
+    if python3 tests/boundary.py "$LAYERS" main.c "${links[@]}" > "$T/boundary.out" 2>&1; then cat "$T/boundary.out"; pass=$((pass + 1))
+    else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "boundary: $(grep -c FAIL "$T/boundary.out") network or layer reads or Darknet calls outside base/ in the GPU builds"; fi
+fi
+finish gpu
