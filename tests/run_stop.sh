@@ -158,6 +158,11 @@ if want rescue-nodes; then
     else bad "bounded rescue: writers '$writers'; $(rcs "$F/nodes-again" 2); $(grep -h 'resuming\|removed' "$F/nodes-again.out.0"); $(ls "$F/nodes" | tr '\n' ' ')"; fi
 fi
 
+# take_lock FILE: the lock record FILE names run 00000000deadbeef, as after
+# another run took the folder over (its other fields kept).
+take_lock() {
+    python3 -c 'import sys; p = sys.argv[1]; f = open(p).read().split(" "); f[2] = "00000000deadbeef"; open(p, "w").write(" ".join(f))' "$1"
+}
 # A rescue writes nothing into a folder another run took over (a job
 # frozen past its lease, then lost): rank 1 stopped at iteration 20 (rank 0
 # then waits in the allreduce, writing nothing), the lock file's run id
@@ -172,8 +177,7 @@ if want rescue-taken; then
     if wait_iter "$o" 20; then
         signal_rank1 STOP "$F/taken.data"
         sleep 0.5
-        python3 -c 'import sys; p = sys.argv[1]; f = open(p).read().split(" "); f[2] = "00000000deadbeef"; open(p, "w").write(" ".join(f))' \
-            "$F/taken/.darknet_mn.lock"
+        take_lock "$F/taken/.darknet_mn.lock"
         signal_rank1 KILL "$F/taken.data"
     fi
     wait $mp; mrc=$?
@@ -194,8 +198,7 @@ if want log-taken; then
     mp=$!
     n0=
     if wait_iter "$o" 20; then
-        python3 -c 'import sys; p = sys.argv[1]; f = open(p).read().split(" "); f[2] = "00000000deadbeef"; open(p, "w").write(" ".join(f))' \
-            "$F/logt/.darknet_mn.lock"
+        take_lock "$F/logt/.darknet_mn.lock"
         n0=$(wc -l < "$F/logt/logt_log.csv")
     fi
     wait $mp; mrc=$?

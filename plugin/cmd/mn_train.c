@@ -355,9 +355,10 @@ static mn_status run_save(train_run *r, const train_step *o)
         s = mn_eval_during_training(c, r->net, r->task, dc, opt, it, r->base, r->cfgfile, &r->ev, &r->best);
     double tw = mn_now();
     mn_timeline_add(r->tl, 0, MN_TL_EVAL, te, tw, 0, 0, 0);
-    /* Rank 0 writes the log and chart only into a folder still its own; once
-     * it is not, the next loss allreduce stops every rank (mn_backup_check). */
-    if (s == MN_OK && mn_backup_mine(r->lock))
+    /* Rank 0 writes the log and chart only into a folder still its own (just
+     * checked where the iteration saves or stops); once it is not, the next
+     * loss allreduce stops every rank (mn_backup_check). */
+    if (s == MN_OK && (saves || stopping || mn_backup_mine(r->lock)))
         mn_report_iteration(&r->rep, c, r->net, opt, dc->backup, r->base, o->loss, r->avg_loss, rate,
                             mn_eval_score(r->ev, it));
     char path[4096];

@@ -325,20 +325,21 @@ static void rescue_write(void *arg)
 {
     mn_rescue *r = arg;
     mn_snapshot s;
-    if (stopping_together(r) || mn_optimizer_hold(r->o, &s) != 0) return;
+    if (stopping_together(r)) return;
+    /* A job frozen past its lease may find the folder another's: its files
+     * are not ours to add to. Read before the hold, which the update waits on. */
+    uint64_t run = lock_run(r->dir);
+    if (run != r->run) {
+        fprintf(mn_output_errors(), "darknet-mn: rank %d (%s): ending: no rescue: backup folder %s now belongs to "
+                "another run (its lock file names run %016llx, this run is %016llx)\n", r->c->rank, r->c->host,
+                r->dir, (unsigned long long)run, (unsigned long long)r->run);
+        return;
+    }
+    if (mn_optimizer_hold(r->o, &s) != 0) return;
     char path[4096], tmp[4224];
     ckpt_path(path, sizeof path, r->dir, r->base, s.iteration);
     if (s.iteration <= r->start || !mn_tmp_path(r->c, tmp, sizeof tmp, path)) {
         mn_optimizer_release(r->o);
-        return;
-    }
-    /* A job frozen past its lease may find the folder another's: its files are not ours to add to. */
-    uint64_t run = lock_run(r->dir);
-    if (run != r->run) {
-        mn_optimizer_release(r->o);
-        fprintf(mn_output_errors(), "darknet-mn: rank %d (%s): ending: no rescue: backup folder %s now belongs to "
-                "another run (its lock file names run %016llx, this run is %016llx)\n", r->c->rank, r->c->host,
-                r->dir, (unsigned long long)run, (unsigned long long)r->run);
         return;
     }
     mn_net_info in = mn_net_get(r->net);
@@ -349,14 +350,16 @@ static void rescue_write(void *arg)
     memcpy(h.magic, CKPT_MAGIC, 8);
     char *buf = NULL;
     size_t len = 0;
-    FILE *m = open_memstream(&buf, &len), *f = NULL;
-    int ok = m && write_ckpt(m, &h, r->experiment, r->net, s.stats, s.momentum);
+    FILE *m = open_memstream(&buf, &len), *f;
+    int ok = m && write_ckpt(m, &h, r->experiment, r->net, s.stats, s.momentum), opened;
     if (ok) {
         mn_optimizer_release(r->o);
-        ok = (f = fopen(tmp, "wb")) && fwrite(buf, 1, len, f) == len;
-        ok = (f && fclose(f) == 0) && ok;
+        opened = (f = fopen(tmp, "wb")) != NULL;
+        ok = opened && fwrite(buf, 1, len, f) == len;
+        ok = (opened && fclose(f) == 0) && ok;
     } else {
-        ok = (f = fopen(tmp, "wb")) && write_ckpt(f, &h, r->experiment, r->net, s.stats, s.momentum);
+        opened = (f = fopen(tmp, "wb")) != NULL;
+        ok = opened && write_ckpt(f, &h, r->experiment, r->net, s.stats, s.momentum);   /* closes f */
         mn_optimizer_release(r->o);
     }
     free(buf);
@@ -368,7 +371,7 @@ static void rescue_write(void *arg)
         fprintf(mn_output_errors(), "darknet-mn: rank %d (%s): ending: the last completed update, iteration %llu, "
                 "%s %s (a rerun resumes there)\n", r->c->rank, r->c->host, (unsigned long long)s.iteration,
                 written ? "written to" : "already written by another rank to", path);
-    else if (f || ok) remove(tmp);
+    else if (opened) remove(tmp);
 }
 
 /* Who writes a rescue: the node's ranks 0 and 1 on the first and the last
