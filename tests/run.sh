@@ -271,11 +271,9 @@ done
 # The GPU builds, and these checks on them: make test-gpu (tests/gpu_builds.sh).
 echo "== The plugin's layers: calls go one way (tests/layers.py, docs/design.md)"
 LAYERS=$(make -s --no-print-directory print-layers)
-for lib in "$BUILD/cpu/libdarknet_mn.a" "$BUILD/gpu/libdarknet_mn.a" "$BUILD/alexeyab-gpu/libdarknet_mn.a"; do
-    [ -f "$lib" ] || [ "$lib" = "$BUILD/cpu/libdarknet_mn.a" ] || continue   # no GPU build (make test-gpu makes them)
-    if python3 tests/layers.py "$LAYERS" "$lib" > "$T/layers.out" 2>&1; then cat "$T/layers.out"; pass=$((pass + 1))
-    else sed 's/^/     /' "$T/layers.out" | cut -c1-600; bad "layers: $lib"; fi
-done
+# pjreddie's CPU build (AlexeyAB's: tests/run_alexeyab.sh; the GPU builds: make test-gpu).
+if python3 tests/layers.py "$LAYERS" "$BUILD/cpu/libdarknet_mn.a" > "$T/layers.out" 2>&1; then cat "$T/layers.out"; pass=$((pass + 1))
+else sed 's/^/     /' "$T/layers.out" | cut -c1-600; bad "layers: $BUILD/cpu/libdarknet_mn.a"; fi
 # The check itself: a lower file calling a higher one that calls it back.
 L=$T/layers-self && rm -rf "$L" && mkdir -p "$L/src/low" "$L/src/high"
 echo 'int mn_high(void); int mn_low(void) { return mn_high(); }' > "$L/src/low/mn_a.c"
@@ -312,15 +310,9 @@ if [ $rc != 0 ] && grep -q "low/mn_a.h includes high/mn_b.h, a header of a highe
 else bad "includes: the planted includes were not reported (rc $rc): $(head -3 "$L/inc.out")"; fi
 
 echo "== Nothing outside base/ reads Darknet's network or layers, nor calls Darknet (tests/boundary.py, docs/design.md)"
-# The sources, and the objects of pjreddie's CPU build and of the GPU builds
-# where make test-gpu made them (AlexeyAB's CPU build: tests/run_alexeyab.sh).
-links=()
-for flags in "" "GPU=1 CUDNN=1 NCCL=1" "DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1"; do
-    set -- $(make -s --no-print-directory BUILD="$BUILD" $flags print-link)
-    [ -f "$2" ] || [ -z "$flags" ] || continue   # no GPU build
-    links+=(--link "$@")
-done
-if python3 tests/boundary.py "$LAYERS" main.c "${links[@]}" > "$T/boundary.out" 2>&1; then cat "$T/boundary.out"; pass=$((pass + 1))
+# The sources, and the objects of pjreddie's CPU build (AlexeyAB's CPU
+# build: tests/run_alexeyab.sh; the GPU builds: make test-gpu).
+if python3 tests/boundary.py "$LAYERS" main.c --link $(make -s --no-print-directory BUILD="$BUILD" print-link) > "$T/boundary.out" 2>&1; then cat "$T/boundary.out"; pass=$((pass + 1))
 else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "boundary: $(grep -c FAIL "$T/boundary.out") network or layer reads or Darknet calls outside base/"; fi
 # The link check itself: an object above base/ calling Darknet's load_data and reading its gpu_index,
 # one below it (the engine's place) calling make_image, and main.o calling top_k, are named with
