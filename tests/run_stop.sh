@@ -55,7 +55,7 @@ stopped() {
     local line; line=$(grep -a "darknet-mn: stopped at iteration" "$o.out")
     local it; it=$(sed -n 's/.*stopped at iteration \([0-9]*\) .*/\1/p' <<< "$line")
     if [ "$mrc" != 75 ] || ! ended_with "$o" 2 75 || [ -z "$it" ] || [ ! -f "$F/$name/long.ckpt-$it" ] ||
-       [ -e "$F/$name/long_final.weights" ] || ! grep -q "by SIG$sig (on 1 of 2 ranks)\|by a signal on another rank (on 1 of 2 ranks)" <<< "$line"; then
+       [ -e "$F/$name/long_final.weights" ] || ! grep -q "by SIG$sig (on 1 of 2 ranks)" <<< "$line"; then
         bad "SIG$sig to rank $r: mpiexec $mrc, ranks $(rcs "$o" 2); '$line'; $(ls "$F/$name" | tr '\n' ' '); $(tail -2 "$o.err")"
         return
     fi

@@ -8,6 +8,7 @@
  * global batch is the next N*b paths of the list and rank r takes its slice. */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,18 +95,16 @@ static mn_status ensure_dir(mn_comm *c, const char *dir)
  * status asks for a rerun; the same command then resumes here, as if never
  * stopped. */
 static mn_status stop_here(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, const char *dir,
-                           const char *base, const char *experiment, const mn_best *best, size_t it, int signaled,
-                           int checked, int written)
+                           const char *base, const char *experiment, const mn_best *best, size_t it, int sig,
+                           int signaled, int checked, int written)
 {
     double t = mn_now();
     if (!checked) MN_CHECK(mn_replica_check(c, net, mo, opt->sync_bn, it, NULL));
     if (!written) MN_CHECK(mn_checkpoint_save(c, net, mo, opt, dir, base, experiment, best));
     if (c->rank == 0) {
-        int sig = mn_stop_signal();
         printf("darknet-mn: stopped at iteration %zu by %s (on %d of %d ranks): checkpoint %s/%s.ckpt-%zu written "
-               "in %.1f s; exit status %d: run the same command again to resume\n", it,
-               sig ? mn_signal_name(sig) : "a signal on another rank", signaled, c->size, dir, base, it,
-               mn_now() - t, MN_EXIT_RERUN);
+               "in %.1f s; exit status %d: run the same command again to resume\n", it, mn_signal_name(sig),
+               signaled, c->size, dir, base, it, mn_now() - t, MN_EXIT_RERUN);
         fflush(stdout);
     }
     return MN_ERR_STOPPED;
@@ -162,6 +161,7 @@ typedef struct {
     double now;         /* when the step was done: the img/s of the line and the chart */
     float loss;         /* the mean over the ranks */
     int signaled;       /* ranks a stop signal reached */
+    int stop_sig;       /* the signal that reached the most of them */
     int lost;           /* another job took the backup folder over */
 } train_step;
 
@@ -281,13 +281,24 @@ static mn_status run_step(train_run *r, mn_batch *train, train_step *o)
     /* The loss's sum carries how many ranks a stop signal reached, and
      * whether another job took the backup folder over (rank 0's lease
      * thread found out), so every rank learns of either at no extra message. */
-    float sum[3] = {loss, mn_stop_signal() ? 1.f : 0.f, mn_backup_lost(r->lock) ? 1.f : 0.f};
+    /* One count per stop signal, so rank 0 names the signal that stopped
+     * the job even where it reached other ranks only (scancel's SIGTERM
+     * reaches the nodes at different moments). */
+    const int sigs[3] = {SIGTERM, SIGUSR1, SIGINT};
+    int mine = mn_stop_signal();
+    float sum[5] = {loss, mine == sigs[0], mine == sigs[1], mine == sigs[2], mn_backup_lost(r->lock) ? 1.f : 0.f};
     mn_guard(c, "loss allreduce");
-    MPI_Allreduce(MPI_IN_PLACE, sum, 3, MPI_FLOAT, MPI_SUM, c->world);
+    MPI_Allreduce(MPI_IN_PLACE, sum, 5, MPI_FLOAT, MPI_SUM, c->world);
     mn_unguard(c);
     o->loss = sum[0] / c->size;
-    o->signaled = (int)sum[1];
-    o->lost = sum[2] > 0;
+    int most = 0;
+    o->signaled = 0;
+    for (int i = 0; i < 3; ++i) {
+        o->signaled += (int)sum[1 + i];
+        if (sum[1 + i] > sum[1 + most]) most = i;
+    }
+    o->stop_sig = o->signaled ? sigs[most] : 0;
+    o->lost = sum[4] > 0;
     mn_rescue_note(r->rescue, o->signaled > 0);
     if (o->lost) return mn_backup_check(c, r->lock);
     o->tstep = mn_now();
@@ -383,8 +394,8 @@ static mn_status run_save(train_run *r, const train_step *o)
     }
     if (s == MN_OK) s = mn_timeline_step(r->tl, it, o->t0, o->tstep);
     if (s == MN_OK && stopping && it < (size_t)r->in.max_batches)
-        s = stop_here(c, r->net, r->mo, opt, dc->backup, r->base, r->experiment, &r->best, it, o->signaled, saves,
-                      ckpt);
+        s = stop_here(c, r->net, r->mo, opt, dc->backup, r->base, r->experiment, &r->best, it, o->stop_sig,
+                      o->signaled, saves, ckpt);
     return s;
 }
 
