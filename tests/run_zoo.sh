@@ -17,7 +17,8 @@ ZOO_BASES=" ${ZOO_BASES:-pjreddie alexeyab} "
 on() { [[ $ZOO_BASES == *" $1 "* ]]; }
 # Run alone, the classifier slice is made here, as tests/run.sh makes it.
 [ -n "$D_GIVEN" ] || [ -f "$D/train.list" ] || fashion_slice "$D" 512 200
-T=$T/zoo
+# A folder per set of bases: make test-hankai's rows may run beside make test-zoo's.
+T=$T/zoo-$(echo $ZOO_BASES | tr ' ' -)
 rm -rf "$T" && mkdir -p "$T"
 DET=$BUILD/fashion-det
 [ -f "$DET/.stamp" ] || make -s fashion-det-data > "$T/det-data.log" 2>&1 || { bad "make fashion-det-data"; finish; }
