@@ -13,9 +13,9 @@
 #  4. compute-sanitizer memcheck (2 ranks) and racecheck (1 rank) on a
 #     short run: no error reported.
 # About 10 minutes on one GPU. Prints one ok/FAIL line each and the device.
-# DARKNET=alexeyab: the fork's build, whose GPU batch norm has no statistics
-# hook (sync_bn=1 refused): its equivalence rows train the classifier without
-# batch norm instead. (hank-ai's base has no classifier: not checked here yet.)
+# DARKNET=alexeyab: the fork's build; its CUDA batch norm calls the
+# statistics hook through patch 0016 (never run on a GPU before this check).
+# (hank-ai's base has no classifier: not checked here yet.)
 # GPU_CHECK_DRY=1: every row's logic on a CPU build, no GPU asked for (make
 # test: tests/run_gpucheck.sh), so that only the GPU is left for the device;
 # its ok lines say "dry", the rows only a GPU can answer (compute-sanitizer)
@@ -39,10 +39,8 @@ else
 fi
 if [ "$DRY" = 1 ]; then echo "== gpu-check, dry run (no GPU asked for): $PROG"
 else echo "== gpu-check on $(head -1 "$T/devices") ($gpus GPU(s)); $PROG"; fi
-# The batch norm of the equivalence rows: the fork's GPU builds have no sync_bn.
 case ${DARKNET:-pjreddie} in
-    alexeyab) BN=0 ;;
-    pjreddie) BN=1 ;;
+    alexeyab|pjreddie) ;;
     *) echo "gpu-check: DARKNET=$DARKNET: only pjreddie's and AlexeyAB's bases are checked here"; exit 2 ;;
 esac
 if [ -n "${GPU_DATA:-}" ]; then D=$GPU_DATA   # scripts/gpu_bundle.sh's copy: no dataset package there
@@ -53,9 +51,9 @@ data() {   # data NAME: a data cfg with its own backup folder
     mkdir -p "$T/$1"
     echo "$T/$1.data"
 }
-cfg() {   # cfg NAME BATCH MAXB [distributed lines...]: the tiny classifier, with batch norm (BN=1)
+cfg() {   # cfg NAME BATCH MAXB [distributed lines...]: the tiny classifier, with batch norm
     local f=$T/$1.cfg b=$2 m=$3; shift 3
-    mn_cfg "$f" batch="$b" max_batches="$m" '[convolutional]' batch_normalize="${CFG_BN:-1}" '[maxpool]' '[connected]' \
+    mn_cfg "$f" batch="$b" max_batches="$m" '[convolutional]' batch_normalize=1 '[maxpool]' '[connected]' \
         '[softmax]' -- deterministic=1 shuffle=0 "$@"
     echo "$f"
 }
@@ -82,18 +80,18 @@ for c in flat $( [ "$gpus" -ge 2 ] && echo pure_nccl ); do
     else bad "races $c: the asynchronous run differs from the blocking one ($(cat "$T/race-$c.log")): a stream race"; fi
 done
 
-# sync_bn=1 where the base's GPU build has it: the classifier has batch
-# norm, whose statistics over a rank's 2 images are not the 4 images' (without
-# it 2 x 2 differs from 1 x 4 by 0.25 on the CPU build as on the GPU: the first
-# GPU run's FAIL); AlexeyAB's: the classifier without batch norm. float16
-# rounds each gradient: 3.1e-4 on the CPU build. (overlap=1 is refused on a GPU.)
-sync=$([ "$BN" = 1 ] && echo sync_bn=1)
-echo "-- 2. N x b against 1 x N*b (NVIDIA_TF32_OVERRIDE=0, ${sync:-no batch norm})"
-run eq-one 1 NVIDIA_TF32_OVERRIDE=0 -- "$(CFG_BN=$BN cfg eq-one 4 10 $sync)"
+# sync_bn=1: the classifier has batch norm, whose statistics over a rank's 2
+# images are not the 4 images' (without it 2 x 2 differs from 1 x 4 by 0.25
+# on the CPU build as on the GPU: the first GPU run's FAIL). On AlexeyAB's
+# cuDNN build it takes the fork's own kernels (patch 0016), so these rows
+# check that path too. float16 rounds each gradient: 3.1e-4 on the CPU
+# build. (overlap=1 is refused on a GPU.)
+echo "-- 2. N x b against 1 x N*b (NVIDIA_TF32_OVERRIDE=0, sync_bn=1)"
+run eq-one 1 NVIDIA_TF32_OVERRIDE=0 -- "$(cfg eq-one 4 10 sync_bn=1)"
 for v in flat flat:allreduce_grad_dtype=float16 $( [ "$gpus" -ge 2 ] && echo pure_nccl hierarchical ); do
     c=${v%%:*} opt=$([ "$v" = "$c" ] || echo "${v#*:}") name=eq-$(tr ':=_' '---' <<< "$v")
     bound=$(case $opt in *float16) echo 2e-3 ;; *) echo 1e-4 ;; esac)
-    run "$name" 2 NVIDIA_TF32_OVERRIDE=0 -- "$(CFG_BN=$BN cfg "$name" 2 10 communicator=$c $sync $opt)"
+    run "$name" 2 NVIDIA_TF32_OVERRIDE=0 -- "$(cfg "$name" 2 10 communicator=$c sync_bn=1 $opt)"
     if all_rc "$T/$name" 2 0 && all_rc "$T/eq-one" 1 0 && "$WCMP" "$(w "$name")" "$(w eq-one)" "$bound" > "$T/$name.log"; then
         okd "equivalence $c${opt:+ $opt}: 2 x 2 = 1 x 4 within $bound ($(cat "$T/$name.log"))"
     else bad "equivalence $c${opt:+ $opt}: $(cat "$T/$name.log" 2> /dev/null) (see $T/$name.err.*)"; fi

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check's logic without a GPU (issue 51): scripts/gpu_check.sh with
-# GPU_CHECK_DRY=1 on pjreddie's CPU build and on AlexeyAB's (whose GPU
-# build has no sync_bn: its equivalence rows train without batch norm), so
-# that every row, its bounds and its result lines have run before a lent
+# GPU_CHECK_DRY=1 on pjreddie's CPU build and on AlexeyAB's (sync_bn=1 in
+# both's equivalence rows, as on their GPU builds), so that every row, its bounds and its result lines have run before a lent
 # GPU runs them. Each row must pass; compute-sanitizer is counted skipped.
 # Run by tests/run.sh (T, BUILD, MPI set there), or alone from the repository root.
 . "$(dirname "$0")/lib.sh"

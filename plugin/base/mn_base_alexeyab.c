@@ -294,6 +294,27 @@ const char *mn_base_refused_layer(const layer *l)
 
 /* Keys of the fork's [net] whose effect differs between ranks or breaks the
  * N x b = 1 x N*b equivalence. */
+#ifdef GPU
+/* sync_bn=1 in a GPU run: every batch-norm site must call the hook (patch
+ * 0016) and have the arrays its backward uses. Half precision (cudnn_half
+ * with a loss_scale) runs cuDNN's batch norm past 3 x burn_in, and
+ * batch_normalize=2 (cross-iteration) its own kernel: neither calls it. */
+static const char *sync_bn_gpu(const network *net)
+{
+    if (net->cudnn_half && net->loss_scale != 1)
+        return "sync_bn=1 with loss_scale (half precision: cuDNN's own batch norm, which calls no hook)";
+    for (int i = 0; i < net->n; ++i) {
+        const layer *l = &net->layers[i];
+        if (l->type != BATCHNORM && !l->batch_normalize) continue;
+        if (l->batch_normalize == 2) return "sync_bn=1 with batch_normalize=2 (cross-iteration batch norm) on the GPU";
+        if (!l->mean_delta_gpu || !l->variance_delta_gpu || !l->x_gpu)
+            return "sync_bn=1 on a GPU build whose batch norm lacks darknet-mn's patch 0016 (rebuild: make GPU=1 "
+                   "DARKNET=alexeyab)";
+    }
+    return NULL;
+}
+#endif
+
 const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 {
     if (!net) return NULL;   /* both tasks train here */
@@ -311,7 +332,7 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
     if (net->gpu_index < 0)
         return "-nogpu with its GPU build (the fork's training then updates on device -1, a fatal CUDA error at the "
                "first update); to train on the CPU, use the CPU build: make DARKNET=alexeyab";
-    if (sync_bn) return "sync_bn=1 with a GPU (the fork's GPU batch norm does not call the hook yet)";
+    if (sync_bn) return sync_bn_gpu(net);
 #else
     (void)sync_bn;
 #endif

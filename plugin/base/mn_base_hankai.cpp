@@ -736,9 +736,22 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
     if (N(net).gpu_index < 0)
         return "-nogpu with its GPU build (the fork's training then updates on device -1, a fatal CUDA error at the "
                "first update); to train on the CPU, use the CPU build: make DARKNET=hankai";
-    if (sync_bn)
-        return "sync_bn=1 on the GPU (hank-ai's CUDA batch norm has no statistics hook yet; the CPU build, make "
-               "DARKNET=hankai, averages it)";
+    if (sync_bn) {
+        /* Every batch-norm site must call the hook (patch 0022) and have the arrays its backward
+         * uses. Half precision (cudnn_half with a loss_scale) runs cuDNN's batch norm past
+         * 3 x burn_in, and batch_normalize=2 (cross-iteration) its own kernel: neither calls it. */
+        const Darknet::Network &n = N(net);
+        if (n.cudnn_half && n.loss_scale != 1)
+            return "sync_bn=1 with loss_scale (half precision: cuDNN's own batch norm, which calls no hook)";
+        for (int i = 0; i < n.n; ++i) {
+            const Darknet::Layer &l = n.layers[i];
+            if (!l.batch_normalize) continue;   /* the fork has no [batchnorm] layer */
+            if (l.batch_normalize == 2) return "sync_bn=1 with batch_normalize=2 (cross-iteration batch norm) on the GPU";
+            if (!l.mean_delta_gpu || !l.variance_delta_gpu || !l.x_gpu)
+                return "sync_bn=1 on a GPU build whose batch norm lacks darknet-mn's patch 0022 (rebuild: make GPU=1 "
+                       "DARKNET=hankai)";
+        }
+    }
 #else
     (void)sync_bn;
 #endif
