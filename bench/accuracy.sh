@@ -14,7 +14,8 @@
 # machine's load only changes how long it takes, not the figures. A run whose
 # map is already in its folder is kept (the figures do not depend on the
 # build: the same run gives byte-identical weights), so an interrupted table
-# goes on where it stopped; FRESH=1 starts over.
+# goes on where it stopped; FRESH=1 starts over. PROG: the darknet_mn to
+# train with (default ./darknet_mn; a copy lets the tree be rebuilt meanwhile).
 set -eu
 cd "$(dirname "$0")/.."
 . bench/common.sh
@@ -24,14 +25,15 @@ ROWS=${ROWS:-1x16 2x8 4x4 2x8-float16 2x8-overlap 2x8-sync_bn 2x8-double_bufferi
     2x8-double_buffering+double_buffering_fresh=0 2x8-double_buffering+double_buffering_fresh=0+lr=0.01 2x8-lr=0.01}
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 W=build/bench-accuracy
+PROG=${PROG:-./darknet_mn}
 OUT=${OUT:-bench/results/accuracy-det.txt}
 [ "${FRESH:-0}" = 1 ] && rm -rf "$W"
 mkdir -p "$W" build/backup
 make -s darknet_mn fashion-data fashion-det-data
 if [ ! -s "$W/backbone.weights" ]; then
     sed "s/^max_batches=.*/max_batches=150/" cfg/fashion.cfg > "$W/cls.cfg"
-    mpiexec --oversubscribe -n 2 ./darknet_mn classifier train cfg/fashion.data "$W/cls.cfg" > "$W/cls.out" 2> "$W/cls.err"
-    ./darknet_mn partial "$W/cls.cfg" build/backup/cls_final.weights "$W/backbone.weights" 5 > /dev/null 2>&1
+    mpiexec --oversubscribe -n 2 "$PROG" classifier train cfg/fashion.data "$W/cls.cfg" > "$W/cls.out" 2> "$W/cls.err"
+    "$PROG" partial "$W/cls.cfg" build/backup/cls_final.weights "$W/backbone.weights" 5 > /dev/null 2>&1
 fi
 
 train() {   # train ROW SEED: one run in its own folder; its log ends in the final map line
@@ -56,8 +58,8 @@ train() {   # train ROW SEED: one run in its own folder; its log ends in the fin
     done
     IFS=$' \t\n'
     sed "s|^backup=.*|backup=$d|" data/fashion-det.data > "$d/det.data"
-    mpiexec --oversubscribe -n "$np" ./darknet_mn detector train "$d/det.data" "$d/det.cfg" "$W/backbone.weights" > "$d/train.out" 2> "$d/train.err"
-    mpiexec --oversubscribe -n 2 ./darknet_mn detector map "$d/det.data" "$d/det.cfg" "$d/det_final.weights" > "$d/map.out" 2> "$d/map.err"
+    mpiexec --oversubscribe -n "$np" "$PROG" detector train "$d/det.data" "$d/det.cfg" "$W/backbone.weights" > "$d/train.out" 2> "$d/train.err"
+    mpiexec --oversubscribe -n 2 "$PROG" detector map "$d/det.data" "$d/det.cfg" "$d/det_final.weights" > "$d/map.out" 2> "$d/map.err"
 }
 mapof() { sed -n 's/.*mAP@0.50 \([0-9.]*\).*/\1/p' "$W/$1-$2/map.out"; }
 
