@@ -9,8 +9,27 @@ mkdir -p "$R"
 tb=scripts/testbed.sh
 trap '$tb down > /dev/null' EXIT
 host="$(uname -n), $(nproc) cores, $(mpirun --version | head -1)"
-parts=" ${TESTBED_PARTS:-sweep dbuf overlap} "   # some of: sweep dbuf overlap
+parts=" ${TESTBED_PARTS:-sweep dbuf overlap pieces} "   # some of: sweep dbuf overlap pieces
 want() { [[ $parts == *" $1 "* ]]; }
+
+# The network piece at 1 Gbit/s: the default against whole gradients
+# (MN_NET_PIECE_BYTES=64 MiB, the default before) and 4 MiB pieces, 4 and
+# 16 MiB, rounds interleaved (2 x 2 ranks; the rows of 4 MiB and up).
+want pieces && {
+    $tb up 1gbit > /dev/null || exit 1
+    cmd="./darknet_mn bench allreduce -iters ${ITERS:-10} -max 16777216"
+    { echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $host; testbed links: 1gbit; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+      echo "# command, each round: scripts/testbed.sh run 4 env MN_NET_PIECE_BYTES=P $cmd, P = default (unset), 67108864, 4194304"
+      for round in 1 2; do
+          for p in default 67108864 4194304; do
+              echo "## round $round, network pieces: $p"
+              e=$([ $p = default ] && echo MN_UNSET=1 || echo MN_NET_PIECE_BYTES=$p)
+              timeout 300 $tb run 4 env "$e" $cmd 2> /dev/null | awk '$1 == "algo" || $2 >= 4194304'
+          done
+      done
+      echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"; } | tee "$R/testbed-pieces.txt"
+    $tb down > /dev/null
+}
 want sweep && for rate in "" 1gbit; do
     name=testbed-2x2-${rate:-unlimited}.txt
     $tb up $rate > /dev/null || exit 1

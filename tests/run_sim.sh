@@ -57,6 +57,9 @@ check f32-arena eth25-8gpu-flat -- -floats 100003 -arrays 5
 check f16-apart ib100-8gpu-fattree -- -floats 100003 -arrays 7 -scattered -half
 check f32-small-pieces eth25-8gpu-flat MN_PIECE_BYTES=4004 -- -floats 100003 -arrays 7 -scattered
 check f16-small-pieces ib100-8gpu-flat MN_PIECE_BYTES=4004 -- -floats 30011 -arrays 3 -half
+# A network piece larger than the node's window (the whole gradient, as the
+# timing runs of docs/benchmarks.md were made): its in-node parts and shards.
+check f32-whole eth25-8gpu-flat MN_NET_PIECE_BYTES=67108864 -- -floats 600011 -arrays 5
 
 # SMPI's MPI_Win_shared_query hands every rank its own segment: the window
 # check (mn_shm.c) finds the node's window unshared, says so once per

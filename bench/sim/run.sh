@@ -4,10 +4,11 @@
 # table row per point (platform, ranks, gradient, dtype): every variant's
 # simulated time in ms, the slowest rank's, and the real seconds the
 # simulation took. Writes bench/results/sim-<SIM_SET>.txt.
-#   SIM_BIN=build/sim/mn_sim SIM_SET=quick|full bench/sim/run.sh
+#   SIM_BIN=build/sim/mn_sim SIM_SET=quick|full|testbed bench/sim/run.sh
 # quick: the points of docs/benchmarks.md (about 20 minutes on the loaded 2-core VM);
 # full: every platform, rank count and gradient the simulation fits in this
-# machine's memory (hours).
+# machine's memory (hours); testbed: the 2-host testbed at 1 Gbit/s, beside
+# its measured figures (a minute).
 # Why these settings (bench/sim/sim.mk's SIM_CFG):
 #  - MN_SHM=0: SimGrid 3.32's MPI_Win_shared_query hands every rank its own
 #    segment, so a node's shared window is not shared and the shm legs sum
@@ -30,7 +31,7 @@ trap 'rm -rf "$tmp"' EXIT
 [ -x "$SIM_BIN" ] || { echo "run.sh: no $SIM_BIN (make bench-sim builds it)" >&2; exit 1; }
 
 # The gradients (float32 bytes, as bench/scale_model.py --count gives them).
-declare -A MB=([yolov4-tiny]=24 [yolov3-tiny]=34 [yolov3]=236)
+declare -A MB=([yolov4-tiny]=24 [yolov3-tiny]=34 [yolov3]=236 [16MiB]=16.777216 [64MiB]=67.108864)
 
 # hosts PER_NODE RANKS: an unrolled hostfile, ranks filling nodes n0, n1, ...
 hosts() {
@@ -44,6 +45,7 @@ point() {
     local plat=$1 np=$2 grad=$3 dtype=$4; shift 4
     local per=8 log=$tmp/log t0 t1 row v
     [[ $plat == *64core* ]] && per=64
+    [[ $plat == testbed* ]] && per=2
     t0=$(date +%s.%N)
     env MN_SHM=0 "$@" smpirun -platform "bench/sim/platforms/$plat.xml" -hostfile "$(hosts $per "$np")" -np "$np" \
         $SIM_CFG --log=root.thresh:error "$SIM_BIN" -mb "${MB[$grad]}" -fold $([ "$dtype" = float16 ] && echo -half) > "$log" 2>&1
@@ -70,7 +72,17 @@ point() {
     echo "|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|"
 } > "$OUT"
 
-if [ "$SIM_SET" = quick ]; then
+if [ "$SIM_SET" = testbed ]; then
+    # The 2-host testbed at 1 Gbit/s, to set beside what bench/testbed.sh
+    # measured there (bench/results/testbed-pieces.txt): 2 x 2 ranks, 16 and
+    # 64 MiB, both dtypes, the default pieces and whole gradients.
+    for grad in 16MiB 64MiB; do
+        for dtype in float32 float16; do
+            point testbed-1gbit 4 "$grad" "$dtype"
+            point testbed-1gbit 4 "$grad" "$dtype" MN_NET_PIECE_BYTES=67108864
+        done
+    done
+elif [ "$SIM_SET" = quick ]; then
     # 2 nodes of 8 on each network and shape, then 4 nodes: past that the
     # fixed code's runs took over half an hour each on the loaded 2-core VM
     point eth25-8gpu-flat 16 yolov4-tiny float32

@@ -245,8 +245,9 @@ static mn_status info(mn_comm *c, const char *cfgfile)
         else if (!strcmp(mn_comm_name(c), "pure_nccl"))
             printf("communicator: pure_nccl (default: this build has NCCL and every rank has a GPU of its own)\n");
         else   /* why flat: docs/benchmarks.md, "Simulated clusters" */
-            printf("communicator: %s (default: one allreduce of the whole gradient, as fast as hierarchical and "
-                   "two_dimensional or faster on every cluster simulated, 16 to 128 ranks; %s)\n", mn_comm_name(c),
+            printf("communicator: %s (default: one allreduce per 1 MiB piece, as fast as hierarchical and "
+                   "two_dimensional on the 2-host testbed and on every cluster simulated, 16 to 128 ranks; %s)\n",
+                   mn_comm_name(c),
 #if defined(MN_NCCL) && defined(GPU)
                    "pure_nccl would need a GPU of its own on every rank"
 #else

@@ -47,16 +47,17 @@ static mn_status split_nodes(mn_comm *c)
     return MN_OK;
 }
 
-/* Rank 0's MN_PIECE_BYTES, MN_RANKS_PER_NODE and MN_SHM into v (0 where
- * unset); it prints those set when report. */
+/* Rank 0's MN_PIECE_BYTES, MN_RANKS_PER_NODE, MN_SHM and MN_NET_PIECE_BYTES
+ * into v (0 where unset); it prints those set when report. */
 static mn_status read_env(const mn_comm *c, long *v, int report)
 {
-    static const char *const names[] = {"MN_PIECE_BYTES", "MN_RANKS_PER_NODE", "MN_SHM"};
-    static const char *const want[] = {"an integer of at least 4", "a positive integer", "0 or 1"};
-    static const long lo[] = {4, 1, 0}, hi[] = {LONG_MAX, INT_MAX, 1};
-    char said[256] = "";
+    static const char *const names[] = {"MN_PIECE_BYTES", "MN_RANKS_PER_NODE", "MN_SHM", "MN_NET_PIECE_BYTES"};
+    static const char *const want[] = {"an integer of at least 4", "a positive integer", "0 or 1",
+                                       "an integer of at least 4"};
+    static const long lo[] = {4, 1, 0, 4}, hi[] = {LONG_MAX, INT_MAX, 1, LONG_MAX};
+    char said[320] = "";
     size_t len = 0;
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < 4; ++i) {
         const char *e = getenv(names[i]);
         if (!e || !*e) continue;
         char *end;
@@ -81,26 +82,25 @@ static mn_status read_env(const mn_comm *c, long *v, int report)
  * splits truncate or hang a collective: rank 0's values hold everywhere. */
 static mn_status env_settings(mn_comm *c, int report)
 {
-    long v[4] = {0, 0, 0, MN_OK};   /* piece bytes, ranks per node, shm off, rank 0's status */
-    if (c->rank == 0) v[3] = read_env(c, v, report);
-    MN_MPI(c, MPI_Bcast(v, 4, MPI_LONG, 0, c->world));
+    long v[5] = {0, 0, 0, 0, MN_OK};   /* piece bytes, ranks per node, shm off, network piece bytes, rank 0's status */
+    if (c->rank == 0) v[4] = read_env(c, v, report);
+    MN_MPI(c, MPI_Bcast(v, 5, MPI_LONG, 0, c->world));
     /* 1 MiB pieces measured best-or-near on 2-rank shared memory (bench/results);
        MN_PIECE_BYTES overrides it for tuning on other fabrics. */
     c->piece_floats = (size_t)(v[0] ? v[0] : 1 << 20) / sizeof(float);
-    /* Across nodes every piece is a collective over the network and pays its
-     * latency term once (a ring's 2(p-1) messages of 25 us on 25 GbE: 3 ms at
-     * 64 ranks), and nothing overlaps with the next piece's legs: 24 MB in 1 MiB
-     * pieces made flat 20% and hierarchical 23% slower than one MPI_Allreduce,
-     * and 16 ranks x 512 KiB (3 pieces) still 1-3% (bench/sim, issue 54). So
-     * there a piece is the whole gradient up to 64 MiB, the bound on the
-     * packing scratch (twice that in float16; yolov3's 236 MB: 4 pieces, each
-     * ~27 ms on 25 GbE against 0.3-3 ms of latency at 64 ranks). Inside one
-     * node pieces stay at piece_floats, where they keep the division in
-     * cache. MN_PIECE_BYTES sets both. */
-    c->net_piece_floats = v[0] ? c->piece_floats : ((size_t)64 << 20) / sizeof(float);
+    /* Across nodes too, by default: Open MPI 4.1 (Debian 12's) chooses its
+     * algorithm by message size, and on the 2-host testbed at 1 Gbit/s a
+     * 16 MiB gradient took flat 144 ms in 1 MiB pieces against 226-237 ms
+     * whole, hierarchical 144 against 285-291 (its leaders' 2-rank call of
+     * 16 MiB goes one way, then back): bench/results/testbed-pieces.txt.
+     * SimGrid's selector, modelled on Open MPI 1.x's, showed the opposite at
+     * 16-128 ranks (docs/benchmarks.md). MN_NET_PIECE_BYTES sets the network
+     * piece alone (whole gradients up to it: the code paths the simulations
+     * time), MN_PIECE_BYTES both. */
+    c->net_piece_floats = v[3] ? (size_t)v[3] / sizeof(float) : c->piece_floats;
     c->ranks_per_node = v[1];
     c->shm_off = (int)v[2];
-    return (mn_status)v[3];
+    return (mn_status)v[4];
 }
 
 static mn_comm *create(MPI_Comm world, const mn_comm *like, mn_status *status)

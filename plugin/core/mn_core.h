@@ -47,7 +47,7 @@ struct mn_comm {
     const struct mn_comm_ops *ops; /* the algorithm (plugin/coll) */
     void *state;                  /* the algorithm's own */
     size_t piece_floats;          /* a fused reduction's piece inside one node, and a shared window's area (MN_PIECE_BYTES) */
-    size_t net_piece_floats;      /* the piece where the job spans nodes (mn_comm.c: up to 64 MiB; MN_PIECE_BYTES) */
+    size_t net_piece_floats;      /* the piece where the job spans nodes (mn_comm.c; MN_NET_PIECE_BYTES) */
     long ranks_per_node;          /* MN_RANKS_PER_NODE, 0 when unset (nodes are hosts) */
     int shm_off;                  /* MN_SHM=0 (these three: rank 0's environment, on every rank) */
     mn_gpu_in gpu;                /* this rank's GPU placement (mn_gpu_place; zero: the CPU) */
