@@ -137,18 +137,19 @@ if all_rc "$T/dt-float16" 2 0 && [ -n "$l32" ] && [ -n "$l16" ] && awk "BEGIN{d=
     ok "float16 allreduce: average loss after 40 updates $l16 vs float32 $l32; $(cat "$T/dt.log")"
 else bad "float16 vs float32: avg loss '$l16' vs '$l32'; $(cat "$T/dt.log" 2>/dev/null)"; fi
 
-# double_buffering=1 (ChainerMN's semantics): each update applies the previous
-# step's mean and the first applies nothing. From the same start (one-2-1's
-# weights, 5 updates of batch 4) and with a constant rate: 1 step with it
-# leaves the weights as they were, 2 steps with it equal 1 step without it,
-# bit for bit; and N ranks x b equal 1 rank x N*b with it too.
-db_cfg() {   # db_cfg NAME BATCH MAX_BATCHES DB
-    mn_cfg "$T/$1.cfg" batch="$2" max_batches="$3" policy=constant -burn_in -steps -scales -- deterministic=1 shuffle=0 double_buffering="$4"
+# double_buffering=1 (ChainerMN's semantics, without the rate's hand-over):
+# each update applies the previous step's mean and the first applies
+# nothing. From the same start (one-2-1's weights, 5 updates of batch 4) and
+# with a constant rate: 1 step with it leaves the weights as they were, 2
+# steps with it equal 1 step without it, bit for bit; and N ranks x b equal
+# 1 rank x N*b with it too (with the default hand-over).
+db_cfg() {   # db_cfg NAME BATCH MAX_BATCHES DB [DISTRIBUTED-LINE...]
+    mn_cfg "$T/$1.cfg" batch="$2" max_batches="$3" policy=constant -burn_in -steps -scales -- deterministic=1 shuffle=0 double_buffering="$4" "${@:5}"
     echo "$T/$1.cfg"
 }
 w0=$T/one-2-1/one-2-1_final.weights
-train db-one1 1 "$(db_cfg db-one1 4 6 1)" "$(data db-one1)" "$w0"
-train db-one2 1 "$(db_cfg db-one2 4 7 1)" "$(data db-one2)" "$w0"
+train db-one1 1 "$(db_cfg db-one1 4 6 1 double_buffering_handover=0)" "$(data db-one1)" "$w0"
+train db-one2 1 "$(db_cfg db-one2 4 7 1 double_buffering_handover=0)" "$(data db-one2)" "$w0"
 train db-off1 1 "$(db_cfg db-off1 4 6 0)" "$(data db-off1)" "$w0"
 if all_rc "$T/db-one1" 1 0 && all_rc "$T/db-one2" 1 0 && all_rc "$T/db-off1" 1 0 &&
    "$TEST_BIN/mn_wcmp" "$T/db-one1/db-one1_final.weights" "$w0" 0 > "$T/db1.log" &&
@@ -178,6 +179,27 @@ if all_rc "$T/dbf-on" 1 0 && all_rc "$T/dbf-off" 1 0 && all_rc "$T/dbf-zero" 1 0
    "$TEST_BIN/mn_wcmp" "$T/dbf-on2/dbf-on2_final.weights" "$T/dbf-off2/dbf-off2_final.weights" 1e-5 > "$T/dbf2.log"; then
     ok "double_buffering_fresh: rank 0 says what it costs; during burn_in a step = one without it ($(cat "$T/dbf1.log")); =0 keeps the first ($(cat "$T/dbf0.log")); 2 ranks x 2, 2 fresh steps = 1 x 4 without it ($(cat "$T/dbf2.log"))"
 else bad "double_buffering_fresh: $(cat "$T"/dbf[012].log 2>/dev/null) (see $T/dbf-on.err.0, $T/dbf-on2.err.0)"; fi
+# double_buffering_handover=K: the k-th stale mean is applied at
+# s0^(1 - k/K) of the rate, s0 = (1-m)/(2(1+m)). With momentum 0 (s0 = 1/2)
+# and no decay a scaled mean is a scaled rate: from one-2-1's weights
+# (iteration 5), iterations 1-5 fresh, K=4, two steps: iteration 6 applies
+# nothing, 7 applies iteration 6's mean at 0.5^(1/2) of the rate, so the run
+# equals one without it (double_buffering_handover=0) at rate 0.05 x
+# 0.70710678, and not one at 0.05.
+ho_cfg() {   # ho_cfg NAME RATE [DISTRIBUTED-LINE...]
+    mn_cfg "$T/$1.cfg" batch=4 max_batches=7 learning_rate="$2" momentum=0 decay=0 policy=constant -burn_in -steps -scales \
+        -- deterministic=1 shuffle=0 double_buffering=1 double_buffering_fresh=5 "${@:3}"
+    echo "$T/$1.cfg"
+}
+train ho-on 1 "$(ho_cfg ho-on 0.05 double_buffering_handover=4)" "$(data ho-on)" "$w0"
+train ho-rate 1 "$(ho_cfg ho-rate 0.035355339 double_buffering_handover=0)" "$(data ho-rate)" "$w0"
+train ho-off 1 "$(ho_cfg ho-off 0.05 double_buffering_handover=0)" "$(data ho-off)" "$w0"
+if all_rc "$T/ho-on" 1 0 && all_rc "$T/ho-rate" 1 0 && all_rc "$T/ho-off" 1 0 &&
+   grep -q "double_buffering_handover=4: the first 4 stale steps' rate climbs from 0.5 of the cfg's" "$T/ho-on.out.0" &&
+   "$TEST_BIN/mn_wcmp" "$T/ho-on/ho-on_final.weights" "$T/ho-rate/ho-rate_final.weights" 1e-6 > "$T/ho1.log" &&
+   ! "$TEST_BIN/mn_wcmp" "$T/ho-on/ho-on_final.weights" "$T/ho-off/ho-off_final.weights" 1e-4 > "$T/ho0.log"; then
+    ok "double_buffering_handover=4: the second stale step at 0.707 of the rate = a run at that rate ($(cat "$T/ho1.log")); not the full rate ($(cat "$T/ho0.log"))"
+else bad "double_buffering_handover: $(cat "$T"/ho[01].log 2>/dev/null) (see $T/ho-on.out.0, $T/ho-on.err.0)"; fi
 for n in 2 4; do
     b=$((4 / n))
     train "db-$n" $n "$(db_cfg "db-$n" $b 10 1)" "$(data "db-$n")" "$w0"

@@ -21,6 +21,7 @@ void mn_default_options(mn_options *opt)
     opt->bucket_mb = 1;
     opt->cache_mb = -1;
     opt->dbuf_fresh = -1;
+    opt->dbuf_handover = 300;
     opt->rescue = 1;
 }
 
@@ -45,7 +46,7 @@ static int copy_path(char *dst, size_t n, const char *k, const char *v, char *wh
 }
 
 static const char *const keys =
-    "communicator, allreduce_grad_dtype, double_buffering, double_buffering_fresh, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
+    "communicator, allreduce_grad_dtype, double_buffering, double_buffering_fresh, double_buffering_handover, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
     "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, bad_labels, collective_timeout, lock_lease, chart, "
     "cache_mb, global_batch, rescue";
 
@@ -69,6 +70,7 @@ int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size
         }
     } else if (!strcmp(k, "double_buffering")) flag = &opt->double_buffering;
     else if (!strcmp(k, "double_buffering_fresh")) num = *v ? &opt->dbuf_fresh : NULL;   /* empty: burn_in */
+    else if (!strcmp(k, "double_buffering_handover")) num = &opt->dbuf_handover;
     else if (!strcmp(k, "overlap")) flag = &opt->overlap;
     else if (!strcmp(k, "bucket_mb")) {
         char *end;
