@@ -278,12 +278,11 @@ static mn_status run_step(train_run *r, mn_batch *train, train_step *o)
     double tu = mn_now();
     mn_timeline_add(r->tl, 0, MN_TL_UPDATE, mn_optimizer_synced_at(r->mo), tu, 0, 0, 0);
     mn_base_free_batch(train);
-    /* The loss's sum carries how many ranks a stop signal reached, and
+    /* The loss's sum carries how many ranks each stop signal reached, and
      * whether another job took the backup folder over (rank 0's lease
-     * thread found out), so every rank learns of either at no extra message. */
-    /* One count per stop signal, so rank 0 names the signal that stopped
-     * the job even where it reached other ranks only (scancel's SIGTERM
-     * reaches the nodes at different moments). */
+     * thread found out), so every rank learns of either at no extra message;
+     * a count per signal lets rank 0 name one it has not had itself
+     * (scancel's SIGTERM reaches the nodes at different moments). */
     const int sigs[3] = {SIGTERM, SIGUSR1, SIGINT};
     int mine = mn_stop_signal();
     float sum[5] = {loss, mine == sigs[0], mine == sigs[1], mine == sigs[2], mn_backup_lost(r->lock) ? 1.f : 0.f};

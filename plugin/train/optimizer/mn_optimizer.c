@@ -49,7 +49,7 @@ struct mn_optimizer {
     mn_dbuf *dbuf;        /* double_buffering=1, else NULL */
     size_t fresh_until;   /* double buffering averages iterations 1..fresh_until fresh */
     size_t ramp;          /* and scales the first `ramp` stale means (stale_scale) */
-    float momentum;
+    float momentum;       /* the cfg's, for stale_scale */
     float *state;         /* double buffering: the arena, then the mean in flight (checkpoints) */
     int *layer_of;        /* the layer owning each array */
     mn_overlap *ov;       /* overlap=1, else NULL */
