@@ -62,7 +62,7 @@ mpmd() {
 }
 cli plain 2 classifier train "$(data plain)" "$C/c.cfg"
 all_rc "$C/plain" 2 0 || bad "plain 2-rank run: exit codes $(rcs "$C/plain" 2); $(head -3 "$C/plain.err.0")"
-for kv in MN_PIECE_BYTES=4096 MN_RANKS_PER_NODE=1 MN_SHM=0; do
+for kv in MN_PIECE_BYTES=4096 MN_RANKS_PER_NODE=1 MN_SHM=0 MN_NET_PIECE_BYTES=4096; do
     name=env-${kv%%=*}
     mpmd "$name" "$kv"
     if [ "$(cat "$C/$name.rc")" = 124 ]; then bad "$name: hung (killed by the time limit; exit codes $(rcs "$C/$name" 2))"
@@ -73,10 +73,13 @@ for kv in MN_PIECE_BYTES=4096 MN_RANKS_PER_NODE=1 MN_SHM=0; do
     else ok "$name: $(grep -m1 "rank 0's environment" "$C/$name.out.0"); weights as without it ($(cat "$C/$name.cmp"))"; fi
 done
 # A bad value on rank 0 stops every rank with its name.
-on_ranks "$C/bad-piece" 60 2 MN_PIECE_BYTES=lots -- "$PROG" classifier train "$(data bad-piece)" "$C/c.cfg"
-if all_rc "$C/bad-piece" 2 $EX_USER && grep -q "MN_PIECE_BYTES='lots' is not an integer of at least 4" "$C/bad-piece.err.0"; then
-    ok "bad MN_PIECE_BYTES: exit 1 on both ranks: $(head -1 "$C/bad-piece.err.0")"
-else bad "bad MN_PIECE_BYTES: exit codes $(rcs "$C/bad-piece" 2); $(cat "$C"/bad-piece.err.* | head -3)"; fi
+for kv in MN_PIECE_BYTES=lots MN_NET_PIECE_BYTES=2; do
+    k=${kv%%=*} name=bad-${kv%%=*}
+    on_ranks "$C/$name" 60 2 "$kv" -- "$PROG" classifier train "$(data "$name")" "$C/c.cfg"
+    if all_rc "$C/$name" 2 $EX_USER && grep -q "$k='${kv#*=}' is not an integer of at least 4" "$C/$name.err.0"; then
+        ok "bad $k: exit $EX_USER on both ranks: $(head -1 "$C/$name.err.0")"
+    else bad "bad $k: exit codes $(rcs "$C/$name" 2); $(cat "$C/$name".err.* | head -3)"; fi
+done
 
 echo "== adam=1"
 sed 's/^momentum=\(.*\)/momentum=\1\nadam=1/' "$C/c.cfg" > "$C/adam.cfg"
