@@ -292,8 +292,6 @@ const char *mn_base_refused_layer(const layer *l)
     }
 }
 
-/* Keys of the fork's [net] whose effect differs between ranks or breaks the
- * N x b = 1 x N*b equivalence. */
 #ifdef GPU
 /* sync_bn=1 in a GPU run: every batch-norm site must call the hook (patch
  * 0016) and have the arrays its backward uses. Half precision (cudnn_half
@@ -315,6 +313,8 @@ static const char *sync_bn_gpu(const network *net)
 }
 #endif
 
+/* Keys of the fork's [net] whose effect differs between ranks or breaks the
+ * N x b = 1 x N*b equivalence. */
 const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 {
     if (!net) return NULL;   /* both tasks train here */

@@ -8,7 +8,6 @@
  * global batch is the next N*b paths of the list and rank r takes its slice. */
 #include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,21 +282,22 @@ static mn_status run_step(train_run *r, mn_batch *train, train_step *o)
      * thread found out), so every rank learns of either at no extra message;
      * a count per signal lets rank 0 name one it has not had itself
      * (scancel's SIGTERM reaches the nodes at different moments). */
-    const int sigs[3] = {SIGTERM, SIGUSR1, SIGINT};
-    int mine = mn_stop_signal();
-    float sum[5] = {loss, mine == sigs[0], mine == sigs[1], mine == sigs[2], mn_backup_lost(r->lock) ? 1.f : 0.f};
+    enum { LOST = 1 + MN_STOP_SIGNALS };
+    float sum[LOST + 1] = {loss};
+    for (int i = 0; i < MN_STOP_SIGNALS; ++i) sum[1 + i] = mn_stop_signal() == mn_stop_signals[i];
+    sum[LOST] = mn_backup_lost(r->lock) ? 1.f : 0.f;
     mn_guard(c, "loss allreduce");
-    MPI_Allreduce(MPI_IN_PLACE, sum, 5, MPI_FLOAT, MPI_SUM, c->world);
+    MPI_Allreduce(MPI_IN_PLACE, sum, LOST + 1, MPI_FLOAT, MPI_SUM, c->world);
     mn_unguard(c);
     o->loss = sum[0] / c->size;
     int most = 0;
     o->signaled = 0;
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < MN_STOP_SIGNALS; ++i) {
         o->signaled += (int)sum[1 + i];
         if (sum[1 + i] > sum[1 + most]) most = i;
     }
-    o->stop_sig = o->signaled ? sigs[most] : 0;
-    o->lost = sum[4] > 0;
+    o->stop_sig = o->signaled ? mn_stop_signals[most] : 0;
+    o->lost = sum[LOST] > 0;
     mn_rescue_note(r->rescue, o->signaled > 0);
     if (o->lost) return mn_backup_check(c, r->lock);
     o->tstep = mn_now();

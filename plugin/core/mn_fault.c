@@ -175,16 +175,17 @@ static void on_stop(int sig)
     if (sig == SIGTERM && rescue_fn) sem_post(&rescue_wake);
 }
 
+const int mn_stop_signals[MN_STOP_SIGNALS] = {SIGTERM, SIGUSR1, SIGINT};
+
 void mn_install_stop_handlers(void)
 {
-    const int sigs[] = {SIGTERM, SIGUSR1, SIGINT};
-    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; ++i) {
+    for (int i = 0; i < MN_STOP_SIGNALS; ++i) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_stop;
         sigemptyset(&sa.sa_mask);
         sa.sa_flags = SA_RESTART;
-        sigaction(sigs[i], &sa, NULL);
+        sigaction(mn_stop_signals[i], &sa, NULL);
     }
 }
 

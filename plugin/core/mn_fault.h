@@ -20,6 +20,10 @@ void mn_fatal(int code, const char *what) __attribute__((noreturn));
  * SIGTERM or SIGINT takes its default action. */
 void mn_install_stop_handlers(void);
 int mn_stop_signal(void);
+/* The stop signals, in one order: the handlers' and training's count of
+ * the ranks each reached (mn_train.c's loss allreduce). */
+#define MN_STOP_SIGNALS 3
+extern const int mn_stop_signals[MN_STOP_SIGNALS];
 const char *mn_signal_name(int sig);
 /* Seconds mn_die gives MPI_Abort before _exit. */
 #define MN_ABORT_DEADLINE 10

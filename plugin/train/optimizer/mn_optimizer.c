@@ -49,7 +49,7 @@ struct mn_optimizer {
     mn_dbuf *dbuf;        /* double_buffering=1, else NULL */
     size_t fresh_until;   /* double buffering averages iterations 1..fresh_until fresh */
     size_t ramp;          /* and scales the first `ramp` stale means (stale_scale) */
-    float momentum;       /* the cfg's, for stale_scale */
+    double ramp_from;     /* from this fraction of the rate: stale_ratio of the cfg's momentum */
     float *state;         /* double buffering: the arena, then the mean in flight (checkpoints) */
     int *layer_of;        /* the layer owning each array */
     mn_overlap *ov;       /* overlap=1, else NULL */
@@ -270,11 +270,17 @@ static int sync_overlap(network *net, mn_optimizer *o, int poison)
     return after_mean(o);
 }
 
-/* What double buffering costs, said at start. On a quadratic of curvature h
- * a heavy-ball step (momentum m, rate r) is stable while r*h < 2(1+m); fed
- * the previous step's gradient it is stable only while r*h < 1-m. A rate
- * tuned for fresh steps sits near the first bound, so the stale steps can
- * diverge when they start (docs/internals.md, "Double buffering"). */
+/* On a quadratic of curvature h a heavy-ball step (momentum m, rate r) is
+ * stable while r*h < 2(1+m); fed the previous step's gradient it is stable
+ * only while r*h < 1-m. The ratio of the two bounds. */
+static double stale_ratio(double m)
+{
+    return (1 - m) / (2 * (1 + m));
+}
+
+/* What double buffering costs, said at start. A rate tuned for fresh steps
+ * sits near the fresh bound (stale_ratio), so the stale steps can diverge
+ * when they start (docs/internals.md, "Double buffering"). */
 static void dbuf_cost(float momentum)
 {
     double m = momentum;
@@ -283,7 +289,7 @@ static void dbuf_cost(float momentum)
            "%.0fx lower than a fresh one tolerates, so a rate tuned without it can diverge once the stale steps start "
            "(cfg/fashion-det.cfg lost 8 mAP points with the default double_buffering_handover=300, 24 without it; "
            "cfg/fashion.cfg 1 top-1 point: docs/benchmarks.md); overlap=1 hides the allreduce without staleness\n",
-           m, 2 * (1 + m) / (1 - m));
+           m, 1 / stale_ratio(m));
 }
 
 /* Double buffering averages the first fresh_until iterations (the cfg's
@@ -301,8 +307,7 @@ static int fresh_step(network *net, mn_optimizer *o)
 }
 
 /* double_buffering_handover=K (300 by default): the k-th stale mean (k <= K)
- * is applied at s0^(1 - k/K) of the rate, s0 = (1-m)/(2(1+m)) the ratio of a
- * stale step's stability bound to a fresh one's (dbuf_cost), so that the
+ * is applied at s0^(1 - k/K) of the rate, s0 = stale_ratio(m), so that the
  * rate climbs back geometrically and the net has K steps to reach the
  * flatter region a stale step needs. On the detector that took its cost from
  * 23.9 mAP points to 8.2, on the classifier it stayed 1.0 (3 seeds each,
@@ -312,8 +317,7 @@ static void stale_scale(network *net, mn_optimizer *o)
 {
     size_t it = mn_base_iteration(net);
     if (!o->ramp || it <= o->fresh_until || it - o->fresh_until > o->ramp) return;
-    double m = o->momentum, s0 = (1 - m) / (2 * (1 + m));
-    float s = (float)pow(s0, 1 - (double)(it - o->fresh_until) / (double)o->ramp);
+    float s = (float)pow(o->ramp_from, 1 - (double)(it - o->fresh_until) / (double)o->ramp);
     for (size_t i = 0; i < o->total; ++i) o->arena[i] *= s;
 }
 
@@ -536,8 +540,9 @@ static mn_status start_collectives(mn_comm *c, network *net, const mn_options *o
     mn_status st = mn_agree(c, sw != MN_OK ? sw : sa);
     if (st == MN_OK && opt->double_buffering) st = mn_dbuf_start(c, o->lens, o->n, o->total, &o->dbuf);
     if (o->dbuf) o->fresh_until = opt->dbuf_fresh < 0 ? (size_t)mn_net_get(net).burn_in : (size_t)opt->dbuf_fresh;
-    o->ramp = o->dbuf && mn_net_get(net).momentum < 1 ? (size_t)opt->dbuf_handover : 0;
-    o->momentum = mn_net_get(net).momentum;
+    float m = mn_net_get(net).momentum;
+    o->ramp = o->dbuf && m < 1 ? (size_t)opt->dbuf_handover : 0;
+    o->ramp_from = stale_ratio(m);
     if (st == MN_OK && opt->overlap) {
         for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++]) o->arrays[i] = o->arena + off;
         st = mn_overlap_start(c, o->arrays, o->lens, o->layer_of, o->n, opt->bucket_mb, &o->ov);
@@ -586,7 +591,7 @@ static void say_options(const mn_comm *c, network *net, const mn_options *opt, c
         printf("darknet-mn: double_buffering=1: each update applies the previous step's mean, from the first iteration\n");
     if (o->ramp)
         printf("darknet-mn: double_buffering_handover=%zu: the first %zu stale steps' rate climbs from %.3g of the cfg's "
-               "to all of it\n", o->ramp, o->ramp, (1 - o->momentum) / (2 * (1 + o->momentum)));
+               "to all of it\n", o->ramp, o->ramp, o->ramp_from);
     if (o->dbuf) dbuf_cost(mn_net_get(net).momentum);
     if (o->ov)
         printf("darknet-mn: overlap=1: %d bucket%s of at most %g MiB, averaged during backward\n",
