@@ -259,6 +259,20 @@ unit_test() {
     else bad "$label (see $T/$name.log)"; grep -ah "FAIL" "$T/$name.log" | head -5; fi
 }
 
+# limit_row TEST_REPLICA DIR: a limit of darknet-mn's own (more arrays in a
+# layer than it handles; test_replica's limit mode) on the last of 2 ranks:
+# the exit table's 70 for every rank, the layer named.
+limit_row() {
+    local rc
+    mkdir -p "$2"
+    timeout 60 $MPI -n 2 "$1" "$2" limit > "$2.log" 2>&1
+    rc=$?
+    if [ $rc = $EX_FAULT ] && ! grep -q "went on past the limit" "$2.log" &&
+       grep -q "^darknet-mn: rank 1 (.*): fatal: layer 0 lists [0-9]* parameter arrays, more than darknet-mn handles (1, MN_MAX_LAYER_PARAMS in plugin/base/mn_base.h); aborting all ranks" "$2.log"; then
+        ok "${SUITE_LABEL:+$SUITE_LABEL }an internal limit on rank 1 of 2: mpiexec $rc, $(grep -m1 -o 'fatal: layer 0 lists [^,]*' "$2.log")"
+    else bad "${SUITE_LABEL:+$SUITE_LABEL }an internal limit: mpiexec $rc, want $EX_FAULT (see $2.log)"; fi
+}
+
 # mn_cfg FILE [classifier|detector] [EDIT...] [LAYER [EDIT...]...] [-- LINE...]
 # writes a tiny network's cfg (sections one blank line apart):
 #   classifier (the default): 28x28x3, batch 4, rate 0.05 with burn_in=2 and

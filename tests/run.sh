@@ -36,6 +36,7 @@ unit_test stock-cfgs-accepted 2 -- "$TEST_BIN/test_cfg" third_party/darknet-cpu/
 # runs the same shapes with the default pieces.
 unit_test comm-forced-2x2 4 MN_RANKS_PER_NODE=2 MN_NET_PIECE_BYTES=67108864 -- "$TEST_BIN/test_comm"
 for n in 1 2 3; do unit_test "replica-np$n" $n -- "$TEST_BIN/test_replica" "$T"; done
+limit_row "$TEST_BIN/test_replica" "$T/limit"
 unit_test comm-forced-2+1 3 MN_RANKS_PER_NODE=2 MN_NET_PIECE_BYTES=67108864 -- "$TEST_BIN/test_comm"
 for comm in naive flat; do
     for n in 1 2 3 4; do

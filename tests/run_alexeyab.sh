@@ -80,6 +80,7 @@ for n in 1 2 3 4; do mkdir -p "$T/sbn-$n" && unit_test "syncbn-np$n" $n -- "$TB/
 mkdir -p "$T/sbn-off" && unit_test "syncbn-off-np2" 2 -- "$TB/test_syncbn" 0 2 "$T/sbn-off"
 for n in 1 2 3; do mkdir -p "$T/rep-$n" && unit_test "replica-np$n" $n -- "$TB/test_replica" "$T/rep-$n"; done
 mkdir -p "$T/bnavg" && unit_test "bnavg-np2" 2 -- "$TB/test_bnavg" "$T/bnavg"
+limit_row "$TB/test_replica" "$T/limit"
 
 # The detection set in the fork's layout (tests/lib.sh).
 fork_det_data || { bad "make fashion-det-data (see $T/det-data.log)"; finish; }

@@ -14,7 +14,11 @@
  * optimizer and checkpoints walk: every array of the network in
  * weights-file order, each with its layer, a running statistic told apart
  * and each update array placed, checked against Darknet's own layers.
- * usage: test_replica <tmpdir> */
+ *
+ * limit: the walk on the last rank with room for one array a layer, as if a
+ * layer listed more than darknet-mn handles: that rank's fatal error ends
+ * every rank with the exit table's 70 (an internal limit), the layer named.
+ * usage: test_replica <tmpdir> [limit] */
 #include <stdlib.h>
 #include "mn_test.h"
 #include "mn_optimizer.h"
@@ -133,6 +137,18 @@ int main(int argc, char **argv)
     mn_options opt;
     EXPECT(mn_load_network(c, cfg, NULL, 0, &net, &opt) == MN_OK, "load");
     EXPECT(opt.nonfinite_skip == 1, "nonfinite=skip not parsed");
+    if (argc > 2 && !strcmp(argv[2], "limit")) {
+        mn_install_fault_handlers(c);
+        if (rank == N - 1) {
+            mn_views it = mn_net_views(net);
+            it.cap = 1;
+            for (mn_view v; mn_views_next(&it, &v);) {}
+        }
+        MPI_Barrier(MPI_COMM_WORLD);   /* the others wait here for the abort */
+        fprintf(stderr, "test_replica limit: rank %d went on past the limit\n", rank);
+        MPI_Finalize();
+        return 1;
+    }
     mn_optimizer *o;
     EXPECT(mn_attach(c, net, &opt, &o) == MN_OK, "attach");
     check_views(net);   /* the update arrays now in the optimizer's arena */

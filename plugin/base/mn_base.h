@@ -163,6 +163,7 @@ typedef struct {
 typedef struct {
     const network *net;
     int layer, k, j;
+    int cap;            /* arrays a layer may list: MN_MAX_LAYER_PARAMS (a test lowers it to reach the limit) */
     mn_layer_info info;
     mn_param p[MN_MAX_LAYER_PARAMS];
 } mn_views;

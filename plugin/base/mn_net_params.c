@@ -3,6 +3,7 @@
  * with what it is for, so that the optimizer, batch-norm statistics, the
  * replica check, checkpoints, weights files and evaluation's copy walk the
  * same list. Built on every base: it reads no Darknet struct. */
+#include <stdio.h>
 #include <string.h>
 #include "mn_base_impl.h"
 
@@ -12,6 +13,7 @@ mn_views mn_net_views(const network *net)
     memset(&it, 0, sizeof it);
     it.net = net;
     it.layer = -1;
+    it.cap = MN_MAX_LAYER_PARAMS;
     return it;
 }
 
@@ -20,8 +22,14 @@ int mn_views_next(mn_views *it, mn_view *v)
     while (it->j >= it->k) {   /* the next layer with arrays */
         if (++it->layer >= mn_net_layers(it->net)) return 0;
         it->info = mn_layer_get(it->net, it->layer);
-        it->k = mn_layer_params(mn_net_layer(it->net, it->layer), it->p, MN_MAX_LAYER_PARAMS);
-        if (it->k > MN_MAX_LAYER_PARAMS) mn_fatal(MN_EXIT_FAULT, "a layer lists more parameter arrays than MN_MAX_LAYER_PARAMS");
+        int cap = it->cap > 0 && it->cap < MN_MAX_LAYER_PARAMS ? it->cap : MN_MAX_LAYER_PARAMS;
+        it->k = mn_layer_params(mn_net_layer(it->net, it->layer), it->p, cap);
+        if (it->k > cap) {   /* a limit of ours, not the user's input: the exit table's 70 */
+            char what[160];
+            snprintf(what, sizeof what, "layer %d lists %d parameter arrays, more than darknet-mn handles (%d, "
+                     "MN_MAX_LAYER_PARAMS in plugin/base/mn_base.h)", it->layer, it->k, cap);
+            mn_fatal(MN_EXIT_FAULT, what);
+        }
         it->j = 0;
     }
     const mn_param *p = &it->p[it->j];
