@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "mn_checkpoint.h"
+#include "mn_fault.h"
 #include "mn_base.h"
 #include "mn_input.h"
 #include "mn_optimizer.h"
@@ -291,11 +293,19 @@ struct mn_rescue {
     uint64_t start;       /* the iteration the run started at */
     uint64_t run;         /* this run's id in the backup folder's lock file */
     int stopping;         /* every rank reached a stop's iteration end: the orderly checkpoint follows */
+    int64_t noted_us;     /* when the last iteration ended (mn_now, microseconds; 0: none yet) */
+    int64_t step_us;      /* the iterations' mean length (0: not measured yet) */
 };
 
 void mn_rescue_note(mn_rescue *r, int stopping)
 {
-    if (r && stopping) __atomic_store_n(&r->stopping, 1, __ATOMIC_RELEASE);
+    if (!r) return;
+    if (stopping) __atomic_store_n(&r->stopping, 1, __ATOMIC_RELEASE);
+    /* Written by this thread only, read by the rescue's. */
+    int64_t now = (int64_t)(mn_now() * 1e6), last = __atomic_load_n(&r->noted_us, __ATOMIC_RELAXED);
+    int64_t step = __atomic_load_n(&r->step_us, __ATOMIC_RELAXED);
+    if (last > 0) __atomic_store_n(&r->step_us, step ? (4 * step + (now - last)) / 5 : now - last, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->noted_us, now, __ATOMIC_RELEASE);
 }
 
 /* The launcher's time between its SIGTERM and its SIGKILL: Open MPI's
@@ -308,12 +318,22 @@ static double kill_delay(void)
     return getenv("SLURM_JOB_ID") ? 30.0 : 1.0;
 }
 
-/* Whether the ranks are stopping together (mn_rescue_note), waited for at
- * most 30% of the launcher's kill delay, which leaves the rest for a
- * rescue's write where they are not. */
+/* Whether the ranks are stopping together (mn_rescue_note): at the end of
+ * the iteration in progress, which the iterations' mean length predicts.
+ * Where it is due before the launcher's kill, the rescue waits for it up to
+ * 70% of the kill delay, leaving the rest for its own write should it not
+ * come (a peer lost); where it is due later, the rescue writes at once, the
+ * orderly checkpoint being out of reach. Before a length is measured: 30%,
+ * leaving 70% for the write. Without a SIGTERM (the watchdog ends the job)
+ * no stop is coming. */
 static int stopping_together(mn_rescue *r)
 {
-    double until = mn_now() + 0.3 * kill_delay();
+    if (mn_stop_signal() != SIGTERM) return 0;
+    double t0 = mn_now(), kd = kill_delay();
+    double last = __atomic_load_n(&r->noted_us, __ATOMIC_ACQUIRE) * 1e-6;
+    double step = __atomic_load_n(&r->step_us, __ATOMIC_RELAXED) * 1e-6;
+    if (step > 0 && last + step > t0 + kd) return 0;
+    double until = t0 + (step > 0 ? 0.7 : 0.3) * kd;
     while (!__atomic_load_n(&r->stopping, __ATOMIC_ACQUIRE)) {
         if (mn_now() >= until) return 0;
         usleep(2000);
@@ -400,7 +420,7 @@ mn_status mn_rescue_open(mn_comm *c, network *net, mn_optimizer *o, const char *
     if (c->rank == 0) memcpy(text, experiment, n[0]);
     text[n[0]] = 0;
     MN_MPI(c, MPI_Bcast(text, (int)n[0], MPI_CHAR, 0, c->world));
-    *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net), n[1], 0};
+    *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net), n[1], 0, 0, 0};
     if (rescue_writer(c)) mn_rescue_register(rescue_write, r);
     *out = r;
     return MN_OK;

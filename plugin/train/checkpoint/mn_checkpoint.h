@@ -128,10 +128,12 @@ void mn_rescue_close(mn_rescue *r);
 /* After each iteration's loss allreduce: whether a stop signal reached
  * some rank, so that every rank stops at this iteration's end with the
  * orderly checkpoint. A SIGTERM that reached every rank (a cancel, a time
- * limit, a preemption) then writes no rescue: the rescue waits for this up
- * to 30% of the launcher's kill delay (Open MPI's
- * odls_base_sigkill_timeout, 1 s by default; Slurm's KillWait, 30 s
- * assumed) and writes only if it does not come. r may be NULL. */
+ * limit, a preemption) then writes no rescue: where the iteration in
+ * progress is due to end before the launcher's kill (the iterations' mean
+ * length, timed between these calls, telling), the rescue waits for this
+ * up to 70% of the kill delay (Open MPI's odls_base_sigkill_timeout, 1 s
+ * by default; Slurm's KillWait, 30 s assumed) and writes only if it does
+ * not come; where it is due later, at once. r may be NULL. */
 void mn_rescue_note(mn_rescue *r, int stopping);
 /* Rank 0, holding the folder's lock: the files of base that a run cut
  * short left half written (<name>.tmp.<host>.<pid>...: a checkpoint, a
