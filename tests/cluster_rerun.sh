@@ -192,7 +192,8 @@ done
 # first run, as docs/user-guide.md's table says; 75 and srun's own 1 (a step
 # that did not start) run again, MAX_RESTARTS times.
 stub=$R/stub && mkdir -p "$stub"
-printf '#!/bin/sh\ncase "$*" in *" true") exit 0 ;; esac\nexit "$STUB_RC"\n' > "$stub/srun"
+# srun: the batch script's probe (a task printing its node's name) answers n1.
+printf '#!/bin/sh\ncase "$*" in *SLURMD_NODENAME*) echo n1; exit 0 ;; esac\nexit "$STUB_RC"\n' > "$stub/srun"
 printf '#!/bin/sh\necho n1\n' > "$stub/scontrol"
 cp "$stub/scontrol" "$stub/squeue"; printf '#!/bin/sh\n' > "$stub/scancel"
 printf '#!/bin/sh\necho "sbatch $*" >> "%s/sbatch.calls"\n' "$R" > "$stub/sbatch"; chmod +x "$stub"/*
