@@ -26,15 +26,14 @@ HOSTS=10.77.0.1:2,10.77.0.2:2
 MPIARGS=(mpiexec --mca plm_rsh_agent "$AGENT" --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_if_include 10.77.0.0/24
          --mca btl self,vader,tcp --bind-to none --oversubscribe -x PATH --wdir "$(pwd)")
 
-# job NAME [K] [plain]: a classifier cfg and data of its own: 40 updates of
-# 4 x 64 images, deterministic, a checkpoint every K (5). Its batch norm's
-# running statistics are each rank's own (no sync_bn) and the final weights
-# hold rank 0's, so a rerun ends as the straight run only if it resumed from
-# rank 0's. plain: no batch norm, for a rerun on fewer ranks, where rank 0's
-# statistics take two passes an update instead of one.
+# job NAME [K]: a classifier cfg and data of its own: 40 updates of 4 x 64
+# images, deterministic, a checkpoint every K (5). Its batch norm's running
+# statistics are each rank's own (no sync_bn) and the final weights hold
+# rank 0's, so a rerun ends as the straight run only if it resumed from
+# rank 0's; on fewer ranks, only if rank 0 keeps those of each rank it
+# stands for apart.
 job() {
     local bn=('[convolutional]' batch_normalize=1 '[maxpool]' '[connected]' '[softmax]')
-    [ "${3:-}" = plain ] && bn=()
     mn_cfg "$R/$1.cfg" batch=64 max_batches=40 burn_in=0 -policy -steps -scales "${bn[@]}" \
         -- deterministic=1 shuffle=0 checkpoint_interval=${2:-5} collective_timeout=10
     printf 'classes=10\ntrain=%s/train.list\nlabels=%s/labels.txt\nbackup=%s/%s\n' "$D" "$D" "$R" "$1" > "$R/$1.data"
@@ -85,18 +84,16 @@ same_weights() {
 }
 
 if ! $tb up > "$R/up.log" 2>&1; then bad "testbed up: $(tail -2 "$R/up.log")"; finish; fi
-for s in straight straight_plain; do   # with batch norm, and without
-    job $s 5 "$([ $s = straight_plain ] && echo plain)"
-    timeout 300 "${MPIARGS[@]}" -n 4 --host $HOSTS ./darknet_mn classifier train "$R/$s.data" "$R/$s.cfg" \
-        > "$R/$s.out" 2> "$R/$s.err" || bad "the uninterrupted run ($s) failed: $(tail -2 "$R/$s.err")"
-done
+job straight 5
+timeout 300 "${MPIARGS[@]}" -n 4 --host $HOSTS ./darknet_mn classifier train "$R/straight.data" "$R/straight.cfg" \
+    > "$R/straight.out" 2> "$R/straight.err" || bad "the uninterrupted run failed: $(tail -2 "$R/straight.err")"
 
-# case NAME HOW [K [plain]]: the rerun job, host B killed at iteration 12
+# case NAME HOW [K]: the rerun job, host B killed at iteration 12
 # (HOW: back or gone), a checkpoint every K iterations (5).
 case_run() {
     local name=$1 how=$2 t_kill t_first
     said=
-    job "$name" "${3:-5}" "${4:-}"
+    job "$name" "${3:-5}"
     timeout 400 scripts/mn_rerun.sh --max-restarts 2 --probe-timeout 5 --min-hosts 1 --host $HOSTS -- "${MPIARGS[@]}" \
         ./darknet_mn classifier train "$R/$name.data" "$R/$name.cfg" > "$R/$name.out" 2> "$R/$name.err" &
     local pid=$!
@@ -153,14 +150,14 @@ if [ $rc = 0 ] && grep -q "rank 0 (mnA): [a-z_ ]* at iteration [0-9]*\(: rank.* 
     ok "host B silent from iteration 12 of 40 (link down 45 s, ranks alive): $(grep -m1 -o 'rank 0 (mnA): [a-z_ ]* at iteration [0-9]*[^;]*' "$R/silent.err" | cut -c1-110); mpiexec returned once B answered (exit 75), rerun, $said"
 else bad "host silent: exit $rc, ${said:-}; $(grep -h 'did not\|ending:' "$R/silent.err" | head -5)"; fi
 wait   # B's link back
-case_run gone gone 5 plain; rc=$?
+case_run gone gone 5; rc=$?
 if [ $rc = 0 ] && grep -q '^mn_rerun: .*host 10.77.0.2 does not answer' "$R/gone.out" "$R/gone.err" &&
    grep -q '^mn_rerun: .*now on 10.77.0.1:2 (2 ranks), was 10.77.0.1:2,10.77.0.2:2' "$R/gone.out" &&
-   grep -q "the checkpoint's global batch 256 kept on 2 ranks: subdivisions 1 -> 2" "$R/gone.out" &&
+   grep -q "the checkpoint's global batch 256 kept on 2 ranks: subdivisions 1 -> 2 .*; batch norm's running statistics kept apart for each rank a rank stands for" "$R/gone.out" &&
    grep -q "resuming from checkpoint .*ckpt-\([0-9]*\): iteration \1 of max_batches 40, written by 4 ranks (global batch 256); now 2 ranks (global batch 256)" "$R/gone.out" &&
-   "$TEST_BIN/mn_wcmp" "$R/gone/gone_final.weights" "$R/straight_plain/straight_plain_final.weights" 1e-4 > "$R/gone.cmp" &&
+   "$TEST_BIN/mn_wcmp" "$R/gone/gone_final.weights" "$R/straight/straight_final.weights" 1e-4 > "$R/gone.cmp" &&
    [ -s "$R/gone/gone_final.weights" ] && grep -q '^40: loss' "$R/gone.out"; then
-    ok "host B gone at iteration 12 of 40: rerun on host A's 2 ranks with the global batch kept (subdivisions 2), finished with the uninterrupted run's weights ($(cat "$R/gone.cmp"))"
+    ok "host B gone at iteration 12 of 40: rerun on host A's 2 ranks with the global batch kept (subdivisions 2) and batch norm's statistics kept apart, finished with the uninterrupted run's weights ($(cat "$R/gone.cmp"))"
 else bad "host gone: exit $rc; $(grep -E 'mn_rerun|resuming' "$R/gone.out" "$R/gone.err" | head -6)"; fi
 wait
 $tb down > /dev/null 2>&1

@@ -273,6 +273,29 @@ limit_row() {
     else bad "${SUITE_LABEL:+$SUITE_LABEL }an internal limit: mpiexec $rc, want $EX_FAULT (see $2.log)"; fi
 }
 
+# shrink_bn_row LABEL TASK DATA CFG K M: CFG (batch norm, deterministic,
+# checkpoint_interval=K) trained to M on 4 ranks, against the same cut at
+# its checkpoint K and resumed on 2, where the global batch is kept in 2
+# passes and each rank keeps the running statistics of the 2 ranks it
+# stands for apart: the same final weights and statistics to 1e-5. $PROG
+# runs TASK train on DATA, whose backup folder gets LABEL-ref and LABEL-cut.
+shrink_bn_row() {
+    local label=$1 task=$2 data=$3 cfg=$4 k=$5 m=$6 d=$T/shrink-$1 bk
+    mkdir -p "$d"
+    bk=$(sed -n 's/^backup *= *//p' "$data")
+    sed "s/^max_batches=.*/max_batches=$m/" "$cfg" > "$d/$label-ref.cfg"
+    sed "s/^max_batches=.*/max_batches=$k/" "$cfg" > "$d/$label-cut.cfg"
+    mn "$d/ref" 4 "$task" train "$data" "$d/$label-ref.cfg"
+    mn "$d/cut" 4 "$task" train "$data" "$d/$label-cut.cfg"
+    sed -i "s/^max_batches=.*/max_batches=$m/" "$d/$label-cut.cfg"
+    mn "$d/resumed" 2 "$task" train "$data" "$d/$label-cut.cfg"
+    if all_rc "$d/ref" 4 0 && all_rc "$d/cut" 4 0 && all_rc "$d/resumed" 2 0 &&
+       grep -aq "kept on 2 ranks: subdivisions 1 -> 2 .*; batch norm's running statistics kept apart for each rank a rank stands for" "$d/resumed.out.0" &&
+       "$TEST_BIN/mn_wcmp" "$bk/$label-cut_final.weights" "$bk/$label-ref_final.weights" 1e-5 > "$d/cmp" 2>&1; then
+        ok "${SUITE_LABEL:+$SUITE_LABEL }batch norm, 4 ranks cut at $k and resumed on 2 (global batch kept, statistics kept apart): the 4-rank run's weights at $m ($(cat "$d/cmp"))"
+    else bad "${SUITE_LABEL:+$SUITE_LABEL }batch norm resumed on fewer ranks: ref $(rcs "$d/ref" 4), cut $(rcs "$d/cut" 4), resumed $(rcs "$d/resumed" 2); $(grep -ah 'global batch' "$d/resumed.out.0" | cut -c1-160); $(cat "$d/cmp" 2> /dev/null)"; fi
+}
+
 # mn_cfg FILE [classifier|detector] [EDIT...] [LAYER [EDIT...]...] [-- LINE...]
 # writes a tiny network's cfg (sections one blank line apart):
 #   classifier (the default): 28x28x3, batch 4, rate 0.05 with burn_in=2 and

@@ -172,6 +172,12 @@ for mode in default deterministic; do
         else bad "alexeyab classifier train, $mode data, $n rank(s) (see $T/cls-$mode-$n.log)"; grep -a 'darknet-mn: rank\|corruption' "$T/cls-$mode-$n.log" | head -3; fi
     done
 done
+# Batch norm resumed on fewer ranks (tests/lib.sh): the tiny classifier
+# with batch norm, cut at 10 on 4 ranks, resumed on 2 to 40.
+mn_cfg "$T/shrink.cfg" learning_rate=0.01 -burn_in -policy -steps -scales max_batches=40 \
+    -- deterministic=1 shuffle=0 checkpoint_interval=10
+sed -i 's/^\[convolutional\]/[convolutional]\nbatch_normalize=1/' "$T/shrink.cfg"
+PROG=$AB/darknet_mn shrink_bn_row ab classifier "$T/cls.data" "$T/shrink.cfg" 10 40
 # NaN input cannot corrupt memory (patches/alexeyab/0006): min_crop=0 makes
 # every image NaN; the job stops at the loss check and valgrind sees no
 # write outside a buffer (the fork's maxpool wrote delta[-1] before).

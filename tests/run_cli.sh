@@ -85,7 +85,7 @@ echo "== adam=1"
 sed 's/^momentum=\(.*\)/momentum=\1\nadam=1/' "$C/c.cfg" > "$C/adam.cfg"
 cli adam 2 classifier train "$(data adam)" "$C/adam.cfg"
 if all_rc "$C/adam" 2 $EX_USER && grep -q "adam.cfg: adam=1 is not supported" "$C/adam.err.0" && ! ls "$C/adam"/* > /dev/null 2>&1; then
-    ok "adam=1 refused: exit 1 on both ranks: $(grep -m1 "adam=1" "$C/adam.err.0")"
+    ok "adam=1 refused: exit $EX_USER on both ranks: $(grep -m1 "adam=1" "$C/adam.err.0")"
 else bad "adam=1: exit codes $(rcs "$C/adam" 2); $(cat "$C"/adam.err.* | head -3)"; fi
 
 finish

@@ -255,6 +255,22 @@ if want fewer; then
        "$W" "$F/fewer/four_final.weights" "$F/ref4/four_final.weights" 1e-5 > "$F/fewer.cmp"; then
         ok "a 4-rank checkpoint at iteration $at resumed on 2: global batch 16 kept (subdivisions 2), the 4-rank run's weights at 100 ($(cat "$F/fewer.cmp"))"
     else bad "4 ranks resumed on 2: $(rcs "$F/fewer2" 2); $(grep -h 'global batch' "$F/fewer2.out.0"); $(cat "$F/fewer.cmp" 2> /dev/null)"; fi
+    # With batch norm, whose running statistics each pass moves: each of the
+    # 2 ranks keeps those of the 2 ranks it stands for apart, so rank 0
+    # writes what the 4-rank run's rank 0 held, and bn_average=1 writes the
+    # mean of the 4 (before: one set moved by both passes, 3e-3 off).
+    for bn in own avg; do
+        cfg "$F/four-$bn.cfg" 100 checkpoint_interval=20 checkpoint_keep=10 $([ $bn = avg ] && echo bn_average=1)
+        sed -i 's/^\[convolutional\]/[convolutional]\nbatch_normalize=1/' "$F/four-$bn.cfg"
+        data "ref4-$bn"; run "ref4-$bn" 4 "$F/four-$bn.cfg"
+        data "fewer-$bn"; cp "$F/ref4-$bn/four-$bn.ckpt-$at" "$F/fewer-$bn/"
+        mn "$F/fewer2-$bn" 2 classifier train "$F/fewer-$bn.data" "$F/four-$bn.cfg"
+        if all_rc "$F/fewer2-$bn" 2 0 &&
+           grep -q "the checkpoint's global batch 16 kept on 2 ranks: subdivisions 1 -> 2 .*; batch norm's running statistics kept apart for each rank a rank stands for" "$F/fewer2-$bn.out.0" &&
+           "$W" "$F/fewer-$bn/four-${bn}_final.weights" "$F/ref4-$bn/four-${bn}_final.weights" 1e-5 > "$F/fewer-$bn.cmp"; then
+            ok "the same with batch norm$([ $bn = avg ] && echo ' and bn_average=1'): the 4-rank run's weights and running statistics at 100 ($(cat "$F/fewer-$bn.cmp"))"
+        else bad "4 ranks resumed on 2 with batch norm ($bn): $(rcs "$F/fewer2-$bn" 2); $(grep -h 'global batch' "$F/fewer2-$bn.out.0" | cut -c1-200); $(cat "$F/fewer-$bn.cmp" 2> /dev/null)"; fi
+    done
     # The same checkpoint on 3 ranks: strict stops (75, the checkpoint left
     # as it was), keep goes on with 12 images an update, saying so.
     for mode in strict keep; do

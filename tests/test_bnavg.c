@@ -92,9 +92,9 @@ int main(int argc, char **argv)
      * ranks are (N-1)/2+j and N+j, exact in float. */
     set_stats(net, rank);
     opt.bn_average = 0;
-    EXPECT(mn_save_weights_all(c, net, &opt, own) == MN_OK, "save bn_average=0");
+    EXPECT(mn_save_weights_all(c, net, NULL, &opt, own) == MN_OK, "save bn_average=0");
     opt.bn_average = 1;
-    EXPECT(mn_save_weights_all(c, net, &opt, avg) == MN_OK, "save bn_average=1");
+    EXPECT(mn_save_weights_all(c, net, NULL, &opt, avg) == MN_OK, "save bn_average=1");
     stats(net, got);
     size_t k = 0;
     for (int i = 0; i < net->n; ++i) {
@@ -113,7 +113,7 @@ int main(int argc, char **argv)
 
     /* Broadcast: every rank gets rank 0's. */
     set_stats(net, rank);
-    EXPECT(mn_bcast_bn_stats(c, net) == MN_OK, "bcast");
+    EXPECT(mn_bcast_bn_stats(c, net, NULL) == MN_OK, "bcast");
     stats(net, got);
     set_stats(net, 0);
     stats(net, want);
@@ -131,7 +131,7 @@ int main(int argc, char **argv)
     int differ = N > 1 && memcmp(r0, mine, n * sizeof(float)) != 0, any = 0;
     MPI_Allreduce(&differ, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     EXPECT(N == 1 || any, "the ranks' statistics are equal after training on different data: the test proves nothing");
-    EXPECT(mn_save_weights_all(c, net, &opt, trained) == MN_OK, "save trained");
+    EXPECT(mn_save_weights_all(c, net, NULL, &opt, trained) == MN_OK, "save trained");
     if (rank == 0) {
         file_stats(cfg, trained, got);
         double worst = 0;

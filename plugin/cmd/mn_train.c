@@ -117,7 +117,7 @@ static mn_status write_final(mn_comm *c, network *net, mn_optimizer *mo, const m
     char path[4096];
     snprintf(path, sizeof path, "%s/%s_final.weights", dir, base);
     MN_CHECK(mn_replica_check(c, net, mo, opt->sync_bn, mn_base_iteration(net), NULL));
-    MN_CHECK(mn_save_weights_all(c, net, opt, path));
+    MN_CHECK(mn_save_weights_all(c, net, mo, opt, path));
     if (c->rank == 0) printf("darknet-mn: wrote %s\n", path);
     return MN_OK;
 }
@@ -362,7 +362,7 @@ static mn_status run_save(train_run *r, const train_step *o)
     if (s == MN_OK && saves) s = mn_replica_check(c, r->net, r->mo, opt->sync_bn, it, NULL);
     double te = mn_now();
     if (s == MN_OK && eval)
-        s = mn_eval_during_training(c, r->net, r->task, dc, opt, it, r->base, r->cfgfile, &r->ev, &r->best);
+        s = mn_eval_during_training(c, r->net, r->mo, r->task, dc, opt, it, r->base, r->cfgfile, &r->ev, &r->best);
     double tw = mn_now();
     mn_timeline_add(r->tl, 0, MN_TL_EVAL, te, tw, 0, 0, 0);
     /* Rank 0 writes the log and chart only into a folder still its own (just
@@ -374,11 +374,11 @@ static mn_status run_save(train_run *r, const train_step *o)
     char path[4096];
     if (s == MN_OK && it % (size_t)opt->backup_interval == 0) {
         snprintf(path, sizeof path, "%s/%s.backup", dc->backup, r->base);
-        s = mn_save_weights_all(c, r->net, opt, path);
+        s = mn_save_weights_all(c, r->net, r->mo, opt, path);
     }
     if (s == MN_OK && it % (size_t)opt->save_interval == 0) {
         snprintf(path, sizeof path, "%s/%s_%zu.weights", dc->backup, r->base, it);
-        s = mn_save_weights_all(c, r->net, opt, path);
+        s = mn_save_weights_all(c, r->net, r->mo, opt, path);
     }
     if (s == MN_OK && ckpt) {
         double t = mn_now();
@@ -464,10 +464,21 @@ static mn_status keep_global_batch(mn_comm *c, network *net, mn_optimizer *mo, c
         float k = (float)((double)in.batch * s * r->ranks / (double)was);
         for (size_t i = 0; i < n; ++i) st[i] *= k;
         mn_optimizer_host_state(mo, net, 1, &n);
-        if (c->rank == 0)
+        /* Where each rank stands for a whole number of ranks of the cfg's
+         * passes (s a multiple of them), the batch-norm running statistics
+         * of each are kept apart. */
+        int ways = s % in.subdivisions == 0 ? s / in.subdivisions : 1, kept = 0;
+        MN_CHECK(mn_agree(c, mn_optimizer_ways(c, mo, net, ways, &kept)));
+        if (c->rank == 0) {
             printf("darknet-mn: the checkpoint's global batch %llu kept on %d ranks: subdivisions %d -> %d "
                    "(%d ranks x %d images x %d passes an update), the same training as on the %d ranks that wrote it "
-                   "(global_batch=keep)\n", was, c->size, in.subdivisions, s, c->size, in.batch, s, r->ranks);
+                   "(global_batch=keep)%s\n", was, c->size, in.subdivisions, s, c->size, in.batch, s, r->ranks,
+                   kept ? "; batch norm's running statistics kept apart for each rank a rank stands for" : "");
+            if (opt->sync_bn)
+                printf("darknet-mn: warning: sync_bn=1 normalizes over the %d ranks' %d images of a pass, where the "
+                       "%d ranks that wrote the checkpoint normalized over %d: not the same training\n", c->size,
+                       c->size * in.batch, r->ranks, r->ranks * in.batch);
+        }
         return MN_OK;
     }
     if (opt->global_batch == MN_GLOBAL_BATCH_STRICT) {

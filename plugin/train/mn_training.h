@@ -132,14 +132,16 @@ double mn_voc_map(const mn_box *dets, size_t ndets, const mn_box *truth, size_t 
                   int classes, float iou_thresh, double *ap);
 
 /* Batch-norm running statistics: mean over all ranks (bn_average), or rank
- * 0's copied to every rank. Collective. */
-mn_status mn_average_bn_stats(mn_comm *c, network *net);
-mn_status mn_bcast_bn_stats(mn_comm *c, network *net);
+ * 0's copied to every rank. Collective. o: the optimizer the network trains
+ * with, whose copies of them (mn_optimizer_ways) count too, or NULL. */
+mn_status mn_average_bn_stats(mn_comm *c, network *net, mn_optimizer *o);
+mn_status mn_bcast_bn_stats(mn_comm *c, network *net, mn_optimizer *o);
 /* sync_bn=1: batch norm in training normalizes with the global batch's mean
  * and variance (patch 0005's hook); otherwise removes the hook. */
 mn_status mn_attach_sync_bn(mn_comm *c, network *net, const mn_options *opt);
 /* Collective save: averages the running statistics first when
- * opt->bn_average; rank 0 writes path atomically. */
-mn_status mn_save_weights_all(mn_comm *c, network *net, const mn_options *opt, const char *path);
+ * opt->bn_average (mo: as mn_average_bn_stats's o); rank 0 writes path
+ * atomically. */
+mn_status mn_save_weights_all(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, const char *path);
 
 #endif

@@ -276,7 +276,7 @@ static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const cha
 mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const mn_options *opt, const char *dir,
                              const char *base, const char *experiment, const mn_best *best)
 {
-    if (opt->bn_average) MN_CHECK(mn_agree(c, mn_average_bn_stats(c, net)));
+    if (opt->bn_average) MN_CHECK(mn_agree(c, mn_average_bn_stats(c, net, o)));
     return mn_agree(c, c->rank == 0 ? save_rank0(c, net, o, dir, base, opt->checkpoint_keep, experiment, best)
                                     : MN_OK);
 }

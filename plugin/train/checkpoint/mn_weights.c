@@ -122,9 +122,9 @@ mn_status mn_save_weights(const mn_comm *c, network *net, const char *path)
 
 /* Collective: every rank calls it at the same point; with bn_average the
  * running statistics are averaged first; rank 0 writes. */
-mn_status mn_save_weights_all(mn_comm *c, network *net, const mn_options *o, const char *path)
+mn_status mn_save_weights_all(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *o, const char *path)
 {
-    if (o->bn_average) MN_CHECK(mn_agree(c, mn_average_bn_stats(c, net)));
+    if (o->bn_average) MN_CHECK(mn_agree(c, mn_average_bn_stats(c, net, mo)));
     mn_status s = c->rank == 0 ? mn_save_weights(c, net, path) : MN_OK;
     return mn_agree(c, s);
 }

@@ -17,9 +17,10 @@
  * a resumed run starts from its checkpoint's). It runs on a network of
  * its own, parsed from cfgfile at batch 1 (mn_base_parse_batch1) and given
  * net's parameters each time: net's batch, size, buffers and cuDNN
- * descriptors are never touched. *state starts NULL. */
+ * descriptors are never touched. *state starts NULL. mo: the optimizer net
+ * trains with (mn_average_bn_stats). */
 typedef struct mn_eval_state mn_eval_state;
-mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
+mn_status mn_eval_during_training(mn_comm *c, network *net, mn_optimizer *mo, mn_task task, const mn_data_cfg *dc,
                                   const mn_options *opt, size_t it, const char *base, const char *cfgfile,
                                   mn_eval_state **state, mn_best *best);
 void mn_eval_free(mn_eval_state *state);

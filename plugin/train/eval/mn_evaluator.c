@@ -517,7 +517,7 @@ static mn_status open_state(mn_comm *c, const mn_data_cfg *dc, const mn_options 
     return MN_OK;
 }
 
-mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
+mn_status mn_eval_during_training(mn_comm *c, network *net, mn_optimizer *mo, mn_task task, const mn_data_cfg *dc,
                                   const mn_options *opt, size_t it, const char *base, const char *cfgfile,
                                   mn_eval_state **state, mn_best *best)
 {
@@ -525,7 +525,7 @@ mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const 
     mn_eval_state *e = *state;
     double t0 = mn_now(), score = 0;
     /* Evaluate the model that is saved: averaged statistics, or rank 0's. */
-    MN_CHECK(mn_agree(c, opt->bn_average ? mn_average_bn_stats(c, net) : mn_bcast_bn_stats(c, net)));
+    MN_CHECK(mn_agree(c, opt->bn_average ? mn_average_bn_stats(c, net, mo) : mn_bcast_bn_stats(c, net, mo)));
     /* The best weights are chosen on a fixed yardstick: the cfg's own size,
      * which the evaluation network keeps whatever size random=1 trains at. */
     mn_params_pack(net, e->params);
@@ -561,7 +561,7 @@ mn_status mn_eval_during_training(mn_comm *c, network *net, mn_task task, const 
     if (!better) return MN_OK;
     mn_options o = *opt;
     o.bn_average = 0;   /* already averaged above */
-    return mn_save_weights_all(c, net, &o, path);
+    return mn_save_weights_all(c, net, NULL, &o, path);
 }
 
 double mn_eval_score(const mn_eval_state *state, size_t it)

@@ -6,6 +6,7 @@
 #include "mn_optimizer.h"
 #include "mn_coll.h"
 #include "mn_base.h"
+#include "mn_ways.h"
 
 /* The running-statistic arrays of the network, host and device. */
 typedef struct {
@@ -86,9 +87,11 @@ static mn_status mean_arrays(mn_comm *c, float **arrays, const size_t *lens, int
 
 /* ChainerMN's AllreducePersistent: every running statistic becomes its mean
  * over the ranks, in one fused allreduce. */
-mn_status mn_average_bn_stats(mn_comm *c, network *net)
+mn_status mn_average_bn_stats(mn_comm *c, network *net, mn_optimizer *o)
 {
     bn_stats s;
+    mn_ways *w = mn_optimizer_ways_of(o);
+    if (w) mn_ways_fold(w);   /* a rank standing for several: their mean first */
     mn_status st = collect_stats(c, net, &s);
     if (st == MN_OK && s.n > 0) {
         pull_stats(net, &s, 0);
@@ -97,13 +100,14 @@ mn_status mn_average_bn_stats(mn_comm *c, network *net)
         mn_unguard(c);
         pull_stats(net, &s, 1);
     }
+    if (w && st == MN_OK) mn_ways_spread(w);
     free_stats(&s);
     return st;
 }
 
 /* Rank 0's statistics everywhere: the model that rank 0 saves is the model
  * every rank evaluates. */
-mn_status mn_bcast_bn_stats(mn_comm *c, network *net)
+mn_status mn_bcast_bn_stats(mn_comm *c, network *net, mn_optimizer *o)
 {
     bn_stats s;
     mn_status st = collect_stats(c, net, &s);
@@ -122,6 +126,7 @@ mn_status mn_bcast_bn_stats(mn_comm *c, network *net)
     }
     mn_unguard(c);
     if (st == MN_OK) pull_stats(net, &s, 1);
+    if (st == MN_OK && mn_optimizer_ways_of(o)) mn_ways_spread(mn_optimizer_ways_of(o));
     free_stats(&s);
     return st;
 }

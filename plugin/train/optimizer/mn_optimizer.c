@@ -18,6 +18,7 @@
 #include "mn_observe.h"
 #include "mn_overlap.h"
 #include "mn_dbuf.h"
+#include "mn_ways.h"
 
 struct mn_optimizer {
     mn_comm *comm;
@@ -67,6 +68,8 @@ struct mn_optimizer {
     int holding, done;    /* the hook holds it; the step's update is done */
     uint64_t snap_it, snap_seen;
     double snap_time;
+    mn_ways *ways;        /* trained as several ranks did (mn_optimizer_ways), else NULL */
+    int in_step;          /* between begin_step and end_step: forward passes are training's */
 };
 
 /* NaN or Inf anywhere: x*0 is 0 for every finite x, NaN otherwise. */
@@ -214,6 +217,7 @@ static int after_mean(mn_optimizer *o)
 {
     if (!o->nonfinite) return 0;
     if (o->skip) stats_copy(o, 1);
+    if (o->skip && o->ways) mn_ways_rewind(o->ways);
     return 1;
 }
 
@@ -397,6 +401,7 @@ static void free_optimizer(mn_optimizer *o)
     free(o->stats);
     free(o->stats_lens);
     free(o->stats_saved);
+    mn_ways_free(o->ways);
 #ifdef GPU
     if (o->pinned) mn_cuda_ok(o->comm, cudaHostUnregister(o->arena), "cudaHostUnregister");
     if (o->flag_host) mn_cuda_ok(o->comm, cudaFreeHost(o->flag_host), "cudaFreeHost");
@@ -636,6 +641,35 @@ void mn_optimizer_set_timeline(mn_optimizer *o, network *net, mn_timeline *tl)
     mn_net_set_hooks(net, &o->hooks);
 }
 
+/* After a layer's forward on the CPU: a training pass ends with its last. */
+static void forward_hook(network *net, int i)
+{
+    mn_optimizer *o = mn_net_hook_arg(net);
+    if (o->in_step && i == mn_net_layers(net) - 1) mn_ways_pass(o->ways);
+}
+
+mn_status mn_optimizer_ways(mn_comm *c, mn_optimizer *o, network *net, int ways, int *kept)
+{
+    *kept = 0;
+    int stats = 0;
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v);) stats += v.stat;
+    if (ways < 2 || !stats || o->ways) return MN_OK;
+#ifdef GPU
+    if (mn_base_gpu() >= 0) return MN_OK;   /* the forward hook runs on the CPU alone */
+#endif
+    if (!(o->ways = mn_ways_new(net, ways))) {
+        mn_error(c, "out of memory for %d copies of the batch-norm statistics", ways);
+        return MN_ERR_NOMEM;
+    }
+    o->hooks.forward = forward_hook;
+    mn_net_set_hooks(net, &o->hooks);
+    *kept = 1;
+    return MN_OK;
+}
+
+mn_ways *mn_optimizer_ways_of(mn_optimizer *o) { return o ? o->ways : NULL; }
+
 double mn_optimizer_synced_at(const mn_optimizer *o)
 {
     return o->mark;
@@ -678,14 +712,16 @@ static void set_aside(mn_optimizer *o, const network *net)
 
 void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
 {
+    if (o->rescue) mn_optimizer_end_step(o, net);   /* a caller that trains without calling it */
     o->mark = mn_now();
     o->seg = -1;
+    o->in_step = 1;
+    if (o->skip && o->ways) mn_ways_mark(o->ways);
     if (!o->rescue) {
         if (o->skip) stats_copy(o, 0);
         set_aside(o, net);
         return;
     }
-    mn_optimizer_end_step(o, net);   /* a caller that trains without calling it */
     pthread_mutex_lock(&o->hold);
     stats_copy(o, 0);
     set_aside(o, net);
@@ -696,6 +732,7 @@ void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
 
 void mn_optimizer_end_step(mn_optimizer *o, const network *net)
 {
+    o->in_step = 0;
     if (!o->holding) return;
     snap_counters(o, net);
     o->done = 1;

@@ -16,6 +16,12 @@
  * part aside so that only the fresh gradient is rounded to half; with
  * rescue=1 it sets it and the running statistics aside for a rescue. */
 void mn_optimizer_begin_step(mn_optimizer *o, const network *net);
+/* A rank that trains as `ways` ranks did (a checkpoint resumed on fewer
+ * ranks, its global batch kept in more passes, mn_train.c): batch norm's
+ * running statistics kept apart for each (mn_ways.c), so that the training
+ * writes what those ranks' would have. *kept: 0 where there is nothing to
+ * keep apart or it cannot be (no statistics, a GPU run). */
+mn_status mn_optimizer_ways(mn_comm *c, mn_optimizer *o, network *net, int ways, int *kept);
 /* Whether the last update's averaged gradient held NaN or Inf (it was zeroed). */
 int mn_optimizer_nonfinite(const mn_optimizer *o);
 /* The arena as the live momentum: pulled from the GPU first (to_device=0),

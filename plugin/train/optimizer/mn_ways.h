@@ -1,0 +1,31 @@
+/* Batch norm's running statistics on a rank that trains as several ranks
+ * did (mn_ways.c); private to the optimizer's folder. */
+#ifndef MN_WAYS_H
+#define MN_WAYS_H
+
+#include "mn_base.h"
+
+/* ways copies of the network's running statistics, each set to the
+ * network's own now; NULL where memory runs out. CPU runs only: the copies
+ * change hands after each pass's forward (mn_ways_pass), which the base's
+ * forward hook reports on the CPU alone. */
+typedef struct mn_ways mn_ways;
+mn_ways *mn_ways_new(network *net, int ways);
+int mn_ways_count(const mn_ways *w);
+/* After a training pass's last layer: the network's statistics go back to
+ * this pass's way, the next pass's way's come in. */
+void mn_ways_pass(mn_ways *w);
+/* Before the ranks' statistics are averaged: the network holds the mean of
+ * its ways. After they were made common (averaged or rank 0's): every way
+ * takes the network's. */
+void mn_ways_fold(mn_ways *w);
+void mn_ways_spread(mn_ways *w);
+/* nonfinite=skip: every way as it was at mark, when a step is dropped. */
+void mn_ways_mark(mn_ways *w);
+void mn_ways_rewind(mn_ways *w);
+void mn_ways_free(mn_ways *w);
+/* The optimizer's, or NULL (mn_optimizer.c; o may be NULL). */
+struct mn_optimizer;
+mn_ways *mn_optimizer_ways_of(struct mn_optimizer *o);
+
+#endif
