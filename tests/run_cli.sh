@@ -4,7 +4,8 @@
 # the valid ones (exit EX_USAGE on every rank, the message on rank 0 only), -clear
 # and -nogpu are accepted; MN_PIECE_BYTES, MN_RANKS_PER_NODE and MN_SHM set
 # on rank 0 alone (an MPMD launch, as mpiexec gives remote hosts without -x)
-# hold on every rank; adam=1 is refused at start.
+# hold on every rank; communicator=auto, the default, says what it chose and
+# why; adam=1 is refused at start.
 # Run by tests/run.sh (env T, D, TEST_BIN, MPI), or alone from the repository
 # root (it then makes its own small data set).
 . "$(dirname "$0")/lib.sh"
@@ -80,6 +81,31 @@ for kv in MN_PIECE_BYTES=lots MN_NET_PIECE_BYTES=2; do
         ok "bad $k: exit $EX_USER on both ranks: $(head -1 "$C/$name.err.0")"
     else bad "bad $k: exit codes $(rcs "$C/$name" 2); $(cat "$C/$name".err.* | head -3)"; fi
 done
+
+echo "== communicator=auto, the default"
+# Without the key (c.cfg names flat, as cfg/fashion.cfg does) auto chooses:
+# rank 0 says what and why in one line. On 2 x 2 forced nodes auto and flat
+# train to the same bits; a name that is none is refused with the valid
+# ones, auto among them.
+said() { grep -x "darknet-mn: communicator=auto: .*" "$C/$1.out.0"; }
+sed '/^communicator=/d' "$C/c.cfg" > "$C/default.cfg"
+for comm in auto flat ring; do sed "s/^communicator=.*/communicator=$comm/" "$C/c.cfg" > "$C/$comm.cfg"; done
+cli default 2 classifier train "$(data default)" "$C/default.cfg"
+want="darknet-mn: communicator=auto: flat (1 node of 2 ranks: one allreduce in the node's shared memory, as single_node)"
+if all_rc "$C/default" 2 0 && [ "$(said default)" = "$want" ]; then ok "default on 2 ranks: $want"
+else bad "default on 2 ranks: exit codes $(rcs "$C/default" 2); want '$want', got '$(said default)'"; fi
+for comm in auto flat; do
+    on_ranks "$C/2x2-$comm" 60 4 MN_RANKS_PER_NODE=2 -- "$PROG" classifier train "$(data "2x2-$comm")" "$C/$comm.cfg"
+done
+want="darknet-mn: communicator=auto: flat (2 nodes of 2 ranks: fastest or tied on every cluster simulated, 2 to 16 nodes of 2 to 16 ranks; hierarchical 0.2-104% slower, two_dimensional 0-9%)"
+if ! all_rc "$C/2x2-auto" 4 0 || ! all_rc "$C/2x2-flat" 4 0; then bad "auto and flat on 2 x 2: exit codes $(rcs "$C/2x2-auto" 4), $(rcs "$C/2x2-flat" 4)"
+elif [ "$(said 2x2-auto)" != "$want" ] || said 2x2-flat > /dev/null; then bad "auto on 2 x 2: want '$want', got '$(said 2x2-auto)' (flat: '$(said 2x2-flat)')"
+elif ! cmp -s "$C/2x2-auto/auto_final.weights" "$C/2x2-flat/flat_final.weights"; then bad "auto on 2 x 2: weights differ from flat's"
+else ok "auto on 2 x 2 trains to flat's bits: $want"; fi
+cli ring 2 classifier train "$(data ring)" "$C/ring.cfg"
+want="communicator 'ring' is unknown; valid communicators: naive, flat, hierarchical, two_dimensional, single_node, pure_nccl, auto"
+if all_rc "$C/ring" 2 $EX_USER && grep -q "ring.cfg:[0-9]*: \[distributed\] $want\$" "$C/ring.err.0"; then ok "communicator=ring: exit $EX_USER on both ranks: $(head -1 "$C/ring.err.0")"
+else bad "communicator=ring: exit codes $(rcs "$C/ring" 2); $(head -2 "$C/ring.err.0")"; fi
 
 echo "== adam=1"
 sed 's/^momentum=\(.*\)/momentum=\1\nadam=1/' "$C/c.cfg" > "$C/adam.cfg"

@@ -5,7 +5,8 @@
 # (two_dimensional on uneven nodes, single_node on several nodes, pure_nccl
 # without NCCL) reach every rank with a non-zero exit and a clear message, and
 # never hang; N x b against 1 x N*b training equivalence through each new
-# communicator; the allreduce bench runs every variant.
+# communicator; communicator=auto's choice and reason; the allreduce bench
+# runs every variant.
 # Run by tests/run.sh (env T, TEST_BIN, MPI, BUILD), or alone from the repository root.
 . "$(dirname "$0")/lib.sh"
 T=$T/comm
@@ -60,6 +61,28 @@ for comm in flat hierarchical two_dimensional; do
     mkdir -p "$T/eq-$comm-mpi"
     unit_test "equiv-$comm-np4-rpn2-sub2-mpi" 4 MN_RANKS_PER_NODE=2 MN_SHM=0 -- "$TEST_BIN/test_equiv" $comm 2 "$T/eq-$comm-mpi"
 done
+
+# communicator=auto (and the default): ./darknet_mn info says which and why,
+# exactly, on one node and on forced layouts the simulations cover (2 x 2)
+# and do not (2+1, 1+1+1: flat, said to be unsimulated); the cfg's explicit
+# auto gives the default's line. test_comm above checks that auto's mean is
+# bit for bit that of the communicator it names, on every layout.
+printf '[net]\nbatch=1\n\n[distributed]\ncommunicator=auto\n' > "$T/auto.cfg"
+sim_says="fastest or tied on every cluster simulated, 2 to 16 nodes of 2 to 16 ranks; hierarchical 0.2-104% slower, two_dimensional 0-9%"
+unsim_says="not simulated (up to 128 ranks in equal nodes of 2 to 16 were); flat runs on any layout"
+auto_info() {   # auto_info NAME NP RANKS_PER_NODE LINE: info with and without the cfg says LINE
+    local name=$1 np=$2 rpn=$3 line=$4 cfg got=
+    for cfg in "" "$T/auto.cfg"; do
+        on_ranks "$T/$name" 60 "$np" ${rpn:+MN_RANKS_PER_NODE=$rpn} -- "$PROG" info $cfg
+        all_rc "$T/$name" "$np" 0 && grep -qxF "$line" "$T/$name.out.0" && got=$got+
+    done
+    if [ "$got" = ++ ]; then ok "info, auto on $np ranks (${rpn:-real} node split): $line"
+    else bad "info, auto on $np ranks (${rpn:-real} node split): want '$line', got '$(grep '^communicator' "$T/$name.out.0")' (exit codes $(rcs "$T/$name" "$np"))"; fi
+}
+auto_info auto-1x4 4 "" "communicator: auto: flat (1 node of 4 ranks: one allreduce in the node's shared memory, as single_node)"
+auto_info auto-2x2 4 2 "communicator: auto: flat (2 nodes of 2 ranks: $sim_says)"
+auto_info auto-2+1 3 2 "communicator: auto: flat (3 ranks on 2 nodes of unequal size: $unsim_says)"
+auto_info auto-3x1 3 1 "communicator: auto: flat (3 nodes of 1 rank: $unsim_says)"
 
 # The bench runs every variant (float32 and float16 of each algorithm that this layout allows).
 prog=./darknet_mn

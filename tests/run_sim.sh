@@ -4,9 +4,10 @@
 # smpicc, on 16 simulated ranks (2 nodes of 8) of two of bench/sim's
 # platforms. Every communicator's mean of known inputs is exact (float32 and
 # float16, one gradient or arrays apart, 1 MiB pieces and odd small ones),
-# every time is positive and finite, and the simulated times repeat to the
-# digit. A few seconds. Installs libsimgrid-dev where it may (root), else
-# skips. Run by tests/run.sh (T, MPI set there), or alone.
+# every time is positive and finite, the simulated times repeat to the
+# digit, and communicator=auto chooses flat there. A few seconds. Installs
+# libsimgrid-dev where it may (root), else skips. Run by tests/run.sh (T,
+# MPI set there), or alone.
 . "$(dirname "$0")/lib.sh"
 S=$T/sim
 mkdir -p "$S"
@@ -69,6 +70,15 @@ if sim f32-window eth25-8gpu-flat MN_SHM=1 -- -floats 100003 -arrays 5 && exact 
    grep -q "^darknet-mn: this MPI's shared-memory window is not shared between the ranks of a node" "$S/f32-window.out"; then
     ok "sim f32-window: an unshared window is found and left: every mean exact"
 else bad "sim f32-window: $(grep -v '^sim' "$S/f32-window.out" | grep -m3 'BAD\|refused\|rror\|shared')"; fi
+
+# communicator=auto on 2 simulated nodes of 8: flat, said with its reason,
+# the same mean and, the simulation being deterministic, the same time.
+if sim f32-auto ib100-8gpu-flat -- -floats 100003 -arrays 5 -comms flat,auto &&
+   grep -qx "auto: flat (2 nodes of 8 ranks: fastest or tied on every cluster simulated, 2 to 16 nodes of 2 to 16 ranks; hierarchical 0.2-104% slower, two_dimensional 0-9%)" "$S/f32-auto.out" &&
+   grep -q '^variant=auto time_s=[0-9.]* max_error=0$' "$S/f32-auto.out" &&
+   [ "$(sed -n 's/^variant=auto time_s=\([0-9.]*\) .*/\1/p' "$S/f32-auto.out")" = "$(sed -n 's/^variant=flat time_s=\([0-9.]*\) .*/\1/p' "$S/f32-auto.out")" ]; then
+    ok "sim f32-auto: 16 ranks, auto is flat, its mean exact, its time flat's: $(grep '^auto:' "$S/f32-auto.out")"
+else bad "sim f32-auto: $(grep -v '^sim' "$S/f32-auto.out" | head -4)"; fi
 
 # The simulation is deterministic: the tables of bench/results/sim-*.txt repeat.
 if sim f32-again eth25-8gpu-flat -- -floats 100003 -arrays 5 &&

@@ -2,8 +2,9 @@
  * closed-form value exactly (float32) or within half-precision rounding
  * (float16), identically on every rank, for empty, odd, split and large
  * buffers, for any rank count and node layout; an algorithm that cannot run
- * on this layout or build is refused and the previous one stays. Also checks
- * the topology fields and the half conversions.
+ * on this layout or build is refused and the previous one stays; auto is the
+ * one its rule names, bit for bit. Also checks the topology fields and the
+ * half conversions.
  *
  * usage: test_comm [algorithm...]  (default: all; named ones must be accepted) */
 #include <math.h>
@@ -254,6 +255,43 @@ static void check_bulk_conversions(mn_comm *c)
     free(h2);
 }
 
+/* What auto must choose here: pure_nccl where every rank may use NCCL, else
+ * flat (the rule of mn_comm.c; the reasons are checked by tests/run_comm.sh). */
+static const char *auto_choice(mn_comm *c)
+{
+    int nccl = mn_nccl_usable(c);
+    MPI_Allreduce(MPI_IN_PLACE, &nccl, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return nccl ? "pure_nccl" : "flat";
+}
+
+/* One float32 and one float16 mean of inputs whose sums round, hashed. */
+static unsigned long long mean_hash(mn_comm *c, const char *name)
+{
+    enum { K = 300007 };
+    float *x = malloc(K * sizeof *x);
+    size_t len = K;
+    unsigned long long h = 0;
+    for (int half = 0; half < 2; ++half) {
+        for (size_t j = 0; j < K; ++j) x[j] = input_h(rank, j) * (half ? 1.0f : 3.1f);
+        EXPECT(mn_comm_set_dtype(c, half) == MN_OK && mn_comm_mean_grad(c, &x, &len, 1) == MN_OK, "%s: mean", name);
+        h = h * 31 + hash(&x, &len, 1);
+    }
+    EXPECT(mn_comm_set_dtype(c, 0) == MN_OK, "set_dtype");
+    free(x);
+    return h;
+}
+
+/* auto averages bit for bit as the communicator it names does, selected by
+ * name from another one, and only auto carries a reason. */
+static void check_auto_same(mn_comm *c, const char *chosen)
+{
+    EXPECT(mn_comm_select(c, chosen) == MN_OK && !*mn_comm_auto_why(c), "%s by name", chosen);
+    unsigned long long named = mean_hash(c, chosen);
+    EXPECT(mn_comm_select(c, "naive") == MN_OK && mn_comm_select(c, "auto") == MN_OK, "naive, then auto");
+    EXPECT(!strcmp(mn_comm_name(c), chosen) && *mn_comm_auto_why(c), "auto is %s, want %s", mn_comm_name(c), chosen);
+    EXPECT(mean_hash(c, "auto") == named, "auto's mean differs from %s's", chosen);
+}
+
 /* Whether this layout or build may refuse the algorithm, and with what. */
 static mn_status expected_refusal(mn_comm *c, const char *name)
 {
@@ -290,7 +328,7 @@ int main(int argc, char **argv)
     check_conversions();
     if (N == 1) check_bulk_conversions(c);   /* seconds: once, in the one-rank run */
 
-    static const char *all[] = {"naive", "flat", "hierarchical", "two_dimensional", "single_node", "pure_nccl"};
+    static const char *all[] = {"naive", "flat", "hierarchical", "two_dimensional", "single_node", "pure_nccl", "auto"};
     const char **names = argc > 1 ? (const char **)argv + 1 : all;
     int count = argc > 1 ? argc - 1 : (int)(sizeof all / sizeof *all), strict = argc > 1;
     for (int a = 0; a < count; ++a) {
@@ -303,13 +341,16 @@ int main(int argc, char **argv)
             EXPECT(!strcmp(mn_comm_name(c), before), "algorithm lost after a refused select of %s", names[a]);
             continue;
         }
-        EXPECT(!strcmp(mn_comm_name(c), names[a]), "name");
+        int is_auto = !strcmp(names[a], "auto");
+        const char *want_name = is_auto ? auto_choice(c) : names[a];
+        EXPECT(!strcmp(mn_comm_name(c), want_name), "%s is %s, want %s", names[a], mn_comm_name(c), want_name);
         for (int half = 0; half < 2; ++half) {
             EXPECT(mn_comm_set_dtype(c, half) == MN_OK, "set_dtype");
             for (int layout = 0; layout < 3; ++layout) check_mean(c, names[a], half, layout);
             if (half) check_half_edges(c, names[a]);
         }
         EXPECT(mn_comm_set_dtype(c, 0) == MN_OK, "set_dtype");
+        if (is_auto) check_auto_same(c, want_name);
     }
     /* An unknown name is refused on every rank, and the old algorithm stays. */
     const char *before = mn_comm_name(c);

@@ -52,7 +52,7 @@ typedef struct {
 static int usage(void)
 {
     fprintf(stderr, "usage: mn_sim [-floats N | -mb MB] [-arrays K] [-scattered] [-half] [-iters N] [-check] [-fold]\n"
-                    "              [-comms allreduce,naive,flat,hierarchical,two_dimensional]\n");
+                    "              [-comms allreduce,naive,flat,hierarchical,two_dimensional[,auto]]\n");
     return 2;
 }
 
@@ -234,6 +234,7 @@ int main(int argc, char **argv)
             printf("variant=%s time_s=%.6f", name, t);
             if (o.check && strcmp(name, "allreduce")) printf(" max_error=%g", err);
             printf("%s\n", bad_time ? " BAD_TIME" : bad_mean ? " BAD_MEAN" : "");
+            if (*mn_comm_auto_why(c)) printf("auto: %s (%s)\n", mn_comm_name(c), mn_comm_auto_why(c));
             fflush(stdout);
         }
     }

@@ -4,11 +4,12 @@
 # table row per point (platform, ranks, gradient, dtype): every variant's
 # simulated time in ms, the slowest rank's, and the real seconds the
 # simulation took. Writes bench/results/sim-<SIM_SET>.txt.
-#   SIM_BIN=build/sim/mn_sim SIM_SET=quick|full|testbed bench/sim/run.sh
+#   SIM_BIN=build/sim/mn_sim SIM_SET=quick|full|testbed|auto bench/sim/run.sh
 # quick: the points of docs/benchmarks.md (about 20 minutes on the loaded 2-core VM);
 # full: every platform, rank count and gradient the simulation fits in this
 # machine's memory (hours); testbed: the 2-host testbed at 1 Gbit/s, beside
-# its measured figures (a minute).
+# its measured figures (a minute); auto: the shapes communicator=auto's rule
+# rests on, with the plugin's default pieces (docs/internals.md; minutes).
 # Why these settings (bench/sim/sim.mk's SIM_CFG):
 #  - MN_SHM=0: SimGrid 3.32's MPI_Win_shared_query hands every rank its own
 #    segment, so a node's shared window is not shared and the shm legs sum
@@ -40,12 +41,14 @@ hosts() {
     echo "$f"
 }
 
-# point PLATFORM RANKS GRAD DTYPE [ENV=VALUE...]: one table row.
+# point PLATFORM RANKS GRAD DTYPE [ENV=VALUE...]: one table row. SIM_PER=k
+# among the ENV fills nodes with k ranks instead of all their cores.
 point() {
     local plat=$1 np=$2 grad=$3 dtype=$4; shift 4
     local per=8 log=$tmp/log t0 t1 row v
     [[ $plat == *64core* ]] && per=64
     [[ $plat == testbed* ]] && per=2
+    for v in "$@"; do [[ $v == SIM_PER=* ]] && per=${v#SIM_PER=}; done
     t0=$(date +%s.%N)
     env MN_SHM=0 "$@" smpirun -platform "bench/sim/platforms/$plat.xml" -hostfile "$(hosts $per "$np")" -np "$np" \
         $SIM_CFG --log=root.thresh:error "$SIM_BIN" -mb "${MB[$grad]}" -fold $([ "$dtype" = float16 ] && echo -half) > "$log" 2>&1
@@ -93,6 +96,23 @@ elif [ "$SIM_SET" = quick ]; then
     point eth25-8gpu-flat 16 yolov3-tiny float32
     point eth25-8gpu-flat 16 yolov3-tiny float16
     point eth25-8gpu-flat 32 yolov4-tiny float32
+elif [ "$SIM_SET" = auto ]; then
+    # communicator=auto's rule (plugin/coll/mn_comm.c): the default pieces of
+    # today's code on 2 to 8 nodes of 4, 8 or 16 ranks, both networks, both
+    # dtypes, each gradient; 128 ranks took 712 s before, so 64 is the last.
+    point eth25-8gpu-flat 8 yolov4-tiny float32 SIM_PER=4
+    point ib100-8gpu-flat 8 yolov4-tiny float32 SIM_PER=4
+    point eth25-8gpu-flat 16 yolov4-tiny float32
+    point ib100-8gpu-flat 16 yolov4-tiny float32
+    point eth25-8gpu-fattree 16 yolov4-tiny float32
+    point eth25-8gpu-flat 16 yolov4-tiny float16
+    point ib100-8gpu-flat 16 yolov4-tiny float16
+    point eth25-8gpu-flat 16 yolov3-tiny float32
+    point eth25-8gpu-flat 16 yolov3 float32
+    point eth25-64core-flat 32 yolov4-tiny float32 SIM_PER=16
+    point ib100-64core-flat 32 yolov4-tiny float32 SIM_PER=16
+    point eth25-8gpu-flat 64 yolov4-tiny float32
+    point ib100-8gpu-flat 64 yolov4-tiny float32
 else
     for plat in bench/sim/platforms/*.xml; do
         plat=$(basename "$plat" .xml)

@@ -235,25 +235,15 @@ static mn_status info(mn_comm *c, const char *cfgfile)
     }
     free(all);
 
-    /* The communicator: the cfg's, else the build's default for these ranks. */
+    /* The communicator: the cfg's, else auto's choice for these ranks, with
+     * the reason training's first lines give. */
     char name[32] = "";
     int named = cfgfile && mn_cfg_peek(cfgfile, "communicator", name, sizeof name) && *name;
-    mn_status s = mn_comm_select(c, named ? name : "");
+    mn_status s = mn_comm_select(c, named ? name : "auto");
     if (c->rank == 0) {
-        if (s != MN_OK) printf("communicator: %s: REFUSED (rank 0 says why)\n", named ? name : "default");
-        else if (named) printf("communicator: %s (from %s)\n", mn_comm_name(c), cfgfile);
-        else if (!strcmp(mn_comm_name(c), "pure_nccl"))
-            printf("communicator: pure_nccl (default: this build has NCCL and every rank has a GPU of its own)\n");
-        else   /* why flat: docs/benchmarks.md, "Simulated clusters" */
-            printf("communicator: %s (default: one allreduce per 1 MiB piece, as fast as hierarchical and "
-                   "two_dimensional on the 2-host testbed and on every cluster simulated, 16 to 128 ranks; %s)\n",
-                   mn_comm_name(c),
-#if defined(MN_NCCL) && defined(GPU)
-                   "pure_nccl would need a GPU of its own on every rank"
-#else
-                   "pure_nccl needs a GPU=1 NCCL=1 build"
-#endif
-                  );
+        if (s != MN_OK) printf("communicator: %s: REFUSED (rank 0 says why)\n", named ? name : "auto");
+        else if (*mn_comm_auto_why(c)) printf("communicator: auto: %s (%s)\n", mn_comm_name(c), mn_comm_auto_why(c));
+        else printf("communicator: %s (from %s)\n", mn_comm_name(c), cfgfile);
         fflush(stdout);
     }
     double worst = 0, secs = 0;

@@ -181,6 +181,7 @@ static mn_status run_open(train_run *r)
                r->base, c->size, c->nodes, c->nodes > 1 ? "s" : "", mn_comm_name(c), imgs, c->size, r->global_imgs,
                r->in.learning_rate, r->in.momentum, r->in.decay, r->shard->global_n,
                opt->deterministic ? ", deterministic" : "");
+        if (*mn_comm_auto_why(c)) printf("darknet-mn: communicator=auto: %s (%s)\n", mn_comm_name(c), mn_comm_auto_why(c));
         char gemm[64];
         if (blas) snprintf(gemm, sizeof gemm, "OpenBLAS sgemm, %d thread%s", blas, blas > 1 ? "s" : "");
         else snprintf(gemm, sizeof gemm, "Darknet's own (BLAS=0)");

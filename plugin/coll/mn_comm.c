@@ -25,7 +25,7 @@ static const mn_comm_ops *const registry[] = {
 
 const char *mn_comm_names(void)
 {
-    return "naive, flat, hierarchical, two_dimensional, single_node, pure_nccl";
+    return "naive, flat, hierarchical, two_dimensional, single_node, pure_nccl, auto";
 }
 
 /* Ranks per node can be forced with MN_RANKS_PER_NODE=k (ranks r with the same
@@ -163,24 +163,72 @@ static const mn_comm_ops *lookup(const char *name)
     return NULL;
 }
 
+static int is_auto(const char *name) { return !name || !*name || !strcmp(name, "auto"); }
+
 const char *mn_comm_check_name(const char *name)
 {
-    if (!name || !*name || lookup(name)) return NULL;
+    if (is_auto(name) || lookup(name)) return NULL;
     return "is unknown";
+}
+
+/* communicator=auto, also the default: the algorithm the measurements put
+ * first for this job's shape. It reads only what every rank holds alike (the
+ * node layout, agreed by split_nodes and mn_comm_layout, and the default
+ * mn_gpu_check agreed on), never a timing, so every rank chooses the same.
+ * pure_nccl where every rank has a GPU of its own in an NCCL build (NCCL
+ * picks its own algorithm; nothing here simulates it). Else flat: on one
+ * node it is single_node's shared-memory allreduce, and across nodes it was
+ * fastest or tied at every shape simulated (bench/results/sim-auto.txt: 2 to
+ * 8 nodes of 4, 8 or 16 ranks, 25 GbE and InfiniBand, float32 and float16,
+ * 24 to 236 MB; sim-before-fix.txt: 16 nodes of 8; sim-testbed.txt: 2 of 2),
+ * hierarchical 0.2-104% and two_dimensional 0-9% behind it: their in-node
+ * legs cost more than the network time they save. Where nothing was
+ * simulated (over 128 ranks, nodes of 1 or over 16 ranks, or of unequal
+ * size) flat stays, as it runs on any layout, and the reason says so. */
+static mn_status choose_auto(mn_comm *c, const char *fallback, const mn_comm_ops **ops, char *why, size_t cap)
+{
+    char layout[256], shape[96];
+    int even, per = c->intra_size;   /* the same on every rank where even */
+    MN_CHECK(mn_comm_layout(c, layout, sizeof layout, &even));
+    if (even)
+        snprintf(shape, sizeof shape, "%d node%s of %d rank%s", c->nodes, c->nodes > 1 ? "s" : "", per, per > 1 ? "s" : "");
+    else
+        snprintf(shape, sizeof shape, "%d ranks on %d nodes of unequal size", c->size, c->nodes);
+    *ops = &mn_comm_flat_ops;
+    if (!strcmp(fallback, "pure_nccl")) {
+        *ops = &mn_comm_pure_nccl_ops;
+        snprintf(why, cap, "%s, each rank on a GPU of its own in an NCCL build: NCCL's allreduce; not simulated", shape);
+    } else if (c->nodes == 1) {
+        snprintf(why, cap, "%s: one allreduce in the node's shared memory, as single_node", shape);
+    } else if (even && per >= 2 && per <= 16 && c->size <= 128) {
+        snprintf(why, cap, "%s: fastest or tied on every cluster simulated, 2 to 16 nodes of 2 to 16 ranks; "
+                           "hierarchical 0.2-104%% slower, two_dimensional 0-9%%", shape);
+    } else {
+        snprintf(why, cap, "%s: not simulated (up to 128 ranks in equal nodes of 2 to 16 were); "
+                           "flat runs on any layout", shape);
+    }
+    size_t n = strlen(why);
+    if (c->gpu.nccl && *ops != &mn_comm_pure_nccl_ops && n < cap)   /* an NCCL build: why not NCCL */
+        snprintf(why + n, cap - n, "; pure_nccl would need a GPU of its own on every rank");
+    return MN_OK;
 }
 
 static mn_status select_named(mn_comm *c, const char *name)
 {
     const char *fallback;
     MN_CHECK(mn_gpu_check(c, name, &fallback));
-    if (!name || !*name) name = fallback;
-    const mn_comm_ops *ops = lookup(name);
+    char why[sizeof c->auto_why] = "";
+    const mn_comm_ops *ops;
+    if (is_auto(name)) MN_CHECK(choose_auto(c, fallback, &ops, why, sizeof why));
+    else ops = lookup(name);
     if (!ops) {
         if (c->rank == 0)
             mn_error(c, "communicator '%s' %s; valid communicators: %s", name, mn_comm_check_name(name), mn_comm_names());
         return MN_ERR_USER;
     }
-    return mn_comm_select_ops(c, ops);
+    mn_status s = mn_comm_select_ops(c, ops);
+    if (s == MN_OK) memcpy(c->auto_why, why, sizeof why);
+    return s;
 }
 
 /* Setup is collective (NCCL's creation, shared memory, agreements): under
@@ -264,4 +312,5 @@ int mn_comm_intra_size(const mn_comm *c) { return c->intra_size; }
 int mn_comm_inter_rank(const mn_comm *c) { return c->inter_rank; }
 int mn_comm_inter_size(const mn_comm *c) { return c->inter_size; }
 const char *mn_comm_name(const mn_comm *c) { return c->ops->name; }
+const char *mn_comm_auto_why(const mn_comm *c) { return c->auto_why; }
 MPI_Comm mn_comm_world(const mn_comm *c) { return c->world; }

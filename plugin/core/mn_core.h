@@ -58,6 +58,7 @@ struct mn_comm {
     struct mn_arena *arena;       /* the gradient arena's node-shared window, or NULL (mn_shm.c) */
     int arena_borrowed;           /* arena is another communicator's (mn_comm_arena_borrow) */
     int device_f32, device_f16;   /* set up by the algorithm: mean_grad_device takes float32 / float16 jobs */
+    char auto_why[320];           /* why communicator=auto chose ops (mn_comm.c); "" where a cfg named it */
 };
 
 /* Agreement (mn_agree), errors and mn_abort are declared in darknet_mn.h. */
