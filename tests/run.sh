@@ -148,14 +148,19 @@ else bad "float16 vs float32: avg loss '$l16' vs '$l32'; $(cat "$T/dt.log" 2>/de
 # with a constant rate: 1 step with it leaves the weights as they were, 2
 # steps with it equal 1 step without it, bit for bit; and N ranks x b equal
 # 1 rank x N*b with it too (with the default hand-over).
-db_cfg() {   # db_cfg NAME BATCH MAX_BATCHES DB [DISTRIBUTED-LINE...]
-    mn_cfg "$T/$1.cfg" batch="$2" max_batches="$3" policy=constant -burn_in -steps -scales -- deterministic=1 shuffle=0 double_buffering="$4" "${@:5}"
-    echo "$T/$1.cfg"
+# dbuf_cfg NAME [NET-EDIT...] -- DISTRIBUTED-LINE...: the tiny classifier
+# (mn_cfg) at a constant rate, deterministic and unshuffled, as $T/NAME.cfg,
+# whose path it prints.
+dbuf_cfg() {
+    local name=$1 net=(); shift
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do net+=("$1"); shift; done
+    mn_cfg "$T/$name.cfg" policy=constant -steps -scales "${net[@]}" -- deterministic=1 shuffle=0 "${@:2}"
+    echo "$T/$name.cfg"
 }
 w0=$T/one-2-1/one-2-1_final.weights
-train db-one1 1 "$(db_cfg db-one1 4 6 1 double_buffering_handover=0)" "$(data db-one1)" "$w0"
-train db-one2 1 "$(db_cfg db-one2 4 7 1 double_buffering_handover=0)" "$(data db-one2)" "$w0"
-train db-off1 1 "$(db_cfg db-off1 4 6 0)" "$(data db-off1)" "$w0"
+train db-one1 1 "$(dbuf_cfg db-one1 batch=4 max_batches=6 -burn_in -- double_buffering=1 double_buffering_handover=0)" "$(data db-one1)" "$w0"
+train db-one2 1 "$(dbuf_cfg db-one2 batch=4 max_batches=7 -burn_in -- double_buffering=1 double_buffering_handover=0)" "$(data db-one2)" "$w0"
+train db-off1 1 "$(dbuf_cfg db-off1 batch=4 max_batches=6 -burn_in -- double_buffering=0)" "$(data db-off1)" "$w0"
 if all_rc "$T/db-one1" 1 0 && all_rc "$T/db-one2" 1 0 && all_rc "$T/db-off1" 1 0 &&
    "$TEST_BIN/mn_wcmp" "$T/db-one1/db-one1_final.weights" "$w0" 0 > "$T/db1.log" &&
    "$TEST_BIN/mn_wcmp" "$T/db-one2/db-one2_final.weights" "$T/db-off1/db-off1_final.weights" 0 > "$T/db2.log" &&
@@ -167,15 +172,11 @@ else bad "double_buffering semantics: $(cat "$T"/db[012].log 2>/dev/null) (see $
 # burn_in=6 double buffering moves the weights bit for bit as none does;
 # with double_buffering_fresh=0 it keeps them (ChainerMN's first step); with
 # double_buffering_fresh=7 two steps are two fresh steps.
-fresh_cfg() {   # fresh_cfg NAME BATCH MAX_BATCHES DB [DISTRIBUTED-LINE...]
-    mn_cfg "$T/$1.cfg" batch="$2" max_batches="$3" policy=constant burn_in=6 -steps -scales -- deterministic=1 shuffle=0 double_buffering="$4" "${@:5}"
-    echo "$T/$1.cfg"
-}
-train dbf-on 1 "$(fresh_cfg dbf-on 4 6 1)" "$(data dbf-on)" "$w0"
-train dbf-off 1 "$(fresh_cfg dbf-off 4 6 0)" "$(data dbf-off)" "$w0"
-train dbf-zero 1 "$(fresh_cfg dbf-zero 4 6 1 double_buffering_fresh=0)" "$(data dbf-zero)" "$w0"
-train dbf-on2 2 "$(fresh_cfg dbf-on2 2 7 1 double_buffering_fresh=7)" "$(data dbf-on2)" "$w0"
-train dbf-off2 1 "$(fresh_cfg dbf-off2 4 7 0)" "$(data dbf-off2)" "$w0"
+train dbf-on 1 "$(dbuf_cfg dbf-on batch=4 max_batches=6 burn_in=6 -- double_buffering=1)" "$(data dbf-on)" "$w0"
+train dbf-off 1 "$(dbuf_cfg dbf-off batch=4 max_batches=6 burn_in=6 -- double_buffering=0)" "$(data dbf-off)" "$w0"
+train dbf-zero 1 "$(dbuf_cfg dbf-zero batch=4 max_batches=6 burn_in=6 -- double_buffering=1 double_buffering_fresh=0)" "$(data dbf-zero)" "$w0"
+train dbf-on2 2 "$(dbuf_cfg dbf-on2 batch=2 max_batches=7 burn_in=6 -- double_buffering=1 double_buffering_fresh=7)" "$(data dbf-on2)" "$w0"
+train dbf-off2 1 "$(dbuf_cfg dbf-off2 batch=4 max_batches=7 burn_in=6 -- double_buffering=0)" "$(data dbf-off2)" "$w0"
 if all_rc "$T/dbf-on" 1 0 && all_rc "$T/dbf-off" 1 0 && all_rc "$T/dbf-zero" 1 0 && all_rc "$T/dbf-on2" 2 0 && all_rc "$T/dbf-off2" 1 0 &&
    grep -q "double_buffering=1: iterations 1-6 averaged fresh" "$T/dbf-on.out.0" &&
    grep -q "with momentum 0.9 a stale step stays stable only on curvature 38x lower" "$T/dbf-on.out.0" &&
@@ -191,14 +192,9 @@ else bad "double_buffering_fresh: $(cat "$T"/dbf[012].log 2>/dev/null) (see $T/d
 # nothing, 7 applies iteration 6's mean at 0.5^(1/2) of the rate, so the run
 # equals one without it (double_buffering_handover=0) at rate 0.05 x
 # 0.70710678, and not one at 0.05.
-ho_cfg() {   # ho_cfg NAME RATE [DISTRIBUTED-LINE...]
-    mn_cfg "$T/$1.cfg" batch=4 max_batches=7 learning_rate="$2" momentum=0 decay=0 policy=constant -burn_in -steps -scales \
-        -- deterministic=1 shuffle=0 double_buffering=1 double_buffering_fresh=5 "${@:3}"
-    echo "$T/$1.cfg"
-}
-train ho-on 1 "$(ho_cfg ho-on 0.05 double_buffering_handover=4)" "$(data ho-on)" "$w0"
-train ho-rate 1 "$(ho_cfg ho-rate 0.035355339 double_buffering_handover=0)" "$(data ho-rate)" "$w0"
-train ho-off 1 "$(ho_cfg ho-off 0.05 double_buffering_handover=0)" "$(data ho-off)" "$w0"
+train ho-on 1 "$(dbuf_cfg ho-on batch=4 max_batches=7 learning_rate=0.05 momentum=0 decay=0 -burn_in -- double_buffering=1 double_buffering_fresh=5 double_buffering_handover=4)" "$(data ho-on)" "$w0"
+train ho-rate 1 "$(dbuf_cfg ho-rate batch=4 max_batches=7 learning_rate=0.035355339 momentum=0 decay=0 -burn_in -- double_buffering=1 double_buffering_fresh=5 double_buffering_handover=0)" "$(data ho-rate)" "$w0"
+train ho-off 1 "$(dbuf_cfg ho-off batch=4 max_batches=7 learning_rate=0.05 momentum=0 decay=0 -burn_in -- double_buffering=1 double_buffering_fresh=5 double_buffering_handover=0)" "$(data ho-off)" "$w0"
 if all_rc "$T/ho-on" 1 0 && all_rc "$T/ho-rate" 1 0 && all_rc "$T/ho-off" 1 0 &&
    grep -q "double_buffering_handover=4: the first 4 stale steps' rate climbs from 0.5 of the cfg's" "$T/ho-on.out.0" &&
    "$TEST_BIN/mn_wcmp" "$T/ho-on/ho-on_final.weights" "$T/ho-rate/ho-rate_final.weights" 1e-6 > "$T/ho1.log" &&
@@ -207,8 +203,8 @@ if all_rc "$T/ho-on" 1 0 && all_rc "$T/ho-rate" 1 0 && all_rc "$T/ho-off" 1 0 &&
 else bad "double_buffering_handover: $(cat "$T"/ho[01].log 2>/dev/null) (see $T/ho-on.out.0, $T/ho-on.err.0)"; fi
 for n in 2 4; do
     b=$((4 / n))
-    train "db-$n" $n "$(db_cfg "db-$n" $b 10 1)" "$(data "db-$n")" "$w0"
-    [ -f "$T/db-1x4.done" ] || { train db-1x4 1 "$(db_cfg db-1x4 4 10 1)" "$(data db-1x4)" "$w0"; touch "$T/db-1x4.done"; }
+    train "db-$n" $n "$(dbuf_cfg "db-$n" batch=$b max_batches=10 -burn_in -- double_buffering=1)" "$(data "db-$n")" "$w0"
+    [ -f "$T/db-1x4.done" ] || { train db-1x4 1 "$(dbuf_cfg db-1x4 batch=4 max_batches=10 -burn_in -- double_buffering=1)" "$(data db-1x4)" "$w0"; touch "$T/db-1x4.done"; }
     if all_rc "$T/db-$n" $n 0 && all_rc "$T/db-1x4" 1 0 &&
        "$TEST_BIN/mn_wcmp" "$T/db-$n/db-${n}_final.weights" "$T/db-1x4/db-1x4_final.weights" 1e-5 > "$T/db-$n.log"; then
         ok "double_buffering: $n ranks x batch $b = 1 x 4 over 5 updates ($(cat "$T/db-$n.log"))"
