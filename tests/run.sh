@@ -76,11 +76,11 @@ info_check() {   # info_check NAME NP RANKS_PER_NODE LAYOUT NODES WHY [cfg]
     else bad "info $name: exit $rc"; tail -n 20 "$f" "$T/info-$name.err"; fi
 }
 shm="one allreduce in the node's shared memory, as single_node"
-sim="fastest or tied on every cluster simulated, 2 to 16 nodes of 2 to 16 ranks; hierarchical 0.2-104% slower, two_dimensional 0-9%"
+sim="fastest or tied on every cluster simulated, 2 to 32 nodes of 2 to 16 ranks; hierarchical 0.2-104% slower, two_dimensional 0-9%"
 info_check np1 1 "" "1 rank on 1 node (1)" 1 "1 node of 1 rank: $shm"
 info_check np2 2 "" "2 ranks on 1 node (2)" 1 "1 node of 2 ranks: $shm"
 info_check np3 3 1 "3 ranks on 3 nodes (1+1+1)" 3 \
-    "3 nodes of 1 rank: not simulated (up to 128 ranks in equal nodes of 2 to 16 were); flat runs on any layout"
+    "3 nodes of 1 rank: not simulated (up to 256 ranks in equal nodes of 2 to 16 were); flat runs on any layout"
 info_check np4-2x2 4 2 "4 ranks on 2 nodes (2+2)" 2 "2 nodes of 2 ranks: $sim"
 printf '[net]\nbatch=1\n\n[distributed]\ncommunicator=two_dimensional\n' > "$T/info-2d.cfg"
 MN_RANKS_PER_NODE=2 timeout 60 $MPI -x MN_RANKS_PER_NODE -n 3 ./darknet_mn info "$T/info-2d.cfg" > "$T/info-2d.out" 2> "$T/info-2d.err"

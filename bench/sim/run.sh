@@ -4,12 +4,15 @@
 # table row per point (platform, ranks, gradient, dtype): every variant's
 # simulated time in ms, the slowest rank's, and the real seconds the
 # simulation took. Writes bench/results/sim-<SIM_SET>.txt.
-#   SIM_BIN=build/sim/mn_sim SIM_SET=quick|full|testbed|auto bench/sim/run.sh
+#   SIM_BIN=build/sim/mn_sim SIM_SET=quick|full|testbed|auto|large bench/sim/run.sh
 # quick: the points of docs/benchmarks.md (about 20 minutes on the loaded 2-core VM);
 # full: every platform, rank count and gradient the simulation fits in this
 # machine's memory (hours); testbed: the 2-host testbed at 1 Gbit/s, beside
 # its measured figures (a minute); auto: the shapes communicator=auto's rule
-# rests on, with the plugin's default pieces (docs/internals.md; minutes).
+# rests on, with the plugin's default pieces (docs/internals.md; minutes);
+# large: 256 ranks, and 512 of the plain allreduce against flat, auto's
+# choice (about 10 minutes). SIM_COMMS=a,b,... runs those variants only
+# (mn_sim -comms; the others' columns stay empty).
 # Why these settings (bench/sim/sim.mk's SIM_CFG):
 #  - MN_SHM=0: SimGrid 3.32's MPI_Win_shared_query hands every rank its own
 #    segment, so a node's shared window is not shared and the shm legs sum
@@ -51,10 +54,11 @@ point() {
     for v in "$@"; do [[ $v == SIM_PER=* ]] && per=${v#SIM_PER=}; done
     t0=$(date +%s.%N)
     env MN_SHM=0 "$@" smpirun -platform "bench/sim/platforms/$plat.xml" -hostfile "$(hosts $per "$np")" -np "$np" \
-        $SIM_CFG --log=root.thresh:error "$SIM_BIN" -mb "${MB[$grad]}" -fold $([ "$dtype" = float16 ] && echo -half) > "$log" 2>&1
+        $SIM_CFG --log=root.thresh:error "$SIM_BIN" -mb "${MB[$grad]}" -fold $([ "$dtype" = float16 ] && echo -half) \
+        ${SIM_COMMS:+-comms "$SIM_COMMS"} > "$log" 2>&1
     local rc=$?
     t1=$(date +%s.%N)
-    row="| $plat | $np | $grad | $dtype | ${*:-default} |"
+    row="| $plat | $np | $grad | $dtype | ${*:-default}${SIM_COMMS:+; only $SIM_COMMS} |"
     for v in allreduce naive flat hierarchical two_dimensional; do
         row+=" $(awk -v v="$v" '$1 == "variant=" v { sub("time_s=", "", $2); printf "%.2f", $2 * 1000 }' "$log") |"
     done
@@ -113,6 +117,12 @@ elif [ "$SIM_SET" = auto ]; then
     point ib100-64core-flat 32 yolov4-tiny float32 SIM_PER=16
     point eth25-8gpu-flat 64 yolov4-tiny float32
     point ib100-8gpu-flat 64 yolov4-tiny float32
+elif [ "$SIM_SET" = large ]; then
+    # Past auto's 128 simulated ranks: nodes of 8 on 25 GbE, yolov4-tiny's
+    # gradient; every variant on 256 ranks, the plain allreduce against
+    # flat on 512 (those two alone took 471 s; 1,024 would take hours).
+    point eth25-8gpu-flat 256 yolov4-tiny float32
+    SIM_COMMS=allreduce,flat point eth25-8gpu-flat 512 yolov4-tiny float32
 else
     for plat in bench/sim/platforms/*.xml; do
         plat=$(basename "$plat" .xml)
