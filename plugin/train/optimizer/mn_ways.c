@@ -50,8 +50,6 @@ mn_ways *mn_ways_new(network *net, int ways)
     return w;
 }
 
-int mn_ways_count(const mn_ways *w) { return w ? w->ways : 1; }
-
 /* The network's statistics to (out = 1) or from way k's slot. */
 static void copy_way(mn_ways *w, int k, int out)
 {

@@ -11,7 +11,6 @@
  * forward hook reports on the CPU alone. */
 typedef struct mn_ways mn_ways;
 mn_ways *mn_ways_new(network *net, int ways);
-int mn_ways_count(const mn_ways *w);
 /* After a training pass's last layer: the network's statistics go back to
  * this pass's way, the next pass's way's come in. */
 void mn_ways_pass(mn_ways *w);
