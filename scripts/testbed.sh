@@ -57,7 +57,7 @@ up() {
                 "${run[@]}" tc qdisc add dev "$dev" root handle 1: netem delay "$delay"
                 parent="parent 1:"
             fi
-            [ -n "$rate" ] && "${run[@]}" tc qdisc add dev "$dev" $parent handle 2: tbf rate "$rate" burst 512kb latency 100ms
+            [ -n "$rate" ] && "${run[@]}" tc qdisc add dev "$dev" $parent handle 2: tbf rate "$rate" burst 512kb latency "${TESTBED_TBF_LATENCY:-100ms}"
         done
     done
     set +e

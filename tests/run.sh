@@ -76,7 +76,7 @@ info_check() {   # info_check NAME NP RANKS_PER_NODE LAYOUT NODES WHY [cfg]
     else bad "info $name: exit $rc"; tail -n 20 "$f" "$T/info-$name.err"; fi
 }
 shm="one allreduce in the node's shared memory, as single_node"
-sim="fastest or tied on every cluster simulated, 2 to 32 nodes of 2 to 16 ranks; hierarchical 0.2-104% slower, two_dimensional 0-9%"
+sim="fastest or tied on every cluster simulated, 2 to 32 nodes of 2 to 16 ranks; hierarchical 0.2-105% slower, two_dimensional 0-5%"
 info_check np1 1 "" "1 rank on 1 node (1)" 1 "1 node of 1 rank: $shm"
 info_check np2 2 "" "2 ranks on 1 node (2)" 1 "1 node of 2 ranks: $shm"
 info_check np3 3 1 "3 ranks on 3 nodes (1+1+1)" 3 \

@@ -4,14 +4,16 @@
 # table row per point (platform, ranks, gradient, dtype): every variant's
 # simulated time in ms, the slowest rank's, and the real seconds the
 # simulation took. Writes bench/results/sim-<SIM_SET>.txt.
-#   SIM_BIN=build/sim/mn_sim SIM_SET=quick|full|testbed|auto|large bench/sim/run.sh
+#   SIM_BIN=build/sim/mn_sim SIM_SET=quick|full|testbed|auto|large|huge|placement bench/sim/run.sh
 # quick: the points of docs/benchmarks.md (about 20 minutes on the loaded 2-core VM);
 # full: every platform, rank count and gradient the simulation fits in this
 # machine's memory (hours); testbed: the 2-host testbed at 1 Gbit/s, beside
 # its measured figures (a minute); auto: the shapes communicator=auto's rule
 # rests on, with the plugin's default pieces (docs/internals.md; minutes);
 # large: 256 ranks, and 512 of the plain allreduce against flat, auto's
-# choice (about 10 minutes). SIM_COMMS=a,b,... runs those variants only
+# choice (about 10 minutes; 30 at a load of 3); huge: 1,024 ranks, those
+# two variants; placement: ranks dealt round robin against
+# node by node (minutes). SIM_COMMS=a,b,... runs those variants only
 # (mn_sim -comms; the others' columns stay empty).
 # Why these settings (bench/sim/sim.mk's SIM_CFG):
 #  - MN_SHM=0: SimGrid 3.32's MPI_Win_shared_query hands every rank its own
@@ -37,23 +39,31 @@ trap 'rm -rf "$tmp"' EXIT
 # The gradients (float32 bytes, as bench/scale_model.py --count gives them).
 declare -A MB=([yolov4-tiny]=24 [yolov3-tiny]=34 [yolov3]=236 [16MiB]=16.777216 [64MiB]=67.108864)
 
-# hosts PER_NODE RANKS: an unrolled hostfile, ranks filling nodes n0, n1, ...
+# hosts PER_NODE RANKS [cyclic]: an unrolled hostfile, ranks filling nodes
+# n0, n1, ... in turn, or with cyclic dealt round robin (rank r on node
+# r mod nodes), as `mpirun --map-by node` or `srun -m cyclic` place them.
 hosts() {
-    local f=$tmp/hosts-$1-$2 r
-    for ((r = 0; r < $2; ++r)); do echo "n$((r / $1))"; done > "$f"
+    local f=$tmp/hosts-$1-$2-${3:-block} r nodes=$(($2 / $1))
+    for ((r = 0; r < $2; ++r)); do
+        if [ -n "${3:-}" ]; then echo "n$((r % nodes))"; else echo "n$((r / $1))"; fi
+    done > "$f"
     echo "$f"
 }
 
 # point PLATFORM RANKS GRAD DTYPE [ENV=VALUE...]: one table row. SIM_PER=k
-# among the ENV fills nodes with k ranks instead of all their cores.
+# among the ENV fills nodes with k ranks instead of all their cores;
+# SIM_CYCLIC=1 deals the ranks to the nodes round robin.
 point() {
     local plat=$1 np=$2 grad=$3 dtype=$4; shift 4
-    local per=8 log=$tmp/log t0 t1 row v
+    local per=8 log=$tmp/log t0 t1 row v cyclic=
     [[ $plat == *64core* ]] && per=64
     [[ $plat == testbed* ]] && per=2
-    for v in "$@"; do [[ $v == SIM_PER=* ]] && per=${v#SIM_PER=}; done
+    for v in "$@"; do
+        [[ $v == SIM_PER=* ]] && per=${v#SIM_PER=}
+        [[ $v == SIM_CYCLIC=1 ]] && cyclic=1
+    done
     t0=$(date +%s.%N)
-    env MN_SHM=0 "$@" smpirun -platform "bench/sim/platforms/$plat.xml" -hostfile "$(hosts $per "$np")" -np "$np" \
+    env MN_SHM=0 "$@" smpirun -platform "bench/sim/platforms/$plat.xml" -hostfile "$(hosts $per "$np" $cyclic)" -np "$np" \
         $SIM_CFG --log=root.thresh:error "$SIM_BIN" -mb "${MB[$grad]}" -fold $([ "$dtype" = float16 ] && echo -half) \
         ${SIM_COMMS:+-comms "$SIM_COMMS"} > "$log" 2>&1
     local rc=$?
@@ -117,6 +127,19 @@ elif [ "$SIM_SET" = auto ]; then
     point ib100-64core-flat 32 yolov4-tiny float32 SIM_PER=16
     point eth25-8gpu-flat 64 yolov4-tiny float32
     point ib100-8gpu-flat 64 yolov4-tiny float32
+elif [ "$SIM_SET" = placement ]; then
+    # Ranks dealt to the nodes round robin against node by node: the plain
+    # allreduce's partners follow rank order, the network legs' own
+    # (mn_rsag.c) the node order. 2 and 8 nodes of 8, 25 GbE and InfiniBand.
+    for np in 16 64; do
+        for plat in eth25-8gpu-flat ib100-8gpu-flat; do
+            point $plat $np yolov4-tiny float32
+            point $plat $np yolov4-tiny float32 SIM_CYCLIC=1
+        done
+    done
+elif [ "$SIM_SET" = huge ]; then
+    # 1,024 ranks (128 nodes of 8, 25 GbE): the plain allreduce against flat.
+    SIM_COMMS=allreduce,flat point eth25-8gpu-flat 1024 yolov4-tiny float32
 elif [ "$SIM_SET" = large ]; then
     # Past auto's 128 simulated ranks: nodes of 8 on 25 GbE, yolov4-tiny's
     # gradient; every variant on 256 ranks, the plain allreduce against

@@ -44,6 +44,13 @@ static mn_status split_nodes(mn_comm *c)
     MPI_Comm_size(c->inter, &c->inter_size);
     int leaders = c->intra_rank == 0;
     MN_MPI(c, MPI_Allreduce(&leaders, &c->nodes, 1, MPI_INT, MPI_SUM, c->world));
+    if (c->nodes == 1) return MN_OK;
+    /* The network legs' partners nearest first (mn_rsag.c) need the ranks
+     * node by node; a launcher may place them round robin. Ranks of one
+     * node share a key (their leader's rank) and keep their order. */
+    int leader = c->rank;
+    MN_MPI(c, MPI_Bcast(&leader, 1, MPI_INT, 0, c->intra));
+    MN_MPI(c, MPI_Comm_split(c->world, 0, leader, &c->by_node));
     return MN_OK;
 }
 
@@ -88,16 +95,20 @@ static mn_status env_settings(mn_comm *c, int report)
     /* 1 MiB pieces measured best-or-near on 2-rank shared memory (bench/results);
        MN_PIECE_BYTES overrides it for tuning on other fabrics. */
     c->piece_floats = (size_t)(v[0] ? v[0] : 1 << 20) / sizeof(float);
-    /* Across nodes too, by default: Open MPI 4.1 (Debian 12's) chooses its
-     * algorithm by message size, and on the 2-host testbed at 1 Gbit/s a
-     * 16 MiB gradient took flat 144 ms in 1 MiB pieces against 226-237 ms
-     * whole, hierarchical 144 against 285-291 (its leaders' 2-rank call of
-     * 16 MiB goes one way, then back): bench/results/testbed-pieces.txt.
-     * SimGrid's selector, modelled on Open MPI 1.x's, showed the opposite at
-     * 16-128 ranks (docs/benchmarks.md). MN_NET_PIECE_BYTES sets the network
-     * piece alone (whole gradients up to it: the code paths the simulations
-     * time), MN_PIECE_BYTES both. */
-    c->net_piece_floats = v[3] ? (size_t)v[3] / sizeof(float) : c->piece_floats;
+    /* Across nodes each piece pays the network legs' 2 log2(p) latencies
+     * (mn_rsag.c), so the piece grows with log2(p): 1 MiB up to 7 ranks,
+     * half a MiB more per doubling (3 MiB at 64, 5 at 1,024), keeping the
+     * latency's share what it is at 4 ranks. Whole gradients are no answer:
+     * on the 2-host testbed at 1 Gbit/s (2 x 2 ranks) a 16 MiB gradient took
+     * 141-143 ms in 1 MiB pieces against 243-257 whole, by our algorithm or
+     * Open MPI's alike (bench/results/testbed-pieces.txt), while SimGrid,
+     * whose links carry a large message at full rate, prefers them whole
+     * (docs/benchmarks.md). MN_NET_PIECE_BYTES sets the network piece alone,
+     * MN_PIECE_BYTES both. */
+    int log_p = 0;
+    while ((2 << log_p) <= c->size) ++log_p;
+    size_t net_bytes = (size_t)(log_p < 2 ? 2 : log_p) << 19;
+    c->net_piece_floats = v[3] ? (size_t)v[3] / sizeof(float) : v[0] ? c->piece_floats : net_bytes / sizeof(float);
     c->ranks_per_node = v[1];
     c->shm_off = (int)v[2];
     return (mn_status)v[4];
@@ -180,9 +191,9 @@ const char *mn_comm_check_name(const char *name)
  * node it is single_node's shared-memory allreduce, and across nodes it was
  * fastest or tied at every shape simulated (bench/results/sim-auto.txt: 2 to
  * 8 nodes of 4, 8 or 16 ranks, 25 GbE and InfiniBand, float32 and float16,
- * 24 to 236 MB; sim-before-fix.txt: 16 nodes of 8; sim-large.txt: 32 nodes
- * of 8; sim-testbed.txt: 2 of 2),
- * hierarchical 0.2-104% and two_dimensional 0-9% behind it: their in-node
+ * 24 to 236 MB; sim-large.txt: 32 nodes of 8; sim-testbed.txt: 2 of 2; and
+ * before the network legs' own allreduce, sim-before-fix.txt: 16 of 8),
+ * hierarchical 0.2-105% and two_dimensional 0-5% behind it: their in-node
  * legs cost more than the network time they save. Where nothing was
  * simulated (over 256 ranks, nodes of 1 or over 16 ranks, or of unequal
  * size) flat stays, as it runs on any layout, and the reason says so. */
@@ -203,7 +214,7 @@ static mn_status choose_auto(mn_comm *c, const char *fallback, const mn_comm_ops
         snprintf(why, cap, "%s: one allreduce in the node's shared memory, as single_node", shape);
     } else if (even && per >= 2 && per <= 16 && c->size <= 256) {
         snprintf(why, cap, "%s: fastest or tied on every cluster simulated, 2 to 32 nodes of 2 to 16 ranks; "
-                           "hierarchical 0.2-104%% slower, two_dimensional 0-9%%", shape);
+                           "hierarchical 0.2-105%% slower, two_dimensional 0-5%%", shape);
     } else {
         snprintf(why, cap, "%s: not simulated (up to 256 ranks in equal nodes of 2 to 16 were); "
                            "flat runs on any layout", shape);
@@ -294,9 +305,11 @@ void mn_comm_free(mn_comm *c)
     mn_comm_arena_release(c);
     if (c->intra != MPI_COMM_NULL && c->intra) MPI_Comm_free(&c->intra);
     if (c->inter != MPI_COMM_NULL && c->inter) MPI_Comm_free(&c->inter);
+    if (c->by_node != MPI_COMM_NULL && c->by_node) MPI_Comm_free(&c->by_node);
     if (c->world != MPI_COMM_NULL && c->world) MPI_Comm_free(&c->world);
     if (c->half_sum != MPI_OP_NULL) MPI_Op_free(&c->half_sum);
     free(c->fused);
+    free(c->wire_tmp);
     free(c);
 }
 

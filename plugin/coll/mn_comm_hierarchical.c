@@ -1,6 +1,7 @@
 /* hierarchical: three legs per piece. (1) The node's sum at its leader
- * (intra_rank 0); (2) MPI_Allreduce among the node leaders only (c->inter of
- * intra_rank 0), so each node puts one copy of the gradient on the network
+ * (intra_rank 0); (2) an allreduce among the node leaders only (c->inter of
+ * intra_rank 0; mn_rsag.c's, whose cost does not hang on MPI's choice of
+ * algorithm), so each node puts one copy of the gradient on the network
  * instead of one per rank; (3) the result to every rank of the node. Legs
  * (1) and (3) go through the node's shared-memory window where there is one
  * (mn_shm.c: reduce-scatter, the leader gathers the chunks; the leader
@@ -62,7 +63,7 @@ static mn_status hierarchical_sum(mn_comm *c, void *buf, int count, const mn_wir
             MN_CHECK(mn_shm_reduce_scatter(c, s, b + (size_t)off * size, k, &sum_only));
             MN_CHECK(mn_shm_allgather(c, s, b + (size_t)off * size, k, w, 0));
         }
-        if (c->intra_rank == 0) MN_CHECK(mn_allreduce_wire(c, c->inter, buf, count, w));
+        if (c->intra_rank == 0) MN_CHECK(mn_allreduce_rsag(c, c->inter, buf, count, w));
         for (int off = 0, k; off < count; off += k) {
             k = count - off < span ? count - off : span;
             MN_CHECK(mn_shm_bcast(c, s, b + (size_t)off * size, k, w, 0));
@@ -71,7 +72,7 @@ static mn_status hierarchical_sum(mn_comm *c, void *buf, int count, const mn_wir
     }
     if (c->intra_size > 1)
         MN_MPI(c, MPI_Reduce(c->intra_rank == 0 ? MPI_IN_PLACE : buf, buf, count, w->type, w->op, 0, c->intra));
-    if (c->intra_rank == 0) MN_CHECK(mn_allreduce_wire(c, c->inter, buf, count, w));
+    if (c->intra_rank == 0) MN_CHECK(mn_allreduce_rsag(c, c->inter, buf, count, w));
     if (c->intra_size > 1)
         MN_MPI(c, MPI_Bcast(buf, count, w->type, 0, c->intra));
     return MN_OK;

@@ -1,7 +1,7 @@
 /* two_dimensional: three legs per piece, every rank busy in each. (1) A
  * reduce-scatter inside the node: intra-rank k ends with the node's sum of
  * shard k (near-equal shards; sizes differ by at most one element, so any
- * length works); (2) MPI_Allreduce of shard k among the ranks with
+ * length works); (2) an allreduce (mn_rsag.c) of shard k among the ranks with
  * intra_rank k on every node (c->inter), all shards at once, so each node
  * sends its whole gradient across as many links as it has ranks; (3) an
  * allgather of the shards inside the node. Legs (1) and (3) go through the
@@ -105,7 +105,7 @@ static mn_status windowed_parts(mn_comm *c, two_dimensional *s, void *buf, int c
         mn_split(k, m, me, &off, &n);
         memcpy(sh + (size_t)done * size, b + (size_t)(at + off) * size, (size_t)n * size);
     }
-    MN_CHECK(mn_allreduce_wire(c, c->inter, s->shard, mine, w));
+    MN_CHECK(mn_allreduce_rsag(c, c->inter, s->shard, mine, w));
     for (int at = 0, k, done = 0; at < count; at += k, done += n) {   /* unpack, then the node's allgather */
         k = count - at < span ? count - at : span;
         mn_split(k, m, me, &off, &n);
@@ -119,7 +119,7 @@ static mn_status two_dimensional_sum(mn_comm *c, void *buf, int count, const mn_
 {
     two_dimensional *s = c->state;
     int m = c->intra_size, size;
-    if (m == 1) return mn_allreduce_wire(c, c->inter, buf, count, w);
+    if (m == 1) return mn_allreduce_rsag(c, c->inter, buf, count, w);
     MN_MPI(c, MPI_Type_size(w->type, &size));
     if (s->shm && !mn_shm_fits(s->shm, count, w)) return windowed_parts(c, s, buf, count, w, size);
     if (s->shm) {
@@ -128,14 +128,14 @@ static mn_status two_dimensional_sum(mn_comm *c, void *buf, int count, const mn_
         mn_wire sum_only = *w;   /* the shard is divided after its inter-node sum */
         sum_only.div = 1.0f;
         MN_CHECK(mn_shm_reduce_scatter(c, s->shm, buf, count, &sum_only));
-        MN_CHECK(mn_allreduce_wire(c, c->inter, (char *)buf + (size_t)off * size, n, w));
+        MN_CHECK(mn_allreduce_rsag(c, c->inter, (char *)buf + (size_t)off * size, n, w));
         return mn_shm_allgather(c, s->shm, buf, count, w, -1);
     }
     for (int k = 0; k < m; ++k) mn_split(count, m, k, &s->displs[k], &s->counts[k]);
     int mine = s->counts[c->intra_rank];
     MN_CHECK(shard_room(c, s, mine, size));
     MN_MPI(c, MPI_Reduce_scatter(buf, s->shard, s->counts, w->type, w->op, c->intra));
-    MN_CHECK(mn_allreduce_wire(c, c->inter, s->shard, mine, w));
+    MN_CHECK(mn_allreduce_rsag(c, c->inter, s->shard, mine, w));
     MN_MPI(c, MPI_Allgatherv(s->shard, mine, w->type, buf, s->counts, s->displs, w->type, c->intra));
     return MN_OK;
 }

@@ -38,6 +38,7 @@ typedef struct {
  * which this layer never reads. */
 struct mn_comm {
     MPI_Comm world, intra, inter;
+    MPI_Comm by_node;             /* world ordered node by node (made where nodes > 1) */
     int rank, size;
     int intra_rank, intra_size;   /* within the node */
     int inter_rank, inter_size;   /* among ranks with the same intra_rank */
@@ -53,6 +54,8 @@ struct mn_comm {
     mn_gpu_in gpu;                /* this rank's GPU placement (mn_gpu_place; zero: the CPU) */
     float *fused;                 /* scratch shared by algorithms that pack */
     size_t fused_cap;
+    void *wire_tmp;               /* mn_allreduce_rsag's receive buffer */
+    size_t wire_tmp_cap;
     int half;                     /* gradients travel as IEEE half (mn_comm_set_dtype) */
     MPI_Op half_sum;              /* the MPI op summing halves; MPI_OP_NULL until needed */
     struct mn_arena *arena;       /* the gradient arena's node-shared window, or NULL (mn_shm.c) */

@@ -378,5 +378,6 @@ mn_status mn_sum_job(mn_comm *c, void *buf, int count, const mn_wire *w)
 {
     mn_shm *s = c->state;
     if (s && mn_shm_fits(s, count, w)) return mn_shm_allreduce(c, s, buf, count, w);
+    if (c->nodes > 1) return mn_allreduce_rsag(c, c->by_node, buf, count, w);
     return mn_allreduce_wire(c, c->world, buf, count, w);
 }

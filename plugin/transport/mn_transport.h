@@ -20,6 +20,10 @@ typedef struct {
 } mn_wire;
 /* In-place MPI_Allreduce of count wire elements over comm, divided by w->div. */
 mn_status mn_allreduce_wire(mn_comm *c, MPI_Comm comm, void *buf, int count, const mn_wire *w);
+/* The same sum by our own reduce-scatter and allgather, partners nearest
+ * first (mn_rsag.c): the network legs, on a communicator ordered node by
+ * node. Every rank ends with the same bits. */
+mn_status mn_allreduce_rsag(mn_comm *c, MPI_Comm comm, void *buf, int count, const mn_wire *w);
 /* In-place MPI_SUM of n floats over comm, in INT_MAX pieces (MPI counts are int). */
 mn_status mn_sum_floats(mn_comm *c, MPI_Comm comm, float *p, size_t n);
 /* p[i] / d, correctly rounded: a multiplication by 1/d where d is a power of
