@@ -8,43 +8,16 @@
 #include "mn_base.h"
 #include "mn_ways.h"
 
-/* The running-statistic arrays of the network, host and device. */
-typedef struct {
-    float **host, **dev;
-    size_t *lens;
-    int n;
-} bn_stats;
-
-static mn_status collect_stats(mn_comm *c, network *net, bn_stats *s)
+/* The network's statistics listed (mn_ways.h), or one message. */
+static mn_status collect_stats(mn_comm *c, network *net, mn_bn_arrays *s)
 {
-    memset(s, 0, sizeof *s);
-    int cap = 2 * mn_net_layers(net) + 1;
-    s->host = calloc((size_t)cap, sizeof *s->host);
-    s->dev = calloc((size_t)cap, sizeof *s->dev);
-    s->lens = calloc((size_t)cap, sizeof *s->lens);
-    if (!s->host || !s->dev || !s->lens) {
-        mn_error(c, "out of memory listing batch-norm statistics");
-        return MN_ERR_NOMEM;
-    }
-    mn_views it = mn_net_views(net);
-    for (mn_view v; mn_views_next(&it, &v) && s->n < cap;) {
-        if (!v.stat) continue;
-        s->host[s->n] = v.data;
-        s->dev[s->n] = v.data_gpu;   /* NULL in CPU builds */
-        s->lens[s->n++] = v.n;
-    }
-    return MN_OK;
-}
-
-static void free_stats(bn_stats *s)
-{
-    free(s->host);
-    free(s->dev);
-    free(s->lens);
+    if (mn_bn_arrays_list(net, s) == MN_OK) return MN_OK;
+    mn_error(c, "out of memory listing batch-norm statistics");
+    return MN_ERR_NOMEM;
 }
 
 /* The device copies are the live ones in a GPU run: pull before, push after. */
-static void pull_stats(network *net, const bn_stats *s, int push)
+static void pull_stats(network *net, const mn_bn_arrays *s, int push)
 {
 #ifdef GPU
     if (mn_net_get(net).gpu < 0) return;
@@ -89,7 +62,7 @@ static mn_status mean_arrays(mn_comm *c, float **arrays, const size_t *lens, int
  * over the ranks, in one fused allreduce. */
 mn_status mn_average_bn_stats(mn_comm *c, network *net, mn_optimizer *o)
 {
-    bn_stats s;
+    mn_bn_arrays s;
     mn_ways *w = mn_optimizer_ways_of(o);
     if (w) mn_ways_fold(w);   /* a rank standing for several: their mean first */
     mn_status st = collect_stats(c, net, &s);
@@ -101,7 +74,7 @@ mn_status mn_average_bn_stats(mn_comm *c, network *net, mn_optimizer *o)
         pull_stats(net, &s, 1);
     }
     if (w && st == MN_OK) mn_ways_spread(w);
-    free_stats(&s);
+    mn_bn_arrays_free(&s);
     return st;
 }
 
@@ -109,7 +82,7 @@ mn_status mn_average_bn_stats(mn_comm *c, network *net, mn_optimizer *o)
  * every rank evaluates. */
 mn_status mn_bcast_bn_stats(mn_comm *c, network *net, mn_optimizer *o)
 {
-    bn_stats s;
+    mn_bn_arrays s;
     mn_status st = collect_stats(c, net, &s);
     if (st == MN_OK) pull_stats(net, &s, 0);
     mn_guard(c, "broadcasting batch-norm statistics");
@@ -127,7 +100,7 @@ mn_status mn_bcast_bn_stats(mn_comm *c, network *net, mn_optimizer *o)
     mn_unguard(c);
     if (st == MN_OK) pull_stats(net, &s, 1);
     if (st == MN_OK && mn_optimizer_ways_of(o)) mn_ways_spread(mn_optimizer_ways_of(o));
-    free_stats(&s);
+    mn_bn_arrays_free(&s);
     return st;
 }
 

@@ -34,10 +34,8 @@ struct mn_optimizer {
     float *aside;         /* float16, double buffering, nonfinite=skip: the momentum part, set aside during backward */
     float *aside_gpu;     /* the same on the device */
     int skip;             /* nonfinite=skip: a bad update leaves the model exactly as it was */
-    float **stats;        /* nonfinite=skip: the running statistics (device arrays in a GPU run) */
-    size_t *stats_lens;
-    int nstats;
-    float *stats_saved;   /* their values before this step's forward pass */
+    mn_bn_arrays bn;      /* the running statistics (mn_ways.h) */
+    float *stats_saved;   /* nonfinite=skip, rescue: their values before this step's forward pass */
     int *flag_gpu;        /* device: a gradient held Inf or NaN */
     int *flag_host;       /* its page-locked copy (a pageable one makes the copy synchronous) */
     int is_aside;
@@ -179,13 +177,13 @@ static mn_status staged_tables(mn_comm *c, mn_optimizer *o, float **ptrs)
 static void stats_copy(mn_optimizer *o, int restore)
 {
     size_t off = 0;
-    for (int i = 0; i < o->nstats; off += o->stats_lens[i], ++i) {
-        float *live = o->stats[i], *saved = o->stats_saved + off;
-        size_t n = o->stats_lens[i];
+    for (int i = 0; i < o->bn.n; off += o->bn.lens[i], ++i) {
+        float *live = o->bn.host[i], *saved = o->stats_saved + off;
+        size_t n = o->bn.lens[i];
 #ifdef GPU
-        if (mn_base_gpu() >= 0) {
-            if (restore) mn_base_push(live, saved, n);
-            else mn_base_pull(live, saved, n);
+        if (mn_base_gpu() >= 0) {   /* the device copies are the live ones */
+            if (restore) mn_base_push(o->bn.dev[i], saved, n);
+            else mn_base_pull(o->bn.dev[i], saved, n);
             continue;
         }
 #endif
@@ -291,8 +289,9 @@ static void dbuf_cost(float momentum)
     if (m >= 1 || m < 0) return;
     printf("darknet-mn: double_buffering=1 costs accuracy: with momentum %g a stale step stays stable only on curvature "
            "%.0fx lower than a fresh one tolerates, so a rate tuned without it can diverge once the stale steps start "
-           "(cfg/fashion-det.cfg lost 8 mAP points with the default double_buffering_handover=300, 24 without it; "
-           "cfg/fashion.cfg 1 top-1 point: docs/benchmarks.md); overlap=1 hides the allreduce without staleness\n",
+           "(cfg/fashion-det.cfg lost 8 mAP points with the default double_buffering_handover=300, 24 without it, "
+           "5.7 with it and the cfg's momentum lowered to 0.8; cfg/fashion.cfg 1 top-1 point: docs/benchmarks.md); "
+           "overlap=1 hides the allreduce without staleness\n",
            m, 1 / stale_ratio(m));
 }
 
@@ -398,8 +397,7 @@ static void free_optimizer(mn_optimizer *o)
     }
     free(o->aside);
     free(o->state);
-    free(o->stats);
-    free(o->stats_lens);
+    mn_bn_arrays_free(&o->bn);
     free(o->stats_saved);
     mn_ways_free(o->ways);
 #ifdef GPU
@@ -414,30 +412,6 @@ static void free_optimizer(mn_optimizer *o)
     free(o->arrays_gpu);
     free(o->lens);
     free(o);
-}
-
-/* nonfinite=skip: where the running statistics live (device arrays in a GPU run). */
-static mn_status find_stats(network *net, mn_optimizer *o)
-{
-    int cap = 0;
-    size_t total = 0;
-    for (int i = 0; i < mn_net_layers(net); ++i) cap += 2 * (mn_layer_get(net, i).rolling_mean != NULL);
-    o->stats = calloc((size_t)cap + 1, sizeof *o->stats);
-    o->stats_lens = calloc((size_t)cap + 1, sizeof *o->stats_lens);
-    if (!o->stats || !o->stats_lens) return MN_ERR_NOMEM;
-    mn_views it = mn_net_views(net);
-    for (mn_view v; mn_views_next(&it, &v);) {
-        if (!v.stat) continue;
-        float *live = v.data;
-#ifdef GPU
-        if (mn_base_gpu() >= 0) live = v.data_gpu;
-#endif
-        o->stats[o->nstats] = live;
-        o->stats_lens[o->nstats++] = v.n;
-        total += v.n;
-    }
-    o->stats_saved = calloc(total + 1, sizeof(float));
-    return o->stats_saved ? MN_OK : MN_ERR_NOMEM;
 }
 
 /* The update arrays, each with which of its layer's (MN_UPDATE_*) it is, in
@@ -490,7 +464,8 @@ static mn_status host_state(mn_comm *c, network *net, const mn_options *opt, mn_
     if ((opt->grad_dtype_half || opt->double_buffering || o->skip || o->rescue) &&
         !(o->aside = calloc(o->total + 1, sizeof(float))))
         return MN_ERR_NOMEM;
-    if (o->skip || o->rescue) MN_CHECK(find_stats(net, o));
+    MN_CHECK(mn_bn_arrays_list(net, &o->bn));
+    if ((o->skip || o->rescue) && !(o->stats_saved = calloc(o->bn.total + 1, sizeof(float)))) return MN_ERR_NOMEM;
     if (opt->overlap && opt->double_buffering) {
         if (c->rank == 0) mn_error(c, "overlap=1 and double_buffering=1 exclude each other: overlap averages this "
                                       "step's gradient during backward, double buffering the previous one; choose one");
@@ -651,14 +626,11 @@ static void forward_hook(network *net, int i)
 mn_status mn_optimizer_ways(mn_comm *c, mn_optimizer *o, network *net, int ways, int *kept)
 {
     *kept = 0;
-    int stats = 0;
-    mn_views it = mn_net_views(net);
-    for (mn_view v; mn_views_next(&it, &v);) stats += v.stat;
-    if (ways < 2 || !stats || o->ways) return MN_OK;
+    if (ways < 2 || !o->bn.n || o->ways) return MN_OK;
 #ifdef GPU
     if (mn_base_gpu() >= 0) return MN_OK;   /* the forward hook runs on the CPU alone */
 #endif
-    if (!(o->ways = mn_ways_new(net, ways))) {
+    if (!(o->ways = mn_ways_new(&o->bn, ways))) {
         mn_error(c, "out of memory for %d copies of the batch-norm statistics", ways);
         return MN_ERR_NOMEM;
     }

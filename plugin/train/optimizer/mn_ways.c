@@ -17,29 +17,46 @@
 struct mn_ways {
     int ways;
     unsigned long pass;   /* training passes so far: the next one's way is pass % ways */
-    int n;                /* the network's running-statistic arrays */
-    float **live;
-    size_t *lens, total;
+    const mn_bn_arrays *s; /* the network's running-statistic arrays (host) */
+    size_t total;
     float *slots;         /* ways x total: way k's at k x total (way 0's is the network's between updates) */
     float *marked;        /* the slots at mn_ways_mark */
 };
 
-mn_ways *mn_ways_new(network *net, int ways)
+mn_status mn_bn_arrays_list(network *net, mn_bn_arrays *s)
+{
+    memset(s, 0, sizeof *s);
+    int cap = 2 * mn_net_layers(net) + 1;   /* a layer holds a mean and a variance */
+    s->host = calloc((size_t)cap, sizeof *s->host);
+    s->dev = calloc((size_t)cap, sizeof *s->dev);
+    s->lens = calloc((size_t)cap, sizeof *s->lens);
+    if (!s->host || !s->dev || !s->lens) return MN_ERR_NOMEM;
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v) && s->n < cap;) {
+        if (!v.stat) continue;
+        s->host[s->n] = v.data;
+        s->dev[s->n] = v.data_gpu;
+        s->lens[s->n++] = v.n;
+        s->total += v.n;
+    }
+    return MN_OK;
+}
+
+void mn_bn_arrays_free(mn_bn_arrays *s)
+{
+    free(s->host);
+    free(s->dev);
+    free(s->lens);
+    memset(s, 0, sizeof *s);
+}
+
+mn_ways *mn_ways_new(const mn_bn_arrays *s, int ways)
 {
     mn_ways *w = calloc(1, sizeof *w);
-    int cap = 2 * mn_net_layers(net) + 1;
-    if (!w || !(w->live = calloc((size_t)cap, sizeof *w->live)) || !(w->lens = calloc((size_t)cap, sizeof *w->lens))) {
-        mn_ways_free(w);
-        return NULL;
-    }
+    if (!w) return NULL;
     w->ways = ways;
-    mn_views it = mn_net_views(net);
-    for (mn_view v; mn_views_next(&it, &v) && w->n < cap;) {
-        if (!v.stat) continue;
-        w->live[w->n] = v.data;
-        w->lens[w->n++] = v.n;
-        w->total += v.n;
-    }
+    w->s = s;
+    w->total = s->total;
     w->slots = malloc(((size_t)ways * w->total + 1) * sizeof(float));
     w->marked = malloc(((size_t)ways * w->total + 1) * sizeof(float));
     if (!w->slots || !w->marked) {
@@ -53,9 +70,10 @@ mn_ways *mn_ways_new(network *net, int ways)
 /* The network's statistics to (out = 1) or from way k's slot. */
 static void copy_way(mn_ways *w, int k, int out)
 {
+    const mn_bn_arrays *s = w->s;
     float *slot = w->slots + (size_t)k * w->total;
-    for (int i = 0; i < w->n; slot += w->lens[i], ++i)
-        memcpy(out ? slot : w->live[i], out ? w->live[i] : slot, w->lens[i] * sizeof(float));
+    for (int i = 0; i < s->n; slot += s->lens[i], ++i)
+        memcpy(out ? slot : s->host[i], out ? s->host[i] : slot, s->lens[i] * sizeof(float));
 }
 
 void mn_ways_pass(mn_ways *w)
@@ -67,12 +85,13 @@ void mn_ways_pass(mn_ways *w)
 
 void mn_ways_fold(mn_ways *w)
 {
+    const mn_bn_arrays *s = w->s;
     size_t off = 0;
-    for (int i = 0; i < w->n; off += w->lens[i], ++i)
-        for (size_t j = 0; j < w->lens[i]; ++j) {
-            float s = w->live[i][j];
-            for (int k = 1; k < w->ways; ++k) s += w->slots[(size_t)k * w->total + off + j];
-            w->live[i][j] = s / (float)w->ways;
+    for (int i = 0; i < s->n; off += s->lens[i], ++i)
+        for (size_t j = 0; j < s->lens[i]; ++j) {
+            float sum = s->host[i][j];
+            for (int k = 1; k < w->ways; ++k) sum += w->slots[(size_t)k * w->total + off + j];
+            s->host[i][j] = sum / (float)w->ways;
         }
 }
 
@@ -87,8 +106,6 @@ void mn_ways_rewind(mn_ways *w) { memcpy(w->slots, w->marked, (size_t)w->ways * 
 void mn_ways_free(mn_ways *w)
 {
     if (!w) return;
-    free(w->live);
-    free(w->lens);
     free(w->slots);
     free(w->marked);
     free(w);
