@@ -89,6 +89,17 @@ point() {
     echo "|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|"
 } > "$OUT"
 
+# The points quick and auto share: 2 nodes of 8 on each network and shape,
+# both dtypes, and yolov3-tiny's gradient.
+two_by_eight() {
+    point eth25-8gpu-flat 16 yolov4-tiny float32
+    point ib100-8gpu-flat 16 yolov4-tiny float32
+    point eth25-8gpu-fattree 16 yolov4-tiny float32
+    point eth25-8gpu-flat 16 yolov4-tiny float16
+    point ib100-8gpu-flat 16 yolov4-tiny float16
+    point eth25-8gpu-flat 16 yolov3-tiny float32
+}
+
 if [ "$SIM_SET" = testbed ]; then
     # The 2-host testbed at 1 Gbit/s, to set beside what bench/testbed.sh
     # measured there (bench/results/testbed-pieces.txt): 2 x 2 ranks, 16 and
@@ -102,12 +113,7 @@ if [ "$SIM_SET" = testbed ]; then
 elif [ "$SIM_SET" = quick ]; then
     # 2 nodes of 8 on each network and shape, then 4 nodes: past that the
     # fixed code's runs took over half an hour each on the loaded 2-core VM
-    point eth25-8gpu-flat 16 yolov4-tiny float32
-    point ib100-8gpu-flat 16 yolov4-tiny float32
-    point eth25-8gpu-fattree 16 yolov4-tiny float32
-    point eth25-8gpu-flat 16 yolov4-tiny float16
-    point ib100-8gpu-flat 16 yolov4-tiny float16
-    point eth25-8gpu-flat 16 yolov3-tiny float32
+    two_by_eight
     point eth25-8gpu-flat 16 yolov3-tiny float16
     point eth25-8gpu-flat 32 yolov4-tiny float32
 elif [ "$SIM_SET" = auto ]; then
@@ -116,12 +122,7 @@ elif [ "$SIM_SET" = auto ]; then
     # dtypes, each gradient; 128 ranks took 712 s before, so 64 is the last.
     point eth25-8gpu-flat 8 yolov4-tiny float32 SIM_PER=4
     point ib100-8gpu-flat 8 yolov4-tiny float32 SIM_PER=4
-    point eth25-8gpu-flat 16 yolov4-tiny float32
-    point ib100-8gpu-flat 16 yolov4-tiny float32
-    point eth25-8gpu-fattree 16 yolov4-tiny float32
-    point eth25-8gpu-flat 16 yolov4-tiny float16
-    point ib100-8gpu-flat 16 yolov4-tiny float16
-    point eth25-8gpu-flat 16 yolov3-tiny float32
+    two_by_eight
     point eth25-8gpu-flat 16 yolov3 float32
     point eth25-64core-flat 32 yolov4-tiny float32 SIM_PER=16
     point ib100-64core-flat 32 yolov4-tiny float32 SIM_PER=16
