@@ -1,14 +1,17 @@
-/* The network leg's own allreduce, so that its cost does not hang on the
- * MPI's choice of algorithm by message size. A reduce-scatter by recursive
- * halving, then an allgather by recursive doubling, partners nearest first:
+/* The network legs' own allreduce, so that their cost hangs neither on the
+ * MPI's choice of algorithm nor on where the launcher put the ranks. A
+ * reduce-scatter by recursive halving, then an allgather by recursive
+ * doubling, partners nearest first:
  * at step k a rank swaps half of what it still holds with the rank 2^k away
  * and adds the half it keeps. On a communicator ordered node by node
  * (c->by_node), the first steps stay inside a node while the halves are
  * large, and a node's link carries the gradient about once each way in all
  * (2(1 - 1/nodes) of it), where a ring carries 2(p-1)/p of it over every
- * edge and pays 2(p-1) latencies rather than 2 log2 p. Open MPI 4.1 picks a
- * ring for 16 MiB on 4 ranks and, between two leaders, a call that goes one
- * way and back: twice the bytes on the testbed's link (docs/benchmarks.md).
+ * edge and pays 2(p-1) latencies rather than 2 log2 p. Open MPI 4.1 picks
+ * the same algorithm (Rabenseifner's) at these sizes, but pairs ranks by
+ * number: dealt to the nodes round robin (mpirun --map-by node), every step
+ * of it crosses the network, 7-8 times as long in the simulation
+ * (docs/benchmarks.md, "The network legs' own allreduce").
  *
  * Rank counts that are not a power of two fold first: of the first 2r ranks
  * (r = p - 2^floor(log2 p)) each even one hands its whole buffer to the odd
