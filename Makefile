@@ -467,8 +467,9 @@ test-alexeyab:
 # the build and runs with MPICH, mn_rerun.sh on the two-host mpiexec testbed
 # (scripts/testbed.sh: a host's ranks killed, gone, silent; the exit
 # statuses; host lists) and the Slurm testbed (scripts/slurm.sh: srun,
-# batch jobs losing a node, rank 0's node, a silent node, the time limit).
-# Apart from make test for their 12 minutes; CI runs it.
+# batch jobs losing a node, rank 0's node, a silent node, the time limit),
+# and tests/run_stop.sh's two sections of seconds-long runs (term-long,
+# fewer). Apart from make test for its 15 minutes; CI runs it.
 .PHONY: test-cluster
 test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_build.sh
@@ -476,6 +477,7 @@ test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_mpich.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_rerun.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_slurm.sh
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ONLY=term-long,fewer bash tests/run_stop.sh
 
 # The model zoo's rows on both C bases (stock cfgs trained or refused, N x b
 # = 1 x N*b on real cfgs; tests/run_zoo.sh, about 1.5 minutes): apart from

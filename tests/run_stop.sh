@@ -5,11 +5,16 @@
 # same command resumes to the weights of a run never stopped (deterministic
 # mode, bit for bit); a checkpoint at the last iteration resumes to
 # _final.weights; each other row of the table has its status. Run by
-# tests/run.sh (T, D, TEST_BIN, MPI set there); ONLY=name runs one section.
+# tests/run.sh (T, D, TEST_BIN, MPI set there); ONLY=a,b runs those
+# sections. term-long and fewer (iterations of seconds, and 4-rank runs
+# resumed on 2: about a minute) run in make test-cluster
+# (ONLY=term-long,fewer), outside make test's 15 minutes.
 . "$(dirname "$0")/lib.sh"
 F=$T/stop
 rm -rf "$F" && mkdir -p "$F"
-want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
+want() {
+    if [ -z "${ONLY:-}" ]; then [ "$1" != term-long ] && [ "$1" != fewer ]; else [[ ",$ONLY," == *",$1,"* ]]; fi
+}
 [ -d "$D" ] || fashion_slice "$D" 256 64
 W=$TEST_BIN/mn_wcmp
 
