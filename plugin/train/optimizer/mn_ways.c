@@ -17,8 +17,7 @@
 struct mn_ways {
     int ways;
     unsigned long pass;   /* training passes so far: the next one's way is pass % ways */
-    const mn_bn_arrays *s; /* the network's running-statistic arrays (host) */
-    size_t total;
+    const mn_bn_arrays *s; /* the network's running-statistic arrays (host), s->total floats */
     float *slots;         /* ways x total: way k's at k x total (way 0's is the network's between updates) */
     float *marked;        /* the slots at mn_ways_mark */
 };
@@ -56,9 +55,8 @@ mn_ways *mn_ways_new(const mn_bn_arrays *s, int ways)
     if (!w) return NULL;
     w->ways = ways;
     w->s = s;
-    w->total = s->total;
-    w->slots = malloc(((size_t)ways * w->total + 1) * sizeof(float));
-    w->marked = malloc(((size_t)ways * w->total + 1) * sizeof(float));
+    w->slots = malloc(((size_t)ways * w->s->total + 1) * sizeof(float));
+    w->marked = malloc(((size_t)ways * w->s->total + 1) * sizeof(float));
     if (!w->slots || !w->marked) {
         mn_ways_free(w);
         return NULL;
@@ -71,7 +69,7 @@ mn_ways *mn_ways_new(const mn_bn_arrays *s, int ways)
 static void copy_way(mn_ways *w, int k, int out)
 {
     const mn_bn_arrays *s = w->s;
-    float *slot = w->slots + (size_t)k * w->total;
+    float *slot = w->slots + (size_t)k * w->s->total;
     for (int i = 0; i < s->n; slot += s->lens[i], ++i)
         memcpy(out ? slot : s->host[i], out ? s->host[i] : slot, s->lens[i] * sizeof(float));
 }
@@ -90,7 +88,7 @@ void mn_ways_fold(mn_ways *w)
     for (int i = 0; i < s->n; off += s->lens[i], ++i)
         for (size_t j = 0; j < s->lens[i]; ++j) {
             float sum = s->host[i][j];
-            for (int k = 1; k < w->ways; ++k) sum += w->slots[(size_t)k * w->total + off + j];
+            for (int k = 1; k < w->ways; ++k) sum += w->slots[(size_t)k * w->s->total + off + j];
             s->host[i][j] = sum / (float)w->ways;
         }
 }
@@ -100,8 +98,8 @@ void mn_ways_spread(mn_ways *w)
     for (int k = 0; k < w->ways; ++k) copy_way(w, k, 1);
 }
 
-void mn_ways_mark(mn_ways *w) { memcpy(w->marked, w->slots, (size_t)w->ways * w->total * sizeof(float)); }
-void mn_ways_rewind(mn_ways *w) { memcpy(w->slots, w->marked, (size_t)w->ways * w->total * sizeof(float)); }
+void mn_ways_mark(mn_ways *w) { memcpy(w->marked, w->slots, (size_t)w->ways * w->s->total * sizeof(float)); }
+void mn_ways_rewind(mn_ways *w) { memcpy(w->slots, w->marked, (size_t)w->ways * w->s->total * sizeof(float)); }
 
 void mn_ways_free(mn_ways *w)
 {
