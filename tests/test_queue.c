@@ -91,6 +91,62 @@ static int run_overlap(unsigned seed, unsigned skip)
     return wrong;
 }
 
+/* -- overlap on the staged route: each bucket copied down on the copy
+ * queue once backward has made it, averaged by the host once the copy is
+ * done; the mean goes back up on base after the host has every bucket. */
+typedef struct { ov_state *st; float (*host)[L]; int k; } sg_arg;
+
+static void sg_copy_down(void *a, void *stream)
+{
+    (void)stream;
+    sg_arg *x = a;
+    for (int i = 0; i < L; ++i) {
+        x->host[x->k][i] = x->st->bucket[x->k][i];
+        if (i % 64 == 63) usleep(300);
+    }
+}
+
+/* The count of buckets the host averaged from a copy not of this step. */
+static int run_staged(unsigned seed, unsigned skip)
+{
+    mn_queue *base = mn_queue_host(seed, DELAY), *copy = mn_queue_host(seed * 7 + 1, DELAY);
+    ov_state *st = calloc(1, sizeof *st);
+    float (*host)[L] = calloc(K, sizeof *host);
+    sg_arg args[K];
+    ov_arg bargs[K];
+    mn_overlap_order o;
+    if (!base || !copy || !st || !host || mn_overlap_order_init(&o, base, copy, K) != MN_OK) {
+        EXPECT(0, "staged setup");
+        exit(1);
+    }
+    o.skip = skip;
+    int wrong = 0;
+    for (int k = 0; k < K; ++k) {
+        args[k] = (sg_arg){st, host, k};
+        bargs[k] = (ov_arg){st, k};
+    }
+    for (int s = 0; s < STEPS; ++s) {
+        for (int k = K - 1; k >= 0; --k) {
+            mn_queue_run(base, ov_backward, &bargs[k]);
+            mn_overlap_order_bucket(&o, k, sg_copy_down, &args[k]);
+        }
+        for (int k = K - 1; k >= 0; --k) {   /* the averaging thread, bucket by bucket */
+            mn_overlap_order_sent(&o, k);
+            for (int i = 0; i < L; ++i)
+                if (host[k][i] != grad(s, k, i)) { ++wrong; break; }
+        }
+        mn_queue_run(base, ov_next, st);   /* the mean goes up on base, in order: no mark */
+    }
+    mn_queue_sync(base);
+    mn_queue_sync(copy);
+    mn_overlap_order_free(&o);
+    mn_queue_free(base);
+    mn_queue_free(copy);
+    free(host);
+    free(st);
+    return wrong;
+}
+
 /* -- double buffering: step t's mean applied at step t+1 ----------------- */
 typedef struct {
     float arena[L], buf[2][L];
@@ -226,6 +282,15 @@ int main(void)
         EXPECT(seen > 0, "overlap without wait %u: every update still right (the test cannot see it)", ov_waits[w]);
     }
     wrong = 0;
+    for (unsigned s = 1; s <= SEEDS; ++s) wrong += run_staged(s, 0);
+    EXPECT(wrong == 0, "staged overlap: %d of %d buckets averaged from a wrong copy", wrong, SEEDS * STEPS * K);
+    const unsigned sg_waits[] = {MN_ORDER_BUCKET_READY, MN_ORDER_BUCKET_SENT};
+    for (int w = 0; w < 2; ++w) {
+        int seen = 0;
+        for (unsigned s = 1; s <= TRIES && !seen; ++s) seen = run_staged(s, sg_waits[w]);
+        EXPECT(seen > 0, "staged overlap without wait %u: every bucket still right", sg_waits[w]);
+    }
+    wrong = 0;
     for (unsigned s = 1; s <= SEEDS; ++s) { wrong += run_dbuf(s, 0, &a); applied += a; }
     EXPECT(wrong == 0 && applied == SEEDS * (STEPS - 1), "double buffering: %d wrong means of %d applied (want %d)",
            wrong, applied, SEEDS * (STEPS - 1));
@@ -245,7 +310,8 @@ int main(void)
         EXPECT(seen > 0, "rescue without wait %u: every read still right", rs_waits[w]);
     }
     if (failures) { fprintf(stderr, "test_queue: %d FAILED\n", failures); return 1; }
-    printf("test_queue: overlap (%d buckets), double buffering and the rescue copy, %d steps x %d seeds on host queues "
-           "with random pauses: right with every wait, wrong without each of their 6 waits: OK\n", K, STEPS, SEEDS);
+    printf("test_queue: overlap (%d buckets; reduced on the queue, or copied down for the host), double buffering and "
+           "the rescue copy, %d steps x %d seeds on host queues with random pauses: right with every wait, wrong without "
+           "each of their 8 waits: OK\n", K, STEPS, SEEDS);
     return 0;
 }

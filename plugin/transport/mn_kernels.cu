@@ -52,10 +52,10 @@ __global__ void floats_nonfinite(const float *x, size_t n, int *flag)
         if (!isfinite(x[i])) *flag = 1;
 }
 
-/* packed[i] = ptrs[k][i - offs[k]] (to) or back (!to). */
-__global__ void pack(float *packed, float *const *ptrs, const size_t *offs, int n, size_t total, int to)
+/* packed[i] = ptrs[k][i - offs[k]] (to) or back (!to), for lo <= i < hi. */
+__global__ void pack(float *packed, float *const *ptrs, const size_t *offs, int n, size_t lo, size_t hi, int to)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+    for (size_t i = lo + blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < hi; i += (size_t)gridDim.x * blockDim.x) {
         int k = mn_pack_find(offs, n, i);
         float *p = ptrs[k] + (i - offs[k]);
         if (to) packed[i] = *p;
@@ -95,15 +95,15 @@ int mn_gpu_floats_nonfinite(const float *x, size_t n, int *dev_flag, void *strea
     return (int)cudaGetLastError();
 }
 
-int mn_gpu_pack(float *packed, float *const *ptrs, const size_t *offs, int n, size_t total, void *stream)
+int mn_gpu_pack(float *packed, float *const *ptrs, const size_t *offs, int n, size_t lo, size_t hi, void *stream)
 {
-    if (total) pack<<<blocks(total), threads, 0, (cudaStream_t)stream>>>(packed, ptrs, offs, n, total, 1);
+    if (hi > lo) pack<<<blocks(hi - lo), threads, 0, (cudaStream_t)stream>>>(packed, ptrs, offs, n, lo, hi, 1);
     return (int)cudaGetLastError();
 }
 
 int mn_gpu_unpack(float *const *ptrs, const float *packed, const size_t *offs, int n, size_t total, void *stream)
 {
-    if (total) pack<<<blocks(total), threads, 0, (cudaStream_t)stream>>>((float *)packed, ptrs, offs, n, total, 0);
+    if (total) pack<<<blocks(total), threads, 0, (cudaStream_t)stream>>>((float *)packed, ptrs, offs, n, 0, total, 0);
     return (int)cudaGetLastError();
 }
 

@@ -19,6 +19,7 @@
 #include "mn_overlap.h"
 #include "mn_dbuf.h"
 #include "mn_ways.h"
+#include "mn_stage.h"
 
 struct mn_optimizer {
     mn_comm *comm;
@@ -40,10 +41,7 @@ struct mn_optimizer {
     int *flag_host;       /* its page-locked copy (a pageable one makes the copy synchronous) */
     int is_aside;
     mn_route route;       /* where the mean is taken (mn_sync_route) */
-    int pinned;           /* the arena is page-locked for the device copies */
-    float *packed_gpu;    /* MN_ROUTE_STAGED: the gradient packed on the device, */
-    float **ptrs_gpu;     /* the device arrays' addresses */
-    size_t *offs_gpu;     /* and their offsets in it (mn_pack_offsets), device tables */
+    struct mn_stage *stage;   /* MN_ROUTE_STAGED: the copies down and up (mn_stage.h) */
     int own_watch;        /* watch was started here (no caller started one) */
     mn_dbuf *dbuf;        /* double_buffering=1, else NULL */
     size_t fresh_until;   /* double buffering averages iterations 1..fresh_until fresh */
@@ -130,46 +128,6 @@ static void sync_on_device(network *net, mn_optimizer *o)
     check_on_device(o, 0);
 }
 
-/* MN_ROUTE_STAGED, each way: the device update arrays packed into one
- * buffer and copied to the arena in one copy, or back; asynchronous on the
- * base's stream, the host waiting only where it reads the arena next. */
-static void staged_copy(mn_optimizer *o, int down)
-{
-    cudaStream_t st = MN_STREAM();
-    size_t bytes = o->total * sizeof(float);
-    size_t *offs = o->offs_gpu;
-    if (down) {
-        step_ok(o, (cudaError_t)mn_gpu_pack(o->packed_gpu, o->ptrs_gpu, offs, o->n, o->total, st), "packing the gradient");
-        step_ok(o, cudaMemcpyAsync(o->arena, o->packed_gpu, bytes, cudaMemcpyDeviceToHost, st), "copying the gradient down");
-        step_ok(o, cudaStreamSynchronize(st), "copying the gradient down");
-    } else {
-        step_ok(o, cudaMemcpyAsync(o->packed_gpu, o->arena, bytes, cudaMemcpyHostToDevice, st), "copying the mean up");
-        step_ok(o, (cudaError_t)mn_gpu_unpack(o->ptrs_gpu, o->packed_gpu, offs, o->n, o->total, st), "unpacking the mean");
-    }
-}
-
-/* The device tables of MN_ROUTE_STAGED: the arrays' addresses and offsets
- * (mn_pack_offsets), copied once; the packed buffer. */
-static mn_status staged_tables(mn_comm *c, mn_optimizer *o, float **ptrs)
-{
-    size_t *offs = malloc((size_t)(o->n + 1) * sizeof *offs);
-    if (!offs) return MN_ERR_NOMEM;
-    mn_pack_offsets(o->lens, o->n, offs);
-    cudaStream_t st = MN_STREAM();
-    mn_status s = MN_OK;
-    if (!mn_cuda_ok(c, cudaMalloc((void **)&o->packed_gpu, (o->total + 1) * sizeof(float)), "cudaMalloc") ||
-        !mn_cuda_ok(c, cudaMalloc((void **)&o->ptrs_gpu, (size_t)(o->n + 1) * sizeof(float *)), "cudaMalloc") ||
-        !mn_cuda_ok(c, cudaMalloc((void **)&o->offs_gpu, (size_t)(o->n + 1) * sizeof(size_t)), "cudaMalloc"))
-        s = MN_ERR_NOMEM;
-    else if (!mn_cuda_ok(c, cudaMemcpyAsync(o->ptrs_gpu, ptrs, (size_t)o->n * sizeof(float *), cudaMemcpyHostToDevice, st),
-                         "cudaMemcpyAsync") ||
-             !mn_cuda_ok(c, cudaMemcpyAsync(o->offs_gpu, offs, (size_t)(o->n + 1) * sizeof(size_t),
-                                            cudaMemcpyHostToDevice, st), "cudaMemcpyAsync") ||
-             !mn_cuda_ok(c, cudaStreamSynchronize(st), "cudaStreamSynchronize"))
-        s = MN_ERR_UNAVAILABLE;
-    free(offs);
-    return s;
-}
 #endif
 
 /* The running statistics as they were before this step's forward pass (a
@@ -218,6 +176,18 @@ static int after_mean(mn_optimizer *o)
     if (o->skip && o->ways) mn_ways_rewind(o->ways);
     return 1;
 }
+
+#ifdef GPU
+/* MN_ROUTE_STAGED, after the host allreduce: the mean goes up, and the
+ * momentum part set aside on the device comes back. */
+static int after_stage(mn_optimizer *o)
+{
+    o->nonfinite = !all_finite(o->arena, o->total);
+    mn_stage_up(o->stage);
+    finish_mean_gpu(o, o->nonfinite);
+    return after_mean(o);
+}
+#endif
 
 /* The backward group being timed ends with its last layer done. */
 static void end_backward(mn_optimizer *o)
@@ -268,6 +238,13 @@ static int sync_overlap(network *net, mn_optimizer *o, int poison)
         mn_timeline_add(o->tl, 1, MN_TL_QUEUED, tq, t0, 0, 0, 0);
         mn_timeline_add(o->tl, 1, MN_TL_BUCKET, t0, t1, floats * (o->comm->half ? 2 : 4), 0, 0);
     }
+#ifdef GPU
+    if (o->route == MN_ROUTE_STAGED) return after_stage(o);
+    if (o->route == MN_ROUTE_DEVICE) {   /* the thread waited for each bucket's NCCL work */
+        check_on_device(o, 0);
+        return after_mean(o);
+    }
+#endif
     finish_mean(o);
     return after_mean(o);
 }
@@ -348,7 +325,7 @@ static int sync_all(network *net, mn_optimizer *o)
         return after_mean(o);
     }
     /* Debian's Open MPI is not CUDA-aware: stage device gradients through host. */
-    if (o->route == MN_ROUTE_STAGED) staged_copy(o, 1);
+    if (o->route == MN_ROUTE_STAGED) mn_stage_down(o->stage);
 #endif
     if (poison) o->arena[0] = NAN;
     mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
@@ -356,12 +333,7 @@ static int sync_all(network *net, mn_optimizer *o)
         mn_abort(o->comm, "gradient allreduce failed");
     mn_watchdog_leave(o->watch);
 #ifdef GPU
-    if (o->route == MN_ROUTE_STAGED) {   /* the momentum part was set aside on the device */
-        o->nonfinite = !all_finite(o->arena, o->total);
-        staged_copy(o, 0);
-        finish_mean_gpu(o, o->nonfinite);
-        return after_mean(o);
-    }
+    if (o->route == MN_ROUTE_STAGED) return after_stage(o);
 #endif
     finish_mean(o);
     return after_mean(o);
@@ -401,9 +373,9 @@ static void free_optimizer(mn_optimizer *o)
     free(o->stats_saved);
     mn_ways_free(o->ways);
 #ifdef GPU
-    if (o->pinned) mn_cuda_ok(o->comm, cudaHostUnregister(o->arena), "cudaHostUnregister");
+    mn_stage_free(o->stage);   /* before the arena it page-locked */
     if (o->flag_host) mn_cuda_ok(o->comm, cudaFreeHost(o->flag_host), "cudaFreeHost");
-    void *dev[] = {o->aside_gpu, o->flag_gpu, o->packed_gpu, o->ptrs_gpu, o->offs_gpu};
+    void *dev[] = {o->aside_gpu, o->flag_gpu};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; ++i)
         if (dev[i]) mn_cuda_ok(o->comm, cudaFree(dev[i]), "cudaFree");
 #endif
@@ -482,9 +454,9 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
 {
 #ifdef GPU
     int on_gpu = mn_net_get(net).gpu >= 0;
-    if ((opt->double_buffering || opt->overlap) && on_gpu) {
-        if (c->rank == 0) mn_error(c, "%s=1 is not available with a GPU in this version (CPU runs only)",
-                                   opt->overlap ? "overlap" : "double_buffering");
+    if (opt->double_buffering && on_gpu) {
+        if (c->rank == 0) mn_error(c, "double_buffering=1 is not available with a GPU in this version (CPU runs only; "
+                                      "overlap=1 hides the allreduce on a GPU without staleness)");
         return MN_ERR_UNAVAILABLE;
     }
     o->route = mn_sync_route(on_gpu, c->size, c->ops->mean_grad_device && (c->half ? c->device_f16 : c->device_f32));
@@ -495,13 +467,47 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
     /* The momentum part waits on the device in every GPU run that sets it aside. */
     if (on_gpu && o->aside && !mn_cuda_ok(c, cudaMalloc((void **)&o->aside_gpu, (o->total + 1) * sizeof(float)), "cudaMalloc"))
         return MN_ERR_NOMEM;
-    if (o->route == MN_ROUTE_STAGED) return staged_tables(c, o, o->arrays_gpu);
 #else
     (void)c, (void)net, (void)opt;
     o->route = MN_ROUTE_HOST;
 #endif
     return MN_OK;
 }
+
+#ifdef GPU
+/* MN_ROUTE_STAGED (Debian's Open MPI is not CUDA-aware): the device side of
+ * the copies, and the arena page-locked where the system allows, so that
+ * they are DMA, not bounced (mn_stage.h). */
+static mn_status start_stage(mn_comm *c, mn_optimizer *o)
+{
+    int pinned = 0;
+    mn_status st = mn_stage_new(c, o->arrays_gpu, o->lens, o->n, o->arena, &pinned, &o->stage);
+    if (st == MN_ERR_NOMEM) mn_error(c, "out of device memory staging the gradient");
+    if (st == MN_OK && c->rank == 0)
+        printf("darknet-mn: GPU run, communicator %s: gradients staged through %s host memory (MPI %s CUDA-aware)\n",
+               c->ops->name, pinned ? "page-locked" : "pageable", mn_mpi_cuda_aware() ? "is" : "is not");
+    return st;
+}
+
+/* A rank whose loss is not finite poisons the device route's mean as the
+ * blocking path does: a NaN in the first array before its bucket goes. */
+static void poison_device(void *arg, int k, size_t off, size_t len, int poison)
+{
+    mn_optimizer *o = arg;
+    (void)k, (void)off, (void)len;
+    if (poison) mn_base_fill_gpu(1, NAN, o->arrays_gpu[0]);
+}
+
+/* overlap=1 on a GPU: the device route averages whole device arrays where
+ * they are, on the thread's own NCCL communicator, each bucket ordered after
+ * Darknet's work so far (mn_nccl_after_darknet); the staged route copies
+ * each bucket down as it is handed over (mn_stage.c). */
+static mn_overlap_gpu overlap_gpu(mn_optimizer *o)
+{
+    if (o->route == MN_ROUTE_DEVICE) return (mn_overlap_gpu){.dev = o->arrays_gpu, .handed = poison_device, .arg = o};
+    return (mn_overlap_gpu){.handed = mn_stage_handed, .ready = mn_stage_ready, .arg = o->stage};
+}
+#endif
 
 /* Collective, every rank or none: the watchdog, the arena's window, and
  * double buffering's and overlap's threads. */
@@ -523,9 +529,21 @@ static mn_status start_collectives(mn_comm *c, network *net, const mn_options *o
     float m = mn_net_get(net).momentum;
     o->ramp = o->dbuf && m < 1 ? (size_t)opt->dbuf_handover : 0;
     o->ramp_from = stale_ratio(m);
-    if (st == MN_OK && opt->overlap) {
+#ifdef GPU
+    if (st == MN_OK && o->route == MN_ROUTE_STAGED) st = mn_agree(c, start_stage(c, o));
+#endif
+    /* One rank on a GPU has no mean to take (MN_ROUTE_LOCAL): nothing to hide. */
+    if (st == MN_OK && opt->overlap && o->route != MN_ROUTE_LOCAL) {
         for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++]) o->arrays[i] = o->arena + off;
-        st = mn_overlap_start(c, o->arrays, o->lens, o->layer_of, o->n, opt->bucket_mb, &o->ov);
+        mn_overlap_gpu g = {0};
+#ifdef GPU
+        g = overlap_gpu(o);
+#endif
+        st = mn_overlap_start(c, o->arrays, o->lens, o->layer_of, o->n, opt->bucket_mb,
+                              o->route == MN_ROUTE_HOST ? NULL : &g, &o->ov);
+#ifdef GPU
+        if (st == MN_OK && o->stage) st = mn_agree(c, mn_stage_buckets(o->stage, mn_overlap_buckets(o->ov)));
+#endif
     }
     return st;
 }
@@ -543,22 +561,6 @@ static void move_into_arena(network *net, mn_optimizer *o, const int *which)
         off += o->lens[i];
     }
 }
-
-#ifdef GPU
-/* Host-staged GPU runs copy the gradient down and up every step: from
- * page-locked memory those copies are DMA, not bounced. Best effort: a
- * refusal (e.g. the locked-memory limit) is cleared, or Darknet's next
- * check_error would abort on it. */
-static void pin_staged(mn_comm *c, mn_optimizer *o)
-{
-    if (o->route != MN_ROUTE_STAGED) return;
-    o->pinned = cudaHostRegister(o->arena, (o->total + 1) * sizeof(float), cudaHostRegisterPortable) == cudaSuccess;
-    if (!o->pinned) (void)cudaGetLastError();
-    if (c->rank == 0)
-        printf("darknet-mn: GPU run, communicator %s: gradients staged through %s host memory (MPI %s CUDA-aware)\n",
-               c->ops->name, o->pinned ? "page-locked" : "pageable", mn_mpi_cuda_aware() ? "is" : "is not");
-}
-#endif
 
 /* Rank 0 says what double buffering and overlap do in this run. */
 static void say_options(const mn_comm *c, network *net, const mn_options *opt, const mn_optimizer *o)
@@ -598,9 +600,6 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     }
     move_into_arena(net, o, which);
     free(which);
-#ifdef GPU
-    pin_staged(c, o);
-#endif
     o->hooks = (mn_net_hooks){.ranks = c->size, .sync = sync_hook, .backward = o->ov ? backward_hook : NULL, .arg = o};
     mn_net_set_hooks(net, &o->hooks);
     say_options(c, net, opt, o);

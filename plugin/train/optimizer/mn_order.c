@@ -6,24 +6,34 @@ static int has(unsigned skip, unsigned wait) { return !(skip & wait); }
 
 /* overlap=1. A bucket is the gradient of some layers, which backward
  * finishes on the base queue: the communication queue must not read it
- * before (ready[k]), and the update must not read the means before the
- * communication queue wrote them (reduced). Each bucket has its own mark,
- * so that a later bucket's record does not move an earlier one's wait. */
+ * before (ready[k]), a host thread must not average what it copied down
+ * before the copy is done (sent[k]), and the update must not read the means
+ * before the communication queue wrote them (reduced). Each bucket has its
+ * own marks, so that a later bucket's record does not move an earlier one's
+ * wait. */
 mn_status mn_overlap_order_init(mn_overlap_order *o, mn_queue *base, mn_queue *comm, int buckets)
 {
-    *o = (mn_overlap_order){base, comm, calloc((size_t)buckets, sizeof *o->ready), mn_mark_new(comm), buckets, 0};
-    int ok = o->ready && o->reduced;
-    for (int k = 0; ok && k < buckets; ++k) ok = (o->ready[k] = mn_mark_new(base)) != NULL;
+    *o = (mn_overlap_order){base, comm, calloc((size_t)buckets + 1, sizeof *o->ready),
+                            calloc((size_t)buckets + 1, sizeof *o->sent), mn_mark_new(comm), buckets, 0};
+    int ok = o->ready && o->sent && o->reduced;
+    for (int k = 0; ok && k < buckets; ++k)
+        ok = (o->ready[k] = mn_mark_new(base)) != NULL && (o->sent[k] = mn_mark_new(comm)) != NULL;
     if (ok) return MN_OK;
     mn_overlap_order_free(o);
     return MN_ERR_NOMEM;
 }
 
-void mn_overlap_order_bucket(mn_overlap_order *o, int k, mn_task_fn reduce, void *arg)
+void mn_overlap_order_bucket(mn_overlap_order *o, int k, mn_task_fn task, void *arg)
 {
     mn_mark_record(o->ready[k], o->base);
     if (has(o->skip, MN_ORDER_BUCKET_READY)) mn_queue_wait(o->comm, o->ready[k]);
-    mn_queue_run(o->comm, reduce, arg);
+    mn_queue_run(o->comm, task, arg);
+    mn_mark_record(o->sent[k], o->comm);
+}
+
+void mn_overlap_order_sent(mn_overlap_order *o, int k)
+{
+    if (has(o->skip, MN_ORDER_BUCKET_SENT)) mn_mark_sync(o->sent[k]);
 }
 
 void mn_overlap_order_join(mn_overlap_order *o)
@@ -34,8 +44,12 @@ void mn_overlap_order_join(mn_overlap_order *o)
 
 void mn_overlap_order_free(mn_overlap_order *o)
 {
-    for (int k = 0; o->ready && k < o->buckets; ++k) mn_mark_free(o->ready[k]);
+    for (int k = 0; k < o->buckets; ++k) {
+        if (o->ready) mn_mark_free(o->ready[k]);
+        if (o->sent) mn_mark_free(o->sent[k]);
+    }
     free(o->ready);
+    free(o->sent);
     mn_mark_free(o->reduced);
     *o = (mn_overlap_order){0};
 }

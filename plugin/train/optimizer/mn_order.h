@@ -10,19 +10,24 @@
 #include "mn_transport.h"
 
 /* overlap=1: as backward completes a bucket of the gradient on `base`, the
- * communication queue reduces it, and the update on base waits for them all. */
-enum { MN_ORDER_BUCKET_READY = 1, MN_ORDER_BUCKETS_REDUCED = 2 };
+ * communication queue takes it (reduces it, or on the staged route copies it
+ * down for the host to average once the copy is done: sent), and the
+ * update on base waits for them all (joined). */
+enum { MN_ORDER_BUCKET_READY = 1, MN_ORDER_BUCKETS_REDUCED = 2, MN_ORDER_BUCKET_SENT = 4 };
 typedef struct {
     mn_queue *base, *comm;
     mn_mark **ready;      /* a bucket's gradient complete on base */
+    mn_mark **sent;       /* its task on comm done */
     mn_mark *reduced;     /* the last bucket reduced on comm */
     int buckets;
     unsigned skip;
 } mn_overlap_order;
 mn_status mn_overlap_order_init(mn_overlap_order *o, mn_queue *base, mn_queue *comm, int buckets);
 /* Bucket k is complete once the work issued to base so far is: comm runs
- * reduce(arg) after that. */
-void mn_overlap_order_bucket(mn_overlap_order *o, int k, mn_task_fn reduce, void *arg);
+ * task(arg) after that. */
+void mn_overlap_order_bucket(mn_overlap_order *o, int k, mn_task_fn task, void *arg);
+/* The caller (the staged route's averaging thread) waits for bucket k's task. */
+void mn_overlap_order_sent(mn_overlap_order *o, int k);
 /* Base's later work waits for every bucket's reduction. */
 void mn_overlap_order_join(mn_overlap_order *o);
 void mn_overlap_order_free(mn_overlap_order *o);

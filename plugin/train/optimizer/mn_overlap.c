@@ -11,7 +11,13 @@
  * (c->piece_floats floats, twice that in float16, counted from the arena's
  * start, as mn_mean_by_pieces cuts it), or one array for algorithms with a
  * mean_grad of their own (naive). Each element is therefore summed by the
- * same call with the same count and neighbours as without overlap. */
+ * same call with the same count and neighbours as without overlap.
+ *
+ * A GPU run (mn_overlap_gpu) hands the buckets over in the same order. On
+ * the staged route the caller copies each bucket down into the arena as it
+ * is handed over, and the thread waits for that copy before averaging it:
+ * the host's allreduce sees the same floats as without overlap. On the
+ * device route the buckets are whole arrays, each averaged where it is. */
 #include <math.h>
 #include <pthread.h>
 #include <limits.h>
@@ -22,7 +28,7 @@
 
 typedef struct {
     int a0, a1;          /* per-array units: arrays [a0, a1) */
-    size_t off, len;     /* piece units: floats [off, off+len) of the arena */
+    size_t off, len;     /* floats [off, off+len) of the arena */
     int ready;           /* final once backward has finished this layer */
     double tq, t0, t1;   /* handed over, its allreduce's start and end */
 } bucket;
@@ -33,6 +39,7 @@ struct mn_overlap {
     const size_t *lens;
     float *base;         /* the arena's first float */
     int per_array;
+    mn_overlap_gpu gpu;  /* zero in a CPU run */
     bucket *b;
     int nb;
     pthread_t thread;
@@ -44,7 +51,10 @@ struct mn_overlap {
 static void average(mn_overlap *ov, bucket *k)
 {
     mn_status s;
-    if (ov->per_array) {
+    if (ov->gpu.ready) ov->gpu.ready(ov->gpu.arg, (int)(k - ov->b));
+    if (ov->gpu.dev) {
+        s = ov->comm->ops->mean_grad_device(ov->comm, ov->gpu.dev + k->a0, ov->lens + k->a0, k->a1 - k->a0);
+    } else if (ov->per_array) {
         s = mn_comm_mean_grad(ov->comm, ov->arrays + k->a0, ov->lens + k->a0, k->a1 - k->a0);
     } else {
         float *p = ov->base + k->off;
@@ -97,6 +107,8 @@ static int cut(mn_overlap *ov, const mn_comm *c, const size_t *lens, const int *
             k->a0 = (int)u;
             k->a1 = (int)hi;
             k->ready = layer[u];
+            for (size_t a = 0; a < u; ++a) k->off += lens[a];
+            k->len = floats;
         } else {
             k->off = u * unit;
             k->len = floats;
@@ -109,7 +121,7 @@ static int cut(mn_overlap *ov, const mn_comm *c, const size_t *lens, const int *
 }
 
 mn_status mn_overlap_start(mn_comm *c, float **arrays, const size_t *lens, const int *layer, int n, double bucket_mb,
-                           mn_overlap **out)
+                           const mn_overlap_gpu *gpu, mn_overlap **out)
 {
     *out = NULL;
     mn_status st;
@@ -121,7 +133,8 @@ mn_status mn_overlap_start(mn_comm *c, float **arrays, const size_t *lens, const
         ov->arrays = arrays;
         ov->lens = lens;
         ov->base = arrays[0];
-        ov->per_array = c->ops->mean_grad != NULL;
+        if (gpu) ov->gpu = *gpu;
+        ov->per_array = c->ops->mean_grad != NULL || ov->gpu.dev;
         ov->nb = n > 0 ? cut(ov, c, lens, layer, n, (size_t)(bucket_mb * 1048576.0 / sizeof(float))) : 0;
     } else {
         mn_comm_free(tc);
@@ -153,9 +166,12 @@ static int issue(mn_overlap *ov, int upto, int poison)
     if (upto <= from) return 0;
     /* A NaN in the first float makes the whole mean NaN-checked as bad on
      * every rank; it lies in the last bucket. */
-    if (poison && upto == ov->nb) ov->base[0] = NAN;
+    if (poison && upto == ov->nb && !ov->gpu.handed) ov->base[0] = NAN;
     double now = mn_now();
-    for (int k = from; k < upto; ++k) ov->b[k].tq = now;
+    for (int k = from; k < upto; ++k) {
+        ov->b[k].tq = now;
+        if (ov->gpu.handed) ov->gpu.handed(ov->gpu.arg, k, ov->b[k].off, ov->b[k].len, poison && k == ov->nb - 1);
+    }
     pthread_mutex_lock(&ov->mu);
     ov->issued = upto;
     pthread_cond_broadcast(&ov->cv);
@@ -187,9 +203,7 @@ int mn_overlap_buckets(const mn_overlap *ov)
 void mn_overlap_bucket(const mn_overlap *ov, int k, size_t *floats, double *tq, double *t0, double *t1)
 {
     const bucket *b = &ov->b[k];
-    size_t n = b->len;
-    for (int i = b->a0; ov->per_array && i < b->a1; ++i) n += ov->lens[i];
-    *floats = n;
+    *floats = b->len;
     *tq = b->tq;
     *t0 = b->t0;
     *t1 = b->t1;

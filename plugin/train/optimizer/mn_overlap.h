@@ -8,6 +8,21 @@
 #include "mn_coll.h"
 
 typedef struct mn_overlap mn_overlap;
+/* A GPU run's part (NULL in a CPU run): dev, the device route's update
+ * arrays (mn_sync_route), makes buckets of whole arrays, each averaged
+ * where it is by the communicator's mean_grad_device; handed runs on the
+ * training thread as bucket k (floats [off, off+len) of the arena) is
+ * handed over, before the thread may take it, with poison set on the
+ * bucket holding the arena's first float when this rank's loss is not
+ * finite (the caller then makes that float NaN); ready runs on the thread
+ * before it averages bucket k (the staged route: once its copy down is in
+ * the arena). */
+typedef struct {
+    float **dev;
+    void (*handed)(void *arg, int k, size_t off, size_t len, int poison);
+    void (*ready)(void *arg, int k);
+    void *arg;
+} mn_overlap_gpu;
 /* arrays, lens: the optimizer's update arrays, back to back in c's arena,
  * in layer order; layer[i] is the layer that owns array i. Buckets hold
  * about bucket_mb MiB each, cut on the same boundaries as the blocking
@@ -15,7 +30,7 @@ typedef struct mn_overlap mn_overlap;
  * every element is reduced by the same call as without overlap. Collective;
  * needs MPI_THREAD_MULTIPLE. */
 mn_status mn_overlap_start(mn_comm *c, float **arrays, const size_t *lens, const int *layer, int n, double bucket_mb,
-                           mn_overlap **out);
+                           const mn_overlap_gpu *gpu, mn_overlap **out);
 /* Backward has finished layers from `layer` up: every bucket that lies in
  * them goes to the thread, in the same order on every rank; returns how
  * many went. poison: this rank's loss is not finite, so the mean is made

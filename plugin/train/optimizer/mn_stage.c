@@ -1,0 +1,165 @@
+/* The staged route's copies (mn_stage.h). Whole: the device arrays are
+ * packed into one buffer on the base's stream and copied to the arena in
+ * one copy, and the mean comes back the same way, so a step costs two
+ * launches and two copies whatever the layer count.
+ *
+ * overlap=1: as backward hands bucket k over (floats [off, off+len) of the
+ * packed order, which is the arena's), a copy stream waits for the base's
+ * work so far, packs that range and copies it down; the averaging thread
+ * waits for that copy alone before it reduces the bucket in the host arena
+ * (mn_overlap_order, tested with host queues in tests/test_queue.c). The
+ * copies of later buckets run while backward goes on; the mean goes up whole
+ * on the base's stream once the host has every bucket, which needs no
+ * device-side wait: the host issues it after the last copy was done. */
+#ifdef GPU
+#include <math.h>
+#include <stdlib.h>
+#include "mn_stage.h"
+#include "mn_base.h"
+#include "mn_nccl.h"
+#include "mn_order.h"
+#include "mn_queue.h"
+
+typedef struct {
+    mn_stage *s;
+    size_t off, len;
+    int poison;   /* the arena's first float is made NaN once this bucket is down */
+} bucket_copy;
+
+struct mn_stage {
+    mn_comm *c;
+    float *arena;
+    size_t total;
+    int n, device, pinned;
+    float *packed;          /* device: the arrays back to back */
+    float **ptrs;           /* device tables: the arrays' addresses */
+    size_t *offs;           /* and their offsets in packed (mn_pack_offsets) */
+    /* overlap=1 */
+    cudaStream_t copy;
+    int has_copy;
+    mn_queue *base_q, *copy_q;
+    mn_overlap_order order;
+    int has_order;
+    bucket_copy *buckets;
+};
+
+static void ok(const mn_stage *s, cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) mn_abort(s->c, "%s failed: %s", what, cudaGetErrorString(e));
+}
+
+mn_status mn_stage_new(mn_comm *c, float **dev, const size_t *lens, int n, float *arena, int *pinned, mn_stage **out)
+{
+    *out = NULL;
+    *pinned = 0;
+    mn_stage *s = calloc(1, sizeof *s);
+    size_t *offs = malloc((size_t)(n + 1) * sizeof *offs);
+    if (!s || !offs) {
+        free(s);
+        free(offs);
+        return MN_ERR_NOMEM;
+    }
+    s->c = c;
+    s->arena = arena;
+    s->n = n;
+    s->total = mn_pack_offsets(lens, n, offs);
+    cudaStream_t st = MN_STREAM();
+    mn_status r = MN_OK;
+    if (!mn_cuda_ok(c, cudaGetDevice(&s->device), "cudaGetDevice")) r = MN_ERR_UNAVAILABLE;
+    else if (!mn_cuda_ok(c, cudaMalloc((void **)&s->packed, (s->total + 1) * sizeof(float)), "cudaMalloc") ||
+             !mn_cuda_ok(c, cudaMalloc((void **)&s->ptrs, (size_t)(n + 1) * sizeof(float *)), "cudaMalloc") ||
+             !mn_cuda_ok(c, cudaMalloc((void **)&s->offs, (size_t)(n + 1) * sizeof(size_t)), "cudaMalloc"))
+        r = MN_ERR_NOMEM;
+    else if (!mn_cuda_ok(c, cudaMemcpyAsync(s->ptrs, dev, (size_t)n * sizeof(float *), cudaMemcpyHostToDevice, st),
+                         "cudaMemcpyAsync") ||
+             !mn_cuda_ok(c, cudaMemcpyAsync(s->offs, offs, (size_t)(n + 1) * sizeof(size_t), cudaMemcpyHostToDevice, st),
+                         "cudaMemcpyAsync") ||
+             !mn_cuda_ok(c, cudaStreamSynchronize(st), "cudaStreamSynchronize"))
+        r = MN_ERR_UNAVAILABLE;
+    free(offs);
+    if (r == MN_OK) {
+        /* Best effort: a refusal (the locked-memory limit) is cleared, or
+         * Darknet's next check_error would abort on it. */
+        s->pinned = cudaHostRegister(arena, (s->total + 1) * sizeof(float), cudaHostRegisterPortable) == cudaSuccess;
+        if (!s->pinned) (void)cudaGetLastError();
+        *pinned = s->pinned;
+        *out = s;
+        return MN_OK;
+    }
+    mn_stage_free(s);
+    return r;
+}
+
+void mn_stage_free(mn_stage *s)
+{
+    if (!s) return;
+    if (s->has_order) mn_overlap_order_free(&s->order);
+    mn_queue_free(s->base_q);
+    mn_queue_free(s->copy_q);
+    if (s->has_copy) mn_cuda_ok(s->c, cudaStreamDestroy(s->copy), "cudaStreamDestroy");
+    if (s->pinned) mn_cuda_ok(s->c, cudaHostUnregister(s->arena), "cudaHostUnregister");
+    void *dev[] = {s->packed, s->ptrs, s->offs};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; ++i)
+        if (dev[i]) mn_cuda_ok(s->c, cudaFree(dev[i]), "cudaFree");
+    free(s->buckets);
+    free(s);
+}
+
+void mn_stage_down(mn_stage *s)
+{
+    cudaStream_t st = MN_STREAM();
+    ok(s, (cudaError_t)mn_gpu_pack(s->packed, s->ptrs, s->offs, s->n, 0, s->total, st), "packing the gradient");
+    ok(s, cudaMemcpyAsync(s->arena, s->packed, s->total * sizeof(float), cudaMemcpyDeviceToHost, st),
+       "copying the gradient down");
+    ok(s, cudaStreamSynchronize(st), "copying the gradient down");
+}
+
+void mn_stage_up(mn_stage *s)
+{
+    cudaStream_t st = MN_STREAM();
+    ok(s, cudaMemcpyAsync(s->packed, s->arena, s->total * sizeof(float), cudaMemcpyHostToDevice, st), "copying the mean up");
+    ok(s, (cudaError_t)mn_gpu_unpack(s->ptrs, s->packed, s->offs, s->n, s->total, st), "unpacking the mean");
+}
+
+mn_status mn_stage_buckets(mn_stage *s, int nb)
+{
+    /* Non-blocking: a stream created plainly would also wait for, and hold
+     * up, all of pjreddie's legacy-stream work; the marks order it. */
+    if (!mn_cuda_ok(s->c, cudaStreamCreateWithFlags(&s->copy, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"))
+        return MN_ERR_UNAVAILABLE;
+    s->has_copy = 1;
+    s->base_q = mn_queue_device(s->c, mn_base_stream());
+    s->copy_q = mn_queue_device(s->c, s->copy);
+    s->buckets = calloc((size_t)nb + 1, sizeof *s->buckets);
+    if (!s->base_q || !s->copy_q || !s->buckets) return MN_ERR_NOMEM;
+    mn_status r = mn_overlap_order_init(&s->order, s->base_q, s->copy_q, nb);
+    s->has_order = r == MN_OK;
+    return r;
+}
+
+/* On the copy stream, after backward made the bucket: pack it, copy it down. */
+static void copy_down(void *arg, void *stream)
+{
+    bucket_copy *b = arg;
+    mn_stage *s = b->s;
+    cudaStream_t st = (cudaStream_t)stream;
+    ok(s, (cudaError_t)mn_gpu_pack(s->packed, s->ptrs, s->offs, s->n, b->off, b->off + b->len, st), "packing a bucket");
+    ok(s, cudaMemcpyAsync(s->arena + b->off, s->packed + b->off, b->len * sizeof(float), cudaMemcpyDeviceToHost, st),
+       "copying a bucket down");
+}
+
+void mn_stage_handed(void *arg, int k, size_t off, size_t len, int poison)
+{
+    mn_stage *s = arg;
+    s->buckets[k] = (bucket_copy){s, off, len, poison};
+    mn_overlap_order_bucket(&s->order, k, copy_down, &s->buckets[k]);
+}
+
+void mn_stage_ready(void *arg, int k)
+{
+    mn_stage *s = arg;
+    ok(s, cudaSetDevice(s->device), "cudaSetDevice");   /* the averaging thread's first CUDA call */
+    mn_overlap_order_sent(&s->order, k);
+    if (s->buckets[k].poison) s->arena[0] = NAN;   /* as the blocking path marks a rank's non-finite loss */
+}
+#endif
