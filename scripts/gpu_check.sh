@@ -9,9 +9,14 @@
 #  2. equivalence: 2 ranks x batch 2 against 1 rank x batch 4, with
 #     NVIDIA_TF32_OVERRIDE=0, within 1e-4 (also through pure_nccl and
 #     hierarchical where the machine has 2 GPUs);
+#  2b. SIGUSR1 to rank 1: every rank stops with a checkpoint, and the rerun
+#     resumes there bit-identical to an uninterrupted run; also with
+#     double_buffering=1, whose mean in flight the checkpoint holds;
 #  2c. overlap=1: 2 ranks, its buckets copied down during backward on a copy
 #     stream (the staged route), float32 and float16, bit-identical to a
 #     blocking run without it;
+#  2d. double_buffering=1: bit-identical with and without
+#     CUDA_LAUNCH_BLOCKING=1;
 #  3. a killed rank: kill -9 of rank 1 ends the job within the timeout;
 #  4. compute-sanitizer memcheck (2 ranks) and racecheck (1 rank) on a
 #     short run: no error reported.
@@ -100,21 +105,32 @@ for v in flat flat:allreduce_grad_dtype=float16 $( [ "$gpus" -ge 2 ] && echo pur
     else bad "equivalence $c${opt:+ $opt}: $(cat "$T/$name.log" 2> /dev/null) (see $T/$name.err.*)"; fi
 done
 
+# stop_row NAME [distributed lines...]: SIGUSR1 to rank 1 at iteration 50
+# or later, every rank exit 75, the rerun resumes there and ends
+# bit-identical to an uninterrupted run. With double buffering the
+# checkpoint holds the mean in flight (the GPU's momentum pulled, then the
+# two host buffers; pushed back in the other order on resume).
+stop_row() {
+    local n=$1 what=$2; shift 2
+    run "$n-ref" 2 -- "$(cfg "$n-ref" 4 400 "$@")"
+    local sc at first stopped
+    sc=$(cfg "$n" 4 400 "$@")
+    run "$n" 2 -- "$sc" &
+    for _ in $(seq 600); do grep -aq '^50: loss' "$T/$n.out.0" 2> /dev/null && break; sleep 0.05; done
+    signal_rank1 USR1 "$T/$n.data"
+    wait
+    at=$(sed -n 's/.*stopped at iteration \([0-9]*\) .*/\1/p' "$T/$n.out.0")
+    ended_with "$T/$n" 2 75; stopped=$?
+    first=$(rcs "$T/$n" 2)
+    run "$n" 2 -- "$sc"
+    if all_rc "$T/$n-ref" 2 0 && [ -n "$at" ] && [ $stopped = 0 ] && all_rc "$T/$n" 2 0 &&
+       grep -q "resuming from checkpoint .*$n.ckpt-$at" "$T/$n.out.0" && "$WCMP" "$(w "$n")" "$(w "$n-ref")" 0 > "$T/$n.log"; then
+        okd "stop signal$what: stopped at iteration $at, every rank that reported exit 75 ($first), resumed there, bit-identical to an uninterrupted run ($(cat "$T/$n.log"))"
+    else bad "stop signal$what: stopped at '$at' with $first; rerun $(rcs "$T/$n" 2); $(cat "$T/$n.log" 2> /dev/null); $(grep -h 'resuming' "$T/$n.out.0")"; fi
+}
 echo "-- 2b. a stop signal: SIGUSR1 to rank 1, a checkpoint of the GPU state, the rerun bit-identical"
-run stop-ref 2 -- "$(cfg stop-ref 4 400)"
-sc=$(cfg stop 4 400)
-run stop 2 -- "$sc" &
-for _ in $(seq 600); do grep -aq '^50: loss' "$T/stop.out.0" 2> /dev/null && break; sleep 0.05; done
-signal_rank1 USR1 "$T/stop.data"
-wait
-at=$(sed -n 's/.*stopped at iteration \([0-9]*\) .*/\1/p' "$T/stop.out.0")
-ended_with "$T/stop" 2 75; stopped=$?
-first=$(rcs "$T/stop" 2)
-run stop 2 -- "$sc"
-if all_rc "$T/stop-ref" 2 0 && [ -n "$at" ] && [ $stopped = 0 ] && all_rc "$T/stop" 2 0 &&
-   grep -q "resuming from checkpoint .*stop.ckpt-$at" "$T/stop.out.0" && "$WCMP" "$(w stop)" "$(w stop-ref)" 0 > "$T/stop.log"; then
-    okd "stop signal: stopped at iteration $at, every rank that reported exit 75 ($first), resumed there, bit-identical to an uninterrupted run ($(cat "$T/stop.log"))"
-else bad "stop signal: stopped at '$at' with $first; rerun $(rcs "$T/stop" 2); $(cat "$T/stop.log" 2> /dev/null); $(grep -h 'resuming' "$T/stop.out.0")"; fi
+stop_row stop ""
+stop_row stop-dbuf " with double_buffering=1 (stale from iteration 11)" double_buffering=1 double_buffering_fresh=10
 
 # 4 KiB pieces and 8 KiB buckets, as tests/run_overlap.sh: several buckets
 # even in the tiny classifier. The reference runs with
@@ -132,6 +148,18 @@ for dt in float32 float16; do
         okd "overlap=1 $dt: $nb buckets, bit-identical to a blocking run without it ($(cat "$T/ov-$dt.log"))"
     else bad "overlap=1 $dt: ${nb:-no} buckets; ranks $(rcs "$T/ov-$dt-ov" 2); $(cat "$T/ov-$dt.log" 2> /dev/null) (see $T/ov-$dt-ov.err.*)"; fi
 done
+
+# Double buffering on a GPU: the gradient copied down, averaged on the host
+# thread while the next step computes, the previous mean copied up. With
+# and without CUDA_LAUNCH_BLOCKING=1 the weights must be the same bits.
+echo "-- 2d. double_buffering=1: CUDA_LAUNCH_BLOCKING=1 against 0 (flat, 2 ranks, stale from iteration 6)"
+for b in 1 0; do
+    run "dbuf-b$b" 2 CUDA_LAUNCH_BLOCKING=$b -- "$(cfg "dbuf-b$b" 4 20 communicator=flat double_buffering=1 double_buffering_fresh=5)"
+done
+if all_rc "$T/dbuf-b1" 2 0 && all_rc "$T/dbuf-b0" 2 0 && grep -q "^darknet-mn: double_buffering=1: iterations 1-5 averaged fresh" "$T/dbuf-b0.out.0" &&
+   "$WCMP" "$(w dbuf-b0)" "$(w dbuf-b1)" 0 > "$T/dbuf.log"; then
+    okd "double_buffering=1: bit-identical with and without CUDA_LAUNCH_BLOCKING=1 ($(cat "$T/dbuf.log"))"
+else bad "double_buffering=1: ranks $(rcs "$T/dbuf-b0" 2) and $(rcs "$T/dbuf-b1" 2); $(cat "$T/dbuf.log" 2> /dev/null) (see $T/dbuf-b0.err.*)"; fi
 
 echo "-- 3. a killed rank"
 kc=$(cfg kill 4 100000 collective_timeout=20)

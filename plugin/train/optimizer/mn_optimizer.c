@@ -306,11 +306,17 @@ static int sync_all(network *net, mn_optimizer *o)
     int poison = !isfinite(mn_base_cost(net)) && o->total > 0;
     if (o->ov) return sync_overlap(net, o, poison);
     if (o->dbuf && !fresh_step(net, o)) {
+#ifdef GPU
+        if (o->route == MN_ROUTE_STAGED) mn_stage_down(o->stage);
+#endif
         if (poison) o->arena[0] = NAN;
         mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
         int apply = mn_dbuf_exchange(o->dbuf, o->arena);
         mn_watchdog_leave(o->watch);
         if (apply) stale_scale(net, o);
+#ifdef GPU
+        if (o->route == MN_ROUTE_STAGED) return after_stage(o) || !apply;
+#endif
         finish_mean(o);
         return after_mean(o) || !apply;
     }
@@ -454,12 +460,11 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
 {
 #ifdef GPU
     int on_gpu = mn_net_get(net).gpu >= 0;
-    if (opt->double_buffering && on_gpu) {
-        if (c->rank == 0) mn_error(c, "double_buffering=1 is not available with a GPU in this version (CPU runs only; "
-                                      "overlap=1 hides the allreduce on a GPU without staleness)");
-        return MN_ERR_UNAVAILABLE;
-    }
-    o->route = mn_sync_route(on_gpu, c->size, c->ops->mean_grad_device && (c->half ? c->device_f16 : c->device_f32));
+    /* Double buffering averages in the host arena on its thread, so its
+     * GPU runs take the staged route whatever the communicator (pure_nccl's
+     * host path copies each piece through the device). */
+    int device_mean = c->ops->mean_grad_device && (c->half ? c->device_f16 : c->device_f32) && !opt->double_buffering;
+    o->route = mn_sync_route(on_gpu, c->size, device_mean);
     if ((o->route == MN_ROUTE_DEVICE || o->route == MN_ROUTE_LOCAL) &&
         (!mn_cuda_ok(c, cudaMalloc((void **)&o->flag_gpu, sizeof(int)), "cudaMalloc") ||
          !mn_cuda_ok(c, cudaMallocHost((void **)&o->flag_host, sizeof(int)), "cudaMallocHost")))
@@ -733,20 +738,24 @@ int mn_optimizer_nonfinite(const mn_optimizer *o)
     return o->nonfinite;
 }
 
-float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_device, size_t *n)
+/* The device update arrays hold the momentum in a GPU run; the arena is
+ * only the staging copy of the last allreduce. */
+static void device_momentum(mn_optimizer *o, const network *net, int to_device)
 {
 #ifdef GPU
-    /* The device update arrays hold the momentum in a GPU run; the arena is
-     * only the staging copy of the last allreduce. */
     if (mn_net_get(net).gpu >= 0)
         for (int i = 0; i < o->n; ++i) {
             if (to_device) mn_base_push(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
             else mn_base_pull(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
         }
 #else
-    (void)net;
-    (void)to_device;
+    (void)o, (void)net, (void)to_device;
 #endif
+}
+
+float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_device, size_t *n)
+{
+    if (!to_device) device_momentum(o, net, 0);
     if (o->dbuf) {   /* the arena and the mean in flight, which the next step applies */
         int has;
         float *pending = mn_dbuf_pending(o->dbuf, &has);
@@ -760,6 +769,7 @@ float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_devic
             else memset(o->state + o->total, 0, o->total * sizeof(float));
         }
     }
+    if (to_device) device_momentum(o, net, 1);   /* after double buffering's state reached the arena */
     return mn_optimizer_arena(o, n);
 }
 
