@@ -419,12 +419,14 @@ gpu-build:
 
 # The GPU test plan on a machine with a GPU (docs/gpu-check.md): this
 # base's GPU build, then scripts/gpu_check.sh (about 10 minutes on one GPU).
+GPU_CHECK_PROG := $(BUILD)/$(if $(filter pjreddie,$(DARKNET)),,$(DARKNET)-)gpu/darknet_mn
 .PHONY: gpu-check
 gpu-check:
 	$(MAKE) GPU=1 CUDNN=1 NCCL=1 DARKNET=$(DARKNET) $(BUILD)/tools/mn_fashion
 	$(MAKE) GPU=0 DARKNET=pjreddie $(BUILD)/cpu/tests/mn_wcmp
-	$(MAKE) GPU=1 CUDNN=1 NCCL=1 DARKNET=$(DARKNET) $(if $(filter alexeyab,$(DARKNET)),$(BUILD)/alexeyab-gpu/darknet_mn,$(BUILD)/gpu/darknet_mn)
-	BUILD=$(BUILD) DARKNET=$(DARKNET) PROG=$(if $(filter alexeyab,$(DARKNET)),$(BUILD)/alexeyab-gpu/darknet_mn,$(BUILD)/gpu/darknet_mn) ./scripts/gpu_check.sh
+	$(MAKE) GPU=0 DARKNET=pjreddie $(BUILD)/cpu/tests/mn_shapes
+	$(MAKE) GPU=1 CUDNN=1 NCCL=1 DARKNET=$(DARKNET) $(GPU_CHECK_PROG)
+	BUILD=$(BUILD) DARKNET=$(DARKNET) PROG=$(GPU_CHECK_PROG) ./scripts/gpu_check.sh
 
 include tools/fashion.mk
 include tools/fashion_det.mk
@@ -492,6 +494,7 @@ test-hankai: $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) ./tests/run_hankai.sh
 	BUILD=$(BUILD) ./tests/run_hankai_dnnl.sh
 	BUILD=$(BUILD) ZOO_BASES=hankai ./tests/run_zoo.sh
+	BUILD=$(BUILD) GPUCHECK_BASES=hankai ./tests/run_gpucheck.sh
 # Its CUDA build (GPU=1 CUDNN=1; compiles and links, about 12 minutes on 2 cores).
 .PHONY: cuda-archs test-hankai-gpu
 # The GPU architectures a GPU build targets here (CUDA_ARCHS, above).

@@ -3,16 +3,24 @@
 # machine that has NVIDIA's driver, CUDA 13, cuDNN 9 and NCCL 2 but none of
 # Debian's packages and no MPI: a borrowed GPU box, a container image.
 # DIR gets
-#   bin/   the GPU build of darknet_mn linked with Debian's MPICH, MPICH's
-#          launcher (mpiexec.hydra and its proxy, which it finds beside
-#          itself), mn_wcmp;
+#   bin/   the GPU builds of darknet_mn linked with Debian's MPICH:
+#          pjreddie's base (darknet_mn) and AlexeyAB's (darknet_mn-alexeyab,
+#          where its snapshot is here); MPICH's launcher (mpiexec.hydra and
+#          its proxy, which it finds beside itself), mn_wcmp;
 #   lib/   every library these need but glibc, the C++ runtime and NVIDIA's
 #          (CUDA, cuBLAS, cuRAND, cuDNN, NCCL: the GPU machine's own);
-#   fashion/  the 256 + 64 Fashion-MNIST images the check trains on;
+#   fashion/  the 256 + 64 Fashion-MNIST images the classifier trains on;
+#   shapes/   mn_shapes' 16 + 8 images the detector trains on;
 #   run.sh    on the GPU machine, from this repository's root:
-#             bash DIR/run.sh [OUT] runs scripts/gpu_check.sh with these,
-#             finding NVIDIA's libraries where the machine keeps them, and
-#             leaves its logs in OUT (default DIR/out).
+#             bash DIR/run.sh [OUT] runs scripts/gpu_check.sh on each base
+#             (AlexeyAB's first: YOLO's users train on it), each phase
+#             within its own timeout (PHASE_S, 240 s), finding NVIDIA's
+#             libraries where the machine keeps them, and leaves its logs
+#             in OUT (default DIR/out), each result appended as it comes;
+# and DIR.tar.gz, what is carried to the GPU machine (it must stay under
+# the 64 MiB a lent machine takes: this script fails past it).
+# hank-ai's base is not packed: its darknet_mn needs OpenCV's shared
+# libraries, 325 MB with theirs (docs/gpu-check.md).
 # MPICH rather than Open MPI: its launcher runs from any folder, where Open
 # MPI's looks for its components and PMIx's under the prefix it was built for.
 set -euo pipefail
@@ -20,9 +28,15 @@ cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/gpu_bundle.sh DIR}
 command -v mpicc.mpich > /dev/null || { echo "gpu_bundle: needs Debian's MPICH (apt-get install mpich libmpich-dev)" >&2; exit 2; }
 make -s -j"$(nproc)" BUILD=build/mpich MPICC=mpicc.mpich GPU=1 CUDNN=1 NCCL=1 build/mpich/gpu/darknet_mn
-make -s build/cpu/tests/mn_wcmp build/tools/mn_fashion
-rm -rf "$out" && mkdir -p "$out/bin" "$out/lib"
+ab=0
+if [ -n "${DARKNET_SRC:-}" ] || [ -f "${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}" ]; then
+    make -s -j"$(nproc)" BUILD=build/mpich MPICC=mpicc.mpich DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 build/mpich/alexeyab-gpu/darknet_mn
+    ab=1
+fi
+make -s build/cpu/tests/mn_wcmp build/cpu/tests/mn_shapes build/tools/mn_fashion
+rm -rf "$out" "$out.tar.gz" && mkdir -p "$out/bin" "$out/lib"
 cp build/mpich/gpu/darknet_mn build/cpu/tests/mn_wcmp /usr/bin/mpiexec.hydra /usr/bin/hydra_pmi_proxy "$out/bin/"
+[ $ab = 0 ] || cp build/mpich/alexeyab-gpu/darknet_mn "$out/bin/darknet_mn-alexeyab"
 # The machine's own: glibc, the C++ runtime (a newer one serves), NVIDIA's.
 mine='^(linux-vdso|ld-linux|libc|libm|libmvec|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcurand|libcudnn.*|libnccl)\.so'
 for b in "$out"/bin/*; do
@@ -31,6 +45,9 @@ done | sort -u | while read -r name path; do
     [[ $name =~ $mine ]] || cp -L "$path" "$out/lib/$name"
 done
 build/tools/mn_fashion /usr/share/datasets/fashion-mnist "$out/fashion" --limit-train 256 --limit-test 64 > /dev/null
+build/cpu/tests/mn_shapes "$out/shapes" train 16 1 jpg > /dev/null
+build/cpu/tests/mn_shapes "$out/shapes" valid 8 2 jpg > /dev/null
+rm -f "$out"/shapes/*.list   # paths of this machine; gpu_check.sh lists the images where they are
 cat > "$out/run.sh" << 'EOF'
 #!/usr/bin/env bash
 # On the GPU machine, from the repository's root: bash BUNDLE/run.sh [OUT].
@@ -48,15 +65,30 @@ export PATH=$B/bin:/usr/local/cuda/bin:$PATH
 {
     echo "== bundle: $B; NVIDIA's libraries from: ${nv:-none found}"
     nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-    ldd "$B/bin/darknet_mn" | grep -E "not found|cudnn|nccl|cublas|cudart|mpich"
-    timeout 120 mpiexec.hydra -n 1 "$B/bin/darknet_mn" info; echo "info on 1 rank: exit $?"
-    timeout 120 mpiexec.hydra -n 2 "$B/bin/darknet_mn" info; echo "info on 2 ranks: exit $?"
+    for p in "$B"/bin/darknet_mn*; do
+        echo "-- $p"
+        ldd "$p" | grep -E "not found|cudnn|nccl|cublas|cudart|mpich"
+        timeout 120 mpiexec.hydra -n 1 "$p" info; echo "info on 1 rank: exit $?"
+        timeout 120 mpiexec.hydra -n 2 "$p" info; echo "info on 2 ranks: exit $?"
+    done
     # A figure, not a check: one rank's training step on the demo's detector.
     timeout 120 mpiexec.hydra -n 1 "$B/bin/darknet_mn" bench step cfg/fashion-det.cfg -iters 20; echo "bench step: exit $?"
 } > "$O/probe.log" 2>&1
 cat "$O/probe.log"
-BUILD=${BUILD:-build} PROG=$B/bin/darknet_mn MPI=mpiexec.hydra WCMP=$B/bin/mn_wcmp GPU_DATA=$B/fashion \
-    GPU_CHECK_OUT=$O bash scripts/gpu_check.sh 2>&1 | tee "$O/gpu-check.log"
+# One phase a base, AlexeyAB's first; a phase past its time is killed and
+# the next one starts, every line already in its log kept.
+for base in alexeyab pjreddie; do
+    p=$B/bin/darknet_mn$([ $base = pjreddie ] || echo "-$base")
+    [ -x "$p" ] || { echo "== $base: not in this bundle" | tee -a "$O/gpu-check.log"; continue; }
+    mkdir -p "$O/$base"
+    BUILD=${BUILD:-build} DARKNET=$base PROG=$p MPI=mpiexec.hydra WCMP=$B/bin/mn_wcmp GPU_DATA=$B/fashion \
+        GPU_DET_DATA=$B/shapes GPU_CHECK_OUT=$O/$base timeout "${PHASE_S:-240}" bash scripts/gpu_check.sh 2>&1 |
+        tee -a "$O/gpu-check.log"
+    echo "== $base: exit ${PIPESTATUS[0]}" | tee -a "$O/gpu-check.log"
+done
 EOF
 chmod +x "$out/run.sh"
-du -sh "$out"
+tar -C "$(dirname "$out")" -czf "$out.tar.gz" "$(basename "$out")"
+bytes=$(stat -c %s "$out.tar.gz")
+echo "gpu_bundle: $out ($(du -sh "$out" | cut -f1)), $out.tar.gz $((bytes / 1048576)) MiB"
+[ "$bytes" -le $((64 * 1048576)) ] || { echo "gpu_bundle: $out.tar.gz is past the 64 MiB a lent GPU machine takes" >&2; exit 1; }

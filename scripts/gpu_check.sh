@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU test plan (docs/gpu-check.md), for a machine with at least one
-# CUDA GPU: `make gpu-check` (or DARKNET=alexeyab) builds the GPU variant
-# and runs, on the tiny classifier and a slice of Fashion-MNIST:
+# CUDA GPU: `make gpu-check` (or DARKNET=alexeyab, DARKNET=hankai) builds
+# the GPU variant and runs, on the tiny classifier and a slice of
+# Fashion-MNIST (hank-ai's base, which has no classifier: a tiny detector on
+# mn_shapes' images):
 #  1. stream races: 2 ranks with and without CUDA_LAUNCH_BLOCKING=1 give
 #     bit-identical weights (the blocking run twice first: if it differs
 #     from itself, cuDNN chose a non-deterministic algorithm and the
@@ -19,17 +21,19 @@
 #     CUDA_LAUNCH_BLOCKING=1;
 #  3. a killed rank: kill -9 of rank 1 ends the job within the timeout;
 #  4. compute-sanitizer memcheck (2 ranks) and racecheck (1 rank) on a
-#     short run: no error reported.
+#     short run: no error reported;
+#  5. a detector on 2 ranks with -map: trained and evaluated on the GPU.
 # About 10 minutes on one GPU. Prints one ok/FAIL line each and the device.
-# DARKNET=alexeyab: the fork's build; its CUDA batch norm calls the
-# statistics hook through patch 0016 (never run on a GPU before this check).
-# (hank-ai's base has no classifier: not checked here yet.)
+# DARKNET=alexeyab, hankai: the forks' builds; their CUDA batch norm calls
+# the statistics hook through patches 0016 and 0022 (never run on a GPU
+# before this check).
 # GPU_CHECK_DRY=1: every row's logic on a CPU build, no GPU asked for (make
 # test: tests/run_gpucheck.sh), so that only the GPU is left for the device;
 # its ok lines say "dry", the rows only a GPU can answer (compute-sanitizer)
 # are counted as skipped, and the killed rank's wait is 5 s, not 20.
 # Env: PROG (the GPU build's darknet_mn), BUILD; and from gpu_bundle.sh's
-# run.sh, where the build was made elsewhere: MPI, WCMP, GPU_DATA, GPU_CHECK_OUT.
+# run.sh, where the build was made elsewhere: MPI, WCMP, GPU_DATA,
+# GPU_DET_DATA (mn_shapes' set), GPU_CHECK_OUT.
 . "$(dirname "$0")/../tests/lib.sh"
 DRY=${GPU_CHECK_DRY:-0}
 T=$(pwd)/$BUILD/gpu-check$([ "$DRY" = 1 ] && echo "-dry-${DARKNET:-pjreddie}")
@@ -47,29 +51,53 @@ else
 fi
 if [ "$DRY" = 1 ]; then echo "== gpu-check, dry run (no GPU asked for): $PROG"
 else echo "== gpu-check on $(head -1 "$T/devices") ($gpus GPU(s)); $PROG"; fi
+# The rows train the tiny classifier where the base has one, and a tiny
+# detector (3 convolutions with batch norm, a [yolo] layer, 64x64) on
+# hank-ai's, which has no classifier loader; every base also trains the
+# detector once with -map (row 5).
 case ${DARKNET:-pjreddie} in
-    alexeyab|pjreddie) ;;
-    *) echo "gpu-check: DARKNET=$DARKNET: only pjreddie's and AlexeyAB's bases are checked here"; exit 2 ;;
+    alexeyab|pjreddie) TASK=classifier ;;
+    hankai) TASK=detector ;;
+    *) echo "gpu-check: DARKNET=$DARKNET: the bases are pjreddie, alexeyab and hankai"; exit 2 ;;
 esac
 if [ -n "${GPU_DATA:-}" ]; then D=$GPU_DATA   # scripts/gpu_bundle.sh's copy: no dataset package there
 else fashion_slice "$T/fashion" 256 64 "$T/fashion.log" || { echo "gpu-check: mn_fashion failed (see $T/fashion.log)"; exit 1; }; fi
-data() {   # data NAME: a data cfg with its own backup folder
-    printf 'classes=10\ntrain=%s/train.list\nvalid=%s/test.list\nlabels=%s/labels.txt\nbackup=%s/%s\ntop=2\n' \
-        "$D" "$D" "$D" "$T" "$1" > "$T/$1.data"
+# The detector's images: 16 to train on, 8 to evaluate (mn_shapes, or the
+# bundle's copy), labels beside the images on hank-ai's base (its rule).
+S=$T/shapes
+if [ -n "${GPU_DET_DATA:-}" ]; then cp -r "$GPU_DET_DATA" "$S"
+else
+    SHAPES=${SHAPES:-$BUILD/cpu/tests/mn_shapes}
+    [ -x "$SHAPES" ] || make -s "$SHAPES" > /dev/null
+    { "$SHAPES" "$S" train 16 1 jpg && "$SHAPES" "$S" valid 8 2 jpg; } > "$T/shapes.log" 2>&1 ||
+        { echo "gpu-check: mn_shapes failed (see $T/shapes.log)"; exit 1; }
+fi
+if [ "${DARKNET:-pjreddie}" = hankai ] && [ -d "$S/labels" ]; then mv "$S"/labels/*.txt "$S/images/" && rmdir "$S/labels"; fi
+for v in train valid; do ls "$S/images/$v"*.jpg > "$S/$v.list"; done
+data() {   # data NAME [TASK]: a data cfg with its own backup folder
+    if [ "${2:-$TASK}" = classifier ]; then
+        printf 'classes=10\ntrain=%s/train.list\nvalid=%s/test.list\nlabels=%s/labels.txt\nbackup=%s/%s\ntop=2\n' \
+            "$D" "$D" "$D" "$T" "$1" > "$T/$1.data"
+    else printf 'classes=3\ntrain=%s/train.list\nvalid=%s/valid.list\nnames=%s/names.txt\nbackup=%s/%s\n' \
+            "$S" "$S" "$S" "$T" "$1" > "$T/$1.data"; fi
     mkdir -p "$T/$1"
     echo "$T/$1.data"
 }
-cfg() {   # cfg NAME BATCH MAXB [distributed lines...]: the tiny classifier, with batch norm
+cfg() {   # [TASK=detector] cfg NAME BATCH MAXB [distributed lines...]: the tiny classifier or detector, with batch norm
     local f=$T/$1.cfg b=$2 m=$3; shift 3
-    mn_cfg "$f" batch="$b" max_batches="$m" '[convolutional]' batch_normalize=1 '[maxpool]' '[connected]' \
-        '[softmax]' -- deterministic=1 shuffle=0 "$@"
+    if [ "$TASK" = classifier ]; then
+        mn_cfg "$f" batch="$b" max_batches="$m" '[convolutional]' batch_normalize=1 '[maxpool]' '[connected]' \
+            '[softmax]' -- deterministic=1 shuffle=0 "$@"
+    else mn_cfg "$f" detector batch="$b" max_batches="$m" burn_in=0 -- deterministic=1 shuffle=0 "$@"; fi
     echo "$f"
 }
-# run NAME NP [ENV=V...] -- CFG: classifier training; its weights file is $T/NAME/NAME_final.weights.
+# [TASK=detector] run NAME NP [ENV=V...] -- CFG [ARGS...]: training; its weights file is $T/NAME/NAME_final.weights.
 run() {
     local name=$1 np=$2 envs=(); shift 2
     while [ "$1" != -- ]; do envs+=("$1"); shift; done
-    on_ranks "$T/$name" 300 "$np" "${envs[@]}" -- "$PROG" classifier train "$(data "$name")" "$2"
+    shift
+    local c=$1; shift
+    on_ranks "$T/$name" 300 "$np" "${envs[@]}" -- "$PROG" "$TASK" train "$(data "$name")" "$c" "$@"
 }
 w() { echo "$T/$1/$1_final.weights"; }
 WCMP=${WCMP:-$BUILD/cpu/tests/mn_wcmp}
@@ -95,11 +123,14 @@ done
 # check that path too. float16 rounds each gradient: 3.1e-4 on the CPU
 # build.
 echo "-- 2. N x b against 1 x N*b (NVIDIA_TF32_OVERRIDE=0, sync_bn=1)"
-run eq-one 1 NVIDIA_TF32_OVERRIDE=0 -- "$(cfg eq-one 4 10 sync_bn=1)"
+# 10 updates of the classifier; 3 of the detector, whose large early loss
+# (about 80) moves its weights far more per update (run_hankai.sh's bound).
+eqn=$([ "$TASK" = classifier ] && echo 10 || echo 3)
+run eq-one 1 NVIDIA_TF32_OVERRIDE=0 -- "$(cfg eq-one 4 $eqn sync_bn=1)"
 for v in flat flat:allreduce_grad_dtype=float16 $( [ "$gpus" -ge 2 ] && echo pure_nccl hierarchical ); do
     c=${v%%:*} opt=$([ "$v" = "$c" ] || echo "${v#*:}") name=eq-$(tr ':=_' '---' <<< "$v")
     bound=$(case $opt in *float16) echo 2e-3 ;; *) echo 1e-4 ;; esac)
-    run "$name" 2 NVIDIA_TF32_OVERRIDE=0 -- "$(cfg "$name" 2 10 communicator=$c sync_bn=1 $opt)"
+    run "$name" 2 NVIDIA_TF32_OVERRIDE=0 -- "$(cfg "$name" 2 $eqn communicator=$c sync_bn=1 $opt)"
     if all_rc "$T/$name" 2 0 && all_rc "$T/eq-one" 1 0 && "$WCMP" "$(w "$name")" "$(w eq-one)" "$bound" > "$T/$name.log"; then
         okd "equivalence $c${opt:+ $opt}: 2 x 2 = 1 x 4 within $bound ($(cat "$T/$name.log"))"
     else bad "equivalence $c${opt:+ $opt}: $(cat "$T/$name.log" 2> /dev/null) (see $T/$name.err.*)"; fi
@@ -184,12 +215,20 @@ elif command -v compute-sanitizer > /dev/null; then
     for tool in memcheck racecheck; do
         np=$([ $tool = memcheck ] && echo 2 || echo 1)
         sc=$(cfg "san-$tool" 4 3)
-        on_ranks "$T/san-$tool" "${SAN_TIMEOUT:-600}" "$np" -- compute-sanitizer --tool "$tool" --error-exitcode 9 "$PROG" classifier train "$(data "san-$tool")" "$sc"
+        on_ranks "$T/san-$tool" "${SAN_TIMEOUT:-600}" "$np" -- compute-sanitizer --tool "$tool" --error-exitcode 9 "$PROG" "$TASK" train "$(data "san-$tool")" "$sc"
         if all_rc "$T/san-$tool" "$np" 0 && ! grep -q "ERROR SUMMARY: [1-9]\|RACECHECK SUMMARY: [1-9]" "$T"/san-$tool.out.*; then
             ok "compute-sanitizer $tool on $np rank(s): $(grep -h -m1 'ERROR SUMMARY\|RACECHECK SUMMARY' "$T"/san-$tool.out.* | head -1)"
         else bad "compute-sanitizer $tool: $(rcs "$T/san-$tool" "$np"); see $T/san-$tool.out.*"; fi
     done
 else bad "compute-sanitizer is not on PATH (it comes with the CUDA toolkit)"; fi
+# The detector as a user trains it: 2 ranks of one GPU, -map evaluating on
+# the GPU at max_batches (burn_in past it: the rate is warming up, so only
+# that an evaluation ran and gave a number counts, not its value).
+echo "-- 5. a detector on 2 ranks with -map"
+TASK=detector run map 2 -- "$(TASK=detector cfg map 4 8 communicator=flat)" -dont_show -map
+if all_rc "$T/map" 2 0 && grep -q '^8: eval mAP@0.5 [0-9.]* on 8 images' "$T/map.out.0" && [ -s "$(w map)" ]; then
+    okd "detector, -map on 2 ranks: $(grep -m1 '^8: eval' "$T/map.out.0" | cut -c1-120)"
+else bad "detector with -map: ranks $(rcs "$T/map" 2); $(grep -h ': eval\|error' "$T"/map.out.0 "$T"/map.err.0 | head -3) (see $T/map.err.*)"; fi
 echo "device: $(head -1 "$T/devices")"
 # GPU_CHECK_OUT: a folder to keep every run's output in (gpu_bundle.sh's run.sh).
 [ -n "${GPU_CHECK_OUT:-}" ] && tar -C "$T" --exclude='*.weights' --exclude='*.ckpt-*' -czf "$GPU_CHECK_OUT/gpu-check-runs.tgz" .

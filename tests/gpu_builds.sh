@@ -3,8 +3,9 @@
 # CUDNN=1 NCCL=1: compile and link; nothing runs a kernel here), then what
 # make test checks of every build on theirs: the plugin's calls go one way
 # (tests/layers.py) and nothing outside base/ calls Darknet
-# (tests/boundary.py); and where no GPU is usable, each GPU build stops at
-# start, saying why, on every rank. Apart from make test, whose 15 minutes
+# (tests/boundary.py); where no GPU is usable, each GPU build stops at
+# start, saying why, on every rank; and the bundle a lent GPU machine gets
+# (scripts/gpu_bundle.sh) holds what its programs load. Apart from make test, whose 15 minutes
 # its 3 minutes of building would pass; .ci/run runs it. hank-ai's GPU
 # build: make test-hankai-gpu.
 # Env: BUILD, TEST_BIN (make sets them), or alone from the repository root.
@@ -41,6 +42,36 @@ if ! nvidia-smi -L > /dev/null 2>&1; then
     [ -x "$BUILD/gpu/darknet_mn" ] && gpu_none "$T/gpu-none" "$BUILD/gpu/darknet_mn" classifier train "$T/none.data" "$T/good.cfg" -nogpu
     [ -x "$BUILD/hankai-gpu/darknet_mn" ] && gpu_none "$T/gpu-none-hankai" "$BUILD/hankai-gpu/darknet_mn" info
 fi
+
+# The bundle a lent GPU machine gets (scripts/gpu_bundle.sh, built with
+# Debian's MPICH): its .tar.gz under 64 MiB; run from its own folder, every
+# library its programs load is the bundle's, glibc's, the C++ runtime's or
+# NVIDIA's (which such a machine has); each build's info, started by the
+# bundle's own launcher on 2 ranks, says there is no usable GPU (CUDA's
+# stub driver stands in for NVIDIA's: AlexeyAB's build links the driver).
+echo "== The GPU machine's bundle (scripts/gpu_bundle.sh)"
+if ! command -v mpicc.mpich > /dev/null; then
+    skipped=$((${skipped:-0} + 1)); echo "skip the bundle: no MPICH (scripts/deps.sh installs mpich and libmpich-dev)"
+elif t0=$SECONDS && bash scripts/gpu_bundle.sh "$T/bundle" > "$T/bundle.log" 2>&1; then
+    ok "$(tail -1 "$T/bundle.log") ($((SECONDS - t0)) s)"
+    rm -rf "$T/unpacked" && mkdir -p "$T/unpacked" "$T/stub" && tar -C "$T/unpacked" -xzf "$T/bundle.tar.gz"
+    B=$T/unpacked/bundle
+    cuda=$(dirname "$(readlink -f "$(command -v nvcc)")")/..
+    ln -sf "$cuda/lib64/stubs/libcuda.so" "$T/stub/libcuda.so.1"
+    for p in "$B"/bin/darknet_mn*; do
+        n=${p##*/}
+        LD_LIBRARY_PATH=$B/lib:$cuda/lib64:$T/stub ldd "$p" > "$T/$n.ldd" 2>&1
+        foreign=$(awk -v b="$B/lib/" '/=>/ && index($3, b) != 1 { print $1 }' "$T/$n.ldd" |
+            grep -Ev '^(libc|libm|libmvec|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcurand|libcudnn.*|libnccl)\.so' | paste -sd' ')
+        (cd "$B" && LD_LIBRARY_PATH=$B/lib:$cuda/lib64:$T/stub PATH=$B/bin:$PATH timeout 60 mpiexec.hydra -n 2 "bin/$n" info) > "$T/$n.info" 2>&1
+        rc=$?
+        if grep -q "not found" "$T/$n.ldd"; then bad "bundle $n: $(grep -m2 'not found' "$T/$n.ldd" | paste -sd' ')"
+        elif [ -n "$foreign" ]; then bad "bundle $n loads from outside the bundle: $foreign"
+        elif [ $rc = 0 ] || ! grep -q "this GPU build needs a CUDA device.*CUDA has none usable" "$T/$n.info"; then
+            bad "bundle $n: info on 2 ranks exit $rc: $(head -3 "$T/$n.info")"
+        else ok "bundle $n: every library resolves (the bundle's, or glibc's, the C++ runtime's, NVIDIA's); info on 2 ranks through the bundle's mpiexec.hydra: exit $rc, '$(grep -o 'CUDA has none usable: [^;]*' "$T/$n.info" | head -1)'"; fi
+    done
+else bad "scripts/gpu_bundle.sh (see $T/bundle.log)"; tail -3 "$T/bundle.log"; fi
 
 echo "== The plugin's layers and Darknet's boundary in the GPU builds (tests/layers.py, tests/boundary.py)"
 LAYERS=$(make -s --no-print-directory print-layers)

@@ -134,14 +134,14 @@ ended_with() {
     done
     [ $seen = 1 ]
 }
-# signal_rank1 SIG DATA: SIG to rank 1's `$PROG classifier train DATA ...`,
+# signal_rank1 SIG DATA: SIG to rank 1's `$PROG classifier|detector train DATA ...`,
 # not its shell, under Open MPI or MPICH (found in /proc: a bare GPU
 # machine may lack pgrep).
 signal_rank1() {
     local f p
     for f in /proc/[0-9]*/cmdline; do
         p=${f#/proc/}; p=${p%/cmdline}
-        tr '\0' ' ' 2> /dev/null < "$f" | grep -q "^$PROG classifier train $2 " &&
+        tr '\0' ' ' 2> /dev/null < "$f" | grep -q "^$PROG \(classifier\|detector\) train $2 " &&
             tr '\0' '\n' 2> /dev/null < "/proc/$p/environ" | grep -qx 'OMPI_COMM_WORLD_RANK=1\|PMI_RANK=1' && kill "-$1" "$p"
     done
 }
