@@ -454,6 +454,15 @@ $(AB_STOCK): $(AB_SNAPSHOT)
 	rm -rf $(@D) && mkdir -p $(@D)/obj && tar -C $(@D) --strip-components=1 -xJf $(AB_SNAPSHOT)
 	$(MAKE) -C $(@D) -s $(FORK_JOBS) OPENCV=0 OPENMP=1 darknet
 
+# AlexeyAB's Darknet for a GPU, unpatched, with the flags darknet-mn builds
+# the fork with (CUDNN_HALF=0, no OpenMP, no OpenCV; CUDA_ARCHS): the peer of
+# the GPU speed row (scripts/gpu_speed.sh, packed by scripts/gpu_bundle.sh).
+AB_STOCK_GPU := third_party/darknet-alexeyab-stock-gpu/darknet
+$(AB_STOCK_GPU): $(AB_SNAPSHOT)
+	rm -rf $(@D) && mkdir -p $(@D)/obj && tar -C $(@D) --strip-components=1 -xJf $(AB_SNAPSHOT)
+	LIBRARY_PATH=$(CUDA)/lib64/stubs$${LIBRARY_PATH:+:$$LIBRARY_PATH} $(MAKE) -C $(@D) -s $(FORK_JOBS) GPU=1 CUDNN=1 \
+	    CUDNN_HALF=0 OPENCV=0 OPENMP=0 LIBSO=0 AVX=0 OPTS=-O3 ARCH='$(CUDA_GENCODE)' darknet
+
 # AlexeyAB's base alone (make test runs it too, through tests/run.sh).
 .PHONY: test-alexeyab
 test-alexeyab:

@@ -11,10 +11,15 @@
 #          (CUDA, cuBLAS, cuRAND, cuDNN, NCCL: the GPU machine's own);
 #   fashion/  the 256 + 64 Fashion-MNIST images the classifier trains on;
 #   shapes/   mn_shapes' 16 + 8 images the detector trains on;
+#   speed/    with AlexeyAB's: the fork's own darknet, unpatched
+#             (darknet-alexeyab-stock), its cfg/yolov4-tiny.cfg and 256
+#             images of make fashion-det-data, for the speed row
+#             (scripts/gpu_speed.sh);
 #   run.sh    on the GPU machine, from this repository's root:
 #             bash DIR/run.sh [OUT] runs scripts/gpu_check.sh on each base
-#             (AlexeyAB's first: YOLO's users train on it), each phase
-#             within its own timeout (PHASE_S, 240 s), finding NVIDIA's
+#             (AlexeyAB's first: YOLO's users train on it), then the speed
+#             row, each phase within its own timeout (PHASE_S, 240 s;
+#             SPEED_S, 300 s), finding NVIDIA's
 #             libraries where the machine keeps them, and leaves its logs
 #             in OUT (default DIR/out), each result appended as it comes;
 # and DIR.tar.gz, what is carried to the GPU machine (it must stay under
@@ -31,12 +36,22 @@ make -s -j"$(nproc)" BUILD=build/mpich MPICC=mpicc.mpich GPU=1 CUDNN=1 NCCL=1 bu
 ab=0
 if [ -n "${DARKNET_SRC:-}" ] || [ -f "${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}" ]; then
     make -s -j"$(nproc)" BUILD=build/mpich MPICC=mpicc.mpich DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 build/mpich/alexeyab-gpu/darknet_mn
+    make -s third_party/darknet-alexeyab-stock-gpu/darknet fashion-det-data
     ab=1
 fi
 make -s build/cpu/tests/mn_wcmp build/cpu/tests/mn_shapes build/tools/mn_fashion
 rm -rf "$out" "$out.tar.gz" && mkdir -p "$out/bin" "$out/lib"
 cp build/mpich/gpu/darknet_mn build/cpu/tests/mn_wcmp /usr/bin/mpiexec.hydra /usr/bin/hydra_pmi_proxy "$out/bin/"
-[ $ab = 0 ] || cp build/mpich/alexeyab-gpu/darknet_mn "$out/bin/darknet_mn-alexeyab"
+if [ $ab = 1 ]; then
+    cp build/mpich/alexeyab-gpu/darknet_mn "$out/bin/darknet_mn-alexeyab"
+    cp third_party/darknet-alexeyab-stock-gpu/darknet "$out/bin/darknet-alexeyab-stock"
+    mkdir -p "$out/speed/images/train" "$out/speed/labels/train"
+    cp third_party/darknet-alexeyab-stock-gpu/cfg/yolov4-tiny.cfg "$out/speed/"
+    for f in $(ls build/fashion-det/images/train/*.jpg | head -256); do
+        n=$(basename "$f" .jpg)
+        cp "$f" "$out/speed/images/train/" && cp "build/fashion-det/labels/train/$n.txt" "$out/speed/labels/train/"
+    done
+fi
 # The machine's own: glibc, the C++ runtime (a newer one serves), NVIDIA's.
 mine='^(linux-vdso|ld-linux|libc|libm|libmvec|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcurand|libcudnn.*|libnccl)\.so'
 for b in "$out"/bin/*; do
@@ -86,6 +101,12 @@ for base in alexeyab pjreddie; do
         tee -a "$O/gpu-check.log"
     echo "== $base: exit ${PIPESTATUS[0]}" | tee -a "$O/gpu-check.log"
 done
+# The speed row: AlexeyAB's own darknet against darknet-mn on its base.
+if [ -x "$B/bin/darknet-alexeyab-stock" ]; then
+    STOCK=$B/bin/darknet-alexeyab-stock PROG=$B/bin/darknet_mn-alexeyab MPI=mpiexec.hydra CFG=$B/speed/yolov4-tiny.cfg \
+        DET_DATA=$B/speed OUT=$O timeout "${SPEED_S:-300}" bash scripts/gpu_speed.sh 2>&1 | tee -a "$O/gpu-check.log"
+    echo "== speed: exit ${PIPESTATUS[0]}" | tee -a "$O/gpu-check.log"
+fi
 EOF
 chmod +x "$out/run.sh"
 tar -C "$(dirname "$out")" -czf "$out.tar.gz" "$(basename "$out")"

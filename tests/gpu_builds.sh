@@ -58,16 +58,17 @@ elif t0=$SECONDS && bash scripts/gpu_bundle.sh "$T/bundle" > "$T/bundle.log" 2>&
     B=$T/unpacked/bundle
     cuda=$(dirname "$(readlink -f "$(command -v nvcc)")")/..
     ln -sf "$cuda/lib64/stubs/libcuda.so" "$T/stub/libcuda.so.1"
-    for p in "$B"/bin/darknet_mn*; do
+    for p in "$B"/bin/darknet*; do
         n=${p##*/}
         LD_LIBRARY_PATH=$B/lib:$cuda/lib64:$T/stub ldd "$p" > "$T/$n.ldd" 2>&1
         foreign=$(awk -v b="$B/lib/" '/=>/ && index($3, b) != 1 { print $1 }' "$T/$n.ldd" |
             grep -Ev '^(libc|libm|libmvec|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcurand|libcudnn.*|libnccl)\.so' | paste -sd' ')
+        if grep -q "not found" "$T/$n.ldd"; then bad "bundle $n: $(grep -m2 'not found' "$T/$n.ldd" | paste -sd' ')"; continue
+        elif [ -n "$foreign" ]; then bad "bundle $n loads from outside the bundle: $foreign"; continue
+        elif [ "$n" = darknet-alexeyab-stock ]; then ok "bundle $n (the speed row's peer): every library resolves"; continue; fi
         (cd "$B" && LD_LIBRARY_PATH=$B/lib:$cuda/lib64:$T/stub PATH=$B/bin:$PATH timeout 60 mpiexec.hydra -n 2 "bin/$n" info) > "$T/$n.info" 2>&1
         rc=$?
-        if grep -q "not found" "$T/$n.ldd"; then bad "bundle $n: $(grep -m2 'not found' "$T/$n.ldd" | paste -sd' ')"
-        elif [ -n "$foreign" ]; then bad "bundle $n loads from outside the bundle: $foreign"
-        elif [ $rc = 0 ] || ! grep -q "this GPU build needs a CUDA device.*CUDA has none usable" "$T/$n.info"; then
+        if [ $rc = 0 ] || ! grep -q "this GPU build needs a CUDA device.*CUDA has none usable" "$T/$n.info"; then
             bad "bundle $n: info on 2 ranks exit $rc: $(head -3 "$T/$n.info")"
         else ok "bundle $n: every library resolves (the bundle's, or glibc's, the C++ runtime's, NVIDIA's); info on 2 ranks through the bundle's mpiexec.hydra: exit $rc, '$(grep -o 'CUDA has none usable: [^;]*' "$T/$n.info" | head -1)'"; fi
     done

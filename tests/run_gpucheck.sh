@@ -4,9 +4,11 @@
 # rows, as on their GPU builds; hank-ai's rows train the tiny detector), so
 # that every row, its bounds and its result lines have run before a lent
 # GPU runs them. Each row must pass; compute-sanitizer is counted skipped.
-# GPUCHECK_BASES: the bases to check (default all three; a base whose CPU
-# build is not there is skipped: make test builds pjreddie's and, in
-# tests/run_alexeyab.sh, AlexeyAB's; make test-hankai runs this for hank-ai's).
+# With AlexeyAB's, the speed row's logic too (scripts/gpu_speed.sh).
+# GPUCHECK_BASES: the bases to check (default pjreddie's and AlexeyAB's,
+# which make test builds, AlexeyAB's in tests/run_alexeyab.sh; make
+# test-hankai runs this for hank-ai's). A base whose CPU build is not there
+# is skipped.
 # Run by tests/run.sh (T, BUILD, MPI set there), or alone from the repository root.
 . "$(dirname "$0")/lib.sh"
 mkdir -p "$T"
@@ -16,7 +18,8 @@ check() {   # check BASE PROG
         ok "gpu_check.sh dry run on $1's CPU build: $(grep -c '^ok ' "$log") rows ok, $(grep -c '^skip ' "$log") skipped (a GPU's)"
     else bad "gpu_check.sh dry run on $1's CPU build: $(grep -m3 '^FAIL\|gpu-check:' "$log" | cut -c1-300) (see $log)"; fi
 }
-for base in ${GPUCHECK_BASES:-pjreddie alexeyab hankai}; do
+BASES=${GPUCHECK_BASES:-pjreddie alexeyab}
+for base in $BASES; do
     case $base in
         pjreddie) p=$PROG ;;
         *) p=$BUILD/$base-cpu/darknet_mn ;;
@@ -24,4 +27,14 @@ for base in ${GPUCHECK_BASES:-pjreddie alexeyab hankai}; do
     if [ -x "$p" ]; then check "$base" "$p"
     else skipped=$((${skipped:-0} + 1)); echo "skip gpu_check.sh dry run on $base's base: $p not built"; fi
 done
+# The speed row's logic (scripts/gpu_speed.sh) on AlexeyAB's CPU builds: the
+# fork's own darknet (patched, its hooks unset) as the stock peer.
+AB=$BUILD/alexeyab-cpu/darknet_mn AB_DK=third_party/darknet-alexeyab-cpu
+if [[ " $BASES " == *" alexeyab "* ]] && [ -x "$AB" ] && [ -x "$AB_DK/darknet" ]; then
+    [ -f "$BUILD/fashion-det/.stamp" ] || make -s fashion-det-data > "$T/det-data.log" 2>&1
+    log=$T/gpuspeed-dry.log
+    if GPU_SPEED_DRY=1 STOCK=$(pwd)/$AB_DK/darknet PROG=$AB CFG=$AB_DK/cfg/yolov4-tiny.cfg DET_DATA=$BUILD/fashion-det \
+        OUT=$T/gpuspeed-dry bash scripts/gpu_speed.sh > "$log" 2>&1; then ok "gpu_speed.sh dry run: $(grep -m1 '^ok ' "$log" | cut -c6-)"
+    else bad "gpu_speed.sh dry run: $(grep -m2 '^FAIL\|gpu-speed:\|failed' "$log" | cut -c1-300) (see $log)"; fi
+fi
 finish gpucheck
