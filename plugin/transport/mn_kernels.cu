@@ -1,6 +1,7 @@
 /* CUDA kernels for averaging gradients on the device (GPU=1 builds): the
  * float16 casts with the 1/N scale folded in (one pass each way), the check
- * for Inf/NaN in a reduced half buffer or in float gradients, y += x, and
+ * for Inf/NaN in a reduced half buffer or in all the gradient arrays at
+ * once (through the pack tables), y += x, and
  * the packing of many arrays into one buffer and back (its index maths is
  * mn_pack_find, tested on the host). Each takes the stream to run on; the C
  * side sees them through mn_nccl.h (void * for the stream, so that the
@@ -46,10 +47,13 @@ __global__ void halves_nonfinite(const uint16_t *h, size_t n, int *flag)
         if ((h[i] & 0x7c00u) == 0x7c00u) *flag = 1;
 }
 
-__global__ void floats_nonfinite(const float *x, size_t n, int *flag)
+/* *flag = 1 where an element of the arrays, in their packed order, is Inf or NaN. */
+__global__ void arrays_nonfinite(float *const *ptrs, const size_t *offs, int n, size_t total, int *flag)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        if (!isfinite(x[i])) *flag = 1;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int k = mn_pack_find(offs, n, i);
+        if (!isfinite(ptrs[k][i - offs[k]])) *flag = 1;
+    }
 }
 
 /* packed[i] = ptrs[k][i - offs[k]] (to) or back (!to), for lo <= i < hi. */
@@ -89,9 +93,9 @@ int mn_gpu_halves_nonfinite(const uint16_t *h, size_t n, int *dev_flag, void *st
     return (int)cudaGetLastError();
 }
 
-int mn_gpu_floats_nonfinite(const float *x, size_t n, int *dev_flag, void *stream)
+int mn_gpu_arrays_nonfinite(float *const *ptrs, const size_t *offs, int n, size_t total, int *dev_flag, void *stream)
 {
-    if (n) floats_nonfinite<<<blocks(n), threads, 0, (cudaStream_t)stream>>>(x, n, dev_flag);
+    if (total) arrays_nonfinite<<<blocks(total), threads, 0, (cudaStream_t)stream>>>(ptrs, offs, n, total, dev_flag);
     return (int)cudaGetLastError();
 }
 

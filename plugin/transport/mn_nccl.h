@@ -82,7 +82,7 @@ int mn_gpu_floats_to_halves(uint16_t *out, const float *in, size_t n, float scal
 int mn_gpu_halves_to_floats(float *out, const uint16_t *in, size_t n, void *stream);
 int mn_gpu_add(float *y, const float *x, size_t n, void *stream);
 int mn_gpu_halves_nonfinite(const uint16_t *h, size_t n, int *dev_flag, void *stream);
-int mn_gpu_floats_nonfinite(const float *x, size_t n, int *dev_flag, void *stream);
+int mn_gpu_arrays_nonfinite(float *const *ptrs, const size_t *offs, int n, size_t total, int *dev_flag, void *stream);
 int mn_gpu_pack(float *packed, float *const *ptrs, const size_t *offs, int n, size_t lo, size_t hi, void *stream);
 int mn_gpu_unpack(float *const *ptrs, const float *packed, const size_t *offs, int n, size_t total, void *stream);
 

@@ -41,7 +41,7 @@ struct mn_optimizer {
     int *flag_host;       /* its page-locked copy (a pageable one makes the copy synchronous) */
     int is_aside;
     mn_route route;       /* where the mean is taken (mn_sync_route) */
-    struct mn_stage *stage;   /* MN_ROUTE_STAGED: the copies down and up (mn_stage.h) */
+    struct mn_stage *stage;   /* GPU runs: the device arrays' tables; MN_ROUTE_STAGED: the copies down and up (mn_stage.h) */
     int own_watch;        /* watch was started here (no caller started one) */
     mn_dbuf *dbuf;        /* double_buffering=1, else NULL */
     size_t fresh_until;   /* double buffering averages iterations 1..fresh_until fresh */
@@ -107,8 +107,7 @@ static void check_on_device(mn_optimizer *o, int bad)
 {
     cudaStream_t st = MN_STREAM();
     step_ok(o, cudaMemsetAsync(o->flag_gpu, 0, sizeof(int), st), "clearing the Inf/NaN flag");
-    for (int i = 0; i < o->n; ++i)
-        step_ok(o, (cudaError_t)mn_gpu_floats_nonfinite(o->arrays_gpu[i], o->lens[i], o->flag_gpu, st), "the Inf/NaN check");
+    mn_stage_nonfinite(o->stage, o->flag_gpu, st);
     step_ok(o, cudaMemcpyAsync(o->flag_host, o->flag_gpu, sizeof(int), cudaMemcpyDeviceToHost, st),
             "reading the Inf/NaN check");
     step_ok(o, cudaStreamSynchronize(st), "the Inf/NaN check");
@@ -469,6 +468,12 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
         (!mn_cuda_ok(c, cudaMalloc((void **)&o->flag_gpu, sizeof(int)), "cudaMalloc") ||
          !mn_cuda_ok(c, cudaMallocHost((void **)&o->flag_host, sizeof(int)), "cudaMallocHost")))
         return MN_ERR_NOMEM;
+    /* Their Inf/NaN check runs as one launch over the arrays' device tables. */
+    if (o->route == MN_ROUTE_DEVICE || o->route == MN_ROUTE_LOCAL) {
+        int pinned;
+        mn_status st = mn_stage_new(c, o->arrays_gpu, o->lens, o->n, NULL, &pinned, &o->stage);
+        if (st != MN_OK) return st;
+    }
     /* The momentum part waits on the device in every GPU run that sets it aside. */
     if (on_gpu && o->aside && !mn_cuda_ok(c, cudaMalloc((void **)&o->aside_gpu, (o->total + 1) * sizeof(float)), "cudaMalloc"))
         return MN_ERR_NOMEM;

@@ -66,7 +66,7 @@ mn_status mn_stage_new(mn_comm *c, float **dev, const size_t *lens, int n, float
     cudaStream_t st = MN_STREAM();
     mn_status r = MN_OK;
     if (!mn_cuda_ok(c, cudaGetDevice(&s->device), "cudaGetDevice")) r = MN_ERR_UNAVAILABLE;
-    else if (!mn_cuda_ok(c, cudaMalloc((void **)&s->packed, (s->total + 1) * sizeof(float)), "cudaMalloc") ||
+    else if ((arena && !mn_cuda_ok(c, cudaMalloc((void **)&s->packed, (s->total + 1) * sizeof(float)), "cudaMalloc")) ||
              !mn_cuda_ok(c, cudaMalloc((void **)&s->ptrs, (size_t)(n + 1) * sizeof(float *)), "cudaMalloc") ||
              !mn_cuda_ok(c, cudaMalloc((void **)&s->offs, (size_t)(n + 1) * sizeof(size_t)), "cudaMalloc"))
         r = MN_ERR_NOMEM;
@@ -77,6 +77,10 @@ mn_status mn_stage_new(mn_comm *c, float **dev, const size_t *lens, int n, float
              !mn_cuda_ok(c, cudaStreamSynchronize(st), "cudaStreamSynchronize"))
         r = MN_ERR_UNAVAILABLE;
     free(offs);
+    if (r == MN_OK && !arena) {
+        *out = s;
+        return MN_OK;
+    }
     if (r == MN_OK) {
         /* Best effort: a refusal (the locked-memory limit) is cleared, or
          * Darknet's next check_error would abort on it. */
@@ -103,6 +107,11 @@ void mn_stage_free(mn_stage *s)
         if (dev[i]) mn_cuda_ok(s->c, cudaFree(dev[i]), "cudaFree");
     free(s->buckets);
     free(s);
+}
+
+void mn_stage_nonfinite(mn_stage *s, int *flag, void *stream)
+{
+    ok(s, (cudaError_t)mn_gpu_arrays_nonfinite(s->ptrs, s->offs, s->n, s->total, flag, stream), "the Inf/NaN check");
 }
 
 void mn_stage_down(mn_stage *s)

@@ -14,9 +14,13 @@ typedef struct mn_stage mn_stage;
 /* The n device arrays dev (lens floats each, total in all) and the arena
  * they are staged through: the device tables and packed buffer, and the
  * arena page-locked where the system allows (*pinned), so that the copies
- * are DMA rather than bounced. Not collective. */
+ * are DMA rather than bounced. arena NULL: the tables alone (the routes
+ * that average on the device, for mn_stage_nonfinite). Not collective. */
 mn_status mn_stage_new(mn_comm *c, float **dev, const size_t *lens, int n, float *arena, int *pinned, mn_stage **out);
 void mn_stage_free(mn_stage *s);
+/* *flag (device memory) = 1 where any of the arrays holds Inf or NaN: one
+ * launch over all of them, on stream. */
+void mn_stage_nonfinite(mn_stage *s, int *flag, void *stream);
 /* All of it down, the host waiting for the arena; or the arena up, on the
  * base's stream, the host not waiting. */
 void mn_stage_down(mn_stage *s);
