@@ -461,9 +461,10 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
     int on_gpu = mn_net_get(net).gpu >= 0;
     /* Double buffering averages in the host arena on its thread, so its
      * GPU runs take the staged route whatever the communicator (pure_nccl's
-     * host path copies each piece through the device). */
-    int device_mean = c->ops->mean_grad_device && (c->half ? c->device_f16 : c->device_f32) && !opt->double_buffering;
-    o->route = mn_sync_route(on_gpu, c->size, device_mean);
+     * host path copies each piece through the device) and the rank count
+     * (one rank's stale step is its own previous gradient, as on the CPU). */
+    int device_mean = c->ops->mean_grad_device && (c->half ? c->device_f16 : c->device_f32);
+    o->route = on_gpu && opt->double_buffering ? MN_ROUTE_STAGED : mn_sync_route(on_gpu, c->size, device_mean);
     if ((o->route == MN_ROUTE_DEVICE || o->route == MN_ROUTE_LOCAL) &&
         (!mn_cuda_ok(c, cudaMalloc((void **)&o->flag_gpu, sizeof(int)), "cudaMalloc") ||
          !mn_cuda_ok(c, cudaMallocHost((void **)&o->flag_host, sizeof(int)), "cudaMallocHost")))
