@@ -69,7 +69,11 @@ for ((r = 1; r <= ROUNDS; ++r)); do
     for s in $SYSTEMS; do
         a=$(timed "$s" "$SHORT") b=$(timed "$s" "$LONG")
         if [ "$a" = failed ] || [ "$b" = failed ]; then
-            bad_runs=$((bad_runs + 1)); echo "round $r $s: a run failed (see $W/$s-*.log)" | tee -a "$O/gpu-speed.txt"; continue
+            bad_runs=$((bad_runs + 1))
+            # The runs' folder does not come back from a lent machine: the failed log's end goes into the table.
+            { echo "round $r $s: a run failed (see $W/$s-*.log):"
+              tail -n 3 "$W/$s-$([ "$a" = failed ] && echo "$SHORT" || echo "$LONG").log" | sed 's/^/    /'; } | tee -a "$O/gpu-speed.txt"
+            continue
         fi
         ips=$(awk -v n=$((LONG - SHORT)) -v i="$BATCH" -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", n * i / (b - a) }')
         echo "$s $ips" >> "$W/ips"
