@@ -12,7 +12,8 @@
 # processes, so that startup and the final save cancel (iterations 21-80 by
 # default); the systems alternate within a round; the median of ROUNDS.
 # Prints a table and mn-1 against stock (the goal: within 2%), and appends
-# both to OUT/gpu-speed.txt as each round ends.
+# both to OUT/gpu-speed.txt as each round ends; with each darknet-mn run, the
+# time its averaging hook held the GPU's stream a step (MN_GPU_PROFILE=1).
 # Env: STOCK (the stock darknet), PROG (darknet-mn's), MPI, CFG (the fork's
 # cfg/yolov4-tiny.cfg), DET_DATA (a folder of images/ and labels/, as
 # make fashion-det-data writes), OUT, SPEED_WORK (the runs' folder),
@@ -50,7 +51,7 @@ timed() {
     t0=$(date +%s.%N)
     if [ "$s" = stock ]; then
         (cd "$W" && timeout 600 "$STOCK" detector train "$s-$n.data" "$s-$n.cfg" -dont_show) > "$W/$s-$n.log" 2>&1
-    else timeout 600 $MPI -n "$np" "$PROG" detector train "$W/$s-$n.data" "$W/$s-$n.cfg" > "$W/$s-$n.log" 2>&1; fi
+    else MN_GPU_PROFILE=1 timeout 600 $MPI -n "$np" "$PROG" detector train "$W/$s-$n.data" "$W/$s-$n.cfg" > "$W/$s-$n.log" 2>&1; fi
     rc=$?
     t1=$(date +%s.%N)
     if [ $rc = 0 ] && ls "$W/$s-$n"/*final.weights > /dev/null 2>&1; then awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
@@ -78,6 +79,8 @@ for ((r = 1; r <= ROUNDS; ++r)); do
         ips=$(awk -v n=$((LONG - SHORT)) -v i="$BATCH" -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", n * i / (b - a) }')
         echo "$s $ips" >> "$W/ips"
         printf 'round %d %-6s %6.1f images/s (%s s and %s s)\n' "$r" "$s" "$ips" "$a" "$b" | tee -a "$O/gpu-speed.txt"
+        # darknet-mn's own share of a step, from CUDA events (MN_GPU_PROFILE=1; GPU builds only)
+        grep -h '^darknet-mn: MN_GPU_PROFILE' "$W/$s-$LONG.log" | sed 's/^/    /' | tee -a "$O/gpu-speed.txt"
     done
 done
 declare -A med

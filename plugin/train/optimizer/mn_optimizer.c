@@ -66,6 +66,10 @@ struct mn_optimizer {
     double snap_time;
     mn_ways *ways;        /* trained as several ranks did (mn_optimizer_ways), else NULL */
     int in_step;          /* between begin_step and end_step: forward passes are training's */
+    void *prof[2];        /* MN_GPU_PROFILE=1: events around the hook's work on the base's stream */
+    double prof_ms;       /* their elapsed times summed, */
+    long prof_steps;      /* over this many steps */
+    int prof_pending;     /* the last pair is recorded, not yet read */
 };
 
 /* NaN or Inf anywhere: x*0 is 0 for every finite x, NaN otherwise. */
@@ -344,13 +348,62 @@ static int sync_all(network *net, mn_optimizer *o)
     return after_mean(o);
 }
 
+#ifdef GPU
+/* MN_GPU_PROFILE=1 in a GPU run: the base's stream's time from the hook's
+ * start to its end (the copies, the kernels and, on the staged route, the
+ * host allreduce the stream waits through), read a step later so that the
+ * reading never waits; rank 0 prints the mean at the end. */
+static void profile_mark(mn_optimizer *o, int end)
+{
+    if (!o->prof[0]) return;
+    cudaEvent_t e0 = (cudaEvent_t)o->prof[0], e1 = (cudaEvent_t)o->prof[1];
+    if (!end && o->prof_pending) {
+        float ms = 0;
+        step_ok(o, cudaEventSynchronize(e1), "MN_GPU_PROFILE's event");
+        step_ok(o, cudaEventElapsedTime(&ms, e0, e1), "MN_GPU_PROFILE's elapsed time");
+        o->prof_ms += ms;
+        ++o->prof_steps;
+        o->prof_pending = 0;
+    }
+    step_ok(o, cudaEventRecord(end ? e1 : e0, MN_STREAM()), "MN_GPU_PROFILE's event");
+    o->prof_pending = end;
+}
+
+static void profile_start(mn_comm *c, mn_optimizer *o)
+{
+    const char *v = getenv("MN_GPU_PROFILE");
+    if (!v || strcmp(v, "1") || o->route == MN_ROUTE_HOST) return;
+    for (int i = 0; i < 2; ++i) {
+        cudaEvent_t e;
+        if (!mn_cuda_ok(c, cudaEventCreate(&e), "cudaEventCreate")) return;   /* no profile: the run goes on */
+        o->prof[i] = e;
+    }
+}
+
+static void profile_stop(mn_optimizer *o)
+{
+    if (o->prof[0] && o->prof[1] && o->comm->rank == 0)
+        printf("darknet-mn: MN_GPU_PROFILE: the averaging hook held the base's stream %.3f ms a step on average "
+               "(%ld steps, rank 0, route %s)\n", o->prof_steps ? o->prof_ms / (double)o->prof_steps : 0.0,
+               o->prof_steps, o->route == MN_ROUTE_STAGED ? "staged" : o->route == MN_ROUTE_DEVICE ? "device" : "local");
+    for (int i = 0; i < 2; ++i)
+        if (o->prof[i]) mn_cuda_ok(o->comm, cudaEventDestroy((cudaEvent_t)o->prof[i]), "cudaEventDestroy");
+}
+#endif
+
 /* Nonzero: Darknet skips this update (double buffering's first step). */
 static int sync_hook(network *net)
 {
     mn_optimizer *o = mn_net_hook_arg(net);
     end_backward(o);
     double arrive = mn_now();
+#ifdef GPU
+    profile_mark(o, 0);
+#endif
     int skip = sync_all(net, o);
+#ifdef GPU
+    profile_mark(o, 1);
+#endif
     /* The update from here to the step's end changes what a rescue reads. */
     if (o->rescue && !o->holding) { pthread_mutex_lock(&o->hold); o->holding = 1; }
     o->mark = mn_now();
@@ -378,6 +431,7 @@ static void free_optimizer(mn_optimizer *o)
     free(o->stats_saved);
     mn_ways_free(o->ways);
 #ifdef GPU
+    profile_stop(o);
     mn_stage_free(o->stage);   /* before the arena it page-locked */
     if (o->flag_host) mn_cuda_ok(o->comm, cudaFreeHost(o->flag_host), "cudaFreeHost");
     void *dev[] = {o->aside_gpu, o->flag_gpu};
@@ -611,6 +665,9 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     }
     move_into_arena(net, o, which);
     free(which);
+#ifdef GPU
+    profile_start(c, o);
+#endif
     o->hooks = (mn_net_hooks){.ranks = c->size, .sync = sync_hook, .backward = o->ov ? backward_hook : NULL, .arg = o};
     mn_net_set_hooks(net, &o->hooks);
     say_options(c, net, opt, o);
