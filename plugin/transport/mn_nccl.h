@@ -19,6 +19,9 @@
  * pending one would make Darknet's next check_error abort). Returns 0 when
  * it failed. */
 int mn_cuda_ok(const mn_comm *c, cudaError_t e, const char *what);
+/* A CUDA call a step cannot do without: a failure ends the job through
+ * mn_abort, naming the call. */
+void mn_cuda_must(const mn_comm *c, cudaError_t e, const char *what);
 #endif
 
 #if defined(MN_NCCL) && defined(GPU)

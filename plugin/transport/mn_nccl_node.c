@@ -27,6 +27,11 @@ int mn_cuda_ok(const mn_comm *c, cudaError_t e, const char *what)
     (void)cudaGetLastError();
     return 0;
 }
+
+void mn_cuda_must(const mn_comm *c, cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) mn_abort(c, "%s failed: %s", what, cudaGetErrorString(e));
+}
 #endif
 
 #if defined(MN_NCCL) && defined(GPU)

@@ -6,6 +6,7 @@
 #include "mn_queue.h"
 #ifdef GPU
 #include <cuda_runtime.h>
+#include "mn_nccl.h"
 #endif
 
 typedef enum { TASK_RUN, TASK_COMPLETE, TASK_WAIT } task_kind;
@@ -42,12 +43,6 @@ struct mn_mark {
     void *event;
 };
 
-#ifdef GPU
-static void cuda_ok(const mn_comm *c, cudaError_t e, const char *what)
-{
-    if (e != cudaSuccess) mn_abort(c, "%s failed: %s", what, cudaGetErrorString(e));
-}
-#endif
 
 /* The host queue's thread: its tasks in order, a random pause before each run. */
 static void *host_main(void *arg)
@@ -131,7 +126,7 @@ void mn_queue_sync(mn_queue *q)
 {
 #ifdef GPU
     if (q->device) {
-        cuda_ok(q->c, cudaStreamSynchronize((cudaStream_t)q->stream), "cudaStreamSynchronize");
+        mn_cuda_must(q->c, cudaStreamSynchronize((cudaStream_t)q->stream), "cudaStreamSynchronize");
         return;
     }
 #endif
@@ -166,7 +161,7 @@ void mn_queue_wait(mn_queue *q, mn_mark *m)
 {
 #ifdef GPU
     if (q->device) {
-        cuda_ok(q->c, cudaStreamWaitEvent((cudaStream_t)q->stream, (cudaEvent_t)m->event, 0), "cudaStreamWaitEvent");
+        mn_cuda_must(q->c, cudaStreamWaitEvent((cudaStream_t)q->stream, (cudaEvent_t)m->event, 0), "cudaStreamWaitEvent");
         return;
     }
 #endif
@@ -203,7 +198,7 @@ void mn_mark_free(mn_mark *m)
     if (!m) return;
 #ifdef GPU
     if (m->device) {
-        cuda_ok(m->c, cudaEventDestroy((cudaEvent_t)m->event), "cudaEventDestroy");
+        mn_cuda_must(m->c, cudaEventDestroy((cudaEvent_t)m->event), "cudaEventDestroy");
         free(m);
         return;
     }
@@ -217,7 +212,7 @@ void mn_mark_record(mn_mark *m, mn_queue *q)
 {
 #ifdef GPU
     if (q->device) {
-        cuda_ok(q->c, cudaEventRecord((cudaEvent_t)m->event, (cudaStream_t)q->stream), "cudaEventRecord");
+        mn_cuda_must(q->c, cudaEventRecord((cudaEvent_t)m->event, (cudaStream_t)q->stream), "cudaEventRecord");
         return;
     }
 #endif
@@ -231,7 +226,7 @@ void mn_mark_sync(mn_mark *m)
 {
 #ifdef GPU
     if (m->device) {
-        cuda_ok(m->c, cudaEventSynchronize((cudaEvent_t)m->event), "cudaEventSynchronize");
+        mn_cuda_must(m->c, cudaEventSynchronize((cudaEvent_t)m->event), "cudaEventSynchronize");
         return;
     }
 #endif
@@ -247,7 +242,7 @@ int mn_mark_done(mn_mark *m)
     if (m->device) {
         cudaError_t e = cudaEventQuery((cudaEvent_t)m->event);
         if (e == cudaErrorNotReady) return 0;
-        cuda_ok(m->c, e, "cudaEventQuery");
+        mn_cuda_must(m->c, e, "cudaEventQuery");
         return 1;
     }
 #endif

@@ -81,12 +81,6 @@ static int all_finite(const float *p, size_t n)
 }
 
 #ifdef GPU
-/* A CUDA call or launch of the update step: a failure ends the job. */
-static void step_ok(mn_optimizer *o, cudaError_t e, const char *what)
-{
-    if (e != cudaSuccess) mn_abort(o->comm, "%s failed: %s", what, cudaGetErrorString(e));
-}
-
 /* finish_mean for the device update arrays: the momentum part set aside on
  * the device comes back, or stands alone when the mean is not finite.
  * Darknet's copy_gpu and fill_gpu run on the base's stream, as ours do. */
@@ -99,7 +93,7 @@ static void finish_mean_gpu(mn_optimizer *o, int bad)
         if (bad && o->is_aside) mn_base_copy_gpu(n, o->aside_gpu + off, o->arrays_gpu[i]);
         else if (bad) mn_base_fill_gpu(n, 0, o->arrays_gpu[i]);
         else if (o->is_aside)
-            step_ok(o, (cudaError_t)mn_gpu_add(o->arrays_gpu[i], o->aside_gpu + off, o->lens[i], mn_base_stream()),
+            mn_cuda_must(o->comm, (cudaError_t)mn_gpu_add(o->arrays_gpu[i], o->aside_gpu + off, o->lens[i], mn_base_stream()),
                     "adding the momentum part back");
     }
     o->is_aside = 0;
@@ -110,11 +104,11 @@ static void finish_mean_gpu(mn_optimizer *o, int bad)
 static void check_on_device(mn_optimizer *o, int bad)
 {
     cudaStream_t st = MN_STREAM();
-    step_ok(o, cudaMemsetAsync(o->flag_gpu, 0, sizeof(int), st), "clearing the Inf/NaN flag");
+    mn_cuda_must(o->comm, cudaMemsetAsync(o->flag_gpu, 0, sizeof(int), st), "clearing the Inf/NaN flag");
     mn_stage_nonfinite(o->stage, o->flag_gpu, st);
-    step_ok(o, cudaMemcpyAsync(o->flag_host, o->flag_gpu, sizeof(int), cudaMemcpyDeviceToHost, st),
+    mn_cuda_must(o->comm, cudaMemcpyAsync(o->flag_host, o->flag_gpu, sizeof(int), cudaMemcpyDeviceToHost, st),
             "reading the Inf/NaN check");
-    step_ok(o, cudaStreamSynchronize(st), "the Inf/NaN check");
+    mn_cuda_must(o->comm, cudaStreamSynchronize(st), "the Inf/NaN check");
     finish_mean_gpu(o, bad || *o->flag_host);
 }
 
@@ -359,13 +353,13 @@ static void profile_mark(mn_optimizer *o, int end)
     cudaEvent_t e0 = (cudaEvent_t)o->prof[0], e1 = (cudaEvent_t)o->prof[1];
     if (!end && o->prof_pending) {
         float ms = 0;
-        step_ok(o, cudaEventSynchronize(e1), "MN_GPU_PROFILE's event");
-        step_ok(o, cudaEventElapsedTime(&ms, e0, e1), "MN_GPU_PROFILE's elapsed time");
+        mn_cuda_must(o->comm, cudaEventSynchronize(e1), "MN_GPU_PROFILE's event");
+        mn_cuda_must(o->comm, cudaEventElapsedTime(&ms, e0, e1), "MN_GPU_PROFILE's elapsed time");
         o->prof_ms += ms;
         ++o->prof_steps;
         o->prof_pending = 0;
     }
-    step_ok(o, cudaEventRecord(end ? e1 : e0, MN_STREAM()), "MN_GPU_PROFILE's event");
+    mn_cuda_must(o->comm, cudaEventRecord(end ? e1 : e0, MN_STREAM()), "MN_GPU_PROFILE's event");
     o->prof_pending = end;
 }
 
@@ -373,16 +367,18 @@ static void profile_start(mn_comm *c, mn_optimizer *o)
 {
     const char *v = getenv("MN_GPU_PROFILE");
     if (!v || strcmp(v, "1") || o->route == MN_ROUTE_HOST) return;
-    for (int i = 0; i < 2; ++i) {
-        cudaEvent_t e;
-        if (!mn_cuda_ok(c, cudaEventCreate(&e), "cudaEventCreate")) return;   /* no profile: the run goes on */
-        o->prof[i] = e;
+    cudaEvent_t e[2] = {NULL, NULL};
+    if (mn_cuda_ok(c, cudaEventCreate(&e[0]), "cudaEventCreate") && mn_cuda_ok(c, cudaEventCreate(&e[1]), "cudaEventCreate")) {
+        o->prof[0] = e[0];
+        o->prof[1] = e[1];
+    } else if (e[0]) {   /* both or none: no profile, and the run goes on */
+        mn_cuda_ok(c, cudaEventDestroy(e[0]), "cudaEventDestroy");
     }
 }
 
 static void profile_stop(mn_optimizer *o)
 {
-    if (o->prof[0] && o->prof[1] && o->comm->rank == 0)
+    if (o->prof[0] && o->comm->rank == 0)
         printf("darknet-mn: MN_GPU_PROFILE: the averaging hook held the base's stream %.3f ms a step on average "
                "(%ld steps, rank 0, route %s)\n", o->prof_steps ? o->prof_ms / (double)o->prof_steps : 0.0,
                o->prof_steps, o->route == MN_ROUTE_STAGED ? "staged" : o->route == MN_ROUTE_DEVICE ? "device" : "local");
@@ -523,12 +519,6 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
         (!mn_cuda_ok(c, cudaMalloc((void **)&o->flag_gpu, sizeof(int)), "cudaMalloc") ||
          !mn_cuda_ok(c, cudaMallocHost((void **)&o->flag_host, sizeof(int)), "cudaMallocHost")))
         return MN_ERR_NOMEM;
-    /* Their Inf/NaN check runs as one launch over the arrays' device tables. */
-    if (o->route == MN_ROUTE_DEVICE || o->route == MN_ROUTE_LOCAL) {
-        int pinned;
-        mn_status st = mn_stage_new(c, o->arrays_gpu, o->lens, o->n, NULL, &pinned, &o->stage);
-        if (st != MN_OK) return st;
-    }
     /* The momentum part waits on the device in every GPU run that sets it aside. */
     if (on_gpu && o->aside && !mn_cuda_ok(c, cudaMalloc((void **)&o->aside_gpu, (o->total + 1) * sizeof(float)), "cudaMalloc"))
         return MN_ERR_NOMEM;
@@ -540,15 +530,16 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
 }
 
 #ifdef GPU
-/* MN_ROUTE_STAGED (Debian's Open MPI is not CUDA-aware): the device side of
- * the copies, and the arena page-locked where the system allows, so that
- * they are DMA, not bounced (mn_stage.h). */
+/* Every GPU route: the device arrays' tables (the Inf/NaN check is one
+ * launch over them). MN_ROUTE_STAGED (Debian's Open MPI is not CUDA-aware)
+ * also: the device side of the copies, and the arena page-locked where the
+ * system allows, so that they are DMA, not bounced (mn_stage.h). */
 static mn_status start_stage(mn_comm *c, mn_optimizer *o)
 {
-    int pinned = 0;
-    mn_status st = mn_stage_new(c, o->arrays_gpu, o->lens, o->n, o->arena, &pinned, &o->stage);
+    int pinned = 0, staged = o->route == MN_ROUTE_STAGED;
+    mn_status st = mn_stage_new(c, o->arrays_gpu, o->lens, o->n, staged ? o->arena : NULL, &pinned, &o->stage);
     if (st == MN_ERR_NOMEM) mn_error(c, "out of device memory staging the gradient");
-    if (st == MN_OK && c->rank == 0)
+    if (st == MN_OK && staged && c->rank == 0)
         printf("darknet-mn: GPU run, communicator %s: gradients staged through %s host memory (MPI %s CUDA-aware)\n",
                c->ops->name, pinned ? "page-locked" : "pageable", mn_mpi_cuda_aware() ? "is" : "is not");
     return st;
@@ -595,7 +586,7 @@ static mn_status start_collectives(mn_comm *c, network *net, const mn_options *o
     o->ramp = o->dbuf && m < 1 ? (size_t)opt->dbuf_handover : 0;
     o->ramp_from = stale_ratio(m);
 #ifdef GPU
-    if (st == MN_OK && o->route == MN_ROUTE_STAGED) st = mn_agree(c, start_stage(c, o));
+    if (st == MN_OK && o->route != MN_ROUTE_HOST) st = mn_agree(c, start_stage(c, o));
 #endif
     /* One rank on a GPU has no mean to take (MN_ROUTE_LOCAL): nothing to hide. */
     if (st == MN_OK && opt->overlap && o->route != MN_ROUTE_LOCAL) {
@@ -607,7 +598,8 @@ static mn_status start_collectives(mn_comm *c, network *net, const mn_options *o
         st = mn_overlap_start(c, o->arrays, o->lens, o->layer_of, o->n, opt->bucket_mb,
                               o->route == MN_ROUTE_HOST ? NULL : &g, &o->ov);
 #ifdef GPU
-        if (st == MN_OK && o->stage) st = mn_agree(c, mn_stage_buckets(o->stage, mn_overlap_buckets(o->ov)));
+        if (st == MN_OK && o->route == MN_ROUTE_STAGED)
+            st = mn_agree(c, mn_stage_buckets(o->stage, mn_overlap_buckets(o->ov)));
 #endif
     }
     return st;

@@ -95,7 +95,7 @@ static int cut(mn_overlap *ov, const mn_comm *c, const size_t *lens, const int *
     ov->b = calloc(units + 1, sizeof *ov->b);
     if (!ov->b) return -1;
     int nb = 0;
-    size_t u = units;
+    size_t u = units, end = total;   /* the buckets so far cover floats [end, total) */
     while (u > 0) {
         bucket *k = &ov->b[nb++];
         size_t hi = u, floats = 0;
@@ -103,15 +103,13 @@ static int cut(mn_overlap *ov, const mn_comm *c, const size_t *lens, const int *
             --u;
             floats += ov->per_array ? lens[u] : (u + 1 == units ? total - u * unit : unit);
         } while (u > 0 && floats < want);
+        k->off = end -= floats;
+        k->len = floats;
         if (ov->per_array) {
             k->a0 = (int)u;
             k->a1 = (int)hi;
             k->ready = layer[u];
-            for (size_t a = 0; a < u; ++a) k->off += lens[a];
-            k->len = floats;
         } else {
-            k->off = u * unit;
-            k->len = floats;
             int a = 0;   /* the array holding the bucket's first float */
             for (size_t at = 0; a < n && at + lens[a] <= k->off; at += lens[a], ++a) {}
             k->ready = layer[a < n ? a : n - 1];

@@ -43,11 +43,6 @@ struct mn_stage {
     bucket_copy *buckets;
 };
 
-static void ok(const mn_stage *s, cudaError_t e, const char *what)
-{
-    if (e != cudaSuccess) mn_abort(s->c, "%s failed: %s", what, cudaGetErrorString(e));
-}
-
 mn_status mn_stage_new(mn_comm *c, float **dev, const size_t *lens, int n, float *arena, int *pinned, mn_stage **out)
 {
     *out = NULL;
@@ -111,23 +106,23 @@ void mn_stage_free(mn_stage *s)
 
 void mn_stage_nonfinite(mn_stage *s, int *flag, void *stream)
 {
-    ok(s, (cudaError_t)mn_gpu_arrays_nonfinite(s->ptrs, s->offs, s->n, s->total, flag, stream), "the Inf/NaN check");
+    mn_cuda_must(s->c, (cudaError_t)mn_gpu_arrays_nonfinite(s->ptrs, s->offs, s->n, s->total, flag, stream), "the Inf/NaN check");
 }
 
 void mn_stage_down(mn_stage *s)
 {
     cudaStream_t st = MN_STREAM();
-    ok(s, (cudaError_t)mn_gpu_pack(s->packed, s->ptrs, s->offs, s->n, 0, s->total, st), "packing the gradient");
-    ok(s, cudaMemcpyAsync(s->arena, s->packed, s->total * sizeof(float), cudaMemcpyDeviceToHost, st),
+    mn_cuda_must(s->c, (cudaError_t)mn_gpu_pack(s->packed, s->ptrs, s->offs, s->n, 0, s->total, st), "packing the gradient");
+    mn_cuda_must(s->c, cudaMemcpyAsync(s->arena, s->packed, s->total * sizeof(float), cudaMemcpyDeviceToHost, st),
        "copying the gradient down");
-    ok(s, cudaStreamSynchronize(st), "copying the gradient down");
+    mn_cuda_must(s->c, cudaStreamSynchronize(st), "copying the gradient down");
 }
 
 void mn_stage_up(mn_stage *s)
 {
     cudaStream_t st = MN_STREAM();
-    ok(s, cudaMemcpyAsync(s->packed, s->arena, s->total * sizeof(float), cudaMemcpyHostToDevice, st), "copying the mean up");
-    ok(s, (cudaError_t)mn_gpu_unpack(s->ptrs, s->packed, s->offs, s->n, s->total, st), "unpacking the mean");
+    mn_cuda_must(s->c, cudaMemcpyAsync(s->packed, s->arena, s->total * sizeof(float), cudaMemcpyHostToDevice, st), "copying the mean up");
+    mn_cuda_must(s->c, (cudaError_t)mn_gpu_unpack(s->ptrs, s->packed, s->offs, s->n, s->total, st), "unpacking the mean");
 }
 
 mn_status mn_stage_buckets(mn_stage *s, int nb)
@@ -152,8 +147,8 @@ static void copy_down(void *arg, void *stream)
     bucket_copy *b = arg;
     mn_stage *s = b->s;
     cudaStream_t st = (cudaStream_t)stream;
-    ok(s, (cudaError_t)mn_gpu_pack(s->packed, s->ptrs, s->offs, s->n, b->off, b->off + b->len, st), "packing a bucket");
-    ok(s, cudaMemcpyAsync(s->arena + b->off, s->packed + b->off, b->len * sizeof(float), cudaMemcpyDeviceToHost, st),
+    mn_cuda_must(s->c, (cudaError_t)mn_gpu_pack(s->packed, s->ptrs, s->offs, s->n, b->off, b->off + b->len, st), "packing a bucket");
+    mn_cuda_must(s->c, cudaMemcpyAsync(s->arena + b->off, s->packed + b->off, b->len * sizeof(float), cudaMemcpyDeviceToHost, st),
        "copying a bucket down");
 }
 
@@ -167,7 +162,7 @@ void mn_stage_handed(void *arg, int k, size_t off, size_t len, int poison)
 void mn_stage_ready(void *arg, int k)
 {
     mn_stage *s = arg;
-    ok(s, cudaSetDevice(s->device), "cudaSetDevice");   /* the averaging thread's first CUDA call */
+    mn_cuda_must(s->c, cudaSetDevice(s->device), "cudaSetDevice");   /* the averaging thread's first CUDA call */
     mn_overlap_order_sent(&s->order, k);
     if (s->buckets[k].poison) s->arena[0] = NAN;   /* as the blocking path marks a rank's non-finite loss */
 }

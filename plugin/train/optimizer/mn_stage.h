@@ -1,4 +1,6 @@
-/* The staged route's device side (mn_stage.c; GPU builds): a GPU run whose
+/* Darknet's device update arrays as one packed range (mn_stage.c; GPU
+ * builds): their device tables, for every GPU route (one Inf/NaN launch
+ * over all of them); and the staged route's copies: a GPU run whose
  * MPI is not CUDA-aware averages Darknet's device update arrays in the host
  * arena, so they are packed into one device buffer and copied down, whole
  * after backward or bucket by bucket during it (overlap=1), and the mean
