@@ -20,6 +20,9 @@
 #  2d. double_buffering=1: bit-identical with and without
 #     CUDA_LAUNCH_BLOCKING=1;
 #  3. a killed rank: kill -9 of rank 1 ends the job within the timeout;
+#  3b. the rescue: rank 1 stalled, rank 0 writes the last completed update
+#     from its page-locked copy, and the rerun resumes there bit-identical
+#     to an uninterrupted run;
 #  4. compute-sanitizer memcheck (2 ranks) and racecheck (1 rank) on a
 #     short run: no error reported;
 #  5. a detector on 2 ranks with -map: trained and evaluated on the GPU.
@@ -209,6 +212,31 @@ r0=$(cat "$T/kill.rc.0" 2> /dev/null || echo killed)
 if [ "$(cat "$T/kill.rc.1" 2> /dev/null)" = 137 ] && [ "$r0" != 0 ] && [ "$(cat "$T/kill.rc")" != 124 ] && [ $took -lt 120 ]; then
     okd "killed rank: the job ended in ${took}s (rank 1 137, rank 0 $r0, mpiexec $(cat "$T/kill.rc"))"
 else bad "killed rank: mpiexec $(cat "$T/kill.rc") after ${took}s, ranks $(rcs "$T/kill" 2)"; fi
+
+# The rescue on a GPU: rank 1 stalled (SIGSTOP) once rank 0 reported
+# iteration 50; rank 0's watchdog ends the job after collective_timeout=3
+# and its rescue thread writes the last completed update from the host
+# copies the copy stream made after each update (mn_held.c: it reads host
+# memory, with nothing of the GPU but an event query). The rerun of the
+# same command resumes past it and ends bit-identical to an uninterrupted
+# run.
+echo "-- 3b. the rescue: rank 1 stalled, rank 0 writes the last completed update from its host copy"
+run resc-ref 2 -- "$(cfg resc-ref 4 400)"
+rsc=$(cfg resc 4 400 collective_timeout=3)
+run resc 2 -- "$rsc" &
+for _ in $(seq 600); do grep -aq '^50: loss' "$T/resc.out.0" 2> /dev/null && break; sleep 0.05; done
+signal_rank1 STOP "$T/resc.data"
+wait
+signal_rank1 KILL "$T/resc.data"
+last=$(grep -ao '^[0-9]*: loss' "$T/resc.out.0" | tail -1 | cut -d: -f1)
+k=$(ls "$T/resc" | sed -n 's/^resc\.ckpt-\([0-9]*\)$/\1/p' | sort -n | tail -1)
+said=$(grep -aho "rank 0 ([^)]*): ending: the last completed update, iteration [0-9]*" "$T"/resc.err.* | head -1)
+run resc 2 -- "$rsc"
+first=$(grep -ao '^[0-9]*: loss' "$T/resc.out.0" | head -1 | cut -d: -f1)
+if all_rc "$T/resc-ref" 2 0 && [ -n "$k" ] && [ -n "$last" ] && [ "$k" -ge "$last" ] && [ -n "$said" ] &&
+   [ "$first" = $((k + 1)) ] && all_rc "$T/resc" 2 0 && "$WCMP" "$(w resc)" "$(w resc-ref)" 0 > "$T/resc.log"; then
+    okd "rescue: rank 1 stalled at iteration $last; ${said%%(*}wrote iteration $k; the rerun starts at $first and ends bit-identical to an uninterrupted run ($(cat "$T/resc.log"))"
+else bad "rescue: last reported ${last:-none}, checkpoint ${k:-none}, said '${said:-nothing}', rerun from ${first:-none} ($(rcs "$T/resc" 2)); $(cat "$T/resc.log" 2> /dev/null) (see $T/resc.err.*)"; fi
 
 echo "-- 4. compute-sanitizer"
 if [ "$DRY" = 1 ]; then

@@ -215,26 +215,36 @@ static int run_dbuf(unsigned seed, unsigned skip, int *applied)
     return wrong;
 }
 
-/* -- rescue: the host copy is always one whole update -------------------- */
+/* -- rescue: a slot read is always one whole update, the newest copied --- */
 typedef struct {
-    float state[L], host[L];
+    float state[L], host[2][L];
     int step;
 } rs_state;
+typedef struct { rs_state *st; int b; } rs_arg;
 
 static void rs_update(void *a, void *stream) { (void)stream; rs_state *st = a; ++st->step; slow_fill(st->state, grad(st->step, 0, 0), L); }
 static void rs_copy(void *a, void *stream)
 {
     (void)stream;
-    rs_state *st = a;
+    rs_arg *x = a;
     for (int i = 0; i < L; ++i) {
-        st->host[i] = st->state[i];
+        x->st->host[x->b][i] = x->st->state[i];
         if (i % 64 == 63) usleep(20);
     }
 }
 
-/* The count of reads that found the host copy not one whole update, or not
- * the last one copied: read as a rescue thread may at any time, here once
- * the next update is issued (which the copy must not see). */
+/* Whether slot b holds update `want` whole. */
+static int rs_holds(const rs_state *st, int b, int want)
+{
+    int whole = st->host[b][0] == grad(want, 0, 0);
+    for (int i = 1; i < L; ++i) whole &= st->host[b][i] == st->host[b][0] + (float)i;
+    return whole;
+}
+
+/* The count of reads that found a slot not one whole update, or not the
+ * newest copied: read as a rescue thread may at any time, here once the next
+ * update is issued (which the copy must not see), first without waiting
+ * (the last copy, or the one before if the last is not done), then waiting. */
 static int run_rescue(unsigned seed, unsigned skip)
 {
     mn_queue *base = mn_queue_host(seed, DELAY), *copy = mn_queue_host(seed * 7 + 1, DELAY);
@@ -242,19 +252,21 @@ static int run_rescue(unsigned seed, unsigned skip)
     mn_rescue_order o;
     if (!base || !copy || !st || mn_rescue_order_init(&o, base, copy) != MN_OK) { EXPECT(0, "rescue setup"); exit(1); }
     o.skip = skip;
-    int bad = 0;
+    rs_arg args[2] = {{st, 0}, {st, 1}};
+    void *const slots[2] = {&args[0], &args[1]};
+    int bad = 0, copied_step[2] = {0, 0};
+    EXPECT(mn_rescue_order_read(&o, 0) == -1, "rescue: a slot read before any copy");
     for (int s = 1; s <= STEPS; ++s) {
         mn_rescue_order_before_update(&o);
         mn_queue_run(base, rs_update, st);
         if (s >= 2) {
-            /* The copy issued last is of update s-1: whole, and of s-1 (not s-2: read before it was done). */
-            mn_rescue_order_read(&o);
-            float v0 = st->host[0];
-            int whole = 1;
-            for (int i = 1; i < L; ++i) whole &= st->host[i] == v0 + (float)i;
-            if (!whole || v0 != grad(s - 1, 0, 0)) ++bad;
+            int b = mn_rescue_order_read(&o, 0);
+            if (b >= 0 && (copied_step[b] < s - 2 || !rs_holds(st, b, copied_step[b]))) ++bad;
+            b = mn_rescue_order_read(&o, -1);
+            if (b < 0 || copied_step[b] != s - 1 || !rs_holds(st, b, s - 1)) ++bad;
         }
-        mn_rescue_order_after_update(&o, rs_copy, st);
+        int b = mn_rescue_order_after_update(&o, rs_copy, slots);
+        copied_step[b] = s;
     }
     mn_queue_sync(base);
     mn_queue_sync(copy);

@@ -112,6 +112,7 @@ typedef struct {
     float *rolling_mean, *rolling_variance;            /* batch norm's statistics, or NULL */
     float *rolling_mean_gpu, *rolling_variance_gpu;    /* their device copies (NULL in CPU builds) */
     float *updates[MN_UPDATES], *updates_gpu[MN_UPDATES];  /* weight, bias, scale updates, or NULL */
+    float *params[MN_UPDATES], *params_gpu[MN_UPDATES];    /* the weights, biases and scales they update, or NULL */
 } mn_layer_info;
 mn_layer_info mn_layer_get(const network *net, int i);
 mn_layer_info mn_layer_last(const network *net);
@@ -152,7 +153,7 @@ typedef struct {
 typedef struct {
     float *data;        /* the array (host memory) */
     float *grad;        /* its update array when the layer is trained, else NULL */
-    float *data_gpu;    /* a running statistic's device copy (GPU builds), else NULL */
+    float *data_gpu;    /* its device copy (GPU builds; a statistic's or one of params_gpu), else NULL */
     float *grad_gpu;    /* the update array's device copy (GPU builds), else NULL */
     size_t n;
     int layer;

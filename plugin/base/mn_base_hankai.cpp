@@ -234,12 +234,18 @@ mn_layer_info mn_layer_get(const network *net, int i)
     in.updates[MN_UPDATE_WEIGHTS] = l.weight_updates;
     in.updates[MN_UPDATE_BIASES] = l.bias_updates;
     in.updates[MN_UPDATE_SCALES] = l.scale_updates;
+    in.params[MN_UPDATE_WEIGHTS] = l.weights;
+    in.params[MN_UPDATE_BIASES] = l.biases;
+    in.params[MN_UPDATE_SCALES] = l.scales;
 #ifdef DARKNET_GPU
     in.rolling_mean_gpu = l.rolling_mean_gpu;
     in.rolling_variance_gpu = l.rolling_variance_gpu;
     in.updates_gpu[MN_UPDATE_WEIGHTS] = l.weight_updates_gpu;
     in.updates_gpu[MN_UPDATE_BIASES] = l.bias_updates_gpu;
     in.updates_gpu[MN_UPDATE_SCALES] = l.scale_updates_gpu;
+    in.params_gpu[MN_UPDATE_WEIGHTS] = l.weights_gpu;
+    in.params_gpu[MN_UPDATE_BIASES] = l.biases_gpu;
+    in.params_gpu[MN_UPDATE_SCALES] = l.scales_gpu;
 #endif
     return in;
 }

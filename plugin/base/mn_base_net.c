@@ -117,10 +117,12 @@ mn_layer_info mn_layer_get(const network *net, int i)
         .rolling_mean = l->rolling_mean,
         .rolling_variance = l->rolling_variance,
         .updates = {l->weight_updates, l->bias_updates, l->scale_updates},
+        .params = {l->weights, l->biases, l->scales},
 #ifdef GPU
         .rolling_mean_gpu = l->rolling_mean_gpu,
         .rolling_variance_gpu = l->rolling_variance_gpu,
         .updates_gpu = {l->weight_updates_gpu, l->bias_updates_gpu, l->scale_updates_gpu},
+        .params_gpu = {l->weights_gpu, l->biases_gpu, l->scales_gpu},
 #endif
     };
     return in;

@@ -47,6 +47,8 @@ int mn_views_next(mn_views *it, mn_view *v)
     }
     for (int u = 0; p->grad && u < MN_UPDATES; ++u)
         if (p->grad == l->updates[u]) v->update = u;
+    for (int u = 0; !v->stat && p->data && u < MN_UPDATES; ++u)
+        if (p->data == l->params[u]) v->data_gpu = l->params_gpu[u];
     if (v->update >= 0) v->grad_gpu = l->updates_gpu[v->update];
     return 1;
 }

@@ -231,13 +231,16 @@ static void put(ckpt_out *w, const void *p, size_t n)
 
 static void put_floats(const float *p, size_t n, void *arg) { put(arg, p, n * sizeof(float)); }
 
-static int write_ckpt(FILE *f, const ckpt_header *h, const char *experiment, network *net, const float *stats,
-                      const float *momentum)
+/* The parameters are the network's, or params (all of them in its order: a
+ * GPU run's rescue, which must not touch the device). */
+static int write_ckpt(FILE *f, const ckpt_header *h, const char *experiment, network *net, const float *params,
+                      const float *stats, const float *momentum)
 {
     ckpt_out w = {f, MN_FNV_SEED, 1};
     put(&w, h, sizeof *h);
     put(&w, experiment ? experiment : "", h->experiment);
-    mn_params_each(net, stats, put_floats, &w);
+    if (params) put_floats(params, h->nparams, &w);
+    else mn_params_each(net, stats, put_floats, &w);
     put_floats(momentum, h->nmomentum, &w);
     uint64_t sum = w.sum;
     w.ok = fwrite(&sum, sizeof sum, 1, f) == 1 && w.ok;
@@ -263,7 +266,7 @@ static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const cha
         mn_error(c, "cannot write checkpoint %s: %s", tmp, strerror(errno));
         return MN_ERR_USER;
     }
-    if (!write_ckpt(f, &h, experiment, net, NULL, mom)) {
+    if (!write_ckpt(f, &h, experiment, net, NULL, NULL, mom)) {
         mn_error(c, "writing checkpoint %s failed: %s", tmp, strerror(errno));
         remove(tmp);
         return MN_ERR_USER;
@@ -371,7 +374,7 @@ static void rescue_write(void *arg)
     char *buf = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len), *f;
-    int ok = m && write_ckpt(m, &h, r->experiment, r->net, s.stats, s.momentum), opened;
+    int ok = m && write_ckpt(m, &h, r->experiment, r->net, s.params, s.stats, s.momentum), opened;
     if (ok) {
         mn_optimizer_release(r->o);
         opened = (f = fopen(tmp, "wb")) != NULL;
@@ -379,7 +382,7 @@ static void rescue_write(void *arg)
         ok = (opened && fclose(f) == 0) && ok;
     } else {
         opened = (f = fopen(tmp, "wb")) != NULL;
-        ok = opened && write_ckpt(f, &h, r->experiment, r->net, s.stats, s.momentum);   /* closes f */
+        ok = opened && write_ckpt(f, &h, r->experiment, r->net, s.params, s.stats, s.momentum);   /* closes f */
         mn_optimizer_release(r->o);
     }
     free(buf);
@@ -408,9 +411,7 @@ mn_status mn_rescue_open(mn_comm *c, network *net, mn_optimizer *o, const char *
                          const char *experiment, const mn_best *best, mn_rescue **out)
 {
     *out = NULL;
-    mn_snapshot probe;
-    if (mn_optimizer_hold(o, &probe) != 0) return MN_OK;   /* off for this run */
-    mn_optimizer_release(o);
+    if (!mn_optimizer_rescues(o)) return MN_OK;   /* off for this run */
     uint64_t n[2] = {c->rank == 0 && experiment ? strlen(experiment) : 0, c->rank == 0 ? lock_run(dir) : 0};
     MN_MPI(c, MPI_Bcast(n, 2, MPI_UINT64_T, 0, c->world));
     mn_rescue *r = calloc(1, sizeof *r);

@@ -18,6 +18,7 @@
 #include "mn_observe.h"
 #include "mn_overlap.h"
 #include "mn_dbuf.h"
+#include "mn_held.h"
 #include "mn_ways.h"
 #include "mn_stage.h"
 
@@ -60,7 +61,8 @@ struct mn_optimizer {
      * from the mean to the step's end; begin_step takes it to set the
      * momentum and the running statistics aside. */
     int rescue;
-    pthread_mutex_t hold;
+    struct mn_held *held; /* rescue=1 in a GPU run: the update's state copied to the host (mn_held.h), else NULL */
+    pthread_mutex_t hold; /* also keeps a GPU run's copies from being issued while the rescue reads one */
     int holding, done;    /* the hook holds it; the step's update is done */
     uint64_t snap_it, snap_seen;
     double snap_time;
@@ -417,10 +419,8 @@ static void free_optimizer(mn_optimizer *o)
         if (o->comm->watch == o->watch) o->comm->watch = NULL;
         mn_watchdog_stop(o->watch);
     }
-    if (o->rescue) {
-        if (o->holding) pthread_mutex_unlock(&o->hold);
-        pthread_mutex_destroy(&o->hold);
-    }
+    if (o->holding) pthread_mutex_unlock(&o->hold);
+    pthread_mutex_destroy(&o->hold);
     free(o->aside);
     free(o->state);
     mn_bn_arrays_free(&o->bn);
@@ -428,6 +428,7 @@ static void free_optimizer(mn_optimizer *o)
     mn_ways_free(o->ways);
 #ifdef GPU
     profile_stop(o);
+    mn_held_free(o->held);
     mn_stage_free(o->stage);   /* before the arena it page-locked */
     if (o->flag_host) mn_cuda_ok(o->comm, cudaFreeHost(o->flag_host), "cudaFreeHost");
     void *dev[] = {o->aside_gpu, o->flag_gpu};
@@ -487,7 +488,6 @@ static mn_status host_state(mn_comm *c, network *net, const mn_options *opt, mn_
     if (opt->grad_dtype_half) MN_CHECK(mn_comm_set_dtype(c, 1));
     o->skip = opt->nonfinite_skip;
     o->rescue = opt->rescue && !opt->double_buffering && cpu_run && c->size > 1;
-    if (o->rescue) pthread_mutex_init(&o->hold, NULL);   /* free_optimizer destroys it wherever rescue is set */
     if ((opt->grad_dtype_half || opt->double_buffering || o->skip || o->rescue) &&
         !(o->aside = calloc(o->total + 1, sizeof(float))))
         return MN_ERR_NOMEM;
@@ -519,6 +519,14 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
         (!mn_cuda_ok(c, cudaMalloc((void **)&o->flag_gpu, sizeof(int)), "cudaMalloc") ||
          !mn_cuda_ok(c, cudaMallocHost((void **)&o->flag_host, sizeof(int)), "cudaMallocHost")))
         return MN_ERR_NOMEM;
+    /* rescue=1: the update's state reaches the host on a copy stream (a
+     * CPU run's rescue reads the host arrays it keeps, host_state). */
+    if (on_gpu && opt->rescue && !opt->double_buffering && c->size > 1) {
+        char why[256];
+        mn_status r = mn_held_new(c, net, o->arrays_gpu, o->lens, o->n, &o->held, why, sizeof why);
+        if (r != MN_OK) return r;
+        if (!o->held) printf("darknet-mn: rank %d: rescue=1 is off on this rank: %s\n", c->rank, why);
+    }
     /* The momentum part waits on the device in every GPU run that sets it aside. */
     if (on_gpu && o->aside && !mn_cuda_ok(c, cudaMalloc((void **)&o->aside_gpu, (o->total + 1) * sizeof(float)), "cudaMalloc"))
         return MN_ERR_NOMEM;
@@ -641,6 +649,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
 {
     mn_optimizer *o = calloc(1, sizeof *o);
     if (!o) return mn_agree(c, MN_ERR_NOMEM);   /* the others wait in their first agreement */
+    pthread_mutex_init(&o->hold, NULL);
     o->comm = c;
     o->seg = -1;
     int *which = NULL;
@@ -743,6 +752,9 @@ static void set_aside(mn_optimizer *o, const network *net)
 
 void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
 {
+#ifdef GPU
+    if (o->held) mn_held_before(o->held);
+#endif
     if (o->rescue) mn_optimizer_end_step(o, net);   /* a caller that trains without calling it */
     o->mark = mn_now();
     o->seg = -1;
@@ -764,6 +776,14 @@ void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
 void mn_optimizer_end_step(mn_optimizer *o, const network *net)
 {
     o->in_step = 0;
+#ifdef GPU
+    if (o->held) {   /* a rescue reading a slot finishes first */
+        pthread_mutex_lock(&o->hold);
+        mn_held_after(o->held, mn_base_iteration((network *)net), mn_net_seen(net), mn_now());
+        pthread_mutex_unlock(&o->hold);
+        return;
+    }
+#endif
     if (!o->holding) return;
     snap_counters(o, net);
     o->done = 1;
@@ -771,15 +791,28 @@ void mn_optimizer_end_step(mn_optimizer *o, const network *net)
     pthread_mutex_unlock(&o->hold);
 }
 
+int mn_optimizer_rescues(const mn_optimizer *o) { return o->rescue || o->held; }
+
 int mn_optimizer_hold(mn_optimizer *o, mn_snapshot *s)
 {
-    if (!o->rescue) return -1;
+    if (!mn_optimizer_rescues(o)) return -1;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += 5;   /* an update takes milliseconds; longer, the rank is stuck inside it */
     if (pthread_mutex_timedlock(&o->hold, &ts) != 0) return -1;
+#ifdef GPU
+    mn_held_state h;
+    if (o->held && mn_held_read(o->held, 200000, &h) != 0) {   /* no copy complete within 0.2 s */
+        pthread_mutex_unlock(&o->hold);
+        return -1;
+    }
+    if (o->held) {
+        *s = (mn_snapshot){h.iteration, h.seen, h.done, h.momentum, h.nmomentum, NULL, h.params};
+        return 0;
+    }
+#endif
     *s = (mn_snapshot){o->snap_it, o->snap_seen, o->snap_time, o->done ? o->arena : o->aside, o->total,
-                       o->done ? NULL : o->stats_saved};
+                       o->done ? NULL : o->stats_saved, NULL};
     return 0;
 }
 

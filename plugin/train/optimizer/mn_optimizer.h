@@ -38,17 +38,22 @@ double mn_optimizer_synced_at(const mn_optimizer *o);
 /* After each train_network: the update is done (rescue=1). */
 void mn_optimizer_end_step(mn_optimizer *o, const network *net);
 /* The last completed update, held still until mn_optimizer_release (the
- * next update waits): the parameters are the network's; its momentum is
- * at momentum; its running statistics at stats, in the network's
- * parameter order, or the network's own where stats is NULL; done: when it
- * completed (mn_now). -1 where rescue is off or an update holds on for 5 s. */
+ * next update waits): the parameters are the network's, or at params in
+ * its order (a GPU run's host copy, mn_held.h); its momentum is at
+ * momentum; its running statistics at stats, in the network's parameter
+ * order, or the network's own (or params') where stats is NULL; done: when
+ * it completed (mn_now). -1 where rescue is off, an update holds on for 5 s
+ * or a GPU run has no complete copy. */
 typedef struct {
     uint64_t iteration, seen;
     double done;
     const float *momentum;
     size_t nmomentum;
     const float *stats;
+    const float *params;
 } mn_snapshot;
+/* Whether this run keeps what a rescue writes (rescue=1, 2 ranks or more, no double buffering). */
+int mn_optimizer_rescues(const mn_optimizer *o);
 int mn_optimizer_hold(mn_optimizer *o, mn_snapshot *s);
 void mn_optimizer_release(mn_optimizer *o);
 

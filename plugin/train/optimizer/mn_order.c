@@ -1,5 +1,6 @@
 /* The GPU orders (mn_order.h): each wait, and why it is there. */
 #include <stdlib.h>
+#include <unistd.h>
 #include "mn_order.h"
 
 static int has(unsigned skip, unsigned wait) { return !(skip & wait); }
@@ -96,34 +97,48 @@ void mn_dbuf_order_free(mn_dbuf_order *o)
 }
 
 /* rescue=1. The copy reads what the update writes: it waits for the update
- * (updated), and the next update waits for the copy (copied), so the host
- * copy is never of half an update. */
+ * (updated), and the next writer waits for the copy (copied), so a slot is
+ * never of half an update. A slot is written again two copies later, after
+ * base waited for the copy in between, which the copy queue ran after it. */
 mn_status mn_rescue_order_init(mn_rescue_order *o, mn_queue *base, mn_queue *copy)
 {
-    *o = (mn_rescue_order){base, copy, mn_mark_new(base), mn_mark_new(copy), 0};
-    if (o->updated && o->copied) return MN_OK;
+    *o = (mn_rescue_order){base, copy, mn_mark_new(base), {mn_mark_new(copy), mn_mark_new(copy)}, 0, 0};
+    if (o->updated && o->copied[0] && o->copied[1]) return MN_OK;
     mn_rescue_order_free(o);
     return MN_ERR_NOMEM;
 }
 
 void mn_rescue_order_before_update(mn_rescue_order *o)
 {
-    if (has(o->skip, MN_ORDER_COPY_READ)) mn_queue_wait(o->base, o->copied);
+    if (o->copies && has(o->skip, MN_ORDER_COPY_READ)) mn_queue_wait(o->base, o->copied[(o->copies - 1) % 2]);
 }
 
-void mn_rescue_order_after_update(mn_rescue_order *o, mn_task_fn copy, void *arg)
+int mn_rescue_order_after_update(mn_rescue_order *o, mn_task_fn copy, void *const args[2])
 {
+    int b = (int)(o->copies++ % 2);
     mn_mark_record(o->updated, o->base);
     if (has(o->skip, MN_ORDER_UPDATE_DONE)) mn_queue_wait(o->copy, o->updated);
-    mn_queue_run(o->copy, copy, arg);
-    mn_mark_record(o->copied, o->copy);
+    mn_queue_run(o->copy, copy, args[b]);
+    mn_mark_record(o->copied[b], o->copy);
+    return b;
 }
 
-void mn_rescue_order_read(mn_rescue_order *o) { mn_mark_sync(o->copied); }
+int mn_rescue_order_read(mn_rescue_order *o, long wait_us)
+{
+    if (!o->copies) return -1;
+    int last = (int)((o->copies - 1) % 2);
+    if (wait_us < 0) mn_mark_sync(o->copied[last]);
+    for (long waited = 0; !mn_mark_done(o->copied[last]); waited += 1000) {
+        if (waited >= wait_us) return o->copies > 1 && mn_mark_done(o->copied[!last]) ? !last : -1;
+        usleep(1000);
+    }
+    return last;
+}
 
 void mn_rescue_order_free(mn_rescue_order *o)
 {
     mn_mark_free(o->updated);
-    mn_mark_free(o->copied);
+    mn_mark_free(o->copied[0]);
+    mn_mark_free(o->copied[1]);
     *o = (mn_rescue_order){0};
 }

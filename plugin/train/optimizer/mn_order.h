@@ -53,22 +53,29 @@ int mn_dbuf_order_take(mn_dbuf_order *o);
 void mn_dbuf_order_free(mn_dbuf_order *o);
 
 /* rescue=1: after each update on base, a copy queue copies the state the
- * update left to page-locked host memory; the next update waits for that
- * copy, so a lost job's rescue thread reads host memory only, once the
- * last copy is complete. */
+ * update left into one of two host slots, in turn; the work on base that
+ * changes that state next (the next step's forward pass writes the running
+ * statistics) waits for the copy. A lost job's rescue thread reads host
+ * memory only: the newest slot whose copy is complete, so a copy stuck
+ * behind a hung collective costs one step, not the rescue. The caller keeps
+ * new copies from being issued while a slot is read. */
 enum { MN_ORDER_UPDATE_DONE = 1, MN_ORDER_COPY_READ = 2 };
 typedef struct {
     mn_queue *base, *copy;
-    mn_mark *updated, *copied;
+    mn_mark *updated, *copied[2];
+    unsigned long copies;   /* issued so far; the last went to slot (copies - 1) % 2 */
     unsigned skip;
 } mn_rescue_order;
 mn_status mn_rescue_order_init(mn_rescue_order *o, mn_queue *base, mn_queue *copy);
-/* Before an update is issued to base: it waits for the last copy. */
+/* Before base's next work that writes the state: it waits for the last copy. */
 void mn_rescue_order_before_update(mn_rescue_order *o);
-/* After it: copy(arg) on the copy queue once the update is done. */
-void mn_rescue_order_after_update(mn_rescue_order *o, mn_task_fn copy, void *arg);
-/* The rescue thread: returns once the last copy issued is in host memory. */
-void mn_rescue_order_read(mn_rescue_order *o);
+/* After the update: copy(args[slot]) on the copy queue once the update is
+ * done; returns the slot. */
+int mn_rescue_order_after_update(mn_rescue_order *o, mn_task_fn copy, void *const args[2]);
+/* The rescue thread: the slot of the newest complete copy, waiting up to
+ * wait_us for the last one issued (< 0: as long as it takes) before taking
+ * the one before; -1 when neither is complete. */
+int mn_rescue_order_read(mn_rescue_order *o, long wait_us);
 void mn_rescue_order_free(mn_rescue_order *o);
 
 #endif

@@ -43,10 +43,10 @@ struct mn_stage {
     bucket_copy *buckets;
 };
 
-mn_status mn_stage_new(mn_comm *c, float **dev, const size_t *lens, int n, float *arena, int *pinned, mn_stage **out)
+/* The device tables of the n arrays, and the packed buffer where asked. */
+static mn_status make_stage(mn_comm *c, float **dev, const size_t *lens, int n, int packed, mn_stage **out)
 {
     *out = NULL;
-    *pinned = 0;
     mn_stage *s = calloc(1, sizeof *s);
     size_t *offs = malloc((size_t)(n + 1) * sizeof *offs);
     if (!s || !offs) {
@@ -55,13 +55,12 @@ mn_status mn_stage_new(mn_comm *c, float **dev, const size_t *lens, int n, float
         return MN_ERR_NOMEM;
     }
     s->c = c;
-    s->arena = arena;
     s->n = n;
     s->total = mn_pack_offsets(lens, n, offs);
     cudaStream_t st = MN_STREAM();
     mn_status r = MN_OK;
     if (!mn_cuda_ok(c, cudaGetDevice(&s->device), "cudaGetDevice")) r = MN_ERR_UNAVAILABLE;
-    else if ((arena && !mn_cuda_ok(c, cudaMalloc((void **)&s->packed, (s->total + 1) * sizeof(float)), "cudaMalloc")) ||
+    else if ((packed && !mn_cuda_ok(c, cudaMalloc((void **)&s->packed, (s->total + 1) * sizeof(float)), "cudaMalloc")) ||
              !mn_cuda_ok(c, cudaMalloc((void **)&s->ptrs, (size_t)(n + 1) * sizeof(float *)), "cudaMalloc") ||
              !mn_cuda_ok(c, cudaMalloc((void **)&s->offs, (size_t)(n + 1) * sizeof(size_t)), "cudaMalloc"))
         r = MN_ERR_NOMEM;
@@ -72,21 +71,37 @@ mn_status mn_stage_new(mn_comm *c, float **dev, const size_t *lens, int n, float
              !mn_cuda_ok(c, cudaStreamSynchronize(st), "cudaStreamSynchronize"))
         r = MN_ERR_UNAVAILABLE;
     free(offs);
-    if (r == MN_OK && !arena) {
-        *out = s;
-        return MN_OK;
-    }
-    if (r == MN_OK) {
-        /* Best effort: a refusal (the locked-memory limit) is cleared, or
-         * Darknet's next check_error would abort on it. */
-        s->pinned = cudaHostRegister(arena, (s->total + 1) * sizeof(float), cudaHostRegisterPortable) == cudaSuccess;
-        if (!s->pinned) (void)cudaGetLastError();
-        *pinned = s->pinned;
-        *out = s;
-        return MN_OK;
-    }
-    mn_stage_free(s);
+    if (r == MN_OK) *out = s;
+    else mn_stage_free(s);
     return r;
+}
+
+mn_status mn_stage_new(mn_comm *c, float **dev, const size_t *lens, int n, float *arena, int *pinned, mn_stage **out)
+{
+    *pinned = 0;
+    mn_status r = make_stage(c, dev, lens, n, arena != NULL, out);
+    if (r != MN_OK || !arena) return r;
+    mn_stage *s = *out;
+    s->arena = arena;
+    /* Best effort: a refusal (the locked-memory limit) is cleared, or
+     * Darknet's next check_error would abort on it. */
+    s->pinned = cudaHostRegister(arena, (s->total + 1) * sizeof(float), cudaHostRegisterPortable) == cudaSuccess;
+    if (!s->pinned) (void)cudaGetLastError();
+    *pinned = s->pinned;
+    return MN_OK;
+}
+
+mn_status mn_stage_packer(mn_comm *c, float **dev, const size_t *lens, int n, mn_stage **out)
+{
+    return make_stage(c, dev, lens, n, 1, out);
+}
+
+void mn_stage_pack_into(mn_stage *s, float *host, void *stream)
+{
+    cudaStream_t st = (cudaStream_t)stream;
+    mn_cuda_must(s->c, (cudaError_t)mn_gpu_pack(s->packed, s->ptrs, s->offs, s->n, 0, s->total, st), "packing the state");
+    mn_cuda_must(s->c, cudaMemcpyAsync(host, s->packed, s->total * sizeof(float), cudaMemcpyDeviceToHost, st),
+                 "copying the state down");
 }
 
 void mn_stage_free(mn_stage *s)

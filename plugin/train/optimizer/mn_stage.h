@@ -19,7 +19,12 @@ typedef struct mn_stage mn_stage;
  * are DMA rather than bounced. arena NULL: the tables alone (the routes
  * that average on the device, for mn_stage_nonfinite). Not collective. */
 mn_status mn_stage_new(mn_comm *c, float **dev, const size_t *lens, int n, float *arena, int *pinned, mn_stage **out);
+/* The tables and the packed buffer, no arena: for mn_stage_pack_into. */
+mn_status mn_stage_packer(mn_comm *c, float **dev, const size_t *lens, int n, mn_stage **out);
 void mn_stage_free(mn_stage *s);
+/* Every array packed and copied into host (page-locked), on stream; the
+ * host does not wait. */
+void mn_stage_pack_into(mn_stage *s, float *host, void *stream);
 /* *flag (device memory) = 1 where any of the arrays holds Inf or NaN: one
  * launch over all of them, on stream. */
 void mn_stage_nonfinite(mn_stage *s, int *flag, void *stream);

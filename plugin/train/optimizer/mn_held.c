@@ -1,0 +1,169 @@
+/* The rescue's copies in a GPU run (mn_held.h). Every array is listed once
+ * in the device tables of an mn_stage, so a copy is one pack launch and one
+ * device-to-host copy on the copy stream, whatever the layer count. The
+ * copies alternate between two page-locked slots (mn_rescue_order, whose
+ * waits tests/test_queue.c checks on host queues): the copy stream waits for
+ * the update, the next step's work waits for the copy, and the rescue reads
+ * the newest slot whose copy is complete. */
+#ifdef GPU
+#include <stdio.h>
+#include <stdlib.h>
+#include "mn_held.h"
+#include "mn_base.h"
+#include "mn_nccl.h"
+#include "mn_order.h"
+#include "mn_queue.h"
+#include "mn_stage.h"
+
+typedef struct {
+    mn_held *h;
+    int b;
+} slot_arg;
+
+struct mn_held {
+    mn_comm *c;
+    int device;
+    mn_stage *pack;          /* every array: parameters, then momentum */
+    size_t nparams, total;
+    float *slot[2];          /* page-locked copies */
+    uint64_t it[2], seen[2];
+    double done[2];
+    slot_arg args[2];
+    cudaStream_t copy;
+    int has_copy, has_order;
+    mn_queue *base_q, *copy_q;
+    mn_rescue_order order;
+};
+
+/* The parameters' device arrays and sizes, in the network's order, then the
+ * update arrays; NULL where a parameter has no device copy (why says which). */
+static float **list_arrays(network *net, float **dev, const size_t *lens, int n, size_t **all_lens, int *count,
+                           size_t *nparams, char *why, size_t cap)
+{
+    int k = 0;
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v);) ++k;
+    float **all = calloc((size_t)(k + n + 1), sizeof *all);
+    *all_lens = calloc((size_t)(k + n + 1), sizeof **all_lens);
+    if (!all || !*all_lens) {
+        snprintf(why, cap, "out of memory");
+        free(all);
+        free(*all_lens);
+        return NULL;
+    }
+    *count = 0;
+    *nparams = 0;
+    it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v); ++*count) {
+        if (!v.data_gpu) {
+            snprintf(why, cap, "layer %d's parameter array %d has no device copy on %s Darknet", v.layer, v.index,
+                     mn_base_name());
+            free(all);
+            free(*all_lens);
+            return NULL;
+        }
+        all[*count] = v.data_gpu;
+        (*all_lens)[*count] = v.n;
+        *nparams += v.n;
+    }
+    for (int i = 0; i < n; ++i, ++*count) {
+        all[*count] = dev[i];
+        (*all_lens)[*count] = lens[i];
+    }
+    return all;
+}
+
+/* Page-locked slots and the copy stream: what cannot be had is said, not fatal. */
+static mn_status make_copies(mn_held *h, char *why, size_t cap)
+{
+    for (int b = 0; b < 2; ++b)
+        if (cudaMallocHost((void **)&h->slot[b], (h->total + 1) * sizeof(float)) != cudaSuccess) {
+            (void)cudaGetLastError();   /* cleared, or Darknet's next check_error aborts on it */
+            h->slot[b] = NULL;
+            snprintf(why, cap, "no page-locked memory for two copies of %zu floats", h->total);
+            return MN_ERR_NOMEM;
+        }
+    /* Non-blocking: a plain stream would wait for pjreddie's legacy-stream work, and hold it up. */
+    if (!mn_cuda_ok(h->c, cudaStreamCreateWithFlags(&h->copy, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"))
+        return MN_ERR_UNAVAILABLE;
+    h->has_copy = 1;
+    h->base_q = mn_queue_device(h->c, mn_base_stream());
+    h->copy_q = mn_queue_device(h->c, h->copy);
+    if (!h->base_q || !h->copy_q) return MN_ERR_NOMEM;
+    mn_status r = mn_rescue_order_init(&h->order, h->base_q, h->copy_q);
+    h->has_order = r == MN_OK;
+    return r;
+}
+
+mn_status mn_held_new(mn_comm *c, network *net, float **dev, const size_t *lens, int n, mn_held **out, char *why,
+                      size_t cap)
+{
+    *out = NULL;
+    *why = 0;
+    size_t *all_lens = NULL;
+    int count = 0;
+    mn_held *h = calloc(1, sizeof *h);
+    float **all = h ? list_arrays(net, dev, lens, n, &all_lens, &count, &h->nparams, why, cap) : NULL;
+    if (!all) {
+        if (!h) snprintf(why, cap, "out of memory");
+        free(h);
+        return MN_OK;
+    }
+    h->c = c;
+    for (int i = 0; i < count; ++i) h->total += all_lens[i];
+    for (int b = 0; b < 2; ++b) h->args[b] = (slot_arg){h, b};
+    mn_status r = MN_ERR_UNAVAILABLE;
+    if (mn_cuda_ok(c, cudaGetDevice(&h->device), "cudaGetDevice")) r = mn_stage_packer(c, all, all_lens, count, &h->pack);
+    if (r == MN_OK) r = make_copies(h, why, cap);
+    free(all);
+    free(all_lens);
+    if (r == MN_OK) {
+        *out = h;
+        return MN_OK;
+    }
+    mn_held_free(h);
+    /* Page-locked memory refused: a run without a rescue. Anything else is the GPU's fault. */
+    return r == MN_ERR_NOMEM && *why ? MN_OK : r;
+}
+
+void mn_held_free(mn_held *h)
+{
+    if (!h) return;
+    if (h->has_order) mn_rescue_order_free(&h->order);
+    mn_queue_free(h->base_q);
+    mn_queue_free(h->copy_q);   /* waits for the last copy */
+    if (h->has_copy) mn_cuda_ok(h->c, cudaStreamDestroy(h->copy), "cudaStreamDestroy");
+    for (int b = 0; b < 2; ++b)
+        if (h->slot[b]) mn_cuda_ok(h->c, cudaFreeHost(h->slot[b]), "cudaFreeHost");
+    mn_stage_free(h->pack);
+    free(h);
+}
+
+void mn_held_before(mn_held *h) { mn_rescue_order_before_update(&h->order); }
+
+static void copy_slot(void *arg, void *stream)
+{
+    slot_arg *a = arg;
+    mn_stage_pack_into(a->h->pack, a->h->slot[a->b], stream);
+}
+
+void mn_held_after(mn_held *h, uint64_t it, uint64_t seen, double done)
+{
+    void *const args[2] = {&h->args[0], &h->args[1]};
+    int b = mn_rescue_order_after_update(&h->order, copy_slot, args);
+    h->it[b] = it;
+    h->seen[b] = seen;
+    h->done[b] = done;
+}
+
+int mn_held_read(mn_held *h, long wait_us, mn_held_state *out)
+{
+    /* The rescue's thread: its first CUDA call; a failure means no rescue, not an abort. */
+    if (cudaSetDevice(h->device) != cudaSuccess) return -1;
+    int b = mn_rescue_order_read(&h->order, wait_us);
+    if (b < 0) return -1;
+    *out = (mn_held_state){h->slot[b], h->slot[b] + h->nparams, h->nparams, h->total - h->nparams, h->it[b],
+                           h->seen[b], h->done[b]};
+    return 0;
+}
+#endif
