@@ -219,9 +219,9 @@ else bad "killed rank: mpiexec $(cat "$T/kill.rc") after ${took}s, ranks $(rcs "
 # copies the copy stream made after each update (mn_held.c: it reads host
 # memory, with nothing of the GPU but an event query). The rerun of the
 # same command resumes past it and ends bit-identical to an uninterrupted
-# run.
+# run (row 2b's: the same cfg but for collective_timeout, which changes no
+# update).
 echo "-- 3b. the rescue: rank 1 stalled, rank 0 writes the last completed update from its host copy"
-run resc-ref 2 -- "$(cfg resc-ref 4 400)"
 rsc=$(cfg resc 4 400 collective_timeout=3)
 run resc 2 -- "$rsc" &
 for _ in $(seq 600); do grep -aq '^50: loss' "$T/resc.out.0" 2> /dev/null && break; sleep 0.05; done
@@ -233,8 +233,8 @@ k=$(ls "$T/resc" | sed -n 's/^resc\.ckpt-\([0-9]*\)$/\1/p' | sort -n | tail -1)
 said=$(grep -aho "rank 0 ([^)]*): ending: the last completed update, iteration [0-9]*" "$T"/resc.err.* | head -1)
 run resc 2 -- "$rsc"
 first=$(grep -ao '^[0-9]*: loss' "$T/resc.out.0" | head -1 | cut -d: -f1)
-if all_rc "$T/resc-ref" 2 0 && [ -n "$k" ] && [ -n "$last" ] && [ "$k" -ge "$last" ] && [ -n "$said" ] &&
-   [ "$first" = $((k + 1)) ] && all_rc "$T/resc" 2 0 && "$WCMP" "$(w resc)" "$(w resc-ref)" 0 > "$T/resc.log"; then
+if all_rc "$T/stop-ref" 2 0 && [ -n "$k" ] && [ -n "$last" ] && [ "$k" -ge "$last" ] && [ -n "$said" ] &&
+   [ "$first" = $((k + 1)) ] && all_rc "$T/resc" 2 0 && "$WCMP" "$(w resc)" "$(w stop-ref)" 0 > "$T/resc.log"; then
     okd "rescue: rank 1 stalled at iteration $last; ${said%%(*}wrote iteration $k; the rerun starts at $first and ends bit-identical to an uninterrupted run ($(cat "$T/resc.log"))"
 else bad "rescue: last reported ${last:-none}, checkpoint ${k:-none}, said '${said:-nothing}', rerun from ${first:-none} ($(rcs "$T/resc" 2)); $(cat "$T/resc.log" 2> /dev/null) (see $T/resc.err.*)"; fi
 
