@@ -440,9 +440,13 @@ char *mn_experiment(const mn_comm *c, const char *cfgfile, const mn_options *opt
 {
     if (c->rank != 0) return NULL;
     char *t = mn_cfg_experiment(cfgfile), tail[4400];
-    /* The list's path is kept for messages only: moved, the same paths are the same data. */
-    int k = snprintf(tail, sizeof tail, "distributed\tdouble_buffering\t%d\ndata\ttrain\t%zu %016llx\npath\ttrain\t%s\n",
-                     opt->double_buffering, train->global_n, (unsigned long long)train->digest, trainfile);
+    /* The list's path is kept for messages only: moved, the same paths are the same data.
+     * Delay compensation adds two arrays to the state: named only where on,
+     * so that checkpoints without it stay of the same experiment. */
+    int dc = opt->double_buffering && opt->dbuf_compensation > 0;
+    int k = snprintf(tail, sizeof tail, "distributed\tdouble_buffering\t%d\n%sdata\ttrain\t%zu %016llx\npath\ttrain\t%s\n",
+                     opt->double_buffering, dc ? "distributed\tdouble_buffering_compensation\ton\n" : "",
+                     train->global_n, (unsigned long long)train->digest, trainfile);
     char *all = t ? realloc(t, strlen(t) + (size_t)k + 1) : NULL;
     if (!all) { free(t); return NULL; }
     return strcat(all, tail);

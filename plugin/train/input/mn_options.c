@@ -22,6 +22,7 @@ void mn_default_options(mn_options *opt)
     opt->cache_mb = -1;
     opt->dbuf_fresh = -1;
     opt->dbuf_handover = 300;
+    opt->dbuf_compensation = 100;
     opt->rescue = 1;
 }
 
@@ -46,7 +47,7 @@ static int copy_path(char *dst, size_t n, const char *k, const char *v, char *wh
 }
 
 static const char *const keys =
-    "communicator, allreduce_grad_dtype, double_buffering, double_buffering_fresh, double_buffering_handover, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
+    "communicator, allreduce_grad_dtype, double_buffering, double_buffering_fresh, double_buffering_handover, double_buffering_compensation, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
     "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, bad_labels, collective_timeout, lock_lease, chart, "
     "cache_mb, global_batch, rescue";
 
@@ -71,7 +72,16 @@ int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size
     } else if (!strcmp(k, "double_buffering")) flag = &opt->double_buffering;
     else if (!strcmp(k, "double_buffering_fresh")) num = *v ? &opt->dbuf_fresh : NULL;   /* empty: burn_in */
     else if (!strcmp(k, "double_buffering_handover")) num = &opt->dbuf_handover;
-    else if (!strcmp(k, "overlap")) flag = &opt->overlap;
+    else if (!strcmp(k, "double_buffering_compensation")) {
+        char *end;
+        double x = strtod(v, &end);
+        if (end == v || *end || !(x >= 0 && x <= 1e6)) {
+            snprintf(why, cap, "[distributed] double_buffering_compensation='%s' must be a number from 0 (none) to "
+                     "1000000 (e.g. 2)", v);
+            return 0;
+        }
+        opt->dbuf_compensation = x;
+    } else if (!strcmp(k, "overlap")) flag = &opt->overlap;
     else if (!strcmp(k, "bucket_mb")) {
         char *end;
         double x = strtod(v, &end);

@@ -11,6 +11,7 @@
  * one-node shared-memory allreduce still reads it in place. The main thread
  * blocks only in mn_dbuf_exchange, mn_dbuf_pending and mn_dbuf_stop, inside
  * the watchdog's window where the caller has one. */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,4 +142,16 @@ void mn_dbuf_stop(mn_dbuf *d)
     }
     free(d->arrays);
     free(d);
+}
+
+void mn_dbuf_compensate(float *u, const float *w, float *prev, float *v, size_t n, float lambda, int apply)
+{
+    for (size_t j = 0; j < n; ++j) {
+        if (apply) {
+            v[j] = 0.95f * v[j] + 0.05f * u[j] * u[j];
+            float d = v[j] > 0 ? lambda * u[j] * u[j] / sqrtf(v[j]) * (w[j] - prev[j]) : 0, lim = fabsf(u[j]);
+            u[j] -= fminf(fmaxf(d, -lim), lim);
+        }
+        prev[j] = w[j];
+    }
 }

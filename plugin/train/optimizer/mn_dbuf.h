@@ -19,4 +19,16 @@ float *mn_dbuf_pending(mn_dbuf *d, int *has_mean);
 void mn_dbuf_set_pending(mn_dbuf *d, int has_mean);
 void mn_dbuf_stop(mn_dbuf *d);
 
+/* double_buffering_compensation=lambda (delay compensation, Zheng et al.'s
+ * DC-ASGD in its adaptive form): the stale mean u of n floats, taken at the
+ * weights prev, is applied at the weights w, so the first Taylor term is
+ * added, the Hessian's diagonal approximated by the squared gradient over a
+ * running mean square v (decay 0.95):
+ *     u -= lambda u^2 / sqrt(v) (w - prev), the term bounded by |u|;
+ * minus, as Darknet's update arrays hold the negative gradient. Unbounded,
+ * the term feeds back once lambda |w - prev| nears 0.2 (a larger term moves
+ * w more, which makes the next larger): the detector diverged at lambda 30
+ * and 100. apply 0 (no mean this step) leaves u and v. prev becomes w. */
+void mn_dbuf_compensate(float *u, const float *w, float *prev, float *v, size_t n, float lambda, int apply);
+
 #endif

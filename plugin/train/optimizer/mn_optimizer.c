@@ -48,7 +48,12 @@ struct mn_optimizer {
     size_t fresh_until;   /* double buffering averages iterations 1..fresh_until fresh */
     size_t ramp;          /* and scales the first `ramp` stale means (stale_scale) */
     double ramp_from;     /* from this fraction of the rate: stale_ratio of the cfg's momentum */
-    float *state;         /* double buffering: the arena, then the mean in flight (checkpoints) */
+    float *state;         /* double buffering: the arena, the mean in flight, and compensation's two (checkpoints) */
+    double dc;            /* double_buffering_compensation's lambda0 (compensate); 0: none */
+    float **weights;      /* the parameters each update array updates (host), for compensate */
+    float **weights_gpu;  /* their device copies (GPU builds) */
+    float *weights_host;  /* a GPU run's compensation: the device weights pulled each stale step (page-locked) */
+    struct mn_stage *weights_stage;   /* and the tables that pull them */
     int *layer_of;        /* the layer owning each array */
     mn_overlap *ov;       /* overlap=1, else NULL */
     mn_timeline *tl;      /* the job's timeline, or NULL */
@@ -265,9 +270,9 @@ static void dbuf_cost(float momentum)
     if (m >= 1 || m < 0) return;
     printf("darknet-mn: double_buffering=1 costs accuracy: with momentum %g a stale step stays stable only on curvature "
            "%.0fx lower than a fresh one tolerates, so a rate tuned without it can diverge once the stale steps start "
-           "(cfg/fashion-det.cfg lost 8 mAP points with the default double_buffering_handover=300, 24 without it, "
-           "5.7 with it and the cfg's momentum lowered to 0.8; cfg/fashion.cfg 1 top-1 point: docs/benchmarks.md); "
-           "overlap=1 hides the allreduce without staleness\n",
+           "(cfg/fashion-det.cfg lost 3.6 mAP points with the defaults, double_buffering_handover=300 and "
+           "double_buffering_compensation=100, 8.2 without the compensation, 24 without either; cfg/fashion.cfg 0.8 "
+           "top-1 point: docs/benchmarks.md); overlap=1 hides the allreduce without staleness\n",
            m, 1 / stale_ratio(m));
 }
 
@@ -283,6 +288,17 @@ static int fresh_step(network *net, mn_optimizer *o)
     if (mn_base_iteration(net) > o->fresh_until) return 0;
     mn_dbuf_pending(o->dbuf, &pending);
     return !pending;
+}
+
+/* double_buffering_compensation (mn_dbuf_compensate), array by array: w'
+ * and v live in the state after the mean in flight, so a checkpoint carries
+ * them. Every rank holds the same mean and weights, so they stay equal. */
+static void compensate(mn_optimizer *o, int apply)
+{
+    if (!o->dc) return;
+    float *prev = o->state + 2 * o->total, *v = prev + o->total;
+    for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++])
+        mn_dbuf_compensate(o->arena + off, o->weights[i], prev + off, v + off, o->lens[i], (float)o->dc, apply);
 }
 
 /* double_buffering_handover=K (300 by default): the k-th stale mean (k <= K)
@@ -306,12 +322,14 @@ static int sync_all(network *net, mn_optimizer *o)
     if (o->ov) return sync_overlap(net, o, poison);
     if (o->dbuf && !fresh_step(net, o)) {
 #ifdef GPU
+        if (o->weights_stage) mn_stage_pack_into(o->weights_stage, o->weights_host, MN_STREAM());   /* done when the gradient is */
         if (o->route == MN_ROUTE_STAGED) mn_stage_down(o->stage);
 #endif
         if (poison) o->arena[0] = NAN;
         mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
         int apply = mn_dbuf_exchange(o->dbuf, o->arena);
         mn_watchdog_leave(o->watch);
+        compensate(o, apply);
         if (apply) stale_scale(net, o);
 #ifdef GPU
         if (o->route == MN_ROUTE_STAGED) return after_stage(o) || !apply;
@@ -415,6 +433,8 @@ static void free_optimizer(mn_optimizer *o)
     mn_dbuf_stop(o->dbuf);
     mn_overlap_stop(o->ov);
     free(o->layer_of);
+    free(o->weights);
+    free(o->weights_gpu);
     if (o->own_watch) {
         if (o->comm->watch == o->watch) o->comm->watch = NULL;
         mn_watchdog_stop(o->watch);
@@ -429,6 +449,8 @@ static void free_optimizer(mn_optimizer *o)
 #ifdef GPU
     profile_stop(o);
     mn_held_free(o->held);
+    mn_stage_free(o->weights_stage);
+    if (o->weights_host) mn_cuda_ok(o->comm, cudaFreeHost(o->weights_host), "cudaFreeHost");
     mn_stage_free(o->stage);   /* before the arena it page-locked */
     if (o->flag_host) mn_cuda_ok(o->comm, cudaFreeHost(o->flag_host), "cudaFreeHost");
     void *dev[] = {o->aside_gpu, o->flag_gpu};
@@ -454,7 +476,10 @@ static mn_status collect_arrays(mn_comm *c, network *net, mn_optimizer *o, int *
     o->arrays_gpu = calloc((size_t)cap + 1, sizeof *o->arrays_gpu);
     o->lens = calloc((size_t)cap + 1, sizeof *o->lens);
     o->layer_of = calloc((size_t)cap + 1, sizeof *o->layer_of);
-    if (!*which || !o->arrays || !o->arrays_gpu || !o->lens || !o->layer_of) return MN_ERR_NOMEM;
+    o->weights = calloc((size_t)cap + 1, sizeof *o->weights);
+    o->weights_gpu = calloc((size_t)cap + 1, sizeof *o->weights_gpu);
+    if (!*which || !o->arrays || !o->arrays_gpu || !o->lens || !o->layer_of || !o->weights || !o->weights_gpu)
+        return MN_ERR_NOMEM;
     it = mn_net_views(net);
     for (mn_view v; mn_views_next(&it, &v);) {
         if (!v.grad) continue;
@@ -466,6 +491,8 @@ static mn_status collect_arrays(mn_comm *c, network *net, mn_optimizer *o, int *
         (*which)[o->n] = v.update;
         o->arrays_gpu[o->n] = v.grad_gpu;   /* NULL in CPU builds */
         o->lens[o->n] = v.n;
+        o->weights[o->n] = v.data;
+        o->weights_gpu[o->n] = v.data_gpu;
         o->layer_of[o->n++] = v.layer;
     }
     for (int i = 0; i < o->n; ++i) o->total += o->lens[i];   /* arrays_gpu: Darknet's, kept; only host arrays move */
@@ -498,7 +525,8 @@ static mn_status host_state(mn_comm *c, network *net, const mn_options *opt, mn_
                                       "step's gradient during backward, double buffering the previous one; choose one");
         return MN_ERR_USER;
     }
-    if (opt->double_buffering && !(o->state = calloc(2 * o->total + 1, sizeof(float)))) return MN_ERR_NOMEM;
+    o->dc = opt->double_buffering ? opt->dbuf_compensation : 0;
+    if (opt->double_buffering && !(o->state = calloc((o->dc ? 4 : 2) * o->total + 1, sizeof(float)))) return MN_ERR_NOMEM;
     return MN_OK;
 }
 
@@ -509,6 +537,22 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
 {
 #ifdef GPU
     int on_gpu = mn_net_get(net).gpu >= 0;
+    /* Compensation corrects the stale mean in the host arena (the staged
+     * route's, whatever the communicator: double buffering's) at the weights
+     * as they are, pulled beside the gradient. */
+    if (on_gpu && o->dc) {
+        for (int i = 0; i < o->n; ++i)
+            if (!o->weights_gpu[i]) {
+                mn_error(c, "layer %d: double_buffering_compensation needs the device copy of the weights it updates, "
+                         "which %s Darknet's adapter does not give", o->layer_of[i], mn_base_name());
+                return MN_ERR_UNAVAILABLE;
+            }
+        mn_status r = mn_stage_packer(c, o->weights_gpu, o->lens, o->n, &o->weights_stage);
+        if (r != MN_OK) return r;
+        if (!mn_cuda_ok(c, cudaMallocHost((void **)&o->weights_host, (o->total + 1) * sizeof(float)), "cudaMallocHost"))
+            return MN_ERR_NOMEM;
+        for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++]) o->weights[i] = o->weights_host + off;
+    }
     /* Double buffering averages in the host arena on its thread, so its
      * GPU runs take the staged route whatever the communicator (pure_nccl's
      * host path copies each piece through the device) and the rank count
@@ -639,6 +683,9 @@ static void say_options(const mn_comm *c, network *net, const mn_options *opt, c
     if (o->ramp)
         printf("darknet-mn: double_buffering_handover=%zu: the first %zu stale steps' rate climbs from %.3g of the cfg's "
                "to all of it\n", o->ramp, o->ramp, o->ramp_from);
+    if (o->dc)
+        printf("darknet-mn: double_buffering_compensation=%g: each stale mean is corrected to the weights it is applied "
+               "at\n", o->dc);
     if (o->dbuf) dbuf_cost(mn_net_get(net).momentum);
     if (o->ov)
         printf("darknet-mn: overlap=1: %d bucket%s of at most %g MiB, averaged during backward\n",
@@ -863,7 +910,7 @@ float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_devic
 
 float *mn_optimizer_arena(mn_optimizer *o, size_t *n)
 {
-    *n = o->dbuf ? 2 * o->total : o->total;
+    *n = o->dbuf ? (o->dc ? 4 : 2) * o->total : o->total;
     return o->dbuf ? o->state : o->arena;
 }
 

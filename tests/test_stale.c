@@ -1,0 +1,33 @@
+/* Delay compensation (double_buffering_compensation, mn_dbuf_compensate)
+ * by exact values: the first Taylor term u -= lambda u^2/sqrt(v) (w - prev)
+ * with v's running mean square, its bound |u| either way, no term where v
+ * is 0, nothing but prev moved on a step without a mean. No MPI. */
+#include <math.h>
+#include "mn_dbuf.h"
+#include "mn_expect.h"
+
+int main(void)
+{
+    /* [0] within the bound: v = 0.95 + 0.05 = 1, u = -1 - 2 * 1 * 0.25 = -1.5;
+     * [1], [2] bounded: the term is 2 * 4 / sqrt(0.2) * 0.5 = 8.9 (> |u| = 2),
+     * so u becomes 2 - 2 and 2 + 2; [3] u = 0 and v = 0: no term. */
+    float u[4] = {-1, 2, 2, 0}, w[4] = {0.5f, 1.5f, 1.0f, 3}, prev[4] = {0.25f, 1.0f, 1.5f, 2}, v[4] = {1, 0, 0, 0};
+    mn_dbuf_compensate(u, w, prev, v, 4, 2.0f, 1);
+    EXPECT(u[0] == -1.5f && u[1] == 0 && u[2] == 4 && u[3] == 0, "compensated means %g %g %g %g, want -1.5 0 4 0",
+           u[0], u[1], u[2], u[3]);
+    EXPECT(v[0] == 1 && v[1] == 0.05f * 4 && v[2] == 0.05f * 4 && v[3] == 0, "mean squares %g %g %g %g", v[0], v[1],
+           v[2], v[3]);
+    EXPECT(prev[0] == 0.5f && prev[1] == 1.5f && prev[2] == 1.0f && prev[3] == 3, "prev not moved to w");
+    /* No mean this step (the first stale one): only prev follows w. */
+    float w2[4] = {7, 8, 9, 10};
+    mn_dbuf_compensate(u, w2, prev, v, 4, 2.0f, 0);
+    EXPECT(u[0] == -1.5f && v[0] == 1 && prev[0] == 7 && prev[3] == 10, "apply 0 changed u or v, or left prev");
+    /* lambda 0: the mean is left as it is. */
+    float u0[1] = {3}, w0[1] = {1}, p0[1] = {0}, v0[1] = {1};
+    mn_dbuf_compensate(u0, w0, p0, v0, 1, 0, 1);
+    EXPECT(u0[0] == 3, "lambda 0 changed the mean to %g", u0[0]);
+    if (failures) { fprintf(stderr, "test_stale: %d FAILED\n", failures); return 1; }
+    printf("test_stale: delay compensation by exact values (within the bound, bounded both ways, v = 0, no mean, "
+           "lambda 0): OK\n");
+    return 0;
+}
