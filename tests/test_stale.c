@@ -1,7 +1,8 @@
 /* Delay compensation (double_buffering_compensation, mn_dbuf_compensate)
  * by exact values: the first Taylor term u -= lambda u^2/sqrt(v) (w - prev)
  * with v's running mean square, its bound |u| either way, no term where v
- * is 0, nothing but prev moved on a step without a mean. No MPI. */
+ * is 0, nothing but prev moved on a step without a mean or with a
+ * non-finite one. No MPI. */
 #include <math.h>
 #include "mn_dbuf.h"
 #include "mn_expect.h"
@@ -22,12 +23,18 @@ int main(void)
     float w2[4] = {7, 8, 9, 10};
     mn_dbuf_compensate(u, w2, prev, v, 4, 2.0f, 0);
     EXPECT(u[0] == -1.5f && v[0] == 1 && prev[0] == 7 && prev[3] == 10, "apply 0 changed u or v, or left prev");
+    /* A NaN or Inf mean (nonfinite=skip drops that update) is left as it is,
+     * and v keeps its value rather than the NaN for good. */
+    float un[2] = {NAN, INFINITY}, wn[2] = {1, 1}, pn[2] = {0, 0}, vn[2] = {1, 1};
+    mn_dbuf_compensate(un, wn, pn, vn, 2, 2.0f, 1);
+    EXPECT(isnan(un[0]) && isinf(un[1]) && vn[0] == 1 && vn[1] == 1 && pn[0] == 1, "a non-finite mean: u %g %g, v %g %g",
+           un[0], un[1], vn[0], vn[1]);
     /* lambda 0: the mean is left as it is. */
     float u0[1] = {3}, w0[1] = {1}, p0[1] = {0}, v0[1] = {1};
     mn_dbuf_compensate(u0, w0, p0, v0, 1, 0, 1);
     EXPECT(u0[0] == 3, "lambda 0 changed the mean to %g", u0[0]);
     if (failures) { fprintf(stderr, "test_stale: %d FAILED\n", failures); return 1; }
     printf("test_stale: delay compensation by exact values (within the bound, bounded both ways, v = 0, no mean, "
-           "lambda 0): OK\n");
+           "a non-finite mean, lambda 0): OK\n");
     return 0;
 }

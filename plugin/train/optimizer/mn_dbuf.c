@@ -147,9 +147,10 @@ void mn_dbuf_stop(mn_dbuf *d)
 void mn_dbuf_compensate(float *u, const float *w, float *prev, float *v, size_t n, float lambda, int apply)
 {
     for (size_t j = 0; j < n; ++j) {
-        if (apply) {
-            v[j] = 0.95f * v[j] + 0.05f * u[j] * u[j];
-            float d = v[j] > 0 ? lambda * u[j] * u[j] / sqrtf(v[j]) * (w[j] - prev[j]) : 0, lim = fabsf(u[j]);
+        float q = 0.95f * v[j] + 0.05f * u[j] * u[j];
+        if (apply && isfinite(q)) {   /* a NaN or Inf mean (which nonfinite=skip drops) would stay in v for good */
+            v[j] = q;
+            float d = q > 0 ? lambda * u[j] * u[j] / sqrtf(q) * (w[j] - prev[j]) : 0, lim = fabsf(u[j]);
             u[j] -= fminf(fmaxf(d, -lim), lim);
         }
         prev[j] = w[j];

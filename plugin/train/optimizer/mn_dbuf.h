@@ -28,7 +28,8 @@ void mn_dbuf_stop(mn_dbuf *d);
  * minus, as Darknet's update arrays hold the negative gradient. Unbounded,
  * the term feeds back once lambda |w - prev| nears 0.2 (a larger term moves
  * w more, which makes the next larger): the detector diverged at lambda 30
- * and 100. apply 0 (no mean this step) leaves u and v. prev becomes w. */
+ * and 100. apply 0 (no mean this step) leaves u and v, and so does a u
+ * whose square is not finite. prev becomes w. */
 void mn_dbuf_compensate(float *u, const float *w, float *prev, float *v, size_t n, float lambda, int apply);
 
 #endif
