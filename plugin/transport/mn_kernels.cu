@@ -1,5 +1,6 @@
 /* CUDA kernels for averaging gradients on the device (GPU=1 builds): the
- * float16 casts with the 1/N scale folded in (one pass each way), the check
+ * float16 casts of many arrays into one half buffer with the 1/N scale
+ * folded in, and back (one launch each way, through the pack tables), the check
  * for Inf/NaN in a reduced half buffer or in all the gradient arrays at
  * once (through the pack tables), y += x, and
  * the packing of many arrays into one buffer and back (its index maths is
@@ -22,16 +23,16 @@ static unsigned blocks(size_t n)
     return (unsigned)(b > 65535u * 16u ? 65535u * 16u : (b ? b : 1));
 }
 
-__global__ void to_halves(__half *out, const float *in, size_t n, float scale)
+/* h[i] = half(ptrs[k][i - offs[k]] * scale) (to) or the array's element =
+ * float(h[i]) (!to), over the packed order of the arrays. */
+__global__ void pack_halves(__half *h, float *const *ptrs, const size_t *offs, int n, size_t total, float scale, int to)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        out[i] = __float2half_rn(in[i] * scale);
-}
-
-__global__ void to_floats(float *out, const __half *in, size_t n)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        out[i] = __half2float(in[i]);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int k = mn_pack_find(offs, n, i);
+        float *p = ptrs[k] + (i - offs[k]);
+        if (to) h[i] = __float2half_rn(*p * scale);
+        else *p = __half2float(h[i]);
+    }
 }
 
 __global__ void add(float *y, const float *x, size_t n)
@@ -69,15 +70,15 @@ __global__ void pack(float *packed, float *const *ptrs, const size_t *offs, int 
 
 extern "C" {
 
-int mn_gpu_floats_to_halves(uint16_t *out, const float *in, size_t n, float scale, void *stream)
+int mn_gpu_pack_halves(uint16_t *h, float *const *ptrs, const size_t *offs, int n, size_t total, float scale, void *stream)
 {
-    if (n) to_halves<<<blocks(n), threads, 0, (cudaStream_t)stream>>>((__half *)out, in, n, scale);
+    if (total) pack_halves<<<blocks(total), threads, 0, (cudaStream_t)stream>>>((__half *)h, ptrs, offs, n, total, scale, 1);
     return (int)cudaGetLastError();
 }
 
-int mn_gpu_halves_to_floats(float *out, const uint16_t *in, size_t n, void *stream)
+int mn_gpu_unpack_halves(float *const *ptrs, const uint16_t *h, const size_t *offs, int n, size_t total, void *stream)
 {
-    if (n) to_floats<<<blocks(n), threads, 0, (cudaStream_t)stream>>>(out, (const __half *)in, n);
+    if (total) pack_halves<<<blocks(total), threads, 0, (cudaStream_t)stream>>>((__half *)h, ptrs, offs, n, total, 1, 0);
     return (int)cudaGetLastError();
 }
 

@@ -80,9 +80,10 @@ mn_status mn_nccl_node_mean(mn_comm *c, mn_nccl_node *nn, float **dev, const siz
  * *dev_flag (device memory) to 1 when any element is Inf or NaN. pack copies
  * n device arrays (ptrs, offs: device tables, offs as mn_pack_offsets) into
  * one buffer of offs[n] floats, elements [lo, hi) of it (overlap's buckets;
- * 0, offs[n]: all); unpack copies all of it back. */
-int mn_gpu_floats_to_halves(uint16_t *out, const float *in, size_t n, float scale, void *stream);
-int mn_gpu_halves_to_floats(float *out, const uint16_t *in, size_t n, void *stream);
+ * 0, offs[n]: all); unpack copies all of it back. pack_halves casts all of
+ * them, times scale, into offs[n] halves; unpack_halves casts them back. */
+int mn_gpu_pack_halves(uint16_t *h, float *const *ptrs, const size_t *offs, int n, size_t total, float scale, void *stream);
+int mn_gpu_unpack_halves(float *const *ptrs, const uint16_t *h, const size_t *offs, int n, size_t total, void *stream);
 int mn_gpu_add(float *y, const float *x, size_t n, void *stream);
 int mn_gpu_halves_nonfinite(const uint16_t *h, size_t n, int *dev_flag, void *stream);
 int mn_gpu_arrays_nonfinite(float *const *ptrs, const size_t *offs, int n, size_t total, int *dev_flag, void *stream);
