@@ -491,11 +491,13 @@ test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ONLY=term-long,fewer bash tests/run_stop.sh
 
 # The model zoo's rows on both C bases (stock cfgs trained or refused, N x b
-# = 1 x N*b on real cfgs; tests/run_zoo.sh, about 1.5 minutes): apart from
-# make test for its 12 minutes; CI runs it after make test.
+# = 1 x N*b on real cfgs; tests/run_zoo.sh, about 1.5 minutes) and the demo
+# detectors' learning on both (tests/run_learn.sh, about 1 minute): apart
+# from make test for its 15 minutes; CI runs them after make test.
 .PHONY: test-zoo
 test-zoo: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion $(BUILD)/tools/mn_fashion_det
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ./tests/run_zoo.sh
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/run_learn.sh
 
 .PHONY: test-hankai
 test-hankai: $(BUILD)/tools/mn_fashion
