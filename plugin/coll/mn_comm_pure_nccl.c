@@ -36,12 +36,10 @@ typedef struct {
     int *flag;              /* device: a reduced half was Inf or NaN */
     int *flag_host;         /* its page-locked copy: a copy into pageable memory would block the host in the
                              * call, behind the allreduce, past the deadline of mn_nccl_sync */
-    /* float16: the arrays' device tables (mn_nccl.h's pack), made for the
-     * arrays of the last call and kept while the same arrays come */
-    float **tab_ptrs;
-    size_t *tab_offs;
+    /* float16: the arrays' device tables, made for the arrays of the last
+     * call and kept while the same arrays come */
+    mn_pack_tables tab;
     float **seen;           /* host: the arrays they were made for */
-    int tab_n;
 } pure_nccl;
 
 static void pure_nccl_teardown(mn_comm *c)
@@ -52,8 +50,7 @@ static void pure_nccl_teardown(mn_comm *c)
     if (s->dev) mn_cuda_ok(c, cudaFree(s->dev), "cudaFree");
     if (s->flag) mn_cuda_ok(c, cudaFree(s->flag), "cudaFree");
     if (s->flag_host) mn_cuda_ok(c, cudaFreeHost(s->flag_host), "cudaFreeHost");
-    if (s->tab_ptrs) mn_cuda_ok(c, cudaFree(s->tab_ptrs), "cudaFree");
-    if (s->tab_offs) mn_cuda_ok(c, cudaFree(s->tab_offs), "cudaFree");
+    mn_pack_tables_free(c, &s->tab);
     free(s->seen);
     free(s);
     c->state = NULL;
@@ -136,32 +133,16 @@ static mn_status launched(mn_comm *c, int e, const char *what)
  * way whatever the layer count. */
 static mn_status tables(mn_comm *c, pure_nccl *s, float **dev, const size_t *lens, int n)
 {
-    if (s->tab_n == n && !memcmp(s->seen, dev, (size_t)n * sizeof *dev)) return MN_OK;
-    if (s->tab_ptrs) MN_CUDA_CHECK(c, cudaFree(s->tab_ptrs));
-    if (s->tab_offs) MN_CUDA_CHECK(c, cudaFree(s->tab_offs));
-    s->tab_ptrs = NULL;
-    s->tab_offs = NULL;
-    s->tab_n = 0;
+    if (s->tab.ptrs && s->tab.n == n && !memcmp(s->seen, dev, (size_t)n * sizeof *dev)) return MN_OK;
+    mn_pack_tables_free(c, &s->tab);
     free(s->seen);
-    s->seen = malloc((size_t)(n + 1) * sizeof *s->seen);
-    size_t *offs = malloc((size_t)(n + 1) * sizeof *offs);
-    if (!s->seen || !offs) {
-        free(offs);
-        mn_error(c, "out of memory for the float16 cast's tables");
-        return MN_ERR_NOMEM;
+    mn_status r = (s->seen = malloc((size_t)(n + 1) * sizeof *s->seen)) ? MN_OK : MN_ERR_NOMEM;
+    if (r == MN_OK) {
+        memcpy(s->seen, dev, (size_t)n * sizeof *dev);
+        r = mn_pack_tables_make(c, dev, lens, n, s->nc.stream, &s->tab);
     }
-    memcpy(s->seen, dev, (size_t)n * sizeof *dev);
-    mn_pack_offsets(lens, n, offs);
-    cudaError_t e = cudaMalloc((void **)&s->tab_ptrs, (size_t)(n + 1) * sizeof(float *));
-    if (e == cudaSuccess) e = cudaMalloc((void **)&s->tab_offs, (size_t)(n + 1) * sizeof(size_t));
-    if (e == cudaSuccess) e = cudaMemcpyAsync(s->tab_ptrs, dev, (size_t)n * sizeof(float *), cudaMemcpyHostToDevice, s->nc.stream);
-    if (e == cudaSuccess)
-        e = cudaMemcpyAsync(s->tab_offs, offs, (size_t)(n + 1) * sizeof(size_t), cudaMemcpyHostToDevice, s->nc.stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(s->nc.stream);   /* offs is freed next */
-    free(offs);
-    MN_CUDA_CHECK(c, e);
-    s->tab_n = n;
-    return MN_OK;
+    if (r == MN_ERR_NOMEM) mn_error(c, "out of memory for the float16 cast's tables");
+    return r;
 }
 
 /* Cast (x/N) into one half buffer, one reduction, check, cast back; or, if
@@ -175,14 +156,14 @@ static mn_status mean_float16(mn_comm *c, pure_nccl *s, float **dev, const size_
     MN_CHECK(tables(c, s, dev, lens, n));
     uint16_t *h = s->dev;
     const float scale = 1.0f / (float)c->size;
-    MN_CHECK(launched(c, mn_gpu_pack_halves(h, s->tab_ptrs, s->tab_offs, n, total, scale, s->nc.stream), "float16 cast"));
+    MN_CHECK(launched(c, mn_gpu_pack_halves(h, s->tab.ptrs, s->tab.offs, n, total, scale, s->nc.stream), "float16 cast"));
     MN_NCCL_CALL(c, &s->nc, ncclAllReduce(h, h, total, ncclFloat16, ncclSum, s->nc.comm, s->nc.stream));
     MN_CUDA_CHECK(c, cudaMemsetAsync(s->flag, 0, sizeof(int), s->nc.stream));
     MN_CHECK(launched(c, mn_gpu_halves_nonfinite(h, total, s->flag, s->nc.stream), "float16 Inf/NaN check"));
     MN_CUDA_CHECK(c, cudaMemcpyAsync(s->flag_host, s->flag, sizeof(int), cudaMemcpyDeviceToHost, s->nc.stream));
     MN_CHECK(mn_nccl_sync(c, &s->nc, "pure_nccl float16 allreduce"));
     if (*s->flag_host) return mean_float32(c, s, dev, lens, n);   /* every rank holds the same halves */
-    return launched(c, mn_gpu_unpack_halves(s->tab_ptrs, h, s->tab_offs, n, total, s->nc.stream), "float32 cast");
+    return launched(c, mn_gpu_unpack_halves(s->tab.ptrs, h, s->tab.offs, n, total, s->nc.stream), "float32 cast");
 }
 
 static mn_status pure_nccl_mean_grad_device(mn_comm *c, float **dev, const size_t *lens, int n)

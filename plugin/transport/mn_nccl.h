@@ -22,6 +22,21 @@ int mn_cuda_ok(const mn_comm *c, cudaError_t e, const char *what);
 /* A CUDA call a step cannot do without: a failure ends the job through
  * mn_abort, naming the call. */
 void mn_cuda_must(const mn_comm *c, cudaError_t e, const char *what);
+/* Device tables of n device arrays, for the pack kernels below: their
+ * addresses, and their offsets in the packed order (mn_pack_offsets; total
+ * is offs[n]). */
+typedef struct {
+    float **ptrs;
+    size_t *offs;
+    int n;
+    size_t total;
+} mn_pack_tables;
+/* Made and copied to the device on stream, which is waited for. Not
+ * collective. MN_ERR_NOMEM where memory ran out, MN_ERR_UNAVAILABLE where a
+ * copy failed (CUDA's failures said); *t is then empty. */
+mn_status mn_pack_tables_make(const mn_comm *c, float *const *dev, const size_t *lens, int n, cudaStream_t stream,
+                             mn_pack_tables *t);
+void mn_pack_tables_free(const mn_comm *c, mn_pack_tables *t);
 #endif
 
 #if defined(MN_NCCL) && defined(GPU)

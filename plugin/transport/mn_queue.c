@@ -32,6 +32,7 @@ struct mn_queue {
     /* the device's */
     const mn_comm *c;
     void *stream;
+    int owns;             /* the stream is the queue's own (mn_queue_copy_stream) */
 };
 
 struct mn_mark {
@@ -120,6 +121,17 @@ mn_queue *mn_queue_device(const mn_comm *c, void *stream)
     q->stream = stream;
     return q;
 }
+
+mn_queue *mn_queue_copy_stream(const mn_comm *c)
+{
+    cudaStream_t st;
+    /* Non-blocking: a plain stream would wait for pjreddie's legacy-stream work, and hold it up. */
+    if (!mn_cuda_ok(c, cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreateWithFlags")) return NULL;
+    mn_queue *q = mn_queue_device(c, st);
+    if (q) q->owns = 1;
+    else mn_cuda_ok(c, cudaStreamDestroy(st), "cudaStreamDestroy");
+    return q;
+}
 #endif
 
 void mn_queue_sync(mn_queue *q)
@@ -148,6 +160,9 @@ void mn_queue_free(mn_queue *q)
         pthread_mutex_destroy(&q->mu);
         pthread_cond_destroy(&q->cv);
     }
+#ifdef GPU
+    if (q->owns) mn_cuda_ok(q->c, cudaStreamDestroy((cudaStream_t)q->stream), "cudaStreamDestroy");
+#endif
     free(q);
 }
 

@@ -32,6 +32,10 @@ mn_queue *mn_queue_host(unsigned seed, int max_delay_us);
 /* The device's, on stream (a cudaStream_t the caller owns); a failing CUDA
  * call ends the job through mn_abort, naming it. */
 mn_queue *mn_queue_device(const mn_comm *c, void *stream);
+/* The device's, on a non-blocking stream of its own (the marks order it
+ * against the others), destroyed by mn_queue_free. NULL where the stream
+ * or memory could not be had (a CUDA failure said). */
+mn_queue *mn_queue_copy_stream(const mn_comm *c);
 #endif
 /* Waits for the queue's work, then frees it. */
 void mn_queue_free(mn_queue *q);

@@ -35,6 +35,14 @@ static int parse_int(const char *v, long lo, long hi, int *out)
     return 1;
 }
 
+/* A number, the whole value (its bounds are the caller's). */
+static int parse_real(const char *v, double *out)
+{
+    char *end;
+    *out = strtod(v, &end);
+    return end != v && !*end;
+}
+
 /* A path value, kept in the options (the cfg's text is freed once read). */
 static int copy_path(char *dst, size_t n, const char *k, const char *v, char *why, size_t cap)
 {
@@ -73,19 +81,17 @@ int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size
     else if (!strcmp(k, "double_buffering_fresh")) num = *v ? &opt->dbuf_fresh : NULL;   /* empty: burn_in */
     else if (!strcmp(k, "double_buffering_handover")) num = &opt->dbuf_handover;
     else if (!strcmp(k, "double_buffering_compensation")) {
-        char *end;
-        double x = strtod(v, &end);
-        if (end == v || *end || !(x >= 0 && x <= 1e6)) {
+        double x;
+        if (!parse_real(v, &x) || !(x >= 0 && x <= 1e6)) {
             snprintf(why, cap, "[distributed] double_buffering_compensation='%s' must be a number from 0 (none) to "
-                     "1000000 (e.g. 2)", v);
+                     "1000000 (100 by default)", v);
             return 0;
         }
         opt->dbuf_compensation = x;
     } else if (!strcmp(k, "overlap")) flag = &opt->overlap;
     else if (!strcmp(k, "bucket_mb")) {
-        char *end;
-        double x = strtod(v, &end);
-        if (end == v || *end || !(x > 0 && x <= 1048576)) {
+        double x;
+        if (!parse_real(v, &x) || !(x > 0 && x <= 1048576)) {
             snprintf(why, cap, "[distributed] bucket_mb='%s' must be a number of MiB above 0 and at most 1048576 "
                      "(e.g. 4 or 0.5)", v);
             return 0;

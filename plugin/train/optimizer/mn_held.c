@@ -29,8 +29,7 @@ struct mn_held {
     uint64_t it[2], seen[2];
     double done[2];
     slot_arg args[2];
-    cudaStream_t copy;
-    int has_copy, has_order;
+    int has_order;
     mn_queue *base_q, *copy_q;
     mn_rescue_order order;
 };
@@ -83,13 +82,8 @@ static mn_status make_copies(mn_held *h, char *why, size_t cap)
             snprintf(why, cap, "no page-locked memory for two copies of %zu floats", h->total);
             return MN_ERR_NOMEM;
         }
-    /* Non-blocking: a plain stream would wait for pjreddie's legacy-stream work, and hold it up. */
-    if (!mn_cuda_ok(h->c, cudaStreamCreateWithFlags(&h->copy, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"))
-        return MN_ERR_UNAVAILABLE;
-    h->has_copy = 1;
-    h->base_q = mn_queue_device(h->c, mn_base_stream());
-    h->copy_q = mn_queue_device(h->c, h->copy);
-    if (!h->base_q || !h->copy_q) return MN_ERR_NOMEM;
+    if (!(h->copy_q = mn_queue_copy_stream(h->c))) return MN_ERR_UNAVAILABLE;
+    if (!(h->base_q = mn_queue_device(h->c, mn_base_stream()))) return MN_ERR_NOMEM;
     mn_status r = mn_rescue_order_init(&h->order, h->base_q, h->copy_q);
     h->has_order = r == MN_OK;
     return r;
@@ -132,7 +126,6 @@ void mn_held_free(mn_held *h)
     if (h->has_order) mn_rescue_order_free(&h->order);
     mn_queue_free(h->base_q);
     mn_queue_free(h->copy_q);   /* waits for the last copy */
-    if (h->has_copy) mn_cuda_ok(h->c, cudaStreamDestroy(h->copy), "cudaStreamDestroy");
     for (int b = 0; b < 2; ++b)
         if (h->slot[b]) mn_cuda_ok(h->c, cudaFreeHost(h->slot[b]), "cudaFreeHost");
     mn_stage_free(h->pack);

@@ -848,12 +848,12 @@ int mn_optimizer_hold(mn_optimizer *o, mn_snapshot *s)
     ts.tv_sec += 5;   /* an update takes milliseconds; longer, the rank is stuck inside it */
     if (pthread_mutex_timedlock(&o->hold, &ts) != 0) return -1;
 #ifdef GPU
-    mn_held_state h;
-    if (o->held && mn_held_read(o->held, 200000, &h) != 0) {   /* no copy complete within 0.2 s */
-        pthread_mutex_unlock(&o->hold);
-        return -1;
-    }
     if (o->held) {
+        mn_held_state h;
+        if (mn_held_read(o->held, 200000, &h) != 0) {   /* no copy complete within 0.2 s */
+            pthread_mutex_unlock(&o->hold);
+            return -1;
+        }
         *s = (mn_snapshot){h.iteration, h.seen, h.done, h.momentum, h.nmomentum, NULL, h.params};
         return 0;
     }

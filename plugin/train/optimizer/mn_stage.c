@@ -29,14 +29,10 @@ typedef struct {
 struct mn_stage {
     mn_comm *c;
     float *arena;
-    size_t total;
-    int n, device, pinned;
+    int device, pinned;
+    mn_pack_tables tab;      /* the arrays' addresses and offsets in packed */
     float *packed;          /* device: the arrays back to back */
-    float **ptrs;           /* device tables: the arrays' addresses */
-    size_t *offs;           /* and their offsets in packed (mn_pack_offsets) */
     /* overlap=1 */
-    cudaStream_t copy;
-    int has_copy;
     mn_queue *base_q, *copy_q;
     mn_overlap_order order;
     int has_order;
@@ -48,29 +44,13 @@ static mn_status make_stage(mn_comm *c, float **dev, const size_t *lens, int n, 
 {
     *out = NULL;
     mn_stage *s = calloc(1, sizeof *s);
-    size_t *offs = malloc((size_t)(n + 1) * sizeof *offs);
-    if (!s || !offs) {
-        free(s);
-        free(offs);
-        return MN_ERR_NOMEM;
-    }
+    if (!s) return MN_ERR_NOMEM;
     s->c = c;
-    s->n = n;
-    s->total = mn_pack_offsets(lens, n, offs);
-    cudaStream_t st = MN_STREAM();
-    mn_status r = MN_OK;
-    if (!mn_cuda_ok(c, cudaGetDevice(&s->device), "cudaGetDevice")) r = MN_ERR_UNAVAILABLE;
-    else if ((packed && !mn_cuda_ok(c, cudaMalloc((void **)&s->packed, (s->total + 1) * sizeof(float)), "cudaMalloc")) ||
-             !mn_cuda_ok(c, cudaMalloc((void **)&s->ptrs, (size_t)(n + 1) * sizeof(float *)), "cudaMalloc") ||
-             !mn_cuda_ok(c, cudaMalloc((void **)&s->offs, (size_t)(n + 1) * sizeof(size_t)), "cudaMalloc"))
+    mn_status r = mn_cuda_ok(c, cudaGetDevice(&s->device), "cudaGetDevice") ? MN_OK : MN_ERR_UNAVAILABLE;
+    if (r == MN_OK) r = mn_pack_tables_make(c, dev, lens, n, MN_STREAM(), &s->tab);
+    if (r == MN_OK && packed &&
+        !mn_cuda_ok(c, cudaMalloc((void **)&s->packed, (s->tab.total + 1) * sizeof(float)), "cudaMalloc"))
         r = MN_ERR_NOMEM;
-    else if (!mn_cuda_ok(c, cudaMemcpyAsync(s->ptrs, dev, (size_t)n * sizeof(float *), cudaMemcpyHostToDevice, st),
-                         "cudaMemcpyAsync") ||
-             !mn_cuda_ok(c, cudaMemcpyAsync(s->offs, offs, (size_t)(n + 1) * sizeof(size_t), cudaMemcpyHostToDevice, st),
-                         "cudaMemcpyAsync") ||
-             !mn_cuda_ok(c, cudaStreamSynchronize(st), "cudaStreamSynchronize"))
-        r = MN_ERR_UNAVAILABLE;
-    free(offs);
     if (r == MN_OK) *out = s;
     else mn_stage_free(s);
     return r;
@@ -85,7 +65,7 @@ mn_status mn_stage_new(mn_comm *c, float **dev, const size_t *lens, int n, float
     s->arena = arena;
     /* Best effort: a refusal (the locked-memory limit) is cleared, or
      * Darknet's next check_error would abort on it. */
-    s->pinned = cudaHostRegister(arena, (s->total + 1) * sizeof(float), cudaHostRegisterPortable) == cudaSuccess;
+    s->pinned = cudaHostRegister(arena, (s->tab.total + 1) * sizeof(float), cudaHostRegisterPortable) == cudaSuccess;
     if (!s->pinned) (void)cudaGetLastError();
     *pinned = s->pinned;
     return MN_OK;
@@ -99,8 +79,8 @@ mn_status mn_stage_packer(mn_comm *c, float **dev, const size_t *lens, int n, mn
 void mn_stage_pack_into(mn_stage *s, float *host, void *stream)
 {
     cudaStream_t st = (cudaStream_t)stream;
-    mn_cuda_must(s->c, (cudaError_t)mn_gpu_pack(s->packed, s->ptrs, s->offs, s->n, 0, s->total, st), "packing the state");
-    mn_cuda_must(s->c, cudaMemcpyAsync(host, s->packed, s->total * sizeof(float), cudaMemcpyDeviceToHost, st),
+    mn_cuda_must(s->c, (cudaError_t)mn_gpu_pack(s->packed, s->tab.ptrs, s->tab.offs, s->tab.n, 0, s->tab.total, st), "packing the state");
+    mn_cuda_must(s->c, cudaMemcpyAsync(host, s->packed, s->tab.total * sizeof(float), cudaMemcpyDeviceToHost, st),
                  "copying the state down");
 }
 
@@ -110,25 +90,23 @@ void mn_stage_free(mn_stage *s)
     if (s->has_order) mn_overlap_order_free(&s->order);
     mn_queue_free(s->base_q);
     mn_queue_free(s->copy_q);
-    if (s->has_copy) mn_cuda_ok(s->c, cudaStreamDestroy(s->copy), "cudaStreamDestroy");
     if (s->pinned) mn_cuda_ok(s->c, cudaHostUnregister(s->arena), "cudaHostUnregister");
-    void *dev[] = {s->packed, s->ptrs, s->offs};
-    for (size_t i = 0; i < sizeof dev / sizeof *dev; ++i)
-        if (dev[i]) mn_cuda_ok(s->c, cudaFree(dev[i]), "cudaFree");
+    if (s->packed) mn_cuda_ok(s->c, cudaFree(s->packed), "cudaFree");
+    mn_pack_tables_free(s->c, &s->tab);
     free(s->buckets);
     free(s);
 }
 
 void mn_stage_nonfinite(mn_stage *s, int *flag, void *stream)
 {
-    mn_cuda_must(s->c, (cudaError_t)mn_gpu_arrays_nonfinite(s->ptrs, s->offs, s->n, s->total, flag, stream), "the Inf/NaN check");
+    mn_cuda_must(s->c, (cudaError_t)mn_gpu_arrays_nonfinite(s->tab.ptrs, s->tab.offs, s->tab.n, s->tab.total, flag, stream), "the Inf/NaN check");
 }
 
 void mn_stage_down(mn_stage *s)
 {
     cudaStream_t st = MN_STREAM();
-    mn_cuda_must(s->c, (cudaError_t)mn_gpu_pack(s->packed, s->ptrs, s->offs, s->n, 0, s->total, st), "packing the gradient");
-    mn_cuda_must(s->c, cudaMemcpyAsync(s->arena, s->packed, s->total * sizeof(float), cudaMemcpyDeviceToHost, st),
+    mn_cuda_must(s->c, (cudaError_t)mn_gpu_pack(s->packed, s->tab.ptrs, s->tab.offs, s->tab.n, 0, s->tab.total, st), "packing the gradient");
+    mn_cuda_must(s->c, cudaMemcpyAsync(s->arena, s->packed, s->tab.total * sizeof(float), cudaMemcpyDeviceToHost, st),
        "copying the gradient down");
     mn_cuda_must(s->c, cudaStreamSynchronize(st), "copying the gradient down");
 }
@@ -136,19 +114,14 @@ void mn_stage_down(mn_stage *s)
 void mn_stage_up(mn_stage *s)
 {
     cudaStream_t st = MN_STREAM();
-    mn_cuda_must(s->c, cudaMemcpyAsync(s->packed, s->arena, s->total * sizeof(float), cudaMemcpyHostToDevice, st), "copying the mean up");
-    mn_cuda_must(s->c, (cudaError_t)mn_gpu_unpack(s->ptrs, s->packed, s->offs, s->n, s->total, st), "unpacking the mean");
+    mn_cuda_must(s->c, cudaMemcpyAsync(s->packed, s->arena, s->tab.total * sizeof(float), cudaMemcpyHostToDevice, st), "copying the mean up");
+    mn_cuda_must(s->c, (cudaError_t)mn_gpu_unpack(s->tab.ptrs, s->packed, s->tab.offs, s->tab.n, s->tab.total, st), "unpacking the mean");
 }
 
 mn_status mn_stage_buckets(mn_stage *s, int nb)
 {
-    /* Non-blocking: a stream created plainly would also wait for, and hold
-     * up, all of pjreddie's legacy-stream work; the marks order it. */
-    if (!mn_cuda_ok(s->c, cudaStreamCreateWithFlags(&s->copy, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"))
-        return MN_ERR_UNAVAILABLE;
-    s->has_copy = 1;
+    if (!(s->copy_q = mn_queue_copy_stream(s->c))) return MN_ERR_UNAVAILABLE;
     s->base_q = mn_queue_device(s->c, mn_base_stream());
-    s->copy_q = mn_queue_device(s->c, s->copy);
     s->buckets = calloc((size_t)nb + 1, sizeof *s->buckets);
     if (!s->base_q || !s->copy_q || !s->buckets) return MN_ERR_NOMEM;
     mn_status r = mn_overlap_order_init(&s->order, s->base_q, s->copy_q, nb);
@@ -162,7 +135,7 @@ static void copy_down(void *arg, void *stream)
     bucket_copy *b = arg;
     mn_stage *s = b->s;
     cudaStream_t st = (cudaStream_t)stream;
-    mn_cuda_must(s->c, (cudaError_t)mn_gpu_pack(s->packed, s->ptrs, s->offs, s->n, b->off, b->off + b->len, st), "packing a bucket");
+    mn_cuda_must(s->c, (cudaError_t)mn_gpu_pack(s->packed, s->tab.ptrs, s->tab.offs, s->tab.n, b->off, b->off + b->len, st), "packing a bucket");
     mn_cuda_must(s->c, cudaMemcpyAsync(s->arena + b->off, s->packed + b->off, b->len * sizeof(float), cudaMemcpyDeviceToHost, st),
        "copying a bucket down");
 }
