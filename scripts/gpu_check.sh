@@ -19,6 +19,10 @@
 #     blocking run without it;
 #  2d. double_buffering=1 with double_buffering_compensation: bit-identical
 #     with and without CUDA_LAUNCH_BLOCKING=1;
+#  2e. double buffering on the device (pure_nccl, 1 rank: its two device
+#     buffers, NCCL on its own stream, the compensation and hand-over
+#     kernels) bit-identical to the staged route's (flat, 1 rank); stopped
+#     by SIGUSR1 and resumed bit-identical; float16 within its bound;
 #  3. a killed rank: kill -9 of rank 1 ends the job within the timeout;
 #  3b. the rescue: rank 1 stalled, rank 0 writes the last completed update
 #     from its page-locked copy, and the rerun resumes there bit-identical
@@ -199,6 +203,39 @@ if all_rc "$T/dbuf-b1" 2 0 && all_rc "$T/dbuf-b0" 2 0 && grep -q "^darknet-mn: d
    "$WCMP" "$(w dbuf-b0)" "$(w dbuf-b1)" 0 > "$T/dbuf.log"; then
     okd "double_buffering=1 with compensation: bit-identical with and without CUDA_LAUNCH_BLOCKING=1 ($(cat "$T/dbuf.log"))"
 else bad "double_buffering=1: ranks $(rcs "$T/dbuf-b0" 2) and $(rcs "$T/dbuf-b1" 2); $(cat "$T/dbuf.log" 2> /dev/null) (see $T/dbuf-b0.err.*)"; fi
+
+# Double buffering on the device: pure_nccl on one rank (an NCCL
+# communicator of one: its allreduce is exact), so that one GPU runs the
+# device route's buffers, streams and kernels; the staged route (flat) on one
+# rank averages the same means on the host, and the compensation kernel
+# rounds each operation as the host does, so the bits must agree. A dry run
+# has no pure_nccl: both use flat there (the rows' logic only).
+echo "-- 2e. double buffering on the device (pure_nccl, 1 rank) against the staged route (flat, 1 rank)"
+devc=$([ "$DRY" = 1 ] && echo flat || echo pure_nccl)
+dbo=(double_buffering=1 double_buffering_fresh=5 double_buffering_compensation=100)
+run dbd-stg 1 -- "$(cfg dbd-stg 4 20 communicator=flat "${dbo[@]}")"
+run dbd-dev 1 -- "$(cfg dbd-dev 4 20 communicator=$devc "${dbo[@]}")"
+ondev=$([ "$DRY" = 1 ] || grep -c "^darknet-mn: double_buffering=1 on the device" "$T/dbd-dev.out.0")
+if all_rc "$T/dbd-stg" 1 0 && all_rc "$T/dbd-dev" 1 0 && [ "$ondev" != 0 ] && "$WCMP" "$(w dbd-dev)" "$(w dbd-stg)" 0 > "$T/dbd.log"; then
+    okd "double_buffering=1 on the device ($devc): bit-identical to the staged route ($(cat "$T/dbd.log"))"
+else bad "double_buffering=1 on the device: $(rcs "$T/dbd-dev" 1)$([ "$ondev" = 0 ] && echo "not on the device; ")$(cat "$T/dbd.log" 2> /dev/null) (see $T/dbd-dev.err.0)"; fi
+run dbd-ref 1 -- "$(cfg dbd-ref 4 400 communicator=$devc "${dbo[@]}")"
+dsc=$(cfg dbd-stop 4 400 communicator=$devc "${dbo[@]}")
+run dbd-stop 1 -- "$dsc" &
+for _ in $(seq 600); do grep -aq '^50: loss' "$T/dbd-stop.out.0" 2> /dev/null && break; sleep 0.05; done
+signal_rank1 USR1 "$T/dbd-stop.data" 0
+wait
+at=$(sed -n 's/.*stopped at iteration \([0-9]*\) .*/\1/p' "$T/dbd-stop.out.0")
+first=$(rcs "$T/dbd-stop" 1)
+run dbd-stop 1 -- "$dsc"
+if all_rc "$T/dbd-ref" 1 0 && [ -n "$at" ] && [ "$first" = "75 " ] && all_rc "$T/dbd-stop" 1 0 &&
+   grep -q "resuming from checkpoint .*dbd-stop.ckpt-$at" "$T/dbd-stop.out.0" && "$WCMP" "$(w dbd-stop)" "$(w dbd-ref)" 0 > "$T/dbd-stop.log"; then
+    okd "double_buffering=1 on the device stopped by SIGUSR1 at iteration $at, the mean in flight checkpointed, resumed bit-identical to an uninterrupted run ($(cat "$T/dbd-stop.log"))"
+else bad "double_buffering=1 on the device, stop: at '$at' with $first; rerun $(rcs "$T/dbd-stop" 1); $(cat "$T/dbd-stop.log" 2> /dev/null) (see $T/dbd-stop.err.0)"; fi
+run dbd-f16 1 -- "$(cfg dbd-f16 4 20 communicator=$devc allreduce_grad_dtype=float16 "${dbo[@]}")"
+if all_rc "$T/dbd-f16" 1 0 && "$WCMP" "$(w dbd-f16)" "$(w dbd-dev)" 2e-3 > "$T/dbd-f16.log"; then
+    okd "double_buffering=1 on the device, float16: within 2e-3 of float32 ($(cat "$T/dbd-f16.log"))"
+else bad "double_buffering=1 on the device, float16: $(rcs "$T/dbd-f16" 1); $(cat "$T/dbd-f16.log" 2> /dev/null) (see $T/dbd-f16.err.0)"; fi
 
 echo "-- 3. a killed rank"
 kc=$(cfg kill 4 100000 collective_timeout=20)

@@ -134,15 +134,15 @@ ended_with() {
     done
     [ $seen = 1 ]
 }
-# signal_rank1 SIG DATA: SIG to rank 1's `$PROG classifier|detector train DATA ...`,
-# not its shell, under Open MPI or MPICH (found in /proc: a bare GPU
-# machine may lack pgrep).
+# signal_rank1 SIG DATA [RANK]: SIG to rank 1's (or RANK's) `$PROG
+# classifier|detector train DATA ...`, not its shell, under Open MPI or
+# MPICH (found in /proc: a bare GPU machine may lack pgrep).
 signal_rank1() {
-    local f p
+    local f p r=${3:-1}
     for f in /proc/[0-9]*/cmdline; do
         p=${f#/proc/}; p=${p%/cmdline}
         tr '\0' ' ' 2> /dev/null < "$f" | grep -q "^$PROG \(classifier\|detector\) train $2 " &&
-            tr '\0' '\n' 2> /dev/null < "/proc/$p/environ" | grep -qx 'OMPI_COMM_WORLD_RANK=1\|PMI_RANK=1' && kill "-$1" "$p"
+            tr '\0' '\n' 2> /dev/null < "/proc/$p/environ" | grep -qx "OMPI_COMM_WORLD_RANK=$r\|PMI_RANK=$r" && kill "-$1" "$p"
     done
 }
 # rcs OUT NP: the ranks' exit codes, "0 0 " ("none" for a rank that left none).

@@ -215,15 +215,17 @@ dc_cfg() { dbuf_cfg "$1" batch=4 max_batches="$2" -burn_in -- double_buffering=1
 train dc-2 1 "$(dc_cfg dc-2 7 1000)" "$(data dc-2)" "$w0"
 train dc-3 1 "$(dc_cfg dc-3 8 1000)" "$(data dc-3)" "$w0"
 train dc-3off 1 "$(dc_cfg dc-3off 8 0)" "$(data dc-3off)" "$w0"
-train dc-ref 2 "$(dc_cfg dc-ref 60 1000)" "$(data dc-ref)" "$w0"
-dcs=$(dc_cfg dc-stop 60 1000)
+# 400 updates, the signal at the tenth: on a loaded machine the signal took
+# longer than the 40 updates of a 60-update run (CI, 2026-11-29), about 0.5 s.
+train dc-ref 2 "$(dc_cfg dc-ref 400 1000)" "$(data dc-ref)" "$w0"
+dcs=$(dc_cfg dc-stop 400 1000)
 train dc-stop 2 "$dcs" "$(data dc-stop)" "$w0" &
-for _ in $(seq 600); do grep -aq '^20: loss' "$T/dc-stop.out.0" 2> /dev/null && break; sleep 0.05; done
+for _ in $(seq 600); do grep -aq '^10: loss' "$T/dc-stop.out.0" 2> /dev/null && break; sleep 0.05; done
 signal_rank1 USR1 "$T/dc-stop.data"
 wait
 dc_at=$(sed -n 's/.*stopped at iteration \([0-9]*\) .*/\1/p' "$T/dc-stop.out.0")
 mkdir -p "$T/off"   # the same cfg name without it: its checkpoint is refused, naming the key
-train dc-off 2 "$(dc_cfg off/dc-stop 60 0)" "$T/dc-stop.data" "$w0"
+train dc-off 2 "$(dc_cfg off/dc-stop 400 0)" "$T/dc-stop.data" "$w0"
 train dc-stop 2 "$dcs" "$T/dc-stop.data" "$w0"
 if all_rc "$T/dc-2" 1 0 && all_rc "$T/dc-3" 1 0 && all_rc "$T/dc-3off" 1 0 && all_rc "$T/dc-ref" 2 0 && [ -n "$dc_at" ] &&
    all_rc "$T/dc-stop" 2 0 && grep -q "resuming from checkpoint .*dc-stop.ckpt-$dc_at" "$T/dc-stop.out.0" && all_rc "$T/dc-off" 2 "$EX_REFUSED" &&

@@ -185,7 +185,9 @@ static void db_update(void *a, void *stream)
 }
 static void db_next(void *a, void *stream) { (void)stream; ++((db_state *)a)->step; }
 
-static int run_dbuf(unsigned seed, unsigned skip, int *applied)
+/* resume: a checkpoint's mean (step -1's) put into buffer 0 first, as
+ * mn_dbuf_gpu_set does: the first step applies it. */
+static int run_dbuf(unsigned seed, unsigned skip, int resume, int *applied)
 {
     mn_queue *base = mn_queue_host(seed, DELAY), *comm = mn_queue_host(seed * 7 + 1, DELAY);
     db_state *st = calloc(1, sizeof *st);
@@ -196,6 +198,10 @@ static int run_dbuf(unsigned seed, unsigned skip, int *applied)
     o.skip = skip;
     void *const pargs[2] = {&args[0], &args[1]};
     for (int b = 0; b < 2; ++b) args[b] = (db_arg){st, b};
+    if (resume) {
+        for (int i = 0; i < L; ++i) st->buf[0][i] = grad(-1, 0, i) * 1.5f;
+        mn_dbuf_order_resume(&o);
+    }
     for (int s = 0; s < STEPS; ++s) {
         mn_queue_run(base, db_backward, st);
         mn_dbuf_order_send(&o, db_copy, db_reduce, pargs);
@@ -303,13 +309,17 @@ int main(void)
         EXPECT(seen > 0, "staged overlap without wait %u: every bucket still right", sg_waits[w]);
     }
     wrong = 0;
-    for (unsigned s = 1; s <= SEEDS; ++s) { wrong += run_dbuf(s, 0, &a); applied += a; }
+    for (unsigned s = 1; s <= SEEDS; ++s) { wrong += run_dbuf(s, 0, 0, &a); applied += a; }
     EXPECT(wrong == 0 && applied == SEEDS * (STEPS - 1), "double buffering: %d wrong means of %d applied (want %d)",
            wrong, applied, SEEDS * (STEPS - 1));
+    wrong = applied = 0;
+    for (unsigned s = 1; s <= SEEDS; ++s) { wrong += run_dbuf(s, 0, 1, &a); applied += a; }
+    EXPECT(wrong == 0 && applied == SEEDS * STEPS, "double buffering resumed with a mean in buffer 0: %d wrong means of "
+           "%d applied (want %d)", wrong, applied, SEEDS * STEPS);
     const unsigned db_waits[] = {MN_ORDER_BUFFER_FILLED, MN_ORDER_MEAN_REDUCED};
     for (int w = 0; w < 2; ++w) {
         int seen = 0;
-        for (unsigned s = 1; s <= TRIES && !seen; ++s) seen = run_dbuf(s, db_waits[w], &a);
+        for (unsigned s = 1; s <= TRIES && !seen; ++s) seen = run_dbuf(s, db_waits[w], 0, &a);
         EXPECT(seen > 0, "double buffering without wait %u: every mean still right", db_waits[w]);
     }
     wrong = 0;
@@ -323,7 +333,7 @@ int main(void)
     }
     if (failures) { fprintf(stderr, "test_queue: %d FAILED\n", failures); return 1; }
     printf("test_queue: overlap (%d buckets; reduced on the queue, or copied down for the host), double buffering and "
-           "the rescue copy, %d steps x %d seeds on host queues with random pauses: right with every wait, wrong without "
+           "the rescue copy (double buffering resumed too), %d steps x %d seeds on host queues with random pauses: right with every wait, wrong without "
            "each of their 8 waits: OK\n", K, STEPS, SEEDS);
     return 0;
 }

@@ -35,6 +35,16 @@ typedef struct mn_comm_ops {
      * the optimizer pulls the gradients to its host arena and calls
      * mean_grad. Collective. */
     mn_status (*mean_grad_device)(mn_comm *c, float **dev_arrays, const size_t *lens, int n);
+    /* GPU builds, double buffering on the device (ChainerMN has it for
+     * pure_nccl alone): device_stream is the stream (a cudaStream_t) the
+     * algorithm's device work runs on; mean_packed issues onto it the
+     * in-place mean of the count floats at dev, one packed device buffer
+     * (float16 where c->half), and returns without waiting (collective);
+     * device_wait waits for that stream as mean_grad_device does (its
+     * deadline, a peer's failure named; what names the wait). NULL elsewhere. */
+    void *(*device_stream)(mn_comm *c);
+    mn_status (*mean_packed)(mn_comm *c, float *dev, size_t count);
+    mn_status (*device_wait)(mn_comm *c, const char *what);
     /* Release what setup made; may be NULL. */
     void (*teardown)(mn_comm *c);
 } mn_comm_ops;

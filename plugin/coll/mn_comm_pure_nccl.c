@@ -17,6 +17,13 @@
  * (mn_nccl_sync).
  * mean_grad (host arrays, as the tests and the bench pass) copies a host
  * piece to the device, reduces it and copies it back.
+ * Double buffering on the device issues the mean of one packed buffer onto
+ * the communicator's stream and returns (mean_packed): the optimizer ordered
+ * the stream after the buffer was filled, and waits for it a step later
+ * (device_wait). float16 casts it into a half buffer of its own, reduces
+ * and casts back; a half that overflowed is found by the optimizer's check
+ * of the float32 mean, and that step is dropped as a non-finite mean rather
+ * than redone in float32, which would mean waiting for it at once.
  *
  * The NCCL communicator, stream and ordering event are mn_nccl's
  * (mn_nccl_node.c), shared with the node legs of hierarchical and
@@ -40,6 +47,8 @@ typedef struct {
      * call and kept while the same arrays come */
     mn_pack_tables tab;
     float **seen;           /* host: the arrays they were made for */
+    uint16_t *packed_half;  /* mean_packed's float16 buffer, */
+    size_t packed_cap;      /* of this many halves */
 } pure_nccl;
 
 static void pure_nccl_teardown(mn_comm *c)
@@ -50,6 +59,7 @@ static void pure_nccl_teardown(mn_comm *c)
     if (s->dev) mn_cuda_ok(c, cudaFree(s->dev), "cudaFree");
     if (s->flag) mn_cuda_ok(c, cudaFree(s->flag), "cudaFree");
     if (s->flag_host) mn_cuda_ok(c, cudaFreeHost(s->flag_host), "cudaFreeHost");
+    if (s->packed_half) mn_cuda_ok(c, cudaFree(s->packed_half), "cudaFree");
     mn_pack_tables_free(c, &s->tab);
     free(s->seen);
     free(s);
@@ -175,11 +185,49 @@ static mn_status pure_nccl_mean_grad_device(mn_comm *c, float **dev, const size_
     return mn_nccl_sync(c, &s->nc, "the device allreduce");
 }
 
+static void *pure_nccl_device_stream(mn_comm *c)
+{
+    return ((pure_nccl *)c->state)->nc.stream;
+}
+
+/* Issued behind what the stream holds; the half buffer is reused only
+ * after device_wait, which the optimizer calls before the next one. */
+static mn_status pure_nccl_mean_packed(mn_comm *c, float *dev, size_t count)
+{
+    pure_nccl *s = c->state;
+    MN_CHECK(mn_nccl_enter(c, &s->nc));
+    if (!count) return MN_OK;
+    if (!c->half) {
+        MN_NCCL_CALL(c, &s->nc, ncclAllReduce(dev, dev, count, ncclFloat32, ncclAvg, s->nc.comm, s->nc.stream));
+        return MN_OK;
+    }
+    if (count > s->packed_cap) {
+        if (s->packed_half) MN_CUDA_CHECK(c, cudaFree(s->packed_half));
+        s->packed_half = NULL;
+        s->packed_cap = 0;
+        MN_CUDA_CHECK(c, cudaMalloc((void **)&s->packed_half, count * sizeof(uint16_t)));
+        s->packed_cap = count;
+    }
+    MN_CHECK(launched(c, mn_gpu_halves(s->packed_half, dev, count, 1.0f / (float)c->size, 1, s->nc.stream), "float16 cast"));
+    MN_NCCL_CALL(c, &s->nc, ncclAllReduce(s->packed_half, s->packed_half, count, ncclFloat16, ncclSum, s->nc.comm, s->nc.stream));
+    return launched(c, mn_gpu_halves(s->packed_half, dev, count, 1, 0, s->nc.stream), "float32 cast");
+}
+
+static mn_status pure_nccl_device_wait(mn_comm *c, const char *what)
+{
+    pure_nccl *s = c->state;
+    MN_CHECK(mn_nccl_enter(c, &s->nc));
+    return mn_nccl_sync(c, &s->nc, what);
+}
+
 const mn_comm_ops mn_comm_pure_nccl_ops = {
     .name = "pure_nccl",
     .setup = pure_nccl_setup,
     .mean_grad = pure_nccl_mean_grad,
     .mean_grad_device = pure_nccl_mean_grad_device,
+    .device_stream = pure_nccl_device_stream,
+    .mean_packed = pure_nccl_mean_packed,
+    .device_wait = pure_nccl_device_wait,
     .teardown = pure_nccl_teardown,
 };
 

@@ -4,7 +4,9 @@
  * for Inf/NaN in a reduced half buffer or in all the gradient arrays at
  * once (through the pack tables), y += x, and
  * the packing of many arrays into one buffer and back (its index maths is
- * mn_pack_find, tested on the host). Each takes the stream to run on; the C
+ * mn_pack_find, tested on the host); for double buffering on the device,
+ * the same on one packed buffer (the casts, the check, x *= s) and delay
+ * compensation (mn_dbuf_compensate's arithmetic, operation for operation). Each takes the stream to run on; the C
  * side sees them through mn_nccl.h (void * for the stream, so that the
  * shared header needs no CUDA include). Each returns the launch's
  * cudaError_t, read (and so cleared) once, here. Thin by design: the logic
@@ -68,6 +70,45 @@ __global__ void pack(float *packed, float *const *ptrs, const size_t *offs, int 
     }
 }
 
+/* h[i] = half(x[i] * scale) (to) or x[i] = float(h[i]) (!to). */
+__global__ void halves(__half *h, float *x, size_t n, float scale, int to)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        if (to) h[i] = __float2half_rn(x[i] * scale);
+        else x[i] = __half2float(h[i]);
+    }
+}
+
+__global__ void floats_nonfinite(const float *x, size_t n, int *flag)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        if (!isfinite(x[i])) *flag = 1;
+}
+
+__global__ void scale(float *x, size_t n, float s)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        x[i] = __fmul_rn(x[i], s);
+}
+
+/* mn_dbuf_compensate (mn_dbuf.c) element by element, each operation rounded
+ * on its own as the host's (the _rn intrinsics: nvcc would otherwise fuse a
+ * multiply and an add into one FMA), so that both routes give the same bits. */
+__global__ void compensate(float *u, const float *w, float *prev, float *v, size_t n, float lambda, int apply)
+{
+    for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < n; j += (size_t)gridDim.x * blockDim.x) {
+        float uj = u[j];
+        float q = __fadd_rn(__fmul_rn(0.95f, v[j]), __fmul_rn(__fmul_rn(0.05f, uj), uj));
+        if (apply && isfinite(q)) {
+            v[j] = q;
+            float d = q > 0 ? __fmul_rn(__fdiv_rn(__fmul_rn(__fmul_rn(lambda, uj), uj), __fsqrt_rn(q)), __fsub_rn(w[j], prev[j])) : 0;
+            float lim = fabsf(uj);
+            u[j] = __fsub_rn(uj, fminf(fmaxf(d, -lim), lim));
+        }
+        prev[j] = w[j];
+    }
+}
+
 extern "C" {
 
 int mn_gpu_pack_halves(uint16_t *h, float *const *ptrs, const size_t *offs, int n, size_t total, float scale, void *stream)
@@ -109,6 +150,30 @@ int mn_gpu_pack(float *packed, float *const *ptrs, const size_t *offs, int n, si
 int mn_gpu_unpack(float *const *ptrs, const float *packed, const size_t *offs, int n, size_t total, void *stream)
 {
     if (total) pack<<<blocks(total), threads, 0, (cudaStream_t)stream>>>((float *)packed, ptrs, offs, n, 0, total, 0);
+    return (int)cudaGetLastError();
+}
+
+int mn_gpu_halves(uint16_t *h, float *x, size_t n, float scale, int to, void *stream)
+{
+    if (n) halves<<<blocks(n), threads, 0, (cudaStream_t)stream>>>((__half *)h, x, n, scale, to);
+    return (int)cudaGetLastError();
+}
+
+int mn_gpu_floats_nonfinite(const float *x, size_t n, int *dev_flag, void *stream)
+{
+    if (n) floats_nonfinite<<<blocks(n), threads, 0, (cudaStream_t)stream>>>(x, n, dev_flag);
+    return (int)cudaGetLastError();
+}
+
+int mn_gpu_scale(float *x, size_t n, float s, void *stream)
+{
+    if (n) scale<<<blocks(n), threads, 0, (cudaStream_t)stream>>>(x, n, s);
+    return (int)cudaGetLastError();
+}
+
+int mn_gpu_compensate(float *u, const float *w, float *prev, float *v, size_t n, float lambda, int apply, void *stream)
+{
+    if (n) compensate<<<blocks(n), threads, 0, (cudaStream_t)stream>>>(u, w, prev, v, n, lambda, apply);
     return (int)cudaGetLastError();
 }
 

@@ -18,6 +18,7 @@
 #include "mn_observe.h"
 #include "mn_overlap.h"
 #include "mn_dbuf.h"
+#include "mn_dbuf_gpu.h"
 #include "mn_held.h"
 #include "mn_ways.h"
 #include "mn_stage.h"
@@ -44,7 +45,9 @@ struct mn_optimizer {
     mn_route route;       /* where the mean is taken (mn_sync_route) */
     struct mn_stage *stage;   /* GPU runs: the device arrays' tables; MN_ROUTE_STAGED: the copies down and up (mn_stage.h) */
     int own_watch;        /* watch was started here (no caller started one) */
-    mn_dbuf *dbuf;        /* double_buffering=1, else NULL */
+    int dbuf_on;          /* double_buffering=1: through dbuf (the host's thread) or dbuf_gpu */
+    mn_dbuf *dbuf;        /* double_buffering=1 averaging in the host arena, else NULL */
+    struct mn_dbuf_gpu *dbuf_gpu; /* double_buffering=1 on the device (a communicator with mean_packed), else NULL */
     size_t fresh_until;   /* double buffering averages iterations 1..fresh_until fresh */
     size_t ramp;          /* and scales the first `ramp` stale means (stale_scale) */
     double ramp_from;     /* from this fraction of the rate: stale_ratio of the cfg's momentum */
@@ -286,6 +289,9 @@ static int fresh_step(network *net, mn_optimizer *o)
 {
     int pending = 0;
     if (mn_base_iteration(net) > o->fresh_until) return 0;
+#ifdef GPU
+    if (o->dbuf_gpu) return !mn_dbuf_gpu_pending(o->dbuf_gpu);
+#endif
     mn_dbuf_pending(o->dbuf, &pending);
     return !pending;
 }
@@ -308,20 +314,40 @@ static void compensate(mn_optimizer *o, int apply)
  * 23.9 mAP points to 8.2, on the classifier it stayed 1.0 (3 seeds each,
  * bench/results/accuracy-dbuf-handover.txt). Only the new gradient is
  * scaled; the momentum part, added after, is not. */
-static void stale_scale(network *net, mn_optimizer *o)
+static float stale_rate(network *net, const mn_optimizer *o)
 {
     size_t it = mn_base_iteration(net);
-    if (!o->ramp || it <= o->fresh_until || it - o->fresh_until > o->ramp) return;
-    float s = (float)pow(o->ramp_from, 1 - (double)(it - o->fresh_until) / (double)o->ramp);
-    for (size_t i = 0; i < o->total; ++i) o->arena[i] *= s;
+    if (!o->ramp || it <= o->fresh_until || it - o->fresh_until > o->ramp) return 1;
+    return (float)pow(o->ramp_from, 1 - (double)(it - o->fresh_until) / (double)o->ramp);
 }
+
+static void stale_scale(network *net, mn_optimizer *o)
+{
+    float s = stale_rate(net, o);
+    if (s != 1)
+        for (size_t i = 0; i < o->total; ++i) o->arena[i] *= s;
+}
+
+#ifdef GPU
+/* A stale step on the device (mn_dbuf_gpu): the same corrections, there. */
+static int stale_on_device(network *net, mn_optimizer *o, int poison)
+{
+    int bad = 0;
+    mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
+    int apply = mn_dbuf_gpu_exchange(o->dbuf_gpu, poison, (float)o->dc, stale_rate(net, o), &bad);
+    mn_watchdog_leave(o->watch);
+    finish_mean_gpu(o, bad);
+    return after_mean(o) || !apply;
+}
+#endif
 
 static int sync_all(network *net, mn_optimizer *o)
 {
     int poison = !isfinite(mn_base_cost(net)) && o->total > 0;
     if (o->ov) return sync_overlap(net, o, poison);
-    if (o->dbuf && !fresh_step(net, o)) {
+    if (o->dbuf_on && !fresh_step(net, o)) {
 #ifdef GPU
+        if (o->dbuf_gpu) return stale_on_device(net, o, poison);
         if (o->weights_stage) mn_stage_pack_into(o->weights_stage, o->weights_host, MN_STREAM());   /* done when the gradient is */
         if (o->route == MN_ROUTE_STAGED) mn_stage_down(o->stage);
 #endif
@@ -431,6 +457,9 @@ static int sync_hook(network *net)
 static void free_optimizer(mn_optimizer *o)
 {
     mn_dbuf_stop(o->dbuf);
+#ifdef GPU
+    mn_dbuf_gpu_free(o->dbuf_gpu);
+#endif
     mn_overlap_stop(o->ov);
     free(o->layer_of);
     free(o->weights);
@@ -530,6 +559,39 @@ static mn_status host_state(mn_comm *c, network *net, const mn_options *opt, mn_
     return MN_OK;
 }
 
+#ifdef GPU
+/* double_buffering=1 in a GPU run: on the device where the communicator
+ * issues a mean without waiting for it (mean_packed: pure_nccl, the one
+ * ChainerMN double-buffers; mn_dbuf_gpu), whatever the rank count (one
+ * rank's stale step is its own previous gradient, as on the CPU); else in
+ * the host arena on its thread, the staged route. */
+static mn_route dbuf_route(const mn_comm *c)
+{
+    int packed = c->ops->mean_packed && (c->half ? c->device_f16 : c->device_f32);
+    return packed ? MN_ROUTE_DEVICE : MN_ROUTE_STAGED;
+}
+
+/* Compensation corrects the stale mean at the weights as they are: on the
+ * device route where they are (mn_dbuf_gpu packs them); on the staged one
+ * in the host arena, the weights pulled beside the gradient. */
+static mn_status compensation_weights(mn_comm *c, mn_optimizer *o)
+{
+    for (int i = 0; i < o->n; ++i)
+        if (!o->weights_gpu[i]) {
+            mn_error(c, "layer %d: double_buffering_compensation needs the device copy of the weights it updates, "
+                     "which %s Darknet's adapter does not give", o->layer_of[i], mn_base_name());
+            return MN_ERR_UNAVAILABLE;
+        }
+    if (o->route == MN_ROUTE_DEVICE) return MN_OK;
+    mn_status r = mn_stage_packer(c, o->weights_gpu, o->lens, o->n, &o->weights_stage);
+    if (r != MN_OK) return r;
+    if (!mn_cuda_ok(c, cudaMallocHost((void **)&o->weights_host, (o->total + 1) * sizeof(float)), "cudaMallocHost"))
+        return MN_ERR_NOMEM;
+    for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++]) o->weights[i] = o->weights_host + off;
+    return MN_OK;
+}
+#endif
+
 /* The route (mn_sync_route) and what it needs on the device. Our own
  * allocations, checked (Darknet's cuda_make_array never returns NULL: it
  * aborts), so that running out is agreed and said. */
@@ -537,28 +599,9 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
 {
 #ifdef GPU
     int on_gpu = mn_net_get(net).gpu >= 0;
-    /* Compensation corrects the stale mean in the host arena (the staged
-     * route's, whatever the communicator: double buffering's) at the weights
-     * as they are, pulled beside the gradient. */
-    if (on_gpu && o->dc) {
-        for (int i = 0; i < o->n; ++i)
-            if (!o->weights_gpu[i]) {
-                mn_error(c, "layer %d: double_buffering_compensation needs the device copy of the weights it updates, "
-                         "which %s Darknet's adapter does not give", o->layer_of[i], mn_base_name());
-                return MN_ERR_UNAVAILABLE;
-            }
-        mn_status r = mn_stage_packer(c, o->weights_gpu, o->lens, o->n, &o->weights_stage);
-        if (r != MN_OK) return r;
-        if (!mn_cuda_ok(c, cudaMallocHost((void **)&o->weights_host, (o->total + 1) * sizeof(float)), "cudaMallocHost"))
-            return MN_ERR_NOMEM;
-        for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++]) o->weights[i] = o->weights_host + off;
-    }
-    /* Double buffering averages in the host arena on its thread, so its
-     * GPU runs take the staged route whatever the communicator (pure_nccl's
-     * host path copies each piece through the device) and the rank count
-     * (one rank's stale step is its own previous gradient, as on the CPU). */
     int device_mean = c->ops->mean_grad_device && (c->half ? c->device_f16 : c->device_f32);
-    o->route = on_gpu && opt->double_buffering ? MN_ROUTE_STAGED : mn_sync_route(on_gpu, c->size, device_mean);
+    o->route = on_gpu && opt->double_buffering ? dbuf_route(c) : mn_sync_route(on_gpu, c->size, device_mean);
+    if (on_gpu && o->dc) MN_CHECK(compensation_weights(c, o));
     if ((o->route == MN_ROUTE_DEVICE || o->route == MN_ROUTE_LOCAL) &&
         (!mn_cuda_ok(c, cudaMalloc((void **)&o->flag_gpu, sizeof(int)), "cudaMalloc") ||
          !mn_cuda_ok(c, cudaMallocHost((void **)&o->flag_host, sizeof(int)), "cudaMallocHost")))
@@ -617,6 +660,16 @@ static mn_overlap_gpu overlap_gpu(mn_optimizer *o)
 }
 #endif
 
+/* double_buffering=1: on the device (dbuf_route), or the host's thread. Collective. */
+static mn_status start_dbuf(mn_comm *c, mn_optimizer *o)
+{
+#ifdef GPU
+    if (o->route == MN_ROUTE_DEVICE)
+        return mn_agree(c, mn_dbuf_gpu_new(c, o->arrays_gpu, o->dc ? o->weights_gpu : NULL, o->lens, o->n, &o->dbuf_gpu));
+#endif
+    return mn_dbuf_start(c, o->lens, o->n, o->total, &o->dbuf);
+}
+
 /* Collective, every rank or none: the watchdog, the arena's window, and
  * double buffering's and overlap's threads. */
 static mn_status start_collectives(mn_comm *c, network *net, const mn_options *opt, mn_optimizer *o)
@@ -632,10 +685,11 @@ static mn_status start_collectives(mn_comm *c, network *net, const mn_options *o
     c->watch = o->watch;   /* every collective of the training loop is guarded from here on */
     mn_status sa = mn_comm_arena_alloc(c, o->total, &o->arena);
     mn_status st = mn_agree(c, sw != MN_OK ? sw : sa);
-    if (st == MN_OK && opt->double_buffering) st = mn_dbuf_start(c, o->lens, o->n, o->total, &o->dbuf);
-    if (o->dbuf) o->fresh_until = opt->dbuf_fresh < 0 ? (size_t)mn_net_get(net).burn_in : (size_t)opt->dbuf_fresh;
+    o->dbuf_on = opt->double_buffering;
+    if (st == MN_OK && o->dbuf_on) st = start_dbuf(c, o);
+    if (o->dbuf_on) o->fresh_until = opt->dbuf_fresh < 0 ? (size_t)mn_net_get(net).burn_in : (size_t)opt->dbuf_fresh;
     float m = mn_net_get(net).momentum;
-    o->ramp = o->dbuf && m < 1 ? (size_t)opt->dbuf_handover : 0;
+    o->ramp = o->dbuf_on && m < 1 ? (size_t)opt->dbuf_handover : 0;
     o->ramp_from = stale_ratio(m);
 #ifdef GPU
     if (st == MN_OK && o->route != MN_ROUTE_HOST) st = mn_agree(c, start_stage(c, o));
@@ -675,10 +729,13 @@ static void move_into_arena(network *net, mn_optimizer *o, const int *which)
 static void say_options(const mn_comm *c, network *net, const mn_options *opt, const mn_optimizer *o)
 {
     if (c->rank != 0) return;
-    if (o->dbuf && o->fresh_until)
+    if (o->dbuf_gpu)
+        printf("darknet-mn: double_buffering=1 on the device: two packed gradient buffers, each averaged by %s on its "
+               "own stream while the next step computes\n", c->ops->name);
+    if (o->dbuf_on && o->fresh_until)
         printf("darknet-mn: double_buffering=1: iterations 1-%zu averaged fresh (double_buffering_fresh), then each "
                "update applies the previous step's mean\n", o->fresh_until);
-    else if (o->dbuf)
+    else if (o->dbuf_on)
         printf("darknet-mn: double_buffering=1: each update applies the previous step's mean, from the first iteration\n");
     if (o->ramp)
         printf("darknet-mn: double_buffering_handover=%zu: the first %zu stale steps' rate climbs from %.3g of the cfg's "
@@ -686,7 +743,7 @@ static void say_options(const mn_comm *c, network *net, const mn_options *opt, c
     if (o->dc)
         printf("darknet-mn: double_buffering_compensation=%g: each stale mean is corrected to the weights it is applied "
                "at\n", o->dc);
-    if (o->dbuf) dbuf_cost(mn_net_get(net).momentum);
+    if (o->dbuf_on) dbuf_cost(mn_net_get(net).momentum);
     if (o->ov)
         printf("darknet-mn: overlap=1: %d bucket%s of at most %g MiB, averaged during backward\n",
                mn_overlap_buckets(o->ov), mn_overlap_buckets(o->ov) == 1 ? "" : "s", opt->bucket_mb);
@@ -891,6 +948,18 @@ static void device_momentum(mn_optimizer *o, const network *net, int to_device)
 float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_device, size_t *n)
 {
     if (!to_device) device_momentum(o, net, 0);
+#ifdef GPU
+    if (o->dbuf_gpu) {   /* as below, the mean in flight and compensation's state on the device */
+        float *mean = o->state + o->total, *prev = o->dc ? mean + o->total : NULL, *v = prev ? prev + o->total : NULL;
+        if (to_device) {
+            memcpy(o->arena, o->state, o->total * sizeof(float));
+            mn_dbuf_gpu_set(o->dbuf_gpu, mean, prev, v);
+        } else {
+            memcpy(o->state, o->arena, o->total * sizeof(float));
+            mn_dbuf_gpu_get(o->dbuf_gpu, mean, prev, v);
+        }
+    } else
+#endif
     if (o->dbuf) {   /* the arena and the mean in flight, which the next step applies */
         int has;
         float *pending = mn_dbuf_pending(o->dbuf, &has);
@@ -910,8 +979,8 @@ float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_devic
 
 float *mn_optimizer_arena(mn_optimizer *o, size_t *n)
 {
-    *n = o->dbuf ? (o->dc ? 4 : 2) * o->total : o->total;
-    return o->dbuf ? o->state : o->arena;
+    *n = o->dbuf_on ? (o->dc ? 4 : 2) * o->total : o->total;
+    return o->dbuf_on ? o->state : o->arena;
 }
 
 /* Give every update array its own allocation again, so free_network works. */

@@ -87,6 +87,11 @@ int mn_dbuf_order_take(mn_dbuf_order *o)
     return b;
 }
 
+void mn_dbuf_order_resume(mn_dbuf_order *o)
+{
+    o->steps = 1;   /* as if buffer 0 had been sent: the next send fills 1, the next take takes 0 */
+}
+
 void mn_dbuf_order_free(mn_dbuf_order *o)
 {
     for (int b = 0; b < 2; ++b) {

@@ -50,6 +50,9 @@ int mn_dbuf_order_send(mn_dbuf_order *o, mn_task_fn copy, mn_task_fn reduce, voi
 /* Base's later work (the update) waits for the previous step's mean;
  * returns its buffer, or -1 at the first step (no mean yet). */
 int mn_dbuf_order_take(mn_dbuf_order *o);
+/* A mean put into buffer 0 from outside (a checkpoint's, the queues idle):
+ * the next take returns it. */
+void mn_dbuf_order_resume(mn_dbuf_order *o);
 void mn_dbuf_order_free(mn_dbuf_order *o);
 
 /* rescue=1: after each update on base, a copy queue copies the state the

@@ -1,0 +1,209 @@
+/* Double buffering on the device (mn_dbuf_gpu.h), ChainerMN's for pure_nccl.
+ * At step t's hook, on the base's stream, the gradient is packed into
+ * buffer t % 2 (one launch over the device tables); the communicator's
+ * stream waits for that copy and reduces the buffer in place, then checks it
+ * for Inf/NaN into a page-locked flag. Step t+1 computes meanwhile. At step
+ * t+1's hook the host waits for that stream (the allreduce had a whole step
+ * to finish; the wait has mean_grad_device's deadline), reads the flag, and
+ * on the base's stream step t's mean is corrected (delay compensation, on
+ * the weights as they are now), scaled (the hand-over) and unpacked into
+ * Darknet's update arrays. Who waits for what is mn_dbuf_order's, whose
+ * waits tests/test_queue.c checks on host queues; the host's wait comes
+ * before the next buffer is sent, so that it never waits for that one. */
+#ifdef GPU
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mn_dbuf_gpu.h"
+#include "mn_base.h"
+#include "mn_coll.h"
+#include "mn_nccl.h"
+#include "mn_order.h"
+#include "mn_queue.h"
+
+typedef struct {
+    struct mn_dbuf_gpu *d;
+    int b;
+    int poison;
+} buf_arg;
+
+struct mn_dbuf_gpu {
+    mn_comm *c;
+    size_t total;
+    mn_pack_tables grads, weights;   /* device tables; weights empty without compensation */
+    float *buf[2];          /* device: the packed gradients, then their means */
+    float *w, *prev, *v;    /* compensation: the weights now and at the mean's step, the mean square */
+    int *flag[2];           /* device: buffer b's mean held Inf or NaN */
+    int *flag_host;         /* their page-locked copies, two ints */
+    buf_arg args[2];
+    mn_queue *base_q, *comm_q;
+    mn_dbuf_order order;
+    int has_order;
+};
+
+static void must(mn_dbuf_gpu *d, int e, const char *what)
+{
+    mn_cuda_must(d->c, (cudaError_t)e, what);
+}
+
+static int alloc(mn_dbuf_gpu *d, void *p, size_t bytes)
+{
+    return mn_cuda_ok(d->c, cudaMalloc((void **)p, bytes), "cudaMalloc");
+}
+
+mn_status mn_dbuf_gpu_new(mn_comm *c, float **grads, float **weights, const size_t *lens, int n, mn_dbuf_gpu **out)
+{
+    *out = NULL;
+    mn_dbuf_gpu *d = calloc(1, sizeof *d);
+    if (!d) return MN_ERR_NOMEM;
+    d->c = c;
+    mn_status r = mn_pack_tables_make(c, grads, lens, n, MN_STREAM(), &d->grads);
+    if (r == MN_OK && weights) r = mn_pack_tables_make(c, weights, lens, n, MN_STREAM(), &d->weights);
+    d->total = d->grads.total;
+    size_t bytes = (d->total + 1) * sizeof(float);
+    if (r == MN_OK && (!alloc(d, &d->buf[0], bytes) || !alloc(d, &d->buf[1], bytes) ||
+                       !alloc(d, &d->flag[0], sizeof(int)) || !alloc(d, &d->flag[1], sizeof(int)) ||
+                       !mn_cuda_ok(c, cudaMallocHost((void **)&d->flag_host, 2 * sizeof(int)), "cudaMallocHost")))
+        r = MN_ERR_NOMEM;
+    if (r == MN_OK && weights) {   /* zeros, as the host route's calloc'd state */
+        if (!alloc(d, &d->w, bytes) || !alloc(d, &d->prev, bytes) || !alloc(d, &d->v, bytes)) r = MN_ERR_NOMEM;
+        else if (!mn_cuda_ok(c, cudaMemsetAsync(d->prev, 0, bytes, MN_STREAM()), "cudaMemsetAsync") ||
+                 !mn_cuda_ok(c, cudaMemsetAsync(d->v, 0, bytes, MN_STREAM()), "cudaMemsetAsync") ||
+                 !mn_cuda_ok(c, cudaStreamSynchronize(MN_STREAM()), "cudaStreamSynchronize"))
+            r = MN_ERR_UNAVAILABLE;
+    }
+    if (r == MN_OK) {
+        d->base_q = mn_queue_device(c, mn_base_stream());
+        d->comm_q = mn_queue_device(c, c->ops->device_stream(c));
+        if (!d->base_q || !d->comm_q) r = MN_ERR_NOMEM;
+    }
+    if (r == MN_OK && (r = mn_dbuf_order_init(&d->order, d->base_q, d->comm_q)) == MN_OK) d->has_order = 1;
+    for (int b = 0; b < 2; ++b) d->args[b] = (buf_arg){d, b, 0};
+    if (r != MN_OK) {
+        mn_dbuf_gpu_free(d);
+        return r;
+    }
+    *out = d;
+    return MN_OK;
+}
+
+int mn_dbuf_gpu_pending(const mn_dbuf_gpu *d)
+{
+    return d->order.steps > 0;
+}
+
+/* The mean in flight complete, its flag landed. */
+static void wait_mean(mn_dbuf_gpu *d)
+{
+    if (mn_dbuf_gpu_pending(d) && d->c->ops->device_wait(d->c, "double buffering's allreduce") != MN_OK)
+        mn_abort(d->c, "gradient allreduce failed (double buffering)");
+}
+
+void mn_dbuf_gpu_free(mn_dbuf_gpu *d)
+{
+    if (!d) return;
+    if (d->has_order) {
+        wait_mean(d);
+        mn_dbuf_order_free(&d->order);
+    }
+    mn_queue_free(d->base_q);
+    mn_queue_free(d->comm_q);
+    float *bufs[] = {d->buf[0], d->buf[1], d->w, d->prev, d->v};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i)
+        if (bufs[i]) mn_cuda_ok(d->c, cudaFree(bufs[i]), "cudaFree");
+    for (int b = 0; b < 2; ++b)
+        if (d->flag[b]) mn_cuda_ok(d->c, cudaFree(d->flag[b]), "cudaFree");
+    if (d->flag_host) mn_cuda_ok(d->c, cudaFreeHost(d->flag_host), "cudaFreeHost");
+    mn_pack_tables_free(d->c, &d->grads);
+    mn_pack_tables_free(d->c, &d->weights);
+    free(d);
+}
+
+/* On the base's stream, after backward: the gradient into buffer b. */
+static void fill(void *arg, void *stream)
+{
+    buf_arg *a = arg;
+    mn_dbuf_gpu *d = a->d;
+    must(d, mn_gpu_pack(d->buf[a->b], d->grads.ptrs, d->grads.offs, d->grads.n, 0, d->total, stream), "packing the gradient");
+    if (a->poison) mn_base_fill_gpu(1, NAN, d->buf[a->b]);   /* Darknet's fill, on the base's stream too */
+}
+
+/* On the communicator's stream, once the buffer is filled: its mean, checked. */
+static void reduce(void *arg, void *stream)
+{
+    buf_arg *a = arg;
+    mn_dbuf_gpu *d = a->d;
+    cudaStream_t st = (cudaStream_t)stream;
+    must(d, cudaMemsetAsync(d->flag[a->b], 0, sizeof(int), st), "clearing the Inf/NaN flag");
+    if (d->c->ops->mean_packed(d->c, d->buf[a->b], d->total) != MN_OK)
+        mn_abort(d->c, "gradient allreduce failed (double buffering)");
+    must(d, mn_gpu_floats_nonfinite(d->buf[a->b], d->total, d->flag[a->b], st), "the Inf/NaN check");
+    must(d, cudaMemcpyAsync(d->flag_host + a->b, d->flag[a->b], sizeof(int), cudaMemcpyDeviceToHost, st),
+         "reading the Inf/NaN check");
+}
+
+/* Compensation at the weights as they are: w packed, then the correction
+ * (apply 0: prev = w alone, as at the first stale step on the host). */
+static void compensate(mn_dbuf_gpu *d, float *u, float lambda, int apply)
+{
+    cudaStream_t st = MN_STREAM();
+    must(d, mn_gpu_pack(d->w, d->weights.ptrs, d->weights.offs, d->weights.n, 0, d->total, st), "packing the weights");
+    must(d, mn_gpu_compensate(u, d->w, d->prev, d->v, d->total, lambda, apply, st), "the delay compensation");
+}
+
+int mn_dbuf_gpu_exchange(mn_dbuf_gpu *d, int poison, float lambda, float scale, int *bad)
+{
+    cudaStream_t st = MN_STREAM();
+    *bad = 0;
+    wait_mean(d);
+    int sent = (int)(d->order.steps % 2);
+    d->args[sent].poison = poison;
+    void *const args[2] = {&d->args[0], &d->args[1]};
+    mn_dbuf_order_send(&d->order, fill, reduce, args);
+    int b = mn_dbuf_order_take(&d->order);
+    if (b < 0) {   /* the first stale step: nothing to apply; the other buffer is idle */
+        float *idle = d->buf[1 - sent];
+        if (d->prev && lambda > 0) compensate(d, idle, lambda, 0);
+        must(d, cudaMemsetAsync(idle, 0, d->total * sizeof(float), st), "clearing the update arrays");
+        must(d, mn_gpu_unpack(d->grads.ptrs, idle, d->grads.offs, d->grads.n, d->total, st), "clearing the update arrays");
+        return 0;
+    }
+    *bad = d->flag_host[b];
+    if (d->prev && lambda > 0) compensate(d, d->buf[b], lambda, 1);
+    if (scale != 1) must(d, mn_gpu_scale(d->buf[b], d->total, scale, st), "scaling the stale mean");
+    must(d, mn_gpu_unpack(d->grads.ptrs, d->buf[b], d->grads.offs, d->grads.n, d->total, st), "unpacking the mean");
+    return 1;
+}
+
+/* A device copy on the base's stream, waited for (checkpoints only). */
+static void copy(mn_dbuf_gpu *d, void *to, const void *from, enum cudaMemcpyKind kind)
+{
+    cudaStream_t st = MN_STREAM();
+    must(d, cudaMemcpyAsync(to, from, d->total * sizeof(float), kind, st), "copying double buffering's state");
+    must(d, cudaStreamSynchronize(st), "copying double buffering's state");
+}
+
+void mn_dbuf_gpu_get(mn_dbuf_gpu *d, float *mean, float *prev, float *v)
+{
+    wait_mean(d);
+    if (mn_dbuf_gpu_pending(d)) copy(d, mean, d->buf[(d->order.steps - 1) % 2], cudaMemcpyDeviceToHost);
+    else memset(mean, 0, d->total * sizeof(float));
+    if (d->prev && prev) copy(d, prev, d->prev, cudaMemcpyDeviceToHost);
+    if (d->v && v) copy(d, v, d->v, cudaMemcpyDeviceToHost);
+}
+
+void mn_dbuf_gpu_set(mn_dbuf_gpu *d, const float *mean, const float *prev, const float *v)
+{
+    wait_mean(d);
+    copy(d, d->buf[0], mean, cudaMemcpyHostToDevice);
+    if (d->prev && prev) copy(d, d->prev, prev, cudaMemcpyHostToDevice);
+    if (d->v && v) copy(d, d->v, v, cudaMemcpyHostToDevice);
+    /* Checked as a mean just reduced would be (the next exchange reads the flag). */
+    cudaStream_t st = MN_STREAM();
+    must(d, cudaMemsetAsync(d->flag[0], 0, sizeof(int), st), "clearing the Inf/NaN flag");
+    must(d, mn_gpu_floats_nonfinite(d->buf[0], d->total, d->flag[0], st), "the Inf/NaN check");
+    must(d, cudaMemcpyAsync(d->flag_host, d->flag[0], sizeof(int), cudaMemcpyDeviceToHost, st), "reading the Inf/NaN check");
+    must(d, cudaStreamSynchronize(st), "reading the Inf/NaN check");
+    mn_dbuf_order_resume(&d->order);
+}
+#endif

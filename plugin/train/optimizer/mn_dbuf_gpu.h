@@ -1,0 +1,37 @@
+/* double_buffering=1 on the device (mn_dbuf_gpu.c; GPU builds), where the
+ * communicator can issue a mean without waiting for it (mean_packed:
+ * pure_nccl, the one ChainerMN double-buffers). Two packed device buffers:
+ * step t's gradient is reduced in one on the communicator's stream while
+ * step t+1 computes, and step t+1's update applies it. No host thread and
+ * no copy through the host. A failing CUDA or NCCL call ends the job
+ * through mn_abort, naming it. */
+#ifndef MN_DBUF_GPU_H
+#define MN_DBUF_GPU_H
+
+#include "mn_training.h"
+
+#ifdef GPU
+typedef struct mn_dbuf_gpu mn_dbuf_gpu;
+/* grads: Darknet's n device update arrays (lens floats each); weights: the
+ * device parameters they update, for double_buffering_compensation (NULL:
+ * none). Not collective. */
+mn_status mn_dbuf_gpu_new(mn_comm *c, float **grads, float **weights, const size_t *lens, int n, mn_dbuf_gpu **out);
+/* Waits for the mean in flight, then frees. */
+void mn_dbuf_gpu_free(mn_dbuf_gpu *d);
+/* At the hook, the momentum part set aside: the previous mean waited for
+ * (the caller's watchdog window), this step's gradient sent (made NaN where
+ * poison: this rank's loss is not finite), and grads given the previous
+ * mean, corrected with lambda (0: not) and times scale, all on the base's
+ * stream; or zeros where there was none (returns 0). *bad: the mean held
+ * Inf or NaN. */
+int mn_dbuf_gpu_exchange(mn_dbuf_gpu *d, int poison, float lambda, float scale, int *bad);
+/* Whether a mean is in flight (or restored) for the next exchange. */
+int mn_dbuf_gpu_pending(const mn_dbuf_gpu *d);
+/* Checkpoints: the mean in flight (zeros where none) and compensation's
+ * previous weights and mean square (NULL: not kept) copied out, once the
+ * mean is complete; or in, as a mean in flight. */
+void mn_dbuf_gpu_get(mn_dbuf_gpu *d, float *mean, float *prev, float *v);
+void mn_dbuf_gpu_set(mn_dbuf_gpu *d, const float *mean, const float *prev, const float *v);
+#endif
+
+#endif
