@@ -594,6 +594,44 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
                                                                                                        : MN_OK);
 }
 
+/* What the loaded cfg asks that this version or base cannot train. Collective. */
+static mn_status refuse_net(mn_comm *c, mn_task task, const char *cfgfile, network *net, const mn_options *opt)
+{
+    if (mn_net_get(net).adam) {   /* what holds instead: docs/troubleshooting.md, "Limits of this version" */
+        if (c->rank == 0)
+            mn_error(c, "%s: adam=1 is not supported: Darknet's CPU update ignores it, and on a GPU the mean over "
+                        "N ranks would turn Adam's eps into N*eps; remove it to train with momentum SGD", cfgfile);
+        return mn_agree(c, MN_ERR_USER);
+    }
+    const char *refused = mn_base_refuse(net, opt->sync_bn, task == MN_TASK_DETECTOR);
+    if (refused) {
+        if (c->rank == 0) mn_error(c, "%s: %s is not supported on %s Darknet", cfgfile, refused, mn_base_name());
+        return mn_agree(c, MN_ERR_USER);
+    }
+    return MN_OK;
+}
+
+/* The last layer fits the task and the data cfg. Collective. */
+static mn_status check_outputs(mn_comm *c, mn_task task, const char *datacfg, const char *cfgfile,
+                               const mn_data_cfg *dc, network *net)
+{
+    mn_layer_kind last = mn_layer_last(net).kind;
+    if (task == MN_TASK_DETECTOR && last != MN_LAYER_YOLO && last != MN_LAYER_REGION && last != MN_LAYER_DETECTION) {
+        if (c->rank == 0) mn_error(c, "%s: the last layer is not a yolo, region or detection layer", cfgfile);
+        return mn_agree(c, MN_ERR_USER);
+    }
+    /* Darknet copies `outputs` truth values per image from rows of `classes`. */
+    int outputs = mn_net_get(net).outputs;
+    if (task == MN_TASK_CLASSIFIER && outputs != dc->classes) {
+        if (c->rank == 0)
+            mn_error(c, "%s: the last layer (%d) gives %d values per image but %s says classes=%d; the layer "
+                        "before the softmax must have classes outputs", cfgfile, mn_net_layers(net) - 1, outputs,
+                        datacfg, dc->classes);
+        return mn_agree(c, MN_ERR_USER);
+    }
+    return MN_OK;
+}
+
 mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cfgfile,
                    const char *weightfile, int clear, int map_epochs)
 {
@@ -630,36 +668,9 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
      * collective from here on (the communicator's, NCCL's creation among
      * them) is guarded, so a rank that stalls in one ends the job. */
     if ((s = mn_agree(c, mn_watchdog_open(c, opt.collective_timeout))) != MN_OK) goto out;
-    mn_net_info in = mn_net_get(net);
-    if (in.adam) {   /* what holds instead: docs/troubleshooting.md, "Limits of this version" */
-        if (c->rank == 0)
-            mn_error(c, "%s: adam=1 is not supported: Darknet's CPU update ignores it, and on a GPU the mean over "
-                        "N ranks would turn Adam's eps into N*eps; remove it to train with momentum SGD", cfgfile);
-        s = mn_agree(c, MN_ERR_USER);
-        goto out;
-    }
-    const char *refused = mn_base_refuse(net, opt.sync_bn, task == MN_TASK_DETECTOR);
-    if (refused) {
-        if (c->rank == 0) mn_error(c, "%s: %s is not supported on %s Darknet", cfgfile, refused, mn_base_name());
-        s = mn_agree(c, MN_ERR_USER);
-        goto out;
-    }
+    if ((s = refuse_net(c, task, cfgfile, net, &opt)) != MN_OK) goto out;
     if ((s = mn_comm_select(c, opt.communicator)) != MN_OK) goto out;
-    mn_layer_kind last = mn_layer_last(net).kind;
-    if (task == MN_TASK_DETECTOR && last != MN_LAYER_YOLO && last != MN_LAYER_REGION && last != MN_LAYER_DETECTION) {
-        if (c->rank == 0) mn_error(c, "%s: the last layer is not a yolo, region or detection layer", cfgfile);
-        s = mn_agree(c, MN_ERR_USER);
-        goto out;
-    }
-    /* Darknet copies `outputs` truth values per image from rows of `classes`. */
-    if (task == MN_TASK_CLASSIFIER && in.outputs != dc.classes) {
-        if (c->rank == 0)
-            mn_error(c, "%s: the last layer (%d) gives %d values per image but %s says classes=%d; the layer "
-                        "before the softmax must have classes outputs", cfgfile, mn_net_layers(net) - 1, in.outputs,
-                        datacfg, dc.classes);
-        s = mn_agree(c, MN_ERR_USER);
-        goto out;
-    }
+    if ((s = check_outputs(c, task, datacfg, cfgfile, &dc, net)) != MN_OK) goto out;
     mn_base_seed(mn_stream_seed(opt.seed, c->rank, mn_base_iteration(net)));
     s = opt.deterministic ? mn_bcast_list(c, dc.train, opt.shuffle, opt.seed, &shard)
                           : mn_scatter_list(c, dc.train, opt.shuffle, opt.seed, &shard);
