@@ -136,10 +136,12 @@ ended_with() {
 }
 # signal_rank1 SIG DATA [RANK]: SIG to rank 1's (or RANK's) `$PROG
 # classifier|detector train DATA ...`, not its shell, under Open MPI or
-# MPICH (found in /proc: a bare GPU machine may lack pgrep).
+# MPICH (found in /proc: a bare GPU machine may lack pgrep). One grep reads
+# every process's command line: two commands per process took seconds on a
+# busy machine, in which a fast run of 400 updates had ended (CI, 2026-11-29).
 signal_rank1() {
     local f p r=${3:-1}
-    for f in /proc/[0-9]*/cmdline; do
+    for f in $(grep -lsaF -- "$PROG" /proc/[0-9]*/cmdline); do
         p=${f#/proc/}; p=${p%/cmdline}
         tr '\0' ' ' 2> /dev/null < "$f" | grep -q "^$PROG \(classifier\|detector\) train $2 " &&
             tr '\0' '\n' 2> /dev/null < "/proc/$p/environ" | grep -qx "OMPI_COMM_WORLD_RANK=$r\|PMI_RANK=$r" && kill "-$1" "$p"
