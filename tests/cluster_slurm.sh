@@ -3,8 +3,9 @@
 # and two slurmd nodes in network namespaces (scripts/slurm.sh, which
 # installs the packages):
 #  1. srun --mpi=pmix -N 2 --ntasks-per-node=2: info shows 2 nodes x 2; the
-#     training equals mpiexec -n 4's (deterministic, flat) to float rounding,
-#     and hierarchical and two_dimensional take their legs from the nodes;
+#     training of flat, hierarchical and two_dimensional (deterministic)
+#     equals, bit for bit, mpiexec -n 4's as 2 nodes of 2, whose legs sum
+#     in the same order;
 #     MPICH's build under srun --mpi=pmi2 trains the same, and under
 #     --mpi=none (each task alone) stops with 64 saying what srun needs;
 #  2. scripts/darknet_mn.sbatch as a user submits it (--requeue, --no-kill),
