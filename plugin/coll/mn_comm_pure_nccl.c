@@ -47,8 +47,8 @@ typedef struct {
      * call and kept while the same arrays come */
     mn_pack_tables tab;
     float **seen;           /* host: the arrays they were made for */
-    uint16_t *packed_half;  /* mean_packed's float16 buffer, */
-    size_t packed_cap;      /* of this many halves */
+    void *packed_half;      /* mean_packed's float16 buffer (in flight until device_wait, so not dev) */
+    size_t packed_bytes;
 } pure_nccl;
 
 static void pure_nccl_teardown(mn_comm *c)
@@ -78,16 +78,22 @@ static mn_status pure_nccl_setup(mn_comm *c)
     return MN_OK;
 }
 
+/* *buf (of *cap bytes) grown to hold bytes. */
+static mn_status grow(mn_comm *c, void **buf, size_t *cap, size_t bytes)
+{
+    if (bytes <= *cap) return MN_OK;
+    void *old = *buf;
+    *buf = NULL;
+    *cap = 0;
+    if (old) MN_CUDA_CHECK(c, cudaFree(old));
+    MN_CUDA_CHECK(c, cudaMalloc(buf, bytes));
+    *cap = bytes;
+    return MN_OK;
+}
+
 static mn_status device_buffer(mn_comm *c, pure_nccl *s, size_t bytes)
 {
-    if (bytes <= s->dev_bytes) return MN_OK;
-    void *old = s->dev;
-    s->dev = NULL;
-    s->dev_bytes = 0;
-    if (old) MN_CUDA_CHECK(c, cudaFree(old));
-    MN_CUDA_CHECK(c, cudaMalloc(&s->dev, bytes));
-    s->dev_bytes = bytes;
-    return MN_OK;
+    return grow(c, &s->dev, &s->dev_bytes, bytes);
 }
 
 /* Host piece -> device, ncclAllReduce in place, device -> host. */
@@ -201,13 +207,7 @@ static mn_status pure_nccl_mean_packed(mn_comm *c, float *dev, size_t count)
         MN_NCCL_CALL(c, &s->nc, ncclAllReduce(dev, dev, count, ncclFloat32, ncclAvg, s->nc.comm, s->nc.stream));
         return MN_OK;
     }
-    if (count > s->packed_cap) {
-        if (s->packed_half) MN_CUDA_CHECK(c, cudaFree(s->packed_half));
-        s->packed_half = NULL;
-        s->packed_cap = 0;
-        MN_CUDA_CHECK(c, cudaMalloc((void **)&s->packed_half, count * sizeof(uint16_t)));
-        s->packed_cap = count;
-    }
+    MN_CHECK(grow(c, &s->packed_half, &s->packed_bytes, count * sizeof(uint16_t)));
     MN_CHECK(launched(c, mn_gpu_halves(s->packed_half, dev, count, 1.0f / (float)c->size, 1, s->nc.stream), "float16 cast"));
     MN_NCCL_CALL(c, &s->nc, ncclAllReduce(s->packed_half, s->packed_half, count, ncclFloat16, ncclSum, s->nc.comm, s->nc.stream));
     return launched(c, mn_gpu_halves(s->packed_half, dev, count, 1, 0, s->nc.stream), "float32 cast");
