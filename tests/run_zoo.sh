@@ -38,7 +38,7 @@ zoo() {   # zoo BASE MN DARKNET CFGDIR CFGS...
 equiv() {   # equiv BASE MN DARKNET CFGDIR CFGS...
     local base=$1 mn=$2 dk=$3 dir=$4; shift 4
     timeout 900 python3 tools/mn_zoo.py --base "$base" --mn "$mn" --darknet "$dk" --cfgs "$dir" --det "$DET" --cls "$D" \
-        --wcmp "$TEST_BIN/mn_wcmp" --out "$T/$base-eq" --equiv "$(IFS=,; echo "$*")" > "$T/$base-eq.log" 2>&1
+        ${EQ_BATCH:+--batch "$EQ_BATCH"} --wcmp "$TEST_BIN/mn_wcmp" --out "$T/$base-eq" --equiv "$(IFS=,; echo "$*")" > "$T/$base-eq.log" 2>&1
     local c
     for c in "$@"; do
         if grep -aq "^ok  *$c:" "$T/$base-eq.log"; then ok "equivalence ${label:-$base} $(grep -a "^ok  *$c:" "$T/$base-eq.log" | sed 's/^ok *//')"
@@ -127,11 +127,10 @@ else
     for c in yolov4-tiny yolov3-tiny; do expect hankai-only "$L" $c.cfg trained 'loss [0-9]'; done
     # Refused before the fork's parser stops on the cfg's min_crop/max_crop without a reason.
     expect hankai-only "$L" darknet53.cfg refused "classifier training .*DARKNET=alexeyab.* not supported on hank-ai's Darknet"
-    # With Darknet's own convolution (MN_DNNL=0): on an AVX-512 Xeon the
-    # oneDNN engine on this base made 2 x 2 differ from 1 x 4 by 1.04e-3
-    # after one update (1 x 4 reordered: 1.75e-7; MN_DNNL=0: 5.2e-7), where
-    # AlexeyAB's base with the same engine stays within rounding; not yet
-    # explained (docs/hankai.md, "Known limits"). This row checks the mean.
-    MN_DNNL=0 label="hankai-only (MN_DNNL=0)" equiv hankai "$HB" "$HK/build-mn/src-cli/darknet" "$HK/cfg" yolov4-tiny.cfg
+    # 2 x 3 against 1 x 6: at 2 images a rank one leaky unit within
+    # rounding of zero took the other slope on an AVX-512 Xeon (1.04e-3, all
+    # of it from one filter; docs/hankai.md), a chance of the values that 1,
+    # 3 and 4 images a rank do not meet there (5e-7).
+    EQ_BATCH=3 label="hankai-only" equiv hankai "$HB" "$HK/build-mn/src-cli/darknet" "$HK/cfg" yolov4-tiny.cfg
 fi
 finish
