@@ -208,11 +208,13 @@ else bad "double_buffering=1: ranks $(rcs "$T/dbuf-b0" 2) and $(rcs "$T/dbuf-b1"
 # communicator of one: its allreduce is exact), so that one GPU runs the
 # device route's buffers, streams and kernels; the staged route (flat) on one
 # rank averages the same means on the host, and the compensation kernel
-# rounds each operation as the host does, so the bits must agree. A dry run
+# rounds each operation as the host does, so the bits must agree (weight
+# prediction runs on the device on both routes; its weights kept reach the
+# host for the staged route's compensation). A dry run
 # has no pure_nccl: both use flat there (the rows' logic only).
 echo "-- 2e. double buffering on the device (pure_nccl, 1 rank) against the staged route (flat, 1 rank)"
 devc=$([ "$DRY" = 1 ] && echo flat || echo pure_nccl)
-dbo=(double_buffering=1 double_buffering_fresh=5 double_buffering_compensation=100)
+dbo=(double_buffering=1 double_buffering_fresh=5 double_buffering_compensation=100 double_buffering_prediction=0.5)
 run dbd-stg 1 -- "$(cfg dbd-stg 4 20 communicator=flat "${dbo[@]}")"
 run dbd-dev 1 -- "$(cfg dbd-dev 4 20 communicator=$devc "${dbo[@]}")"
 ondev=$([ "$DRY" = 1 ] || grep -c "^darknet-mn: double_buffering=1 on the device" "$T/dbd-dev.out.0")

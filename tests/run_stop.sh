@@ -282,6 +282,18 @@ if want fewer; then
             ok "the same with batch norm$([ $bn = avg ] && echo ' and bn_average=1'): the 4-rank run's weights and running statistics at 100 ($(cat "$F/fewer-$bn.cmp"))"
         else bad "4 ranks resumed on 2 with batch norm ($bn): $(rcs "$F/fewer2-$bn" 2); $(grep -h 'global batch' "$F/fewer2-$bn.out.0" | cut -c1-200); $(cat "$F/fewer-$bn.cmp" 2> /dev/null)"; fi
     done
+    # With double buffering (its compensation and prediction on, the
+    # defaults): the momentum and the mean in flight are sums over a rank's
+    # images, so they double on 2 ranks; compensation's mean square goes 4x,
+    # and the weights compensation and prediction keep stay as they are.
+    cfg "$F/four-db.cfg" 100 checkpoint_interval=20 checkpoint_keep=10 double_buffering=1
+    data ref4-db; run ref4-db 4 "$F/four-db.cfg"
+    data fewer-db; cp "$F/ref4-db/four-db.ckpt-$at" "$F/fewer-db/"
+    mn "$F/fewer2-db" 2 classifier train "$F/fewer-db.data" "$F/four-db.cfg"
+    if all_rc "$F/fewer2-db" 2 0 && grep -q "the checkpoint's global batch 16 kept on 2 ranks: subdivisions 1 -> 2" "$F/fewer2-db.out.0" &&
+       "$W" "$F/fewer-db/four-db_final.weights" "$F/ref4-db/four-db_final.weights" 1e-5 > "$F/fewer-db.cmp"; then
+        ok "the same with double buffering (compensation, prediction): the 4-rank run's weights at 100 ($(cat "$F/fewer-db.cmp"))"
+    else bad "4 ranks resumed on 2 with double buffering: $(rcs "$F/fewer2-db" 2); $(cat "$F/fewer-db.cmp" 2> /dev/null)"; fi
     # The same checkpoint on 3 ranks: strict stops (75, the checkpoint left
     # as it was), keep goes on with 12 images an update, saying so.
     for mode in strict keep; do

@@ -460,11 +460,7 @@ static mn_status keep_global_batch(mn_comm *c, network *net, mn_optimizer *mo, c
         mn_net_set_seen(net, (uint64_t)r->iteration * was);
         /* Darknet keeps the momentum as a sum over the rank's images of an
          * update (its step divides by them): more images a rank, a larger sum. */
-        size_t n = 0;
-        float *st = mn_optimizer_host_state(mo, net, 0, &n);
-        float k = (float)((double)in.batch * s * r->ranks / (double)was);
-        for (size_t i = 0; i < n; ++i) st[i] *= k;
-        mn_optimizer_host_state(mo, net, 1, &n);
+        mn_optimizer_rescale(mo, net, (float)((double)in.batch * s * r->ranks / (double)was));
         /* Where each rank stands for a whole number of ranks of the cfg's
          * passes (s a multiple of them), the batch-norm running statistics
          * of each are kept apart. */

@@ -23,6 +23,7 @@ typedef struct {
     int dbuf_fresh;          /* double_buffering_fresh: iterations averaged fresh before the stale means; -1: burn_in */
     int dbuf_handover;       /* double_buffering_handover: stale steps whose rate climbs back to the cfg's (300); 0: none */
     double dbuf_compensation; /* double_buffering_compensation: delay compensation's lambda (100); 0: none */
+    double dbuf_prediction;   /* double_buffering_prediction: weight prediction's k (1); 0: none */
     int overlap;             /* overlap=1: buckets are averaged during backward (optimizer/mn_overlap.h) */
     double bucket_mb;        /* overlap's bucket size in MiB (whole pieces of MN_PIECE_BYTES at least) */
     char timeline[4096];     /* Chrome-trace file of every rank's phases (observe/mn_observe.h); "": none */

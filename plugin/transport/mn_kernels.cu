@@ -94,7 +94,8 @@ __global__ void scale(float *x, size_t n, float s)
 /* mn_dbuf_compensate (mn_dbuf.c) element by element, each operation rounded
  * on its own as the host's (the _rn intrinsics: nvcc would otherwise fuse a
  * multiply and an add into one FMA), so that both routes give the same bits. */
-__global__ void compensate(float *u, const float *w, float *prev, float *v, size_t n, float lambda, int apply)
+__global__ void compensate(float *u, const float *w, const float *eval, float *prev, float *v, size_t n, float lambda,
+                           int apply)
 {
     for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < n; j += (size_t)gridDim.x * blockDim.x) {
         float uj = u[j];
@@ -105,7 +106,17 @@ __global__ void compensate(float *u, const float *w, float *prev, float *v, size
             float lim = fabsf(uj);
             u[j] = __fsub_rn(uj, fminf(fmaxf(d, -lim), lim));
         }
-        prev[j] = w[j];
+        prev[j] = eval[j];
+    }
+}
+
+/* mn_ahead_floats (mn_ahead.c), rounded as the host's. */
+__global__ void predict(float *w, float *k0, size_t n, float k)
+{
+    for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < n; j += (size_t)gridDim.x * blockDim.x) {
+        float now = w[j], d = __fsub_rn(now, k0[j]);
+        k0[j] = now;
+        w[j] = __fadd_rn(now, __fmul_rn(k, d));
     }
 }
 
@@ -171,9 +182,16 @@ int mn_gpu_scale(float *x, size_t n, float s, void *stream)
     return (int)cudaGetLastError();
 }
 
-int mn_gpu_compensate(float *u, const float *w, float *prev, float *v, size_t n, float lambda, int apply, void *stream)
+int mn_gpu_compensate(float *u, const float *w, const float *eval, float *prev, float *v, size_t n, float lambda, int apply,
+                      void *stream)
 {
-    if (n) compensate<<<blocks(n), threads, 0, (cudaStream_t)stream>>>(u, w, prev, v, n, lambda, apply);
+    if (n) compensate<<<blocks(n), threads, 0, (cudaStream_t)stream>>>(u, w, eval, prev, v, n, lambda, apply);
+    return (int)cudaGetLastError();
+}
+
+int mn_gpu_predict(float *w, float *k0, size_t n, float k, void *stream)
+{
+    if (n) predict<<<blocks(n), threads, 0, (cudaStream_t)stream>>>(w, k0, n, k);
     return (int)cudaGetLastError();
 }
 

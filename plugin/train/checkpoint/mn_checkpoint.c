@@ -441,11 +441,13 @@ char *mn_experiment(const mn_comm *c, const char *cfgfile, const mn_options *opt
     if (c->rank != 0) return NULL;
     char *t = mn_cfg_experiment(cfgfile), tail[4400];
     /* The list's path is kept for messages only: moved, the same paths are the same data.
-     * Delay compensation adds two arrays to the state: named only where on,
-     * so that checkpoints without it stay of the same experiment. */
-    int dc = opt->double_buffering && opt->dbuf_compensation > 0;
-    int k = snprintf(tail, sizeof tail, "distributed\tdouble_buffering\t%d\n%sdata\ttrain\t%zu %016llx\npath\ttrain\t%s\n",
+     * Delay compensation adds two arrays to the state, prediction one: named
+     * only where on, so that checkpoints without them stay of the same
+     * experiment. */
+    int dc = opt->double_buffering && opt->dbuf_compensation > 0, wp = opt->double_buffering && opt->dbuf_prediction > 0;
+    int k = snprintf(tail, sizeof tail, "distributed\tdouble_buffering\t%d\n%s%sdata\ttrain\t%zu %016llx\npath\ttrain\t%s\n",
                      opt->double_buffering, dc ? "distributed\tdouble_buffering_compensation\ton\n" : "",
+                     wp ? "distributed\tdouble_buffering_prediction\ton\n" : "",
                      train->global_n, (unsigned long long)train->digest, trainfile);
     char *all = t ? realloc(t, strlen(t) + (size_t)k + 1) : NULL;
     if (!all) { free(t); return NULL; }

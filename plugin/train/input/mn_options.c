@@ -23,6 +23,7 @@ void mn_default_options(mn_options *opt)
     opt->dbuf_fresh = -1;
     opt->dbuf_handover = 300;
     opt->dbuf_compensation = 100;
+    opt->dbuf_prediction = 1;
     opt->rescue = 1;
 }
 
@@ -55,9 +56,22 @@ static int copy_path(char *dst, size_t n, const char *k, const char *v, char *wh
 }
 
 static const char *const keys =
-    "communicator, allreduce_grad_dtype, double_buffering, double_buffering_fresh, double_buffering_handover, double_buffering_compensation, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
+    "communicator, allreduce_grad_dtype, double_buffering, double_buffering_fresh, double_buffering_handover, double_buffering_compensation, double_buffering_prediction, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
     "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, bad_labels, collective_timeout, lock_lease, chart, "
     "cache_mb, global_batch, rescue";
+
+/* A real key of [distributed] within [lo, hi] into *out; range says so. */
+static int real_key(const char *k, const char *v, double lo, double hi, const char *range, double *out, char *why,
+                    size_t cap)
+{
+    double x;
+    if (!parse_real(v, &x) || !(x >= lo && x <= hi)) {
+        snprintf(why, cap, "[distributed] %s='%s' must be %s", k, v, range);
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
 
 int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size_t cap)
 {
@@ -80,16 +94,12 @@ int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size
     } else if (!strcmp(k, "double_buffering")) flag = &opt->double_buffering;
     else if (!strcmp(k, "double_buffering_fresh")) num = *v ? &opt->dbuf_fresh : NULL;   /* empty: burn_in */
     else if (!strcmp(k, "double_buffering_handover")) num = &opt->dbuf_handover;
-    else if (!strcmp(k, "double_buffering_compensation")) {
-        double x;
-        if (!parse_real(v, &x) || !(x >= 0 && x <= 1e6)) {
-            snprintf(why, cap, "[distributed] double_buffering_compensation='%s' must be a number from 0 (none) to "
-                     "1000000 (100 by default)", v);
-            return 0;
-        }
-        opt->dbuf_compensation = x;
-    } else if (!strcmp(k, "overlap")) flag = &opt->overlap;
-    else if (!strcmp(k, "bucket_mb")) {
+    else if (!strcmp(k, "double_buffering_compensation"))
+        ok = real_key(k, v, 0, 1e6, "a number from 0 (none) to 1000000 (100 by default)", &opt->dbuf_compensation, why, cap);
+    else if (!strcmp(k, "double_buffering_prediction"))
+        ok = real_key(k, v, 0, 1, "a number from 0 (none) to 1 (1 by default)", &opt->dbuf_prediction, why, cap);
+    else if (!strcmp(k, "overlap")) flag = &opt->overlap;
+    else if (!strcmp(k, "bucket_mb")) {   /* above 0, not from 0 */
         double x;
         if (!parse_real(v, &x) || !(x > 0 && x <= 1048576)) {
             snprintf(why, cap, "[distributed] bucket_mb='%s' must be a number of MiB above 0 and at most 1048576 "

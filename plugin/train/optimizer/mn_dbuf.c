@@ -144,7 +144,7 @@ void mn_dbuf_stop(mn_dbuf *d)
     free(d);
 }
 
-void mn_dbuf_compensate(float *u, const float *w, float *prev, float *v, size_t n, float lambda, int apply)
+void mn_dbuf_compensate(float *u, const float *w, const float *eval, float *prev, float *v, size_t n, float lambda, int apply)
 {
     for (size_t j = 0; j < n; ++j) {
         float q = 0.95f * v[j] + 0.05f * u[j] * u[j];
@@ -153,6 +153,6 @@ void mn_dbuf_compensate(float *u, const float *w, float *prev, float *v, size_t 
             float d = q > 0 ? lambda * u[j] * u[j] / sqrtf(q) * (w[j] - prev[j]) : 0, lim = fabsf(u[j]);
             u[j] -= fminf(fmaxf(d, -lim), lim);
         }
-        prev[j] = w[j];
+        prev[j] = eval[j];
     }
 }

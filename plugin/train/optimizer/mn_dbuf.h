@@ -29,7 +29,8 @@ void mn_dbuf_stop(mn_dbuf *d);
  * the term feeds back once lambda |w - prev| nears 0.2 (a larger term moves
  * w more, which makes the next larger): the detector diverged at lambda 30
  * and 100. apply 0 (no mean this step) leaves u and v, and so does a u
- * whose square is not finite. prev becomes w. */
-void mn_dbuf_compensate(float *u, const float *w, float *prev, float *v, size_t n, float lambda, int apply);
+ * whose square is not finite. prev becomes eval: the weights this step's
+ * gradient was taken at (w itself, or mn_ahead's prediction). */
+void mn_dbuf_compensate(float *u, const float *w, const float *eval, float *prev, float *v, size_t n, float lambda, int apply);
 
 #endif

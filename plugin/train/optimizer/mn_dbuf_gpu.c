@@ -142,16 +142,20 @@ static void reduce(void *arg, void *stream)
          "reading the Inf/NaN check");
 }
 
-/* Compensation at the weights as they are: w packed, then the correction
- * (apply 0: prev = w alone, as at the first stale step on the host). */
-static void compensate(mn_dbuf_gpu *d, float *u, float lambda, int apply)
+/* Compensation at the weights as they are (w packed; or those kept, w,
+ * while the arrays hold a prediction, eval), then the correction (apply 0:
+ * prev = eval alone, as at the first stale step on the host). */
+static void compensate(mn_dbuf_gpu *d, float *u, float lambda, int apply, const float *w, const float *eval)
 {
     cudaStream_t st = MN_STREAM();
-    must(d, mn_gpu_pack(d->w, d->weights.ptrs, d->weights.offs, d->weights.n, 0, d->total, st), "packing the weights");
-    must(d, mn_gpu_compensate(u, d->w, d->prev, d->v, d->total, lambda, apply, st), "the delay compensation");
+    if (!w) {
+        must(d, mn_gpu_pack(d->w, d->weights.ptrs, d->weights.offs, d->weights.n, 0, d->total, st), "packing the weights");
+        w = eval = d->w;
+    }
+    must(d, mn_gpu_compensate(u, w, eval, d->prev, d->v, d->total, lambda, apply, st), "the delay compensation");
 }
 
-int mn_dbuf_gpu_exchange(mn_dbuf_gpu *d, int poison, float lambda, float scale, int *bad)
+int mn_dbuf_gpu_exchange(mn_dbuf_gpu *d, int poison, float lambda, float scale, const float *w, const float *eval, int *bad)
 {
     cudaStream_t st = MN_STREAM();
     *bad = 0;
@@ -163,13 +167,13 @@ int mn_dbuf_gpu_exchange(mn_dbuf_gpu *d, int poison, float lambda, float scale, 
     int b = mn_dbuf_order_take(&d->order);
     if (b < 0) {   /* the first stale step: nothing to apply; the other buffer is idle */
         float *idle = d->buf[1 - sent];
-        if (d->prev && lambda > 0) compensate(d, idle, lambda, 0);
+        if (d->prev && lambda > 0) compensate(d, idle, lambda, 0, w, eval);
         must(d, cudaMemsetAsync(idle, 0, d->total * sizeof(float), st), "clearing the update arrays");
         must(d, mn_gpu_unpack(d->grads.ptrs, idle, d->grads.offs, d->grads.n, d->total, st), "clearing the update arrays");
         return 0;
     }
     *bad = d->flag_host[b];
-    if (d->prev && lambda > 0) compensate(d, d->buf[b], lambda, 1);
+    if (d->prev && lambda > 0) compensate(d, d->buf[b], lambda, 1, w, eval);
     if (scale != 1) must(d, mn_gpu_scale(d->buf[b], d->total, scale, st), "scaling the stale mean");
     must(d, mn_gpu_unpack(d->grads.ptrs, d->buf[b], d->grads.offs, d->grads.n, d->total, st), "unpacking the mean");
     return 1;

@@ -22,9 +22,11 @@ void mn_dbuf_gpu_free(mn_dbuf_gpu *d);
  * (the caller's watchdog window), this step's gradient sent (made NaN where
  * poison: this rank's loss is not finite), and grads given the previous
  * mean, corrected with lambda (0: not) and times scale, all on the base's
- * stream; or zeros where there was none (returns 0). *bad: the mean held
- * Inf or NaN. */
-int mn_dbuf_gpu_exchange(mn_dbuf_gpu *d, int poison, float lambda, float scale, int *bad);
+ * stream; or zeros where there was none (returns 0). The correction's
+ * weights: w (packed, on the device) where the weights hold a prediction
+ * (eval, packed: mn_ahead.h), else NULL and they are read. *bad: the mean
+ * held Inf or NaN. */
+int mn_dbuf_gpu_exchange(mn_dbuf_gpu *d, int poison, float lambda, float scale, const float *w, const float *eval, int *bad);
 /* Whether a mean is in flight (or restored) for the next exchange. */
 int mn_dbuf_gpu_pending(const mn_dbuf_gpu *d);
 /* Checkpoints: the mean in flight (zeros where none) and compensation's

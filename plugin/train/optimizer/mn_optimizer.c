@@ -22,6 +22,7 @@
 #include "mn_held.h"
 #include "mn_ways.h"
 #include "mn_stage.h"
+#include "mn_ahead.h"
 
 struct mn_optimizer {
     mn_comm *comm;
@@ -51,8 +52,12 @@ struct mn_optimizer {
     size_t fresh_until;   /* double buffering averages iterations 1..fresh_until fresh */
     size_t ramp;          /* and scales the first `ramp` stale means (stale_scale) */
     double ramp_from;     /* from this fraction of the rate: stale_ratio of the cfg's momentum */
-    float *state;         /* double buffering: the arena, the mean in flight, and compensation's two (checkpoints) */
+    float *state;         /* double buffering's for checkpoints: the arena, the mean in flight, and state_arrays' others */
     double dc;            /* double_buffering_compensation's lambda0 (compensate); 0: none */
+    double pk;            /* double_buffering_prediction's k; 0: none */
+    mn_ahead *pred;       /* made where pk is set */
+    int primed;           /* pred's w0 holds the weights before the last update */
+    float *kept;          /* compensation: the weights the mean is applied at, packed, while pred's prediction is taken */
     float **weights;      /* the parameters each update array updates (host), for compensate */
     float **weights_gpu;  /* their device copies (GPU builds) */
     float *weights_host;  /* a GPU run's compensation: the device weights pulled each stale step (page-locked) */
@@ -273,9 +278,10 @@ static void dbuf_cost(float momentum)
     if (m >= 1 || m < 0) return;
     printf("darknet-mn: double_buffering=1 costs accuracy: with momentum %g a stale step stays stable only on curvature "
            "%.0fx lower than a fresh one tolerates, so a rate tuned without it can diverge once the stale steps start "
-           "(cfg/fashion-det.cfg lost 3.6 mAP points with the defaults, double_buffering_handover=300 and "
-           "double_buffering_compensation=100, 8.2 without the compensation, 24 without either; cfg/fashion.cfg 0.8 "
-           "top-1 point: docs/benchmarks.md); overlap=1 hides the allreduce without staleness\n",
+           "(cfg/fashion-det.cfg lost 3.4 mAP points with the defaults, double_buffering_handover=300, "
+           "double_buffering_compensation=100 and double_buffering_prediction=1, 4.8 without the prediction, 24 "
+           "without any; cfg/fashion.cfg 0.7 top-1 point: docs/benchmarks.md); overlap=1 hides the allreduce without "
+           "staleness\n",
            m, 1 / stale_ratio(m));
 }
 
@@ -303,8 +309,10 @@ static void compensate(mn_optimizer *o, int apply)
 {
     if (!o->dc) return;
     float *prev = o->state + 2 * o->total, *v = prev + o->total;
-    for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++])
-        mn_dbuf_compensate(o->arena + off, o->weights[i], prev + off, v + off, o->lens[i], (float)o->dc, apply);
+    for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++]) {
+        const float *w = o->kept ? o->kept + off : o->weights[i];   /* the weights hold a prediction: those kept */
+        mn_dbuf_compensate(o->arena + off, w, o->weights[i], prev + off, v + off, o->lens[i], (float)o->dc, apply);
+    }
 }
 
 /* double_buffering_handover=K (300 by default): the k-th stale mean (k <= K)
@@ -334,7 +342,9 @@ static int stale_on_device(network *net, mn_optimizer *o, int poison)
 {
     int bad = 0;
     mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
-    int apply = mn_dbuf_gpu_exchange(o->dbuf_gpu, poison, (float)o->dc, stale_rate(net, o), &bad);
+    int held = mn_ahead_holds(o->pred);
+    int apply = mn_dbuf_gpu_exchange(o->dbuf_gpu, poison, (float)o->dc, stale_rate(net, o),
+                                     held ? mn_ahead_kept(o->pred) : NULL, held ? mn_ahead_taken(o->pred) : NULL, &bad);
     mn_watchdog_leave(o->watch);
     finish_mean_gpu(o, bad);
     return after_mean(o) || !apply;
@@ -349,13 +359,16 @@ static int sync_all(network *net, mn_optimizer *o)
 #ifdef GPU
         if (o->dbuf_gpu) return stale_on_device(net, o, poison);
         if (o->weights_stage) mn_stage_pack_into(o->weights_stage, o->weights_host, MN_STREAM());   /* done when the gradient is */
+        if (o->weights_stage && mn_ahead_holds(o->pred)) o->kept = mn_ahead_pull_kept(o->pred);
         if (o->route == MN_ROUTE_STAGED) mn_stage_down(o->stage);
 #endif
         if (poison) o->arena[0] = NAN;
         mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
         int apply = mn_dbuf_exchange(o->dbuf, o->arena);
         mn_watchdog_leave(o->watch);
+        if (!o->kept && mn_ahead_holds(o->pred) && o->route == MN_ROUTE_HOST) o->kept = (float *)mn_ahead_kept(o->pred);
         compensate(o, apply);
+        o->kept = NULL;
         if (apply) stale_scale(net, o);
 #ifdef GPU
         if (o->route == MN_ROUTE_STAGED) return after_stage(o) || !apply;
@@ -443,6 +456,7 @@ static int sync_hook(network *net)
     profile_mark(o, 0);
 #endif
     int skip = sync_all(net, o);
+    mn_ahead_back(o->pred);   /* Darknet's update starts from the weights, not their prediction */
 #ifdef GPU
     profile_mark(o, 1);
 #endif
@@ -461,6 +475,7 @@ static void free_optimizer(mn_optimizer *o)
     mn_dbuf_gpu_free(o->dbuf_gpu);
 #endif
     mn_overlap_stop(o->ov);
+    mn_ahead_free(o->pred);
     free(o->layer_of);
     free(o->weights);
     free(o->weights_gpu);
@@ -528,6 +543,14 @@ static mn_status collect_arrays(mn_comm *c, network *net, mn_optimizer *o, int *
     return MN_OK;
 }
 
+/* Double buffering's state, in arrays of the arena's size: the arena, the
+ * mean in flight, compensation's previous weights and mean square, and
+ * prediction's weights before the last update (mn_optimizer_arena). */
+static size_t state_arrays(const mn_optimizer *o)
+{
+    return 2 + (o->dc ? 2 : 0) + (o->pk ? 1 : 0);
+}
+
 /* What every route keeps on the host beside the arena: float16 and double
  * buffering send the fresh gradient alone (the momentum part waits in
  * aside, mn_optimizer_begin_step); nonfinite=skip and rescue=1 keep the
@@ -555,7 +578,8 @@ static mn_status host_state(mn_comm *c, network *net, const mn_options *opt, mn_
         return MN_ERR_USER;
     }
     o->dc = opt->double_buffering ? opt->dbuf_compensation : 0;
-    if (opt->double_buffering && !(o->state = calloc((o->dc ? 4 : 2) * o->total + 1, sizeof(float)))) return MN_ERR_NOMEM;
+    o->pk = opt->double_buffering ? opt->dbuf_prediction : 0;
+    if (opt->double_buffering && !(o->state = calloc(state_arrays(o) * o->total + 1, sizeof(float)))) return MN_ERR_NOMEM;
     return MN_OK;
 }
 
@@ -571,17 +595,24 @@ static mn_route dbuf_route(const mn_comm *c)
     return packed ? MN_ROUTE_DEVICE : MN_ROUTE_STAGED;
 }
 
+/* The device copy of every array's weights, which key works on. */
+static mn_status device_weights(mn_comm *c, const mn_optimizer *o, const char *key)
+{
+    for (int i = 0; i < o->n; ++i)
+        if (!o->weights_gpu[i]) {
+            mn_error(c, "layer %d: %s needs the device copy of the weights it updates, which %s Darknet's adapter "
+                     "does not give", o->layer_of[i], key, mn_base_name());
+            return MN_ERR_UNAVAILABLE;
+        }
+    return MN_OK;
+}
+
 /* Compensation corrects the stale mean at the weights as they are: on the
  * device route where they are (mn_dbuf_gpu packs them); on the staged one
  * in the host arena, the weights pulled beside the gradient. */
 static mn_status compensation_weights(mn_comm *c, mn_optimizer *o)
 {
-    for (int i = 0; i < o->n; ++i)
-        if (!o->weights_gpu[i]) {
-            mn_error(c, "layer %d: double_buffering_compensation needs the device copy of the weights it updates, "
-                     "which %s Darknet's adapter does not give", o->layer_of[i], mn_base_name());
-            return MN_ERR_UNAVAILABLE;
-        }
+    MN_CHECK(device_weights(c, o, "double_buffering_compensation"));
     if (o->route == MN_ROUTE_DEVICE) return MN_OK;
     mn_status r = mn_stage_packer(c, o->weights_gpu, o->lens, o->n, &o->weights_stage);
     if (r != MN_OK) return r;
@@ -591,6 +622,23 @@ static mn_status compensation_weights(mn_comm *c, mn_optimizer *o)
     return MN_OK;
 }
 #endif
+
+/* double_buffering_prediction: on the device in a GPU run (whatever the
+ * route: Darknet's weights live there), else on the host. Not collective. */
+static mn_status start_predict(mn_comm *c, network *net, mn_optimizer *o)
+{
+    if (!o->pk) return MN_OK;
+    float **dev = NULL;
+#ifdef GPU
+    if (mn_net_get(net).gpu >= 0) {
+        MN_CHECK(device_weights(c, o, "double_buffering_prediction"));
+        dev = o->weights_gpu;
+    }
+#else
+    (void)net;
+#endif
+    return mn_ahead_new(c, o->weights, dev, o->lens, o->n, (float)o->pk, &o->pred);
+}
 
 /* The route (mn_sync_route) and what it needs on the device. Our own
  * allocations, checked (Darknet's cuda_make_array never returns NULL: it
@@ -743,6 +791,9 @@ static void say_options(const mn_comm *c, network *net, const mn_options *opt, c
     if (o->dc)
         printf("darknet-mn: double_buffering_compensation=%g: each stale mean is corrected to the weights it is applied "
                "at\n", o->dc);
+    if (o->pk)
+        printf("darknet-mn: double_buffering_prediction=%g: each gradient that goes stale is taken at the weights plus "
+               "%g times the last update, nearer those it is applied at\n", o->pk, o->pk);
     if (o->dbuf_on) dbuf_cost(mn_net_get(net).momentum);
     if (o->ov)
         printf("darknet-mn: overlap=1: %d bucket%s of at most %g MiB, averaged during backward\n",
@@ -760,6 +811,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
     mn_status st = collect_arrays(c, net, o, &which);
     if (st == MN_OK) st = host_state(c, net, opt, o);
     if (st == MN_OK) st = device_state(c, net, opt, o);
+    if (st == MN_OK) st = start_predict(c, net, o);
     if (st == MN_ERR_NOMEM) mn_error(c, "out of memory attaching the optimizer");
     /* The collective part: every rank goes on to it, or none. */
     if ((st = mn_agree(c, st)) == MN_OK) st = start_collectives(c, net, opt, o);
@@ -863,6 +915,10 @@ void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
     o->mark = mn_now();
     o->seg = -1;
     o->in_step = 1;
+    /* The iteration is one less than at this step's hook, whose mean goes
+     * stale past fresh_until (fresh_step): the gradient taken now is. */
+    if (o->pred) mn_ahead_step(o->pred, o->primed && mn_base_iteration((network *)net) >= o->fresh_until);
+    o->primed = 1;
     if (o->skip && o->ways) mn_ways_mark(o->ways);
     if (!o->rescue) {
         if (o->skip) stats_copy(o, 0);
@@ -973,14 +1029,31 @@ float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_devic
             else memset(o->state + o->total, 0, o->total * sizeof(float));
         }
     }
+    if (o->pred) {   /* the last array of the state */
+        float *w0 = o->state + (state_arrays(o) - 1) * o->total;
+        if (to_device) mn_ahead_set(o->pred, w0);
+        else mn_ahead_get(o->pred, w0);
+        o->primed |= to_device;
+    }
     if (to_device) device_momentum(o, net, 1);   /* after double buffering's state reached the arena */
     return mn_optimizer_arena(o, n);
 }
 
 float *mn_optimizer_arena(mn_optimizer *o, size_t *n)
 {
-    *n = o->dbuf_on ? (o->dc ? 4 : 2) * o->total : o->total;
+    *n = o->dbuf_on ? state_arrays(o) * o->total : o->total;
     return o->dbuf_on ? o->state : o->arena;
+}
+
+void mn_optimizer_rescale(mn_optimizer *o, const network *net, float k)
+{
+    size_t n;
+    float *st = mn_optimizer_host_state(o, net, 0, &n);
+    size_t sums = o->dbuf_on ? 2 * o->total : o->total;   /* the momentum and the mean in flight */
+    for (size_t i = 0; i < sums; ++i) st[i] *= k;
+    if (o->dc)   /* compensation's mean square of the mean; its weights stay, as prediction's do */
+        for (size_t i = 0, v = 3 * o->total; i < o->total; ++i) st[v + i] *= k * k;
+    mn_optimizer_host_state(o, net, 1, &n);
 }
 
 /* Give every update array its own allocation again, so free_network works. */

@@ -29,6 +29,10 @@ int mn_optimizer_nonfinite(const mn_optimizer *o);
 float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_device, size_t *n);
 /* The optimizer's update arrays (gradients, then Darknet's momentum part). */
 float *mn_optimizer_arena(mn_optimizer *o, size_t *n);
+/* The state's sums of gradients (the momentum, the mean in flight) times k,
+ * and what follows from them (compensation's mean square, k^2), for a
+ * checkpoint resumed with more images a rank; weights kept stay. */
+void mn_optimizer_rescale(mn_optimizer *o, const network *net, float k);
 /* Forward, backward groups, the sync's wait and overlap's buckets go to tl
  * from now on (NULL: none). */
 struct mn_timeline;

@@ -1,0 +1,181 @@
+/* Weight prediction for double buffering (mn_ahead.h). One packed copy
+ * w0 of the weights: between steps the weights before the last update;
+ * from mn_ahead_step to mn_ahead_back the true weights, while the
+ * network's arrays hold the prediction. A GPU run keeps both on the device
+ * and works through the weights' tables on the base's stream (Darknet's
+ * forward, backward and update run there), so nothing waits. */
+#include <stdlib.h>
+#include <string.h>
+#include "mn_ahead.h"
+#include "mn_base.h"
+#include "mn_coll.h"
+#ifdef GPU
+#include "mn_nccl.h"
+#endif
+
+struct mn_ahead {
+    mn_comm *c;
+    float k;
+    float **weights;          /* the host arrays (a CPU run) */
+    const size_t *lens;
+    int n;
+    size_t total;
+    float *w0;                /* packed: host, or device in a GPU run */
+    int holds;
+#ifdef GPU
+    mn_pack_tables tables;    /* the device weights (a GPU run) */
+    float *taken;             /* device: the prediction, packed */
+    float *pulled;            /* page-locked: w0 for the staged route's compensation */
+#endif
+};
+
+void mn_ahead_floats(float *w, float *k0, size_t n, float k)
+{
+    for (size_t j = 0; j < n; ++j) {
+        float now = w[j], d = now - k0[j];
+        k0[j] = now;
+        w[j] = now + k * d;
+    }
+}
+
+mn_status mn_ahead_new(mn_comm *c, float **weights, float **weights_gpu, const size_t *lens, int n, float k,
+                       mn_ahead **out)
+{
+    *out = NULL;
+    mn_ahead *p = calloc(1, sizeof *p);
+    if (!p) return MN_ERR_NOMEM;
+    *p = (mn_ahead){.c = c, .k = k, .weights = weights, .lens = lens, .n = n};
+    for (int i = 0; i < n; ++i) p->total += lens[i];
+    mn_status r = MN_OK;
+#ifdef GPU
+    if (weights_gpu) {
+        size_t bytes = (p->total + 1) * sizeof(float);
+        r = mn_pack_tables_make(c, weights_gpu, lens, n, MN_STREAM(), &p->tables);
+        if (r == MN_OK && (!mn_cuda_ok(c, cudaMalloc((void **)&p->w0, bytes), "cudaMalloc") ||
+                           !mn_cuda_ok(c, cudaMalloc((void **)&p->taken, bytes), "cudaMalloc") ||
+                           !mn_cuda_ok(c, cudaMallocHost((void **)&p->pulled, bytes), "cudaMallocHost")))
+            r = MN_ERR_NOMEM;
+        if (r != MN_OK) mn_ahead_free(p);
+        else *out = p;
+        return r;
+    }
+#else
+    (void)weights_gpu;
+#endif
+    if (!(p->w0 = calloc(p->total + 1, sizeof(float)))) r = MN_ERR_NOMEM;
+    if (r != MN_OK) mn_ahead_free(p);
+    else *out = p;
+    return r;
+}
+
+void mn_ahead_free(mn_ahead *p)
+{
+    if (!p) return;
+#ifdef GPU
+    if (p->tables.ptrs || p->taken) {   /* a GPU run's */
+        float *dev[] = {p->w0, p->taken};
+        for (int i = 0; i < 2; ++i)
+            if (dev[i]) mn_cuda_ok(p->c, cudaFree(dev[i]), "cudaFree");
+        if (p->pulled) mn_cuda_ok(p->c, cudaFreeHost(p->pulled), "cudaFreeHost");
+        mn_pack_tables_free(p->c, &p->tables);
+        free(p);
+        return;
+    }
+#endif
+    free(p->w0);
+    free(p);
+}
+
+#ifdef GPU
+static int on_device(const mn_ahead *p) { return p->taken != NULL; }
+
+static void must(mn_ahead *p, int e, const char *what)
+{
+    mn_cuda_must(p->c, (cudaError_t)e, what);
+}
+#endif
+
+void mn_ahead_step(mn_ahead *p, int ahead)
+{
+#ifdef GPU
+    if (on_device(p)) {
+        cudaStream_t st = MN_STREAM();
+        const mn_pack_tables *t = &p->tables;
+        if (!ahead) {
+            must(p, mn_gpu_pack(p->w0, t->ptrs, t->offs, t->n, 0, p->total, st), "keeping the weights");
+            return;
+        }
+        must(p, mn_gpu_pack(p->taken, t->ptrs, t->offs, t->n, 0, p->total, st), "packing the weights");
+        must(p, mn_gpu_predict(p->taken, p->w0, p->total, p->k, st), "the weight prediction");
+        must(p, mn_gpu_unpack(t->ptrs, p->taken, t->offs, t->n, p->total, st), "setting the predicted weights");
+        p->holds = 1;
+        return;
+    }
+#endif
+    for (size_t i = 0, off = 0; i < (size_t)p->n; off += p->lens[i++]) {
+        if (ahead) mn_ahead_floats(p->weights[i], p->w0 + off, p->lens[i], p->k);
+        else memcpy(p->w0 + off, p->weights[i], p->lens[i] * sizeof(float));
+    }
+    p->holds = ahead;
+}
+
+void mn_ahead_back(mn_ahead *p)
+{
+    if (!p || !p->holds) return;
+    p->holds = 0;
+#ifdef GPU
+    if (on_device(p)) {
+        must(p, mn_gpu_unpack(p->tables.ptrs, p->w0, p->tables.offs, p->tables.n, p->total, MN_STREAM()),
+             "restoring the weights");
+        return;
+    }
+#endif
+    for (size_t i = 0, off = 0; i < (size_t)p->n; off += p->lens[i++])
+        memcpy(p->weights[i], p->w0 + off, p->lens[i] * sizeof(float));
+}
+
+int mn_ahead_holds(const mn_ahead *p) { return p && p->holds; }
+
+const float *mn_ahead_kept(const mn_ahead *p) { return p->w0; }
+
+const float *mn_ahead_taken(const mn_ahead *p)
+{
+#ifdef GPU
+    return p->taken;
+#else
+    (void)p;
+    return NULL;
+#endif
+}
+
+#ifdef GPU
+float *mn_ahead_pull_kept(mn_ahead *p)
+{
+    must(p, cudaMemcpyAsync(p->pulled, p->w0, p->total * sizeof(float), cudaMemcpyDeviceToHost, MN_STREAM()),
+         "copying the kept weights");
+    return p->pulled;
+}
+
+/* A checkpoint's copy, waited for. */
+static void copy(mn_ahead *p, void *to, const void *from, enum cudaMemcpyKind kind)
+{
+    must(p, cudaMemcpyAsync(to, from, p->total * sizeof(float), kind, MN_STREAM()), "copying the kept weights");
+    must(p, cudaStreamSynchronize(MN_STREAM()), "copying the kept weights");
+}
+#endif
+
+void mn_ahead_get(mn_ahead *p, float *w0)
+{
+#ifdef GPU
+    if (on_device(p)) { copy(p, w0, p->w0, cudaMemcpyDeviceToHost); return; }
+#endif
+    memcpy(w0, p->w0, p->total * sizeof(float));
+}
+
+void mn_ahead_set(mn_ahead *p, const float *w0)
+{
+#ifdef GPU
+    if (on_device(p)) { copy(p, p->w0, w0, cudaMemcpyHostToDevice); return; }
+#endif
+    memcpy(p->w0, w0, p->total * sizeof(float));
+}
