@@ -23,6 +23,7 @@ struct mn_ahead {
     float *w0;                /* packed: host, or device in a GPU run */
     int holds;
 #ifdef GPU
+    int dev;                  /* a GPU run's: w0 and taken on the device */
     mn_pack_tables tables;    /* the device weights (a GPU run) */
     float *taken;             /* device: the prediction, packed */
     float *pulled;            /* page-locked: w0 for the staged route's compensation */
@@ -50,6 +51,7 @@ mn_status mn_ahead_new(mn_comm *c, float **weights, float **weights_gpu, const s
 #ifdef GPU
     if (weights_gpu) {
         size_t bytes = (p->total + 1) * sizeof(float);
+        p->dev = 1;
         r = mn_pack_tables_make(c, weights_gpu, lens, n, MN_STREAM(), &p->tables);
         if (r == MN_OK && (!mn_cuda_ok(c, cudaMalloc((void **)&p->w0, bytes), "cudaMalloc") ||
                            !mn_cuda_ok(c, cudaMalloc((void **)&p->taken, bytes), "cudaMalloc") ||
@@ -72,7 +74,7 @@ void mn_ahead_free(mn_ahead *p)
 {
     if (!p) return;
 #ifdef GPU
-    if (p->tables.ptrs || p->taken) {   /* a GPU run's */
+    if (p->dev) {
         float *dev[] = {p->w0, p->taken};
         for (int i = 0; i < 2; ++i)
             if (dev[i]) mn_cuda_ok(p->c, cudaFree(dev[i]), "cudaFree");
@@ -87,8 +89,6 @@ void mn_ahead_free(mn_ahead *p)
 }
 
 #ifdef GPU
-static int on_device(const mn_ahead *p) { return p->taken != NULL; }
-
 static void must(mn_ahead *p, int e, const char *what)
 {
     mn_cuda_must(p->c, (cudaError_t)e, what);
@@ -98,7 +98,7 @@ static void must(mn_ahead *p, int e, const char *what)
 void mn_ahead_step(mn_ahead *p, int ahead)
 {
 #ifdef GPU
-    if (on_device(p)) {
+    if (p->dev) {
         cudaStream_t st = MN_STREAM();
         const mn_pack_tables *t = &p->tables;
         if (!ahead) {
@@ -124,7 +124,7 @@ void mn_ahead_back(mn_ahead *p)
     if (!p || !p->holds) return;
     p->holds = 0;
 #ifdef GPU
-    if (on_device(p)) {
+    if (p->dev) {
         must(p, mn_gpu_unpack(p->tables.ptrs, p->w0, p->tables.offs, p->tables.n, p->total, MN_STREAM()),
              "restoring the weights");
         return;
@@ -167,7 +167,7 @@ static void copy(mn_ahead *p, void *to, const void *from, enum cudaMemcpyKind ki
 void mn_ahead_get(mn_ahead *p, float *w0)
 {
 #ifdef GPU
-    if (on_device(p)) { copy(p, w0, p->w0, cudaMemcpyDeviceToHost); return; }
+    if (p->dev) { copy(p, w0, p->w0, cudaMemcpyDeviceToHost); return; }
 #endif
     memcpy(w0, p->w0, p->total * sizeof(float));
 }
@@ -175,7 +175,7 @@ void mn_ahead_get(mn_ahead *p, float *w0)
 void mn_ahead_set(mn_ahead *p, const float *w0)
 {
 #ifdef GPU
-    if (on_device(p)) { copy(p, p->w0, w0, cudaMemcpyHostToDevice); return; }
+    if (p->dev) { copy(p, p->w0, w0, cudaMemcpyHostToDevice); return; }
 #endif
     memcpy(p->w0, w0, p->total * sizeof(float));
 }

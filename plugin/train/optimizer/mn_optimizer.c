@@ -57,7 +57,6 @@ struct mn_optimizer {
     double pk;            /* double_buffering_prediction's k; 0: none */
     mn_ahead *pred;       /* made where pk is set */
     int primed;           /* pred's w0 holds the weights before the last update */
-    float *kept;          /* compensation: the weights the mean is applied at, packed, while pred's prediction is taken */
     float **weights;      /* the parameters each update array updates (host), for compensate */
     float **weights_gpu;  /* their device copies (GPU builds) */
     float *weights_host;  /* a GPU run's compensation: the device weights pulled each stale step (page-locked) */
@@ -304,13 +303,15 @@ static int fresh_step(network *net, mn_optimizer *o)
 
 /* double_buffering_compensation (mn_dbuf_compensate), array by array: w'
  * and v live in the state after the mean in flight, so a checkpoint carries
- * them. Every rank holds the same mean and weights, so they stay equal. */
-static void compensate(mn_optimizer *o, int apply)
+ * them. Every rank holds the same mean and weights, so they stay equal.
+ * kept: the weights the mean is applied at, packed, while the weights hold
+ * a prediction (mn_ahead_kept), else NULL. */
+static void compensate(mn_optimizer *o, int apply, const float *kept)
 {
     if (!o->dc) return;
     float *prev = o->state + 2 * o->total, *v = prev + o->total;
     for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++]) {
-        const float *w = o->kept ? o->kept + off : o->weights[i];   /* the weights hold a prediction: those kept */
+        const float *w = kept ? kept + off : o->weights[i];
         mn_dbuf_compensate(o->arena + off, w, o->weights[i], prev + off, v + off, o->lens[i], (float)o->dc, apply);
     }
 }
@@ -356,19 +357,18 @@ static int sync_all(network *net, mn_optimizer *o)
     int poison = !isfinite(mn_base_cost(net)) && o->total > 0;
     if (o->ov) return sync_overlap(net, o, poison);
     if (o->dbuf_on && !fresh_step(net, o)) {
+        const float *kept = mn_ahead_holds(o->pred) ? mn_ahead_kept(o->pred) : NULL;   /* the host's, in a CPU run */
 #ifdef GPU
         if (o->dbuf_gpu) return stale_on_device(net, o, poison);
         if (o->weights_stage) mn_stage_pack_into(o->weights_stage, o->weights_host, MN_STREAM());   /* done when the gradient is */
-        if (o->weights_stage && mn_ahead_holds(o->pred)) o->kept = mn_ahead_pull_kept(o->pred);
+        if (o->weights_stage && kept) kept = mn_ahead_pull_kept(o->pred);   /* the device's, to the host with them */
         if (o->route == MN_ROUTE_STAGED) mn_stage_down(o->stage);
 #endif
         if (poison) o->arena[0] = NAN;
         mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
         int apply = mn_dbuf_exchange(o->dbuf, o->arena);
         mn_watchdog_leave(o->watch);
-        if (!o->kept && mn_ahead_holds(o->pred) && o->route == MN_ROUTE_HOST) o->kept = (float *)mn_ahead_kept(o->pred);
-        compensate(o, apply);
-        o->kept = NULL;
+        compensate(o, apply, kept);
         if (apply) stale_scale(net, o);
 #ifdef GPU
         if (o->route == MN_ROUTE_STAGED) return after_stage(o) || !apply;
