@@ -97,18 +97,37 @@ term_all() {
 # and 1, the rescue's writers, each wrote one beside it). A kill delay of
 # 20 s, as under Slurm.
 want term-all && term_all termall "$F/long.cfg" 20 20 ""
-# The same with iterations longer than 30% of the kill delay (2 s on 2 idle
-# cores against 6 s; the signal just after one ends): where the iterations'
+# The same with iterations longer than 30% of the kill delay (about 3 s
+# against 6 s; the signal just after one ends): where the iterations'
 # mean length says the iteration in progress ends before the kill, the
 # rescue waits for it up to 70% of the delay, so the orderly checkpoint is
 # still the only file (before: the rescue waited 30% and wrote beside it).
 # Where it cannot end in time (Open MPI's default 1 s delay here, the
 # launcher's SIGKILL played 0.8 s after the SIGTERM), the rescue writes at
 # once (before: after 30% of the delay).
-if want term-long; then
-    mn_cfg "$F/slow.cfg" batch=64 width=176 height=176 learning_rate=0.001 -burn_in -policy -steps -scales \
-        max_batches=30 '[convolutional]' filters=32 '[maxpool]' '[convolutional]' filters=32 '[connected]' '[softmax]' \
+# slow_cfg FILTERS MAXB: $F/slow.cfg, a classifier of long iterations and
+# a small state (two pools before the connected layer: 1 MB of weights with
+# 56 filters, where one pool made 17 MB, whose rescue, its thread sharing 2
+# cores with both ranks' training, took 0.8 s to write and met the kill).
+slow_cfg() {
+    mn_cfg "$F/slow.cfg" batch=64 width=176 height=176 learning_rate=0.0001 -burn_in -policy -steps -scales \
+        max_batches="$2" '[convolutional]' filters="$1" '[maxpool]' '[convolutional]' filters="$1" '[maxpool]' '[maxpool]' '[connected]' '[softmax]' \
         -- deterministic=1 shuffle=0
+}
+if want term-long; then
+    # An iteration's length follows the machine (with 32 filters: 2 s on
+    # older cores, 1.1 s on an AVX-512 Xeon, where the second row failed:
+    # its iterations were no longer longer than the kill delay). Iterations
+    # 2 to 4 measure it, and the filters are set for about 3 s (the
+    # second convolution's time grows as their square, the memory as their
+    # number; a larger batch took gigabytes and 20 s to start).
+    slow_cfg 32 4
+    data calib
+    run calib 2 "$F/slow.cfg"
+    ips=$(sed -n 's/^[234]: loss .*, \([0-9.]*\) img\/s.*/\1/p' "$F/calib.out.0" | awk '{ s += $1 } END { if (NR == 3) print s / 3 }')
+    [ -n "$ips" ] || bad "the slow classifier's 4 iterations: no speed in the log ($(rcs "$F/calib" 2)); $(tail -2 "$F/calib.err.0")"
+    slow_cfg "$(awk -v r="${ips:-50}" 'BEGIN { f = int(32 * sqrt(3 * r / 128) + 0.5); print (f < 32 ? 32 : (f > 256 ? 256 : f)) }')" 30
+    echo "slow.cfg: $(grep -m1 '^filters=' "$F/slow.cfg"), measured with 32: ${ips:-?} img/s on 2 ranks"
     term_all termlong "$F/slow.cfg" 6 3 ", iterations of seconds, a 6 s kill delay"
     data termkill; o=$F/termkill
     OMPI_MCA_odls_base_sigkill_timeout=1 bg_rcs "$o" 2 "$PROG" classifier train "$F/termkill.data" "$F/slow.cfg"
