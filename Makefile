@@ -199,7 +199,19 @@ ifeq ($(DARKNET),hankai)
 CPPFLAGS += -DMN_BASE_HANKAI -I$(DK)/src-lib
 # No -lcuda on its GPU build: the adapter looks up the fork's one driver
 # call at run time, so that a machine without a driver gets our message.
-LDLIBS += $(shell pkg-config --libs opencv4 2>/dev/null) -lstdc++ $(if $(filter 1,$(GPU)),-ldl)
+# OPENCV_PREFIX=<dir>: a static OpenCV there instead (scripts/opencv_static.sh,
+# for the GPU machine's bundle, which cannot carry Debian's 325 MB).
+ifneq ($(OPENCV_PREFIX),)
+HK_OPENCV_LIBS := $(shell PKG_CONFIG_PATH=$(OPENCV_PREFIX)/lib/pkgconfig pkg-config --static --libs opencv4 2>/dev/null)
+ifeq ($(HK_OPENCV_LIBS),)
+$(error OPENCV_PREFIX=$(OPENCV_PREFIX): no opencv4.pc in its lib/pkgconfig (scripts/opencv_static.sh $(OPENCV_PREFIX) builds one))
+endif
+HK_OPENCV_INC := $(OPENCV_PREFIX)/include/opencv4
+else
+HK_OPENCV_LIBS := $(shell pkg-config --libs opencv4 2>/dev/null)
+HK_OPENCV_INC := /usr/include/opencv4
+endif
+LDLIBS += $(HK_OPENCV_LIBS) -lstdc++ $(if $(filter 1,$(GPU)),-ldl)
 endif
 ifeq ($(CUDNN),1)
 CPPFLAGS += -DCUDNN
@@ -383,7 +395,7 @@ $(OBJ)/plugin/engine/mn_bn.o $(OBJ)/plugin/engine/mn_loops.o: private CFLAGS += 
 ifeq ($(DARKNET),hankai)
 MPICXX ?= mpicxx
 # The fork's headers want its configure (darknet_version.h) and its -D flags.
-HK_CXXFLAGS := -std=gnu++17 -O3 -g -fPIC -Wall -Wextra -Wno-unused-parameter -isystem /usr/include/opencv4
+HK_CXXFLAGS := -std=gnu++17 -O3 -g -fPIC -Wall -Wextra -Wno-unused-parameter -isystem $(HK_OPENCV_INC)
 $(PLUGIN_OBJ) $(OBJ)/main.o: $(LIBDK)
 $(OBJ)/plugin/base/mn_base_hankai.o: plugin/base/mn_base_hankai.cpp $(PLUGIN_HDR) $(DK)/.patched $(OBJ)/.settings
 	@mkdir -p $(dir $@)
@@ -438,7 +450,7 @@ include bench/sim/sim.mk
 clean:
 	rm -rf $(BUILD) darknet_mn
 distclean: clean
-	rm -rf third_party/darknet-cpu* third_party/darknet-gpu* third_party/darknet-alexeyab-* third_party/darknet-hankai-* third_party/darknet-stock third_party/darknet-stock-omp
+	rm -rf third_party/darknet-cpu* third_party/darknet-gpu* third_party/darknet-alexeyab-* third_party/darknet-hankai-* third_party/darknet-stock third_party/darknet-stock-omp third_party/opencv-static*
 
 # Stock Darknet from the same source package, unpatched, its own flags
 # (-Ofast): the baseline of make bench; darknet-stock-omp with OpenMP.

@@ -4,7 +4,8 @@
 # build (the default): what make needs; demo: make demo's data too (on
 # Debian/Ubuntu both are installed together); test: make test's tools too
 # (Debian's MPICH and stock darknet, clang, valgrind, strace ...);
-# hankai: what hank-ai's Darknet builds with (cmake, OpenCV, 64-bit OpenBLAS).
+# hankai: what hank-ai's Darknet builds with (cmake, OpenCV, 64-bit OpenBLAS),
+# and libjpeg's and libpng's headers for the GPU bundle's static OpenCV.
 #
 # DEPS=auto (the default) installs missing Debian packages with apt-get where
 # dpkg and apt are here and it runs as root or sudo works without a
@@ -44,7 +45,7 @@ stamp=$top/third_party/deps.mk
 
 # Debian's packages by use. The build's own, the demo's data, hank-ai's, the tests'.
 deb_build="build-essential dpkg-dev pkg-config libopenmpi-dev openmpi-bin libopenblas-dev libdnnl-dev libcairo2-dev zlib1g-dev libstb-dev dataset-fashion-mnist"
-deb_hankai="cmake libopencv-dev libopenblas64-dev"
+deb_hankai="cmake libopencv-dev libopenblas64-dev libjpeg-dev libpng-dev"
 deb_test="python3 procps iproute2 mpich libmpich-dev darknet clang libclang-rt-14-dev libomp-14-dev strace valgrind libsimgrid-dev"
 pkgs=$deb_build
 [ "$hankai" = 1 ] && pkgs="$pkgs $deb_hankai"

@@ -4,8 +4,9 @@
 # Debian's packages and no MPI: a borrowed GPU box, a container image.
 # DIR gets
 #   bin/   the GPU builds of darknet_mn linked with Debian's MPICH:
-#          pjreddie's base (darknet_mn) and AlexeyAB's (darknet_mn-alexeyab,
-#          where its snapshot is here); MPICH's launcher (mpiexec.hydra and
+#          pjreddie's base (darknet_mn), AlexeyAB's (darknet_mn-alexeyab)
+#          and hank-ai's (darknet_mn-hankai, with a static OpenCV), each
+#          fork's where its snapshot is here; MPICH's launcher (mpiexec.hydra and
 #          its proxy, which it finds beside itself), mn_wcmp;
 #   lib/   every library these need but glibc, the C++ runtime and NVIDIA's
 #          (CUDA, cuBLAS, cuRAND, cuDNN, NCCL: the GPU machine's own);
@@ -17,15 +18,16 @@
 #             (scripts/gpu_speed.sh);
 #   run.sh    on the GPU machine, from this repository's root:
 #             bash DIR/run.sh [OUT] runs scripts/gpu_check.sh on each base
-#             (AlexeyAB's first: YOLO's users train on it), then the speed
-#             row, each phase within its own timeout (PHASE_S, 240 s;
-#             SPEED_S, 300 s), finding NVIDIA's
+#             (AlexeyAB's, hank-ai's, then pjreddie's), then the speed
+#             row, each phase within its own timeout (PHASE_S, 130 s;
+#             SPEED_S, 150 s: under the lent machine's 10 minutes a
+#             command with the probe), finding NVIDIA's
 #             libraries where the machine keeps them, and leaves its logs
 #             in OUT (default DIR/out), each result appended as it comes;
 # and DIR.tar.gz, what is carried to the GPU machine (it must stay under
 # the 64 MiB a lent machine takes: this script fails past it).
-# hank-ai's base is not packed: its darknet_mn needs OpenCV's shared
-# libraries, 325 MB with theirs (docs/gpu-check.md).
+# hank-ai's base links a static OpenCV of the four modules it uses
+# (scripts/opencv_static.sh; Debian's shared ones are 325 MB with theirs).
 # MPICH rather than Open MPI: its launcher runs from any folder, where Open
 # MPI's looks for its components and PMIx's under the prefix it was built for.
 # Built for the lent machine's GPU alone (an H200: BUNDLE_ARCHS=90, what
@@ -42,9 +44,18 @@ if [ -n "${DARKNET_SRC:-}" ] || [ -f "${AB_SNAPSHOT:-../shared/third_party/darkn
     make -s "$archs" third_party/darknet-alexeyab-stock-gpu/darknet fashion-det-data
     ab=1
 fi
+hk=0
+if [ -f "${HK_SNAPSHOT:-../shared/third_party/darknet-hankai-f684e1d7.tar.xz}" ]; then
+    make -s deps DARKNET=hankai   # the fork's CMake, its OpenCV, libjpeg's and libpng's static libraries
+    bash scripts/opencv_static.sh third_party/opencv-static
+    make -s -j"$(nproc)" BUILD=build/mpich MPICC=mpicc.mpich MPICXX=mpicxx.mpich "$archs" DARKNET=hankai GPU=1 CUDNN=1 NCCL=1 \
+        OPENCV_PREFIX="$PWD/third_party/opencv-static" build/mpich/hankai-gpu/darknet_mn
+    hk=1
+fi
 make -s build/cpu/tests/mn_wcmp build/cpu/tests/mn_shapes build/tools/mn_fashion
 rm -rf "$out" "$out.tar.gz" && mkdir -p "$out/bin" "$out/lib"
 cp build/mpich/gpu/darknet_mn build/cpu/tests/mn_wcmp /usr/bin/mpiexec.hydra /usr/bin/hydra_pmi_proxy "$out/bin/"
+[ $hk = 1 ] && cp build/mpich/hankai-gpu/darknet_mn "$out/bin/darknet_mn-hankai"
 if [ $ab = 1 ]; then
     cp build/mpich/alexeyab-gpu/darknet_mn "$out/bin/darknet_mn-alexeyab"
     cp third_party/darknet-alexeyab-stock-gpu/darknet "$out/bin/darknet-alexeyab-stock"
@@ -93,21 +104,22 @@ export PATH=$B/bin:/usr/local/cuda/bin:$PATH
     timeout 120 mpiexec.hydra -n 1 "$B/bin/darknet_mn" bench step cfg/fashion-det.cfg -iters 20; echo "bench step: exit $?"
 } > "$O/probe.log" 2>&1
 cat "$O/probe.log"
-# One phase a base, AlexeyAB's first; a phase past its time is killed and
-# the next one starts, every line already in its log kept.
-for base in alexeyab pjreddie; do
+# One phase a base, the forks' first (YOLO's users train on them); a phase
+# past its time is killed and the next one starts, every line already in
+# its log kept.
+for base in alexeyab hankai pjreddie; do
     p=$B/bin/darknet_mn$([ $base = pjreddie ] || echo "-$base")
     [ -x "$p" ] || { echo "== $base: not in this bundle" | tee -a "$O/gpu-check.log"; continue; }
     mkdir -p "$O/$base"
     BUILD=${BUILD:-build} DARKNET=$base PROG=$p MPI=mpiexec.hydra WCMP=$B/bin/mn_wcmp GPU_DATA=$B/fashion \
-        GPU_DET_DATA=$B/shapes GPU_CHECK_OUT=$O/$base timeout "${PHASE_S:-240}" bash scripts/gpu_check.sh 2>&1 |
+        GPU_DET_DATA=$B/shapes GPU_CHECK_OUT=$O/$base timeout "${PHASE_S:-130}" bash scripts/gpu_check.sh 2>&1 |
         tee -a "$O/gpu-check.log"
     echo "== $base: exit ${PIPESTATUS[0]}" | tee -a "$O/gpu-check.log"
 done
 # The speed row: AlexeyAB's own darknet against darknet-mn on its base.
 if [ -x "$B/bin/darknet-alexeyab-stock" ]; then
     STOCK=$B/bin/darknet-alexeyab-stock PROG=$B/bin/darknet_mn-alexeyab MPI=mpiexec.hydra CFG=$B/speed/yolov4-tiny.cfg \
-        DET_DATA=$B/speed OUT=$O timeout "${SPEED_S:-300}" bash scripts/gpu_speed.sh 2>&1 | tee -a "$O/gpu-check.log"
+        DET_DATA=$B/speed OUT=$O timeout "${SPEED_S:-150}" bash scripts/gpu_speed.sh 2>&1 | tee -a "$O/gpu-check.log"
     echo "== speed: exit ${PIPESTATUS[0]}" | tee -a "$O/gpu-check.log"
 fi
 EOF

@@ -5,9 +5,10 @@
 # (tests/layers.py) and nothing outside base/ calls Darknet
 # (tests/boundary.py); where no GPU is usable, each GPU build stops at
 # start, saying why, on every rank; and the bundle a lent GPU machine gets
-# (scripts/gpu_bundle.sh) holds what its programs load. Apart from make test, whose 15 minutes
-# its 3 minutes of building would pass; .ci/run runs it. hank-ai's GPU
-# build: make test-hankai-gpu.
+# (scripts/gpu_bundle.sh, hank-ai's base in it too, where its snapshot is)
+# holds what its programs load. Apart from make test, whose 15 minutes its
+# building (3 minutes, and 5 more for the bundle's static OpenCV) would
+# pass; .ci/run runs it. hank-ai's own GPU build: make test-hankai-gpu.
 # Env: BUILD, TEST_BIN (make sets them), or alone from the repository root.
 . "$(dirname "$0")/lib.sh"
 T=$T-gpu

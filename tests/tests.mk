@@ -18,8 +18,9 @@ $(TEST_BIN)/%: tests/%.c tests/mn_test.h $(LIBMN) $(LIBDK)
 test: $(PROG) $(TEST_PROGS) $(BUILD)/tools/mn_fashion $(BUILD)/tools/mn_fashion_det
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ./tests/run.sh
 
-# The GPU builds of both bases, compiled and linked, and checked as make
-# test checks the CPU build (tests/gpu_builds.sh); .ci/run runs it.
+# The GPU builds of both C bases, compiled and linked, and checked as make
+# test checks the CPU build, and the GPU machine's bundle of all three
+# (tests/gpu_builds.sh); .ci/run runs it.
 .PHONY: test-gpu
 test-gpu: $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/gpu_builds.sh
