@@ -6,22 +6,26 @@
 #   bin/   the GPU builds of darknet_mn linked with Debian's MPICH:
 #          pjreddie's base (darknet_mn), AlexeyAB's (darknet_mn-alexeyab)
 #          and hank-ai's (darknet_mn-hankai, with a static OpenCV), each
-#          fork's where its snapshot is here; MPICH's launcher (mpiexec.hydra and
-#          its proxy, which it finds beside itself), mn_wcmp;
+#          fork's where its snapshot is here; each fork's own darknet for
+#          the speed rows: AlexeyAB's unpatched (darknet-alexeyab-stock),
+#          hank-ai's CLI from the tree darknet-mn builds (its hooks unset;
+#          darknet-hankai-stock, with the same static OpenCV); MPICH's
+#          launcher (mpiexec.hydra and its proxy, which it finds beside
+#          itself), mn_wcmp;
 #   lib/   every library these need but glibc, the C++ runtime and NVIDIA's
 #          (CUDA, cuBLAS, cuRAND, cuDNN, NCCL: the GPU machine's own);
 #   fashion/  the 256 + 64 Fashion-MNIST images the classifier trains on;
 #   shapes/   mn_shapes' 16 + 8 images the detector trains on;
-#   speed/    with AlexeyAB's: the fork's own darknet, unpatched
-#             (darknet-alexeyab-stock), its cfg/yolov4-tiny.cfg and 256
-#             images of make fashion-det-data, for the speed row
+#   speed/    AlexeyAB's cfg/yolov4-tiny.cfg (hank-ai's is the same net) and
+#             256 images of make fashion-det-data, for the speed rows
 #             (scripts/gpu_speed.sh);
 #   run.sh    on the GPU machine, from this repository's root:
 #             bash DIR/run.sh [OUT] runs scripts/gpu_check.sh on each base
 #             (AlexeyAB's, hank-ai's, then pjreddie's), then the speed
-#             row, each phase within its own timeout (PHASE_S, 130 s;
-#             SPEED_S, 150 s: under the lent machine's 10 minutes a
-#             command with the probe), finding NVIDIA's
+#             rows (AlexeyAB's, hank-ai's), each phase within its own
+#             timeout (PHASE_S, 130 s; SPEED_S, 150 s) and all of them
+#             within RUN_S (560 s: under the 10 minutes a lent machine
+#             gives a command, the probe's minute included), finding NVIDIA's
 #             libraries where the machine keeps them, and leaves its logs
 #             in OUT (default DIR/out), each result appended as it comes;
 # and DIR.tar.gz, what is carried to the GPU machine (it must stay under
@@ -49,13 +53,16 @@ if [ -f "${HK_SNAPSHOT:-../shared/third_party/darknet-hankai-f684e1d7.tar.xz}" ]
     make -s deps DARKNET=hankai   # the fork's CMake, its OpenCV, libjpeg's and libpng's static libraries
     bash scripts/opencv_static.sh third_party/opencv-static
     make -s -j"$(nproc)" BUILD=build/mpich MPICC=mpicc.mpich MPICXX=mpicxx.mpich "$archs" DARKNET=hankai GPU=1 CUDNN=1 NCCL=1 \
-        OPENCV_PREFIX="$PWD/third_party/opencv-static" build/mpich/hankai-gpu/darknet_mn
+        OPENCV_PREFIX="$PWD/third_party/opencv-static" build/mpich/hankai-gpu/darknet_mn build/mpich/hankai-gpu/darknet-fork
     hk=1
 fi
 make -s build/cpu/tests/mn_wcmp build/cpu/tests/mn_shapes build/tools/mn_fashion
 rm -rf "$out" "$out.tar.gz" && mkdir -p "$out/bin" "$out/lib"
 cp build/mpich/gpu/darknet_mn build/cpu/tests/mn_wcmp /usr/bin/mpiexec.hydra /usr/bin/hydra_pmi_proxy "$out/bin/"
-[ $hk = 1 ] && cp build/mpich/hankai-gpu/darknet_mn "$out/bin/darknet_mn-hankai"
+if [ $hk = 1 ]; then
+    cp build/mpich/hankai-gpu/darknet_mn "$out/bin/darknet_mn-hankai"
+    cp build/mpich/hankai-gpu/darknet-fork "$out/bin/darknet-hankai-stock"
+fi
 if [ $ab = 1 ]; then
     cp build/mpich/alexeyab-gpu/darknet_mn "$out/bin/darknet_mn-alexeyab"
     cp third_party/darknet-alexeyab-stock-gpu/darknet "$out/bin/darknet-alexeyab-stock"
@@ -84,6 +91,7 @@ set -u
 B=$(cd "$(dirname "$0")" && pwd)
 O=${1:-$B/out}
 mkdir -p "$O"
+end=$((SECONDS + ${RUN_S:-560}))   # the whole, probe included (budget below)
 # NVIDIA's libraries wherever this machine keeps them: the CUDA toolkit, or
 # the pip wheels a PyTorch image carries (nvidia/*/lib).
 nv=$(for l in libcudart.so.13 libcublas.so.13 libcurand.so.10 libcudnn.so.9 libnccl.so.2; do
@@ -104,24 +112,36 @@ export PATH=$B/bin:/usr/local/cuda/bin:$PATH
     timeout 120 mpiexec.hydra -n 1 "$B/bin/darknet_mn" bench step cfg/fashion-det.cfg -iters 20; echo "bench step: exit $?"
 } > "$O/probe.log" 2>&1
 cat "$O/probe.log"
-# One phase a base, the forks' first (YOLO's users train on them); a phase
-# past its time is killed and the next one starts, every line already in
-# its log kept.
+# One phase a base, the forks' first (YOLO's users train on them), then the
+# speed rows; a phase past its time (PHASE_S, SPEED_S, or what is left of
+# RUN_S for the whole) is killed and the next one starts, every line
+# already in its log kept.
+budget() {   # budget PHASE WANT: seconds for it, or 0 (and a line) where RUN_S is spent
+    local left=$((end - SECONDS))
+    [ "$left" -gt "$2" ] && left=$2
+    [ "$left" -ge 20 ] && { echo "$left"; return; }
+    echo "== $1: not run, RUN_S (${RUN_S:-560} s) spent" | tee -a "$O/gpu-check.log" >&2
+    echo 0
+}
 for base in alexeyab hankai pjreddie; do
     p=$B/bin/darknet_mn$([ $base = pjreddie ] || echo "-$base")
     [ -x "$p" ] || { echo "== $base: not in this bundle" | tee -a "$O/gpu-check.log"; continue; }
     mkdir -p "$O/$base"
+    s=$(budget "$base" "${PHASE_S:-130}"); [ "$s" = 0 ] && continue
     BUILD=${BUILD:-build} DARKNET=$base PROG=$p MPI=mpiexec.hydra WCMP=$B/bin/mn_wcmp GPU_DATA=$B/fashion \
-        GPU_DET_DATA=$B/shapes GPU_CHECK_OUT=$O/$base timeout "${PHASE_S:-130}" bash scripts/gpu_check.sh 2>&1 |
+        GPU_DET_DATA=$B/shapes GPU_CHECK_OUT=$O/$base timeout "$s" bash scripts/gpu_check.sh 2>&1 |
         tee -a "$O/gpu-check.log"
     echo "== $base: exit ${PIPESTATUS[0]}" | tee -a "$O/gpu-check.log"
 done
-# The speed row: AlexeyAB's own darknet against darknet-mn on its base.
-if [ -x "$B/bin/darknet-alexeyab-stock" ]; then
-    STOCK=$B/bin/darknet-alexeyab-stock PROG=$B/bin/darknet_mn-alexeyab MPI=mpiexec.hydra CFG=$B/speed/yolov4-tiny.cfg \
-        DET_DATA=$B/speed OUT=$O timeout "${SPEED_S:-150}" bash scripts/gpu_speed.sh 2>&1 | tee -a "$O/gpu-check.log"
-    echo "== speed: exit ${PIPESTATUS[0]}" | tee -a "$O/gpu-check.log"
-fi
+# The speed rows: each fork's own darknet against darknet-mn on its base
+# (hank-ai's with the same yolov4-tiny.cfg: the fork's is the same net).
+for base in alexeyab hankai; do
+    [ -x "$B/bin/darknet-$base-stock" ] && [ -f "$B/speed/yolov4-tiny.cfg" ] || continue
+    s=$(budget "speed $base" "${SPEED_S:-150}"); [ "$s" = 0 ] && continue
+    STOCK=$B/bin/darknet-$base-stock PROG=$B/bin/darknet_mn-$base MPI=mpiexec.hydra CFG=$B/speed/yolov4-tiny.cfg \
+        DET_DATA=$B/speed OUT=$O timeout "$s" bash scripts/gpu_speed.sh 2>&1 | tee -a "$O/gpu-check.log"
+    echo "== speed $base: exit ${PIPESTATUS[0]}" | tee -a "$O/gpu-check.log"
+done
 EOF
 chmod +x "$out/run.sh"
 tar -C "$(dirname "$out")" -czf "$out.tar.gz" "$(basename "$out")"

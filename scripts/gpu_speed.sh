@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The GPU speed row (docs/gpu-check.md): on one GPU, AlexeyAB's
+# A fork's GPU speed row (docs/gpu-check.md): on one GPU, the fork's
 # cfg/yolov4-tiny.cfg (416x416, batch 64, 10 classes) trained by
-#   stock  AlexeyAB's own darknet, unpatched, built with the flags darknet-mn
-#          builds the fork with (CUDNN_HALF=0, no OpenMP, no OpenCV)
-#   mn-1   darknet-mn on AlexeyAB's base, 1 rank
+#   stock  the fork's own darknet: AlexeyAB's unpatched, built with the
+#          flags darknet-mn builds the fork with (CUDNN_HALF=0, no OpenMP,
+#          no OpenCV); hank-ai's CLI from the tree darknet-mn builds on
+#          (its hooks unset), with the same OpenCV as darknet-mn's
+#   mn-1   darknet-mn on the fork's base, 1 rank
 #   mn-2   the same on 2 ranks sharing the GPU (the staged route: each
 #          gradient copied down, averaged on the host, copied up), batch 32
 #          each: the same 64 images an update
@@ -17,7 +19,8 @@
 # Env: STOCK (the stock darknet), PROG (darknet-mn's), MPI, CFG (the fork's
 # cfg/yolov4-tiny.cfg), DET_DATA (a folder of images/ and labels/, as
 # make fashion-det-data writes), OUT, SPEED_WORK (the runs' folder),
-# SPEED_SHORT (20), SPEED_LONG (80),
+# STOCK_FLAGS (more of the stock darknet's options: -yes for hank-ai's
+# CPU CLI, which asks before training on a CPU), SPEED_SHORT (20), SPEED_LONG (80),
 # SPEED_ROUNDS (2). GPU_SPEED_DRY=1: the logic on CPU builds, at 64x64,
 # batch 4, 2 and 4 updates, one round (tests/run_gpucheck.sh).
 . "$(dirname "$0")/../tests/lib.sh"
@@ -31,6 +34,7 @@ W=${SPEED_WORK:-$T/gpu-speed-runs}
 rm -rf "$W" && mkdir -p "$W" "$O"
 if [ "$DRY" = 1 ]; then SHORT=2 LONG=4 ROUNDS=1 SIZE=64 BATCH=4
 else SHORT=${SPEED_SHORT:-20} LONG=${SPEED_LONG:-80} ROUNDS=${SPEED_ROUNDS:-2} SIZE=416 BATCH=64; fi
+DET_DATA=$(cd "$DET_DATA" 2> /dev/null && pwd) || { echo "gpu-speed: DET_DATA: no such folder"; exit 1; }   # the stock runs start in $W
 ls "$DET_DATA"/images/train/*.jpg 2> /dev/null | head -256 > "$W/train.list"
 [ -s "$W/train.list" ] || { echo "gpu-speed: no images under $DET_DATA/images/train/"; exit 1; }
 
@@ -50,7 +54,7 @@ timed() {
     speed_cfg "$s-$n" "$n" "$b"
     t0=$(date +%s.%N)
     if [ "$s" = stock ]; then
-        (cd "$W" && timeout 600 "$STOCK" detector train "$s-$n.data" "$s-$n.cfg" -dont_show) > "$W/$s-$n.log" 2>&1
+        (cd "$W" && timeout 600 "$STOCK" detector train "$s-$n.data" "$s-$n.cfg" -dont_show ${STOCK_FLAGS:-}) > "$W/$s-$n.log" 2>&1
     else MN_GPU_PROFILE=1 timeout 600 $MPI -n "$np" "$PROG" detector train "$W/$s-$n.data" "$W/$s-$n.cfg" > "$W/$s-$n.log" 2>&1; fi
     rc=$?
     t1=$(date +%s.%N)

@@ -4,7 +4,7 @@
 # rows, as on their GPU builds; hank-ai's rows train the tiny detector), so
 # that every row, its bounds and its result lines have run before a lent
 # GPU runs them. Each row must pass; compute-sanitizer is counted skipped.
-# With AlexeyAB's, the speed row's logic too (scripts/gpu_speed.sh).
+# With each fork's, its speed row's logic too (scripts/gpu_speed.sh).
 # GPUCHECK_BASES: the bases to check (default pjreddie's and AlexeyAB's,
 # which make test builds, AlexeyAB's in tests/run_alexeyab.sh; make
 # test-hankai runs this for hank-ai's). A base whose CPU build is not there
@@ -27,14 +27,18 @@ for base in $BASES; do
     if [ -x "$p" ]; then check "$base" "$p"
     else skipped=$((${skipped:-0} + 1)); echo "skip gpu_check.sh dry run on $base's base: $p not built"; fi
 done
-# The speed row's logic (scripts/gpu_speed.sh) on AlexeyAB's CPU builds: the
+# A speed row's logic (scripts/gpu_speed.sh) on each fork's CPU builds: the
 # fork's own darknet (patched, its hooks unset) as the stock peer.
-AB=$BUILD/alexeyab-cpu/darknet_mn AB_DK=third_party/darknet-alexeyab-cpu
-if [[ " $BASES " == *" alexeyab "* ]] && [ -x "$AB" ] && [ -x "$AB_DK/darknet" ]; then
+for base in alexeyab hankai; do
+    [[ " $BASES " == *" $base "* ]] || continue
+    dk=third_party/darknet-$base-cpu mn=$BUILD/$base-cpu/darknet_mn stock=$dk/darknet
+    flags=
+    [ $base = hankai ] && stock=$dk/build-mn/src-cli/darknet flags=-yes   # its CPU build asks before training
+    [ -x "$mn" ] && [ -x "$stock" ] || continue
     [ -f "$BUILD/fashion-det/.stamp" ] || make -s fashion-det-data > "$T/det-data.log" 2>&1
-    log=$T/gpuspeed-dry.log
-    if GPU_SPEED_DRY=1 STOCK=$(pwd)/$AB_DK/darknet PROG=$AB CFG=$AB_DK/cfg/yolov4-tiny.cfg DET_DATA=$BUILD/fashion-det \
-        OUT=$T/gpuspeed-dry bash scripts/gpu_speed.sh > "$log" 2>&1; then ok "gpu_speed.sh dry run: $(grep -m1 '^ok ' "$log" | cut -c6-)"
-    else bad "gpu_speed.sh dry run: $(grep -m2 '^FAIL\|gpu-speed:\|failed' "$log" | cut -c1-300) (see $log)"; fi
-fi
+    log=$T/gpuspeed-dry-$base.log
+    if GPU_SPEED_DRY=1 STOCK=$(pwd)/$stock STOCK_FLAGS=$flags PROG=$mn CFG=$dk/cfg/yolov4-tiny.cfg DET_DATA=$BUILD/fashion-det \
+        OUT=$T/gpuspeed-dry-$base bash scripts/gpu_speed.sh > "$log" 2>&1; then ok "gpu_speed.sh dry run on $base's: $(grep -m1 '^ok ' "$log" | cut -c6-)"
+    else bad "gpu_speed.sh dry run on $base's: $(grep -m2 '^FAIL\|gpu-speed:\|failed' "$log" | cut -c1-300) (see $log)"; fi
+done
 finish gpucheck
