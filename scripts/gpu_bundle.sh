@@ -129,7 +129,7 @@ for base in alexeyab hankai pjreddie; do
     mkdir -p "$O/$base"
     s=$(budget "$base" "${PHASE_S:-130}"); [ "$s" = 0 ] && continue
     BUILD=${BUILD:-build} DARKNET=$base PROG=$p MPI=mpiexec.hydra WCMP=$B/bin/mn_wcmp GPU_DATA=$B/fashion \
-        GPU_DET_DATA=$B/shapes GPU_CHECK_OUT=$O/$base timeout "$s" bash scripts/gpu_check.sh 2>&1 |
+        GPU_DET_DATA=$B/shapes GPU_CHECK_OUT=$O/$base SAN_TIMEOUT=${SAN_TIMEOUT:-40} timeout "$s" bash scripts/gpu_check.sh 2>&1 |
         tee -a "$O/gpu-check.log"
     echo "== $base: exit ${PIPESTATUS[0]}" | tee -a "$O/gpu-check.log"
 done

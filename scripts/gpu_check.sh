@@ -27,10 +27,11 @@
 #  3b. the rescue: rank 1 stalled, rank 0 writes the last completed update
 #     from its page-locked copy, and the rerun resumes there bit-identical
 #     to an uninterrupted run;
-#  4. compute-sanitizer memcheck (2 ranks) and racecheck (1 rank) on a
-#     short run: no error reported;
-#  5. a detector on 2 ranks with -map: trained and evaluated on the GPU.
-# About 10 minutes on one GPU. Prints one ok/FAIL line each and the device.
+#  4. a detector on 2 ranks with -map: trained and evaluated on the GPU;
+#  5. compute-sanitizer memcheck (2 ranks) and racecheck (1 rank) on a
+#     short run: no error reported (last: the slowest row, each run within
+#     SAN_TIMEOUT, 600 s).
+# Prints one ok/FAIL line each and the device.
 # DARKNET=alexeyab, hankai: the forks' builds; their CUDA batch norm calls
 # the statistics hook through patches 0016 and 0022 (never run on a GPU
 # before this check).
@@ -281,7 +282,20 @@ if all_rc "$T/stop-ref" 2 0 && [ -n "$k" ] && [ -n "$last" ] && [ "$k" -ge "$las
     okd "rescue: rank 1 stalled at iteration $last; ${said%%(*}wrote iteration $k; the rerun starts at $first and ends bit-identical to an uninterrupted run ($(cat "$T/resc.log"))"
 else bad "rescue: last reported ${last:-none}, checkpoint ${k:-none}, said '${said:-nothing}', rerun from ${first:-none} ($(rcs "$T/resc" 2)); $(cat "$T/resc.log" 2> /dev/null) (see $T/resc.err.*)"; fi
 
-echo "-- 4. compute-sanitizer"
+# The detector as a user trains it: 2 ranks of one GPU, -map evaluating on
+# the GPU at max_batches (burn_in past it: the rate is warming up, so only
+# that an evaluation ran and gave a number counts, not its value).
+echo "-- 4. a detector on 2 ranks with -map"
+TASK=detector run map 2 -- "$(TASK=detector cfg map 4 8 communicator=flat)" -dont_show -map
+if all_rc "$T/map" 2 0 && grep -q '^8: eval mAP@0.5 [0-9.]* on 8 images' "$T/map.out.0" && [ -s "$(w map)" ]; then
+    okd "detector, -map on 2 ranks: $(grep -m1 '^8: eval' "$T/map.out.0" | cut -c1-120)"
+else bad "detector with -map: ranks $(rcs "$T/map" 2); $(grep -h ': eval\|error' "$T"/map.out.0 "$T"/map.err.0 | head -3) (see $T/map.err.*)"; fi
+# GPU_CHECK_OUT: a folder to keep every run's output in (gpu_bundle.sh's
+# run.sh), before the sanitizer, the slowest row, and again after it: a
+# phase that runs out of time still leaves the runs before it.
+keep_runs() { [ -z "${GPU_CHECK_OUT:-}" ] || tar -C "$T" --exclude='*.weights' --exclude='*.ckpt-*' -czf "$GPU_CHECK_OUT/gpu-check-runs.tgz" .; }
+keep_runs
+echo "-- 5. compute-sanitizer"
 if [ "$DRY" = 1 ]; then
     skipped=$((${skipped:-0} + 1)); echo "skip compute-sanitizer: a GPU's (dry run)"
 elif command -v compute-sanitizer > /dev/null; then
@@ -294,15 +308,6 @@ elif command -v compute-sanitizer > /dev/null; then
         else bad "compute-sanitizer $tool: $(rcs "$T/san-$tool" "$np"); see $T/san-$tool.out.*"; fi
     done
 else bad "compute-sanitizer is not on PATH (it comes with the CUDA toolkit)"; fi
-# The detector as a user trains it: 2 ranks of one GPU, -map evaluating on
-# the GPU at max_batches (burn_in past it: the rate is warming up, so only
-# that an evaluation ran and gave a number counts, not its value).
-echo "-- 5. a detector on 2 ranks with -map"
-TASK=detector run map 2 -- "$(TASK=detector cfg map 4 8 communicator=flat)" -dont_show -map
-if all_rc "$T/map" 2 0 && grep -q '^8: eval mAP@0.5 [0-9.]* on 8 images' "$T/map.out.0" && [ -s "$(w map)" ]; then
-    okd "detector, -map on 2 ranks: $(grep -m1 '^8: eval' "$T/map.out.0" | cut -c1-120)"
-else bad "detector with -map: ranks $(rcs "$T/map" 2); $(grep -h ': eval\|error' "$T"/map.out.0 "$T"/map.err.0 | head -3) (see $T/map.err.*)"; fi
 echo "device: $(head -1 "$T/devices")"
-# GPU_CHECK_OUT: a folder to keep every run's output in (gpu_bundle.sh's run.sh).
-[ -n "${GPU_CHECK_OUT:-}" ] && tar -C "$T" --exclude='*.weights' --exclude='*.ckpt-*' -czf "$GPU_CHECK_OUT/gpu-check-runs.tgz" .
+keep_runs
 finish gpu-check
