@@ -50,7 +50,7 @@ if [ -n "${DARKNET_SRC:-}" ] || [ -f "${AB_SNAPSHOT:-../shared/third_party/darkn
 fi
 hk=0
 if [ -f "${HK_SNAPSHOT:-../shared/third_party/darknet-hankai-f684e1d7.tar.xz}" ]; then
-    make -s deps DARKNET=hankai   # the fork's CMake, its OpenCV, libjpeg's and libpng's static libraries
+    make -s deps DARKNET=hankai   # the fork's CMake and OpenCV, libjpeg's and libpng's headers
     bash scripts/opencv_static.sh third_party/opencv-static
     make -s -j"$(nproc)" BUILD=build/mpich MPICC=mpicc.mpich MPICXX=mpicxx.mpich "$archs" DARKNET=hankai GPU=1 CUDNN=1 NCCL=1 \
         OPENCV_PREFIX="$PWD/third_party/opencv-static" build/mpich/hankai-gpu/darknet_mn build/mpich/hankai-gpu/darknet-fork
