@@ -23,6 +23,9 @@
 #     buffers, NCCL on its own stream, the compensation and hand-over
 #     kernels) bit-identical to the staged route's (flat, 1 rank); stopped
 #     by SIGUSR1 and resumed bit-identical; float16 within its bound;
+#  2f. double_buffering_local=1 (the default): one rank bit-identical to
+#     fresh steps on the device and the staged route; 2 ranks averaged
+#     into one model before each save;
 #  3. a killed rank: kill -9 of rank 1 ends the job within the timeout;
 #  3b. the rescue: rank 1 stalled, rank 0 writes the last completed update
 #     from its page-locked copy, and the rerun resumes there bit-identical
@@ -169,7 +172,7 @@ stop_row() {
 }
 echo "-- 2b. a stop signal: SIGUSR1 to rank 1, a checkpoint of the GPU state, the rerun bit-identical"
 stop_row stop ""
-stop_row stop-dbuf " with double_buffering=1 (stale from iteration 11)" double_buffering=1 double_buffering_fresh=10
+stop_row stop-dbuf " with double_buffering=1 (stale from iteration 11)" double_buffering=1 double_buffering_local=0 double_buffering_fresh=10
 
 # 256-byte pieces and buckets of 2 of them (1 in float16, whose pieces hold
 # twice the values): several buckets even where the
@@ -198,7 +201,7 @@ done
 echo "-- 2d. double_buffering=1 with compensation: CUDA_LAUNCH_BLOCKING=1 against 0 (flat, 2 ranks, stale from iteration 6)"
 for b in 1 0; do
     run "dbuf-b$b" 2 CUDA_LAUNCH_BLOCKING=$b -- \
-        "$(cfg "dbuf-b$b" 4 20 communicator=flat double_buffering=1 double_buffering_fresh=5 double_buffering_compensation=100)"
+        "$(cfg "dbuf-b$b" 4 20 communicator=flat double_buffering=1 double_buffering_local=0 double_buffering_fresh=5 double_buffering_compensation=100)"
 done
 if all_rc "$T/dbuf-b1" 2 0 && all_rc "$T/dbuf-b0" 2 0 && grep -q "^darknet-mn: double_buffering=1: iterations 1-5 averaged fresh" "$T/dbuf-b0.out.0" &&
    "$WCMP" "$(w dbuf-b0)" "$(w dbuf-b1)" 0 > "$T/dbuf.log"; then
@@ -215,7 +218,7 @@ else bad "double_buffering=1: ranks $(rcs "$T/dbuf-b0" 2) and $(rcs "$T/dbuf-b1"
 # has no pure_nccl: both use flat there (the rows' logic only).
 echo "-- 2e. double buffering on the device (pure_nccl, 1 rank) against the staged route (flat, 1 rank)"
 devc=$([ "$DRY" = 1 ] && echo flat || echo pure_nccl)
-dbo=(double_buffering=1 double_buffering_fresh=5 double_buffering_compensation=100 double_buffering_prediction=0.5)
+dbo=(double_buffering=1 double_buffering_local=0 double_buffering_fresh=5 double_buffering_compensation=100 double_buffering_prediction=0.5)
 run dbd-stg 1 -- "$(cfg dbd-stg 4 20 communicator=flat "${dbo[@]}")"
 run dbd-dev 1 -- "$(cfg dbd-dev 4 20 communicator=$devc "${dbo[@]}")"
 ondev=$([ "$DRY" = 1 ] || grep -c "^darknet-mn: double_buffering=1 on the device" "$T/dbd-dev.out.0")
@@ -240,6 +243,26 @@ run dbd-f16 1 -- "$(cfg dbd-f16 4 20 communicator=$devc allreduce_grad_dtype=flo
 if all_rc "$T/dbd-f16" 1 0 && "$WCMP" "$(w dbd-f16)" "$(w dbd-dev)" 2e-3 > "$T/dbd-f16.log"; then
     okd "double_buffering=1 on the device, float16: within 2e-3 of float32 ($(cat "$T/dbd-f16.log"))"
 else bad "double_buffering=1 on the device, float16: $(rcs "$T/dbd-f16" 1); $(cat "$T/dbd-f16.log" 2> /dev/null) (see $T/dbd-f16.err.0)"; fi
+
+# double_buffering_local=1 (the default): one rank's mean is its own
+# gradient, so the stale parts cancel exactly and a run equals one whose
+# steps are all fresh (double_buffering_fresh: the momentum part set aside
+# and added back alike), bit for bit, on the device (its local kernel, the
+# fresh copy taken before the reduce overwrites the buffer) and on the
+# staged route; 2 ranks drift apart and are averaged on the GPU before each
+# save, so the run ends with the replica check passed.
+echo "-- 2f. double_buffering_local=1: 1 rank = fresh steps (device and staged); 2 ranks end as one model"
+dlo=(double_buffering=1 double_buffering_fresh=5)
+run dbl-dev 1 -- "$(cfg dbl-dev 4 20 communicator=$devc "${dlo[@]}")"
+run dbl-stg 1 -- "$(cfg dbl-stg 4 20 communicator=flat "${dlo[@]}")"
+run dbl-off 1 -- "$(cfg dbl-off 4 20 communicator=flat double_buffering=1 double_buffering_fresh=20)"
+run dbl-two 2 -- "$(cfg dbl-two 4 20 communicator=flat checkpoint_interval=5 "${dlo[@]}")"
+ondev=$([ "$DRY" = 1 ] || grep -c "^darknet-mn: double_buffering=1 on the device" "$T/dbl-dev.out.0")
+if all_rc "$T/dbl-dev" 1 0 && all_rc "$T/dbl-stg" 1 0 && all_rc "$T/dbl-off" 1 0 && all_rc "$T/dbl-two" 2 0 && [ "$ondev" != 0 ] &&
+   grep -q "^darknet-mn: double_buffering_local=1" "$T/dbl-two.out.0" &&
+   "$WCMP" "$(w dbl-dev)" "$(w dbl-off)" 0 > "$T/dbl-dev.log" && "$WCMP" "$(w dbl-stg)" "$(w dbl-off)" 0 > "$T/dbl-stg.log"; then
+    okd "double_buffering_local=1: one rank bit-identical to fresh steps on the device ($devc: $(cat "$T/dbl-dev.log")) and staged ($(cat "$T/dbl-stg.log")); 2 ranks one model at each save"
+else bad "double_buffering_local=1: ranks $(rcs "$T/dbl-dev" 1), $(rcs "$T/dbl-stg" 1), $(rcs "$T/dbl-two" 2)$([ "$ondev" = 0 ] && echo "; not on the device"); $(cat "$T"/dbl-dev.log "$T"/dbl-stg.log 2> /dev/null) (see $T/dbl-dev.err.0, $T/dbl-two.err.*)"; fi
 
 echo "-- 3. a killed rank"
 kc=$(cfg kill 4 100000 collective_timeout=20)

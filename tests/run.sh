@@ -22,6 +22,7 @@ unit_test gpu-logic 1 -- "$TEST_BIN/test_gpu_logic"
 unit_test queue-orders 1 -- "$TEST_BIN/test_queue"
 # Delay compensation's arithmetic (double_buffering_compensation), by exact values.
 unit_test delay-compensation 1 -- "$TEST_BIN/test_stale"
+for n in 1 2 3; do unit_test "dbuf-exchange-np$n" $n -- "$TEST_BIN/test_dbuf"; done
 # The guard over communicator setup (tests/test_guard.c): a setup stuck on
 # rank 1 while rank 0 waits in the setup's own collective ends the job
 # within the 2 s timeout, every rank naming it (without it: a hang).
@@ -144,7 +145,7 @@ if all_rc "$T/dt-float16" 2 0 && [ -n "$l32" ] && [ -n "$l16" ] && awk "BEGIN{d=
     ok "float16 allreduce: average loss after 40 updates $l16 vs float32 $l32; $(cat "$T/dt.log")"
 else bad "float16 vs float32: avg loss '$l16' vs '$l32'; $(cat "$T/dt.log" 2>/dev/null)"; fi
 
-# double_buffering=1 (ChainerMN's semantics, without the rate's hand-over):
+# double_buffering=1 double_buffering_local=0 (ChainerMN's semantics, without the rate's hand-over):
 # each update applies the previous step's mean and the first applies
 # nothing. From the same start (one-2-1's weights, 5 updates of batch 4) and
 # with a constant rate: 1 step with it leaves the weights as they were, 2
@@ -160,8 +161,8 @@ dbuf_cfg() {
     echo "$T/$name.cfg"
 }
 w0=$T/one-2-1/one-2-1_final.weights
-train db-one1 1 "$(dbuf_cfg db-one1 batch=4 max_batches=6 -burn_in -- double_buffering=1 double_buffering_handover=0)" "$(data db-one1)" "$w0"
-train db-one2 1 "$(dbuf_cfg db-one2 batch=4 max_batches=7 -burn_in -- double_buffering=1 double_buffering_handover=0)" "$(data db-one2)" "$w0"
+train db-one1 1 "$(dbuf_cfg db-one1 batch=4 max_batches=6 -burn_in -- double_buffering=1 double_buffering_local=0 double_buffering_handover=0)" "$(data db-one1)" "$w0"
+train db-one2 1 "$(dbuf_cfg db-one2 batch=4 max_batches=7 -burn_in -- double_buffering=1 double_buffering_local=0 double_buffering_handover=0)" "$(data db-one2)" "$w0"
 train db-off1 1 "$(dbuf_cfg db-off1 batch=4 max_batches=6 -burn_in -- double_buffering=0)" "$(data db-off1)" "$w0"
 if all_rc "$T/db-one1" 1 0 && all_rc "$T/db-one2" 1 0 && all_rc "$T/db-off1" 1 0 &&
    "$TEST_BIN/mn_wcmp" "$T/db-one1/db-one1_final.weights" "$w0" 0 > "$T/db1.log" &&
@@ -172,17 +173,20 @@ else bad "double_buffering semantics: $(cat "$T"/db[012].log 2>/dev/null) (see $
 # double_buffering_fresh (default: the cfg's burn_in) averages the first
 # iterations fresh. One step from one-2-1's weights is iteration 6: with
 # burn_in=6 double buffering moves the weights bit for bit as none does;
-# with double_buffering_fresh=0 it keeps them (ChainerMN's first step); with
+# with double_buffering_fresh=0 and double_buffering_local=0 it keeps them
+# (ChainerMN's first step); with
 # double_buffering_fresh=7 two steps are two fresh steps.
 train dbf-on 1 "$(dbuf_cfg dbf-on batch=4 max_batches=6 burn_in=6 -- double_buffering=1)" "$(data dbf-on)" "$w0"
 train dbf-off 1 "$(dbuf_cfg dbf-off batch=4 max_batches=6 burn_in=6 -- double_buffering=0)" "$(data dbf-off)" "$w0"
-train dbf-zero 1 "$(dbuf_cfg dbf-zero batch=4 max_batches=6 burn_in=6 -- double_buffering=1 double_buffering_fresh=0)" "$(data dbf-zero)" "$w0"
+train dbf-zero 1 "$(dbuf_cfg dbf-zero batch=4 max_batches=6 burn_in=6 -- double_buffering=1 double_buffering_fresh=0 double_buffering_local=0)" "$(data dbf-zero)" "$w0"
 train dbf-on2 2 "$(dbuf_cfg dbf-on2 batch=2 max_batches=7 burn_in=6 -- double_buffering=1 double_buffering_fresh=7)" "$(data dbf-on2)" "$w0"
 train dbf-off2 1 "$(dbuf_cfg dbf-off2 batch=4 max_batches=7 burn_in=6 -- double_buffering=0)" "$(data dbf-off2)" "$w0"
 if all_rc "$T/dbf-on" 1 0 && all_rc "$T/dbf-off" 1 0 && all_rc "$T/dbf-zero" 1 0 && all_rc "$T/dbf-on2" 2 0 && all_rc "$T/dbf-off2" 1 0 &&
    grep -q "double_buffering=1: iterations 1-6 averaged fresh" "$T/dbf-on.out.0" &&
-   grep -q "with momentum 0.9 a stale step stays stable only on curvature 38x lower.*lost 3.4 mAP points with the defaults" "$T/dbf-on.out.0" &&
-   grep -q "^darknet-mn: double_buffering_compensation=100: each stale mean is corrected" "$T/dbf-on.out.0" &&
+   grep -q "^darknet-mn: double_buffering_local=1: each update applies this rank's own gradient fresh" "$T/dbf-on.out.0" &&
+   grep -q "^darknet-mn: double_buffering=1 measured against one process: cfg/fashion-det.cfg [0-9.]* mAP points lower" "$T/dbf-on.out.0" &&
+   ! grep -q "^darknet-mn: double_buffering_compensation=" "$T/dbf-on.out.0" &&
+   grep -q "with momentum 0.9 a stale step stays stable only on curvature 38x lower.*lost 3.4 mAP points with double_buffering_local=0's defaults" "$T/db-one1.out.0" &&
    "$TEST_BIN/mn_wcmp" "$T/dbf-on/dbf-on_final.weights" "$T/dbf-off/dbf-off_final.weights" 0 > "$T/dbf1.log" &&
    "$TEST_BIN/mn_wcmp" "$T/dbf-zero/dbf-zero_final.weights" "$w0" 0 > "$T/dbf0.log" &&
    "$TEST_BIN/mn_wcmp" "$T/dbf-on2/dbf-on2_final.weights" "$T/dbf-off2/dbf-off2_final.weights" 1e-5 > "$T/dbf2.log"; then
@@ -195,9 +199,9 @@ else bad "double_buffering_fresh: $(cat "$T"/dbf[012].log 2>/dev/null) (see $T/d
 # nothing, 7 applies iteration 6's mean at 0.5^(1/2) of the rate, so the run
 # equals one without it (double_buffering_handover=0) at rate 0.05 x
 # 0.70710678, and not one at 0.05.
-train ho-on 1 "$(dbuf_cfg ho-on batch=4 max_batches=7 learning_rate=0.05 momentum=0 decay=0 -burn_in -- double_buffering=1 double_buffering_fresh=5 double_buffering_handover=4)" "$(data ho-on)" "$w0"
-train ho-rate 1 "$(dbuf_cfg ho-rate batch=4 max_batches=7 learning_rate=0.035355339 momentum=0 decay=0 -burn_in -- double_buffering=1 double_buffering_fresh=5 double_buffering_handover=0)" "$(data ho-rate)" "$w0"
-train ho-off 1 "$(dbuf_cfg ho-off batch=4 max_batches=7 learning_rate=0.05 momentum=0 decay=0 -burn_in -- double_buffering=1 double_buffering_fresh=5 double_buffering_handover=0)" "$(data ho-off)" "$w0"
+train ho-on 1 "$(dbuf_cfg ho-on batch=4 max_batches=7 learning_rate=0.05 momentum=0 decay=0 -burn_in -- double_buffering=1 double_buffering_local=0 double_buffering_fresh=5 double_buffering_handover=4)" "$(data ho-on)" "$w0"
+train ho-rate 1 "$(dbuf_cfg ho-rate batch=4 max_batches=7 learning_rate=0.035355339 momentum=0 decay=0 -burn_in -- double_buffering=1 double_buffering_local=0 double_buffering_fresh=5 double_buffering_handover=0)" "$(data ho-rate)" "$w0"
+train ho-off 1 "$(dbuf_cfg ho-off batch=4 max_batches=7 learning_rate=0.05 momentum=0 decay=0 -burn_in -- double_buffering=1 double_buffering_local=0 double_buffering_fresh=5 double_buffering_handover=0)" "$(data ho-off)" "$w0"
 if all_rc "$T/ho-on" 1 0 && all_rc "$T/ho-rate" 1 0 && all_rc "$T/ho-off" 1 0 &&
    grep -q "double_buffering_handover=4: the first 4 stale steps' rate climbs from 0.5 of the cfg's" "$T/ho-on.out.0" &&
    "$TEST_BIN/mn_wcmp" "$T/ho-on/ho-on_final.weights" "$T/ho-rate/ho-rate_final.weights" 1e-6 > "$T/ho1.log" &&
@@ -213,7 +217,7 @@ else bad "double_buffering_handover: $(cat "$T"/ho[01].log 2>/dev/null) (see $T/
 # weights each mean was taken at, the running mean square and prediction's
 # weights before the last update (at 0.5: stale from the first step at this
 # rate with lambda 1000, prediction at 1 diverged by iteration 42).
-dc_cfg() { dbuf_cfg "$1" batch=4 max_batches="$2" -burn_in -- double_buffering=1 double_buffering_handover=0 double_buffering_compensation="$3" double_buffering_prediction="${4:-0.5}"; }
+dc_cfg() { dbuf_cfg "$1" batch=4 max_batches="$2" -burn_in -- double_buffering=1 double_buffering_local=0 double_buffering_handover=0 double_buffering_compensation="$3" double_buffering_prediction="${4:-0.5}"; }
 train dc-2 1 "$(dc_cfg dc-2 7 1000)" "$(data dc-2)" "$w0"
 train dc-3 1 "$(dc_cfg dc-3 8 1000)" "$(data dc-3)" "$w0"
 train dc-3off 1 "$(dc_cfg dc-3off 8 0)" "$(data dc-3off)" "$w0"
@@ -249,7 +253,7 @@ else bad "double_buffering_compensation: stopped at '$dc_at'; $(cat "$T"/dc2.log
 # 4th applies the gradient taken at the prediction: it differs. The
 # checkpoint's part: dc-stop above resumes bit-identical with it on (the
 # default).
-wp_cfg() { dbuf_cfg "$1" batch=4 max_batches="$2" -burn_in -- double_buffering=1 double_buffering_handover=0 double_buffering_compensation=0 double_buffering_prediction="$3"; }
+wp_cfg() { dbuf_cfg "$1" batch=4 max_batches="$2" -burn_in -- double_buffering=1 double_buffering_local=0 double_buffering_handover=0 double_buffering_compensation=0 double_buffering_prediction="$3"; }
 for r in 3:8 4:9; do
     train "wp-${r%:*}" 1 "$(wp_cfg "wp-${r%:*}" "${r#*:}" 1)" "$(data "wp-${r%:*}")" "$w0"
     train "wp-${r%:*}off" 1 "$(wp_cfg "wp-${r%:*}off" "${r#*:}" 0)" "$(data "wp-${r%:*}off")" "$w0"
@@ -263,13 +267,37 @@ if all_rc "$T/wp-3" 1 0 && all_rc "$T/wp-3off" 1 0 && all_rc "$T/wp-4" 1 0 && al
 else bad "double_buffering_prediction: $(cat "$T"/wp3.log "$T"/wp4.log 2> /dev/null) (see $T/wp-3.err.0, $T/wp-4.err.0)"; fi
 for n in 2 4; do
     b=$((4 / n))
-    train "db-$n" $n "$(dbuf_cfg "db-$n" batch=$b max_batches=10 -burn_in -- double_buffering=1)" "$(data "db-$n")" "$w0"
-    [ -f "$T/db-1x4.done" ] || { train db-1x4 1 "$(dbuf_cfg db-1x4 batch=4 max_batches=10 -burn_in -- double_buffering=1)" "$(data db-1x4)" "$w0"; touch "$T/db-1x4.done"; }
+    train "db-$n" $n "$(dbuf_cfg "db-$n" batch=$b max_batches=10 -burn_in -- double_buffering=1 double_buffering_local=0)" "$(data "db-$n")" "$w0"
+    [ -f "$T/db-1x4.done" ] || { train db-1x4 1 "$(dbuf_cfg db-1x4 batch=4 max_batches=10 -burn_in -- double_buffering=1 double_buffering_local=0)" "$(data db-1x4)" "$w0"; touch "$T/db-1x4.done"; }
     if all_rc "$T/db-$n" $n 0 && all_rc "$T/db-1x4" 1 0 &&
        "$TEST_BIN/mn_wcmp" "$T/db-$n/db-${n}_final.weights" "$T/db-1x4/db-1x4_final.weights" 1e-5 > "$T/db-$n.log"; then
         ok "double_buffering: $n ranks x batch $b = 1 x 4 over 5 updates ($(cat "$T/db-$n.log"))"
     else bad "double_buffering $n ranks: $(cat "$T/db-$n.log" 2>/dev/null) (see $T/db-$n.err.0)"; fi
 done
+# double_buffering_local=1 (the default): each update applies the rank's own
+# gradient fresh plus the previous mean less the rank's previous gradient.
+# Where both ranks see the same images (a list whose global batches hold
+# one rank's batch twice), the mean is each rank's own gradient and the
+# stale parts cancel exactly: 2 ranks x 2, stale from the first step, equal
+# 1 rank x 2 with fresh steps only, bit for bit, over 5 updates from
+# one-2-1's weights at iteration 0 (-clear: the same list positions; both
+# set Darknet's momentum part aside and add it back after the mean, which
+# rounds otherwise than a run without double buffering; a
+# mean applied late, or an own gradient subtracted from the wrong step,
+# breaks it). On the usual list the ranks' models drift apart and are
+# averaged before each save: the run ends with the replica check passed
+# (without the averaging it fails), and not as double_buffering_local=0 does.
+head -n 40 "$D/train.list" > "$T/dl-pairs.list"
+awk '{p[NR % 2] = $0} NR % 2 == 0 {print p[1]; print p[0]; print p[1]; print p[0]}' "$T/dl-pairs.list" > "$T/dl-twice.list"
+mn "$T/dl-2" 2 classifier train "$(data dl-2 "$T/dl-twice.list")" "$(dbuf_cfg dl-2 batch=2 max_batches=5 -burn_in -- double_buffering=1 double_buffering_fresh=0)" "$w0" -clear
+mn "$T/dl-1" 1 classifier train "$(data dl-1 "$T/dl-pairs.list")" "$(dbuf_cfg dl-1 batch=2 max_batches=5 -burn_in -- double_buffering=1 double_buffering_fresh=5)" "$w0" -clear
+train dl-drift 2 "$(dbuf_cfg dl-drift batch=2 max_batches=10 -burn_in -- double_buffering=1 double_buffering_fresh=0 checkpoint_interval=5)" "$(data dl-drift)" "$w0"
+if all_rc "$T/dl-2" 2 0 && all_rc "$T/dl-1" 1 0 && all_rc "$T/dl-drift" 2 0 &&
+   grep -q "^darknet-mn: double_buffering_local=1: each update applies" "$T/dl-drift.out.0" &&
+   "$TEST_BIN/mn_wcmp" "$T/dl-2/dl-2_final.weights" "$T/dl-1/dl-1_final.weights" 0 > "$T/dl1.log" &&
+   ! "$TEST_BIN/mn_wcmp" "$T/dl-drift/dl-drift_final.weights" "$T/db-2/db-2_final.weights" 0 > "$T/dl0.log"; then
+    ok "double_buffering_local: 2 ranks x 2 on the same images = 1 x 2 fresh ($(cat "$T/dl1.log")); on their own images the models are one at each save, not double_buffering_local=0's ($(cat "$T/dl0.log"))"
+else bad "double_buffering_local: $(cat "$T"/dl[01].log 2> /dev/null) (see $T/dl-2.err.0, $T/dl-drift.err.0)"; fi
 
 # Rank 0 reports; the others print nothing on success.
 progress=$(grep -c '^[0-9]*: loss' "$T/many-4-2.out.0")
@@ -323,6 +351,8 @@ expect_error "$T/bad-dc" 2 "bad-dc.cfg.*double_buffering_compensation='-1' must 
     "$PROG" classifier train "$(data bad-dc)" "$(cfg bad-dc 2 1 3 double_buffering=1 double_buffering_compensation=-1)"
 expect_error "$T/bad-wp" 2 "bad-wp.cfg.*double_buffering_prediction='2' must be a number from 0 (none) to 1" -- \
     "$PROG" classifier train "$(data bad-wp)" "$(cfg bad-wp 2 1 3 double_buffering=1 double_buffering_prediction=2)"
+expect_error "$T/bad-dl" 2 "bad-dl.cfg:[0-9]*: \[distributed\] double_buffering_compensation=100 corrects a stale mean, which double_buffering_local=1 (the default) does not apply.*set double_buffering_local=0" -- \
+    "$PROG" classifier train "$(data bad-dl)" "$(cfg bad-dl 2 1 3 double_buffering=1 double_buffering_compensation=100)"
 expect_error "$T/bad-key" 2 "unknown key 'comunicator'" -- "$PROG" classifier train "$(data bad-key)" "$(cfg bad-key 2 1 3 comunicator=flat)"
 expect_error "$T/missing-list" 2 "cannot open list $T/nope.list" -- "$PROG" classifier train "$(data missing-list "$T/nope.list")" "$good"
 : > "$T/empty.list"

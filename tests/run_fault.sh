@@ -110,7 +110,9 @@ else bad "unreadable image (random loader): $(tail -4 "$F/badimg.err")"; fi
 
 # 5. Checkpoints: 20 iterations straight == killed at about 12 and resumed;
 #    also with double_buffering=1, where a checkpoint holds the mean in
-#    flight that the resumed run's first update applies. rescue=0: the
+#    flight that the resumed run's first update applies (with the own
+#    gradient fresh, the default, the ranks' models are averaged before
+#    each checkpoint, in both runs alike). rescue=0: the
 #    periodic checkpoints alone (run_stop.sh tests the rescue's, which
 #    would resume at 12).
 resume_check() {   # resume_check PREFIX WHAT [distributed lines...]
@@ -136,7 +138,7 @@ resume_check() {   # resume_check PREFIX WHAT [distributed lines...]
 resume_check "" "checkpoints"
 # Stale from the first update, this net at lr 0.02 goes NaN by iteration 12
 # from the seed's weights; fresh for 5, the checkpoint at 10 still holds a mean in flight.
-resume_check db "double_buffering=1 checkpoints (with the mean in flight)" double_buffering=1 double_buffering_fresh=5
+resume_check db "double_buffering=1 checkpoints (the own gradient fresh: the ranks' models averaged at each; the mean in flight)" double_buffering=1 double_buffering_fresh=5
 resume_check ov "overlap=1 checkpoints" overlap=1 bucket_mb=0.05
 
 # A corrupt newest checkpoint: the job falls back to the older one.

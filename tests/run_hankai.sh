@@ -90,14 +90,14 @@ for comm in hierarchical two_dimensional; do
         grep -aq "on $n ranks (2 nodes), communicator $comm" "$T/np$n-$comm.log" || bad "hankai $comm on $n ranks: not on 2 nodes (see $T/np$n-$comm.log)"
     done
 done
-# double_buffering=1 (ChainerMN's, double_buffering_handover=0): the first update applies nothing, each
+# double_buffering=1 (ChainerMN's: double_buffering_local=0, double_buffering_handover=0): the first update applies nothing, each
 # later one the previous step's mean (burn_in=0: no fresh steps). So 1 step
 # with it keeps the seed's weights (W0, bit for bit), and 2 x 2 with it for 2
 # steps = 1 x 4 without it for 1, on what training changed (mn_wcmp FROM):
 # the weights barely move in a step, a check on them alone would pass anyway.
-MAXB=1 eq_run db1 1 4 1 double_buffering=1 double_buffering_handover=0
+MAXB=1 eq_run db1 1 4 1 double_buffering=1 double_buffering_local=0 double_buffering_handover=0
 MAXB=1 eq_run off1 1 4 1
-MAXB=2 eq_run db2 2 2 1 communicator=flat double_buffering=1 double_buffering_handover=0
+MAXB=2 eq_run db2 2 2 1 communicator=flat double_buffering=1 double_buffering_local=0 double_buffering_handover=0
 W0=$T/backup/db1_final.weights
 if [ -f "$W0" ] && ! "$TEST_BIN/mn_wcmp" "$T/backup/off1_final.weights" "$W0" 0 > "$T/db0.cmp" 2>&1 &&
    "$TEST_BIN/mn_wcmp" "$T/backup/db2_final.weights" "$T/backup/off1_final.weights" 1e-5 "$W0" > "$T/db.cmp" 2>&1 &&

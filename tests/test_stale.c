@@ -5,7 +5,8 @@
  * non-finite one; prev moved to the weights the gradient was taken at.
  * Weight prediction (double_buffering_prediction, mn_ahead) on the host:
  * the weights become w + k (w - w0), w0 those before the last update, and
- * come back; the first step only keeps them. No MPI. */
+ * come back; the first step only keeps them. double_buffering_local's
+ * step (mn_dbuf_local) by exact values. No MPI. */
 #include <math.h>
 #include <string.h>
 #include "mn_dbuf.h"
@@ -45,6 +46,15 @@ int main(void)
     EXPECT(ue[0] == -1.5f && pe[0] == 0.75f, "compensation with a prediction: u %g (want -1.5), prev %g (want 0.75)",
            ue[0], pe[0]);
 
+    /* double_buffering_local's step: g + (mean - own), own = g; g alone
+     * where there was no mean. mean - own first: with mean = own = 2^24 and
+     * g = 1, (mean + g) - own would round to 0. */
+    float own = 1.0f;
+    EXPECT(mn_dbuf_local(1.5f, 0.25f, &own, 1) == 0.75f && own == 1.5f, "local step: want 0.75 and own 1.5, own %g", own);
+    EXPECT(mn_dbuf_local(-2.0f, 9.0f, &own, 0) == -2.0f && own == -2.0f, "local step without a mean: own %g", own);
+    own = 16777216.0f;
+    EXPECT(mn_dbuf_local(1.0f, 16777216.0f, &own, 1) == 1.0f, "local step: the own gradient's cancellation rounded");
+
     /* Prediction on two arrays of 2 and 1 floats, k = 0.5. */
     float a[2] = {1, 2}, b[1] = {-4}, *arrs[2] = {a, b};
     size_t lens[2] = {2, 1};
@@ -78,7 +88,7 @@ int main(void)
 
     if (failures) { fprintf(stderr, "test_stale: %d FAILED\n", failures); return 1; }
     printf("test_stale: delay compensation by exact values (within the bound, bounded both ways, v = 0, no mean, "
-           "a non-finite mean, lambda 0, a prediction's weights); weight prediction (kept, predicted, back, resumed): "
-           "OK\n");
+           "a non-finite mean, lambda 0, a prediction's weights); the local step (with and without a mean, the "
+           "cancellation); weight prediction (kept, predicted, back, resumed): OK\n");
     return 0;
 }

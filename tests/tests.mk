@@ -1,6 +1,6 @@
 # Unit tests (C programs under mpiexec) and end-to-end runs of ./darknet_mn.
 TEST_BIN := $(OBJ)/tests
-TESTS := test_comm test_equiv test_scatter test_syncbn test_bnavg test_map mn_shapes test_big test_replica test_gpu_select test_cfg test_cache test_gpu_logic test_guard test_loops test_rules test_queue test_stale
+TESTS := test_comm test_equiv test_scatter test_syncbn test_bnavg test_map mn_shapes test_big test_replica test_gpu_select test_cfg test_cache test_gpu_logic test_guard test_loops test_rules test_queue test_stale test_dbuf
 TEST_PROGS := $(addprefix $(TEST_BIN)/,$(TESTS)) $(TEST_BIN)/mn_wcmp $(TEST_BIN)/mn_hang_abort.so
 
 $(TEST_BIN)/mn_hang_abort.so: tests/mn_hang_abort.c

@@ -88,6 +88,14 @@ static mn_status ensure_dir(mn_comm *c, const char *dir)
     return mn_agree(c, s);
 }
 
+/* Before anything is saved: one model on every rank (double_buffering_local
+ * lets them drift apart until then), and the check that they hold it. */
+static mn_status one_model(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, size_t it)
+{
+    MN_CHECK(mn_optimizer_align(c, net, mo));
+    return mn_replica_check(c, net, mo, opt->sync_bn, it, NULL);
+}
+
 /* A stop signal reached `signaled` ranks (all agree through the loss
  * allreduce): this update's state goes to a checkpoint, unless the
  * iteration wrote one, and the job ends with MN_ERR_STOPPED, whose exit
@@ -98,7 +106,7 @@ static mn_status stop_here(mn_comm *c, network *net, mn_optimizer *mo, const mn_
                            int signaled, int checked, int written)
 {
     double t = mn_now();
-    if (!checked) MN_CHECK(mn_replica_check(c, net, mo, opt->sync_bn, it, NULL));
+    if (!checked) MN_CHECK(one_model(c, net, mo, opt, it));
     if (!written) MN_CHECK(mn_checkpoint_save(c, net, mo, opt, dir, base, experiment, best));
     if (c->rank == 0) {
         printf("darknet-mn: stopped at iteration %zu by %s (on %d of %d ranks): checkpoint %s/%s.ckpt-%zu written "
@@ -116,7 +124,7 @@ static mn_status write_final(mn_comm *c, network *net, mn_optimizer *mo, const m
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s_final.weights", dir, base);
-    MN_CHECK(mn_replica_check(c, net, mo, opt->sync_bn, mn_base_iteration(net), NULL));
+    MN_CHECK(one_model(c, net, mo, opt, mn_base_iteration(net)));
     MN_CHECK(mn_save_weights_all(c, net, mo, opt, path));
     if (c->rank == 0) printf("darknet-mn: wrote %s\n", path);
     return MN_OK;
@@ -360,7 +368,7 @@ static mn_status run_save(train_run *r, const train_step *o)
     mn_status s = MN_OK;
     /* Nothing is written into a folder another job took over since the last renewal. */
     if (saves || stopping) s = mn_backup_check(c, r->lock);
-    if (s == MN_OK && saves) s = mn_replica_check(c, r->net, r->mo, opt->sync_bn, it, NULL);
+    if (s == MN_OK && saves) s = one_model(c, r->net, r->mo, opt, it);
     double te = mn_now();
     if (s == MN_OK && eval)
         s = mn_eval_during_training(c, r->net, r->mo, r->task, dc, opt, it, r->base, r->cfgfile, &r->ev, &r->best);

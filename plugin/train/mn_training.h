@@ -21,6 +21,9 @@ typedef struct {
     int grad_dtype_half;     /* allreduce_grad_dtype=float16 */
     int double_buffering;
     int dbuf_fresh;          /* double_buffering_fresh: iterations averaged fresh before the stale means; -1: burn_in */
+    int dbuf_local;          /* double_buffering_local: each rank's own gradient applied fresh (1, the default) */
+    /* Corrections of a stale mean, for double_buffering_local=0; -1 until
+     * mn_options_resolve: 0 with double_buffering_local=1, else the default. */
     int dbuf_handover;       /* double_buffering_handover: stale steps whose rate climbs back to the cfg's (300); 0: none */
     double dbuf_compensation; /* double_buffering_compensation: delay compensation's lambda (100); 0: none */
     double dbuf_prediction;   /* double_buffering_prediction: weight prediction's k (1); 0: none */
@@ -60,6 +63,9 @@ void mn_default_options(mn_options *opt);
 /* One [distributed] key=value into opt: 1, or 0 with what is wrong in why
  * (without the file and line, which the cfg's reader adds). */
 int mn_option_set(mn_options *opt, const char *key, const char *value, char *why, size_t cap);
+/* Once every key is read: the defaults that depend on other keys. NULL, or
+ * the key whose value the others refuse, with why. */
+const char *mn_options_resolve(mn_options *opt, char *why, size_t cap);
 /* Whether cfgfile asks for double_buffering=1 or overlap=1, which average on
  * a thread of their own (read before MPI_Init, to
  * choose the thread level). */

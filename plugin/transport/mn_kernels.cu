@@ -5,8 +5,9 @@
  * once (through the pack tables), y += x, and
  * the packing of many arrays into one buffer and back (its index maths is
  * mn_pack_find, tested on the host); for double buffering on the device,
- * the same on one packed buffer (the casts, the check, x *= s) and delay
- * compensation (mn_dbuf_compensate's arithmetic, operation for operation). Each takes the stream to run on; the C
+ * the same on one packed buffer (the casts, the check, x *= s), delay
+ * compensation and the local step (mn_dbuf_compensate's and mn_dbuf_local's
+ * arithmetic, operation for operation). Each takes the stream to run on; the C
  * side sees them through mn_nccl.h (void * for the stream, so that the
  * shared header needs no CUDA include). Each returns the launch's
  * cudaError_t, read (and so cleared) once, here. Thin by design: the logic
@@ -110,6 +111,18 @@ __global__ void compensate(float *u, const float *w, const float *eval, float *p
     }
 }
 
+/* mn_dbuf_local (mn_dbuf.h) element by element, rounded as the host's: u
+ * holds the mean (had) and becomes g + (mean - own); own becomes g. u may
+ * be g itself. */
+__global__ void local_step(float *u, const float *g, float *own, size_t n, int had)
+{
+    for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < n; j += (size_t)gridDim.x * blockDim.x) {
+        float gj = g[j];
+        u[j] = had ? __fadd_rn(gj, __fsub_rn(u[j], own[j])) : gj;
+        own[j] = gj;
+    }
+}
+
 /* mn_ahead_floats (mn_ahead.c), rounded as the host's. */
 __global__ void predict(float *w, float *k0, size_t n, float k)
 {
@@ -186,6 +199,12 @@ int mn_gpu_compensate(float *u, const float *w, const float *eval, float *prev, 
                       void *stream)
 {
     if (n) compensate<<<blocks(n), threads, 0, (cudaStream_t)stream>>>(u, w, eval, prev, v, n, lambda, apply);
+    return (int)cudaGetLastError();
+}
+
+int mn_gpu_local(float *u, const float *g, float *own, size_t n, int had, void *stream)
+{
+    if (n) local_step<<<blocks(n), threads, 0, (cudaStream_t)stream>>>(u, g, own, n, had);
     return (int)cudaGetLastError();
 }
 

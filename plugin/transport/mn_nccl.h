@@ -106,13 +106,15 @@ int mn_gpu_pack(float *packed, float *const *ptrs, const size_t *offs, int n, si
 int mn_gpu_unpack(float *const *ptrs, const float *packed, const size_t *offs, int n, size_t total, void *stream);
 /* On one packed buffer (double buffering on the device): halves casts x
  * times scale into h (to) or h back into x (!to); floats_nonfinite is the
- * check; scale: x *= s; compensate: mn_dbuf_compensate (mn_dbuf.h), predict:
- * mn_ahead_floats (mn_ahead.h), with the same bits. */
+ * check; scale: x *= s; compensate: mn_dbuf_compensate (mn_dbuf.h), local:
+ * mn_dbuf_local over n floats (mn_dbuf.h), predict: mn_ahead_floats
+ * (mn_ahead.h), with the same bits. */
 int mn_gpu_halves(uint16_t *h, float *x, size_t n, float scale, int to, void *stream);
 int mn_gpu_floats_nonfinite(const float *x, size_t n, int *dev_flag, void *stream);
 int mn_gpu_scale(float *x, size_t n, float s, void *stream);
 int mn_gpu_compensate(float *u, const float *w, const float *eval, float *prev, float *v, size_t n, float lambda, int apply,
                       void *stream);
+int mn_gpu_local(float *u, const float *g, float *own, size_t n, int had, void *stream);
 int mn_gpu_predict(float *w, float *k0, size_t n, float k, void *stream);
 
 #endif

@@ -524,7 +524,13 @@ static int read_options(cfg *g, mn_options *opt)
         char why[600];
         if (!mn_option_set(opt, e->key, e->val, why, sizeof why)) return fail(g, e->line, "%s", why);
     }
-    return 1;
+    char why[600];
+    const char *key = mn_options_resolve(opt, why, sizeof why);
+    if (!key) return 1;
+    int line = 0;   /* the refused key's last line */
+    for (int i = 0; i < g->n; ++i)
+        if (in_distributed(g, &g->e[i]) && !strcmp(g->e[i].key, key)) line = g->e[i].line;
+    return fail(g, line, "%s", why);
 }
 
 mn_status mn_cfg_read(mn_comm *c, const char *cfgfile, mn_options *opt)

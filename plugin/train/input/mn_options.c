@@ -21,9 +21,10 @@ void mn_default_options(mn_options *opt)
     opt->bucket_mb = 1;
     opt->cache_mb = -1;
     opt->dbuf_fresh = -1;
-    opt->dbuf_handover = 300;
-    opt->dbuf_compensation = 100;
-    opt->dbuf_prediction = 1;
+    opt->dbuf_local = 1;
+    opt->dbuf_handover = -1;
+    opt->dbuf_compensation = -1;
+    opt->dbuf_prediction = -1;
     opt->rescue = 1;
 }
 
@@ -56,7 +57,7 @@ static int copy_path(char *dst, size_t n, const char *k, const char *v, char *wh
 }
 
 static const char *const keys =
-    "communicator, allreduce_grad_dtype, double_buffering, double_buffering_fresh, double_buffering_handover, double_buffering_compensation, double_buffering_prediction, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
+    "communicator, allreduce_grad_dtype, double_buffering, double_buffering_fresh, double_buffering_local, double_buffering_handover, double_buffering_compensation, double_buffering_prediction, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
     "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, bad_labels, collective_timeout, lock_lease, chart, "
     "cache_mb, global_batch, rescue";
 
@@ -93,11 +94,18 @@ int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size
         }
     } else if (!strcmp(k, "double_buffering")) flag = &opt->double_buffering;
     else if (!strcmp(k, "double_buffering_fresh")) num = *v ? &opt->dbuf_fresh : NULL;   /* empty: burn_in */
+    else if (!strcmp(k, "double_buffering_local")) flag = &opt->dbuf_local;
+    /* The corrections' empty value: their default, mn_options_resolve's. */
+    else if (!*v && !strcmp(k, "double_buffering_handover")) opt->dbuf_handover = -1;
+    else if (!*v && !strcmp(k, "double_buffering_compensation")) opt->dbuf_compensation = -1;
+    else if (!*v && !strcmp(k, "double_buffering_prediction")) opt->dbuf_prediction = -1;
     else if (!strcmp(k, "double_buffering_handover")) num = &opt->dbuf_handover;
     else if (!strcmp(k, "double_buffering_compensation"))
-        ok = real_key(k, v, 0, 1e6, "a number from 0 (none) to 1000000 (100 by default)", &opt->dbuf_compensation, why, cap);
+        ok = real_key(k, v, 0, 1e6, "a number from 0 (none) to 1000000 (100 by default with double_buffering_local=0)",
+                      &opt->dbuf_compensation, why, cap);
     else if (!strcmp(k, "double_buffering_prediction"))
-        ok = real_key(k, v, 0, 1, "a number from 0 (none) to 1 (1 by default)", &opt->dbuf_prediction, why, cap);
+        ok = real_key(k, v, 0, 1, "a number from 0 (none) to 1 (1 by default with double_buffering_local=0)",
+                      &opt->dbuf_prediction, why, cap);
     else if (!strcmp(k, "overlap")) flag = &opt->overlap;
     else if (!strcmp(k, "bucket_mb")) {   /* above 0, not from 0 */
         double x;
@@ -149,6 +157,32 @@ int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size
         snprintf(why, cap, "[distributed] %s='%s' must be %s", k, v,
                  flag ? "0 or 1" : lo ? "a positive integer" : "a non-negative integer");
     return ok;
+}
+
+/* double_buffering_local=1 applies each rank's own gradient fresh and only
+ * the rest of the mean one step late, so nothing is left for the three
+ * corrections of a stale mean to correct (bench/results/accuracy-dbuf-local.txt):
+ * unset they are off, set they are refused. With double_buffering_local=0
+ * (ChainerMN's stale mean) they default to what measured best there. */
+const char *mn_options_resolve(mn_options *opt, char *why, size_t cap)
+{
+    static const char *const names[] = {"double_buffering_handover", "double_buffering_compensation",
+                                        "double_buffering_prediction"};
+    double set[3] = {opt->dbuf_handover, opt->dbuf_compensation, opt->dbuf_prediction};
+    static const double defaults[3] = {300, 100, 1};
+    for (int i = 0; i < 3; ++i) {
+        if (opt->double_buffering && opt->dbuf_local && set[i] > 0) {
+            snprintf(why, cap, "[distributed] %s=%g corrects a stale mean, which double_buffering_local=1 (the "
+                     "default) does not apply: each rank's own gradient is applied fresh; set "
+                     "double_buffering_local=0 to use it", names[i], set[i]);
+            return names[i];
+        }
+        if (set[i] < 0) set[i] = opt->dbuf_local ? 0 : defaults[i];
+    }
+    opt->dbuf_handover = (int)set[0];
+    opt->dbuf_compensation = set[1];
+    opt->dbuf_prediction = set[2];
+    return NULL;
 }
 
 /* When training evaluates: the options decide it (mn_input.h). */

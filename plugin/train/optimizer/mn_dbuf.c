@@ -5,6 +5,18 @@
  * mean, swaps it with the fresh gradient in one pass (the arena gets the
  * mean, the send buffer the gradient) and starts the thread again.
  *
+ * With double_buffering_local=1 (the default; Zhu et al.'s delayed gradient
+ * averaging) the update of step t+1 applies this rank's own gradient of
+ * step t+1 fresh, plus step t's mean less this rank's own gradient of step
+ * t: what the rank took alone one step early is replaced by its share of the
+ * mean one step late. The ranks' models drift apart by their own recent
+ * gradients (each rank's difference decays with the momentum), while their
+ * average follows fresh steps; averaged before each save (mn_optimizer_align),
+ * they are one model again. A stale mean alone is stable only on curvature
+ * 38 times lower at momentum 0.9 (docs/internals.md); this keeps the fresh
+ * bound: the demo's detector lost 0.5 mAP points where the stale mean with
+ * its three corrections lost 3.4 (docs/benchmarks.md).
+ *
  * The thread has its own communicator (the same algorithm and dtype, a dup
  * of the world), so its collectives never meet the main thread's; it needs
  * MPI_THREAD_MULTIPLE. Its send buffer is that communicator's arena, so the
@@ -22,6 +34,7 @@
 struct mn_dbuf {
     mn_comm *comm;          /* the thread's */
     float *send;            /* the gradient in flight, then its mean */
+    float *own;             /* local: this rank's gradient of the last exchange; else NULL */
     float **arrays;         /* send cut like the arena */
     const size_t *lens;     /* the optimizer's */
     int n;
@@ -58,7 +71,7 @@ static void wait_idle(mn_dbuf *d)
     pthread_mutex_unlock(&d->mu);
 }
 
-mn_status mn_dbuf_start(mn_comm *c, const size_t *lens, int n, size_t total, mn_dbuf **out)
+mn_status mn_dbuf_start(mn_comm *c, const size_t *lens, int n, size_t total, int local, mn_dbuf **out)
 {
     *out = NULL;
     mn_status st;
@@ -66,8 +79,9 @@ mn_status mn_dbuf_start(mn_comm *c, const size_t *lens, int n, size_t total, mn_
     if (st != MN_OK) return st;
     mn_dbuf *d = calloc(1, sizeof *d);
     if (d) d->arrays = calloc((size_t)n + 1, sizeof *d->arrays);
+    if (d && local) d->own = calloc(total + 1, sizeof(float));
     /* Agreed before each collective step, so that no rank waits in one alone. */
-    st = mn_agree(c, d && d->arrays ? MN_OK : MN_ERR_NOMEM);
+    st = mn_agree(c, d && d->arrays && (d->own || !local) ? MN_OK : MN_ERR_NOMEM);
     if (d) d->comm = tc;
     else mn_comm_free(tc);
     if (st == MN_OK) st = mn_comm_arena_alloc(d->comm, total, &d->send);
@@ -95,13 +109,19 @@ int mn_dbuf_exchange(mn_dbuf *d, float *arena)
 {
     wait_idle(d);
     float *s = d->send;
-    for (size_t i = 0; i < d->total; ++i) {
-        float t = s[i];
-        s[i] = arena[i];
-        arena[i] = t;
-    }
     int had = d->has_mean;
-    if (!had) memset(arena, 0, d->total * sizeof(float));
+    if (d->own)
+        for (size_t i = 0; i < d->total; ++i) {
+            float g = arena[i];
+            arena[i] = mn_dbuf_local(g, s[i], &d->own[i], had);
+            s[i] = g;
+        }
+    else
+        for (size_t i = 0; i < d->total; ++i) {
+            float t = had ? s[i] : 0;
+            s[i] = arena[i];
+            arena[i] = t;
+        }
     d->has_mean = 1;
     pthread_mutex_lock(&d->mu);
     d->busy = 1;
@@ -121,6 +141,13 @@ void mn_dbuf_set_pending(mn_dbuf *d, int has_mean)
 {
     wait_idle(d);
     d->has_mean = has_mean;
+    mn_dbuf_align(d);
+}
+
+void mn_dbuf_align(mn_dbuf *d)
+{
+    wait_idle(d);
+    if (d->own && d->has_mean) memcpy(d->own, d->send, d->total * sizeof(float));
 }
 
 void mn_dbuf_stop(mn_dbuf *d)
@@ -141,6 +168,7 @@ void mn_dbuf_stop(mn_dbuf *d)
         mn_comm_free(d->comm);
     }
     free(d->arrays);
+    free(d->own);
     free(d);
 }
 

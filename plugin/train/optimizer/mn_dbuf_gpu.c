@@ -7,7 +7,12 @@
  * to finish; the wait has mean_grad_device's deadline), reads the flag, and
  * on the base's stream step t's mean is corrected (delay compensation, on
  * the weights as they are now), scaled (the hand-over) and unpacked into
- * Darknet's update arrays. Who waits for what is mn_dbuf_order's, whose
+ * Darknet's update arrays. With double_buffering_local=1 (mn_dbuf.c) the
+ * fill also copies the gradient aside (fresh), and at the next hook the
+ * update arrays get fresh + (step t's mean - this rank's step-t gradient),
+ * checked for Inf/NaN on the base's stream, which the host then waits for:
+ * the check covers this rank's fresh gradient, which no reduce has seen.
+ * Who waits for what is mn_dbuf_order's, whose
  * waits tests/test_queue.c checks on host queues; the host's wait comes
  * before the next buffer is sent, so that it never waits for that one. */
 #ifdef GPU
@@ -33,8 +38,9 @@ struct mn_dbuf_gpu {
     mn_pack_tables grads, weights;   /* device tables; weights empty without compensation */
     float *buf[2];          /* device: the packed gradients, then their means */
     float *w, *prev, *v;    /* compensation: the weights now and at the mean's step, the mean square */
-    int *flag[2];           /* device: buffer b's mean held Inf or NaN */
-    int *flag_host;         /* their page-locked copies, two ints */
+    float *fresh, *own;     /* local: this step's gradient, packed; the last one's */
+    int *flag[3];           /* device: buffer b's mean held Inf or NaN; [2]: local's update did */
+    int *flag_host;         /* their page-locked copies, three ints */
     buf_arg args[2];
     mn_queue *base_q, *comm_q;
     mn_dbuf_order order;
@@ -51,7 +57,8 @@ static int alloc(mn_dbuf_gpu *d, void *p, size_t bytes)
     return mn_cuda_ok(d->c, cudaMalloc((void **)p, bytes), "cudaMalloc");
 }
 
-mn_status mn_dbuf_gpu_new(mn_comm *c, float **grads, float **weights, const size_t *lens, int n, mn_dbuf_gpu **out)
+mn_status mn_dbuf_gpu_new(mn_comm *c, float **grads, float **weights, const size_t *lens, int n, int local,
+                          mn_dbuf_gpu **out)
 {
     *out = NULL;
     mn_dbuf_gpu *d = calloc(1, sizeof *d);
@@ -63,8 +70,10 @@ mn_status mn_dbuf_gpu_new(mn_comm *c, float **grads, float **weights, const size
     size_t bytes = (d->total + 1) * sizeof(float);
     if (r == MN_OK && (!alloc(d, &d->buf[0], bytes) || !alloc(d, &d->buf[1], bytes) ||
                        !alloc(d, &d->flag[0], sizeof(int)) || !alloc(d, &d->flag[1], sizeof(int)) ||
-                       !mn_cuda_ok(c, cudaMallocHost((void **)&d->flag_host, 2 * sizeof(int)), "cudaMallocHost")))
+                       !alloc(d, &d->flag[2], sizeof(int)) ||
+                       !mn_cuda_ok(c, cudaMallocHost((void **)&d->flag_host, 3 * sizeof(int)), "cudaMallocHost")))
         r = MN_ERR_NOMEM;
+    if (r == MN_OK && local && (!alloc(d, &d->fresh, bytes) || !alloc(d, &d->own, bytes))) r = MN_ERR_NOMEM;
     if (r == MN_OK && weights) {   /* zeros, as the host route's calloc'd state */
         if (!alloc(d, &d->w, bytes) || !alloc(d, &d->prev, bytes) || !alloc(d, &d->v, bytes)) r = MN_ERR_NOMEM;
         else if (!mn_cuda_ok(c, cudaMemsetAsync(d->prev, 0, bytes, MN_STREAM()), "cudaMemsetAsync") ||
@@ -108,10 +117,10 @@ void mn_dbuf_gpu_free(mn_dbuf_gpu *d)
     }
     mn_queue_free(d->base_q);
     mn_queue_free(d->comm_q);
-    float *bufs[] = {d->buf[0], d->buf[1], d->w, d->prev, d->v};
+    float *bufs[] = {d->buf[0], d->buf[1], d->w, d->prev, d->v, d->fresh, d->own};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i)
         if (bufs[i]) mn_cuda_ok(d->c, cudaFree(bufs[i]), "cudaFree");
-    for (int b = 0; b < 2; ++b)
+    for (int b = 0; b < 3; ++b)
         if (d->flag[b]) mn_cuda_ok(d->c, cudaFree(d->flag[b]), "cudaFree");
     if (d->flag_host) mn_cuda_ok(d->c, cudaFreeHost(d->flag_host), "cudaFreeHost");
     mn_pack_tables_free(d->c, &d->grads);
@@ -125,6 +134,9 @@ static void fill(void *arg, void *stream)
     buf_arg *a = arg;
     mn_dbuf_gpu *d = a->d;
     must(d, mn_gpu_pack(d->buf[a->b], d->grads.ptrs, d->grads.offs, d->grads.n, 0, d->total, stream), "packing the gradient");
+    if (d->fresh)   /* before the reduce, which waits for this stream, overwrites it */
+        must(d, cudaMemcpyAsync(d->fresh, d->buf[a->b], d->total * sizeof(float), cudaMemcpyDeviceToDevice, stream),
+             "copying the gradient aside");
     if (a->poison) mn_base_fill_gpu(1, NAN, d->buf[a->b]);   /* Darknet's fill, on the base's stream too */
 }
 
@@ -155,6 +167,24 @@ static void compensate(mn_dbuf_gpu *d, float *u, float lambda, int apply, const 
     must(d, mn_gpu_compensate(u, w, eval, d->prev, d->v, d->total, lambda, apply, st), "the delay compensation");
 }
 
+/* double_buffering_local=1, after the send: fresh + (buffer b's mean - own)
+ * into the update arrays, or where no mean came (b < 0) fresh as they hold
+ * it; own = fresh. The host waits for the check of what the update applies. */
+static int local_step(mn_dbuf_gpu *d, int b, int *bad)
+{
+    cudaStream_t st = MN_STREAM();
+    float *u = b < 0 ? d->fresh : d->buf[b];
+    must(d, mn_gpu_local(u, d->fresh, d->own, d->total, b >= 0, st), "the local step");
+    must(d, cudaMemsetAsync(d->flag[2], 0, sizeof(int), st), "clearing the Inf/NaN flag");
+    must(d, mn_gpu_floats_nonfinite(u, d->total, d->flag[2], st), "the Inf/NaN check");
+    must(d, cudaMemcpyAsync(d->flag_host + 2, d->flag[2], sizeof(int), cudaMemcpyDeviceToHost, st),
+         "reading the Inf/NaN check");
+    if (b >= 0) must(d, mn_gpu_unpack(d->grads.ptrs, u, d->grads.offs, d->grads.n, d->total, st), "unpacking the update");
+    must(d, cudaStreamSynchronize(st), "the Inf/NaN check");
+    *bad = d->flag_host[2];
+    return 1;
+}
+
 int mn_dbuf_gpu_exchange(mn_dbuf_gpu *d, int poison, float lambda, float scale, const float *w, const float *eval, int *bad)
 {
     cudaStream_t st = MN_STREAM();
@@ -165,6 +195,11 @@ int mn_dbuf_gpu_exchange(mn_dbuf_gpu *d, int poison, float lambda, float scale, 
     void *const args[2] = {&d->args[0], &d->args[1]};
     mn_dbuf_order_send(&d->order, fill, reduce, args);
     int b = mn_dbuf_order_take(&d->order);
+    if (d->own) {   /* fresh was copied before the poison: this rank's own step is dropped here */
+        int r = local_step(d, b, bad);
+        *bad |= poison;
+        return r;
+    }
     if (b < 0) {   /* the first stale step: nothing to apply; the other buffer is idle */
         float *idle = d->buf[1 - sent];
         if (d->prev && lambda > 0) compensate(d, idle, lambda, 0, w, eval);
@@ -196,10 +231,17 @@ void mn_dbuf_gpu_get(mn_dbuf_gpu *d, float *mean, float *prev, float *v)
     if (d->v && v) copy(d, v, d->v, cudaMemcpyDeviceToHost);
 }
 
+void mn_dbuf_gpu_align(mn_dbuf_gpu *d)
+{
+    wait_mean(d);
+    if (d->own && mn_dbuf_gpu_pending(d)) copy(d, d->own, d->buf[(d->order.steps - 1) % 2], cudaMemcpyDeviceToDevice);
+}
+
 void mn_dbuf_gpu_set(mn_dbuf_gpu *d, const float *mean, const float *prev, const float *v)
 {
     wait_mean(d);
     copy(d, d->buf[0], mean, cudaMemcpyHostToDevice);
+    if (d->own) copy(d, d->own, mean, cudaMemcpyHostToDevice);   /* as mn_dbuf_set_pending */
     if (d->prev && prev) copy(d, d->prev, prev, cudaMemcpyHostToDevice);
     if (d->v && v) copy(d, d->v, v, cudaMemcpyHostToDevice);
     /* Checked as a mean just reduced would be (the next exchange reads the flag). */

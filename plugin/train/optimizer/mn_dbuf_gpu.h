@@ -14,8 +14,9 @@
 typedef struct mn_dbuf_gpu mn_dbuf_gpu;
 /* grads: Darknet's n device update arrays (lens floats each); weights: the
  * device parameters they update, for double_buffering_compensation (NULL:
- * none). Not collective. */
-mn_status mn_dbuf_gpu_new(mn_comm *c, float **grads, float **weights, const size_t *lens, int n, mn_dbuf_gpu **out);
+ * none); local: double_buffering_local=1 (mn_dbuf.h). Not collective. */
+mn_status mn_dbuf_gpu_new(mn_comm *c, float **grads, float **weights, const size_t *lens, int n, int local,
+                          mn_dbuf_gpu **out);
 /* Waits for the mean in flight, then frees. */
 void mn_dbuf_gpu_free(mn_dbuf_gpu *d);
 /* At the hook, the momentum part set aside: the previous mean waited for
@@ -25,7 +26,9 @@ void mn_dbuf_gpu_free(mn_dbuf_gpu *d);
  * stream; or zeros where there was none (returns 0). The correction's
  * weights: w (packed, on the device) where the weights hold a prediction
  * (eval, packed: mn_ahead.h), else NULL and they are read. *bad: the mean
- * held Inf or NaN. */
+ * held Inf or NaN. With local: grads given this step's gradient plus the
+ * previous mean less this rank's previous gradient (its own alone where
+ * there was no mean; returns 1); *bad: what they hold has Inf or NaN. */
 int mn_dbuf_gpu_exchange(mn_dbuf_gpu *d, int poison, float lambda, float scale, const float *w, const float *eval, int *bad);
 /* Whether a mean is in flight (or restored) for the next exchange. */
 int mn_dbuf_gpu_pending(const mn_dbuf_gpu *d);
@@ -34,6 +37,8 @@ int mn_dbuf_gpu_pending(const mn_dbuf_gpu *d);
  * mean is complete; or in, as a mean in flight. */
 void mn_dbuf_gpu_get(mn_dbuf_gpu *d, float *mean, float *prev, float *v);
 void mn_dbuf_gpu_set(mn_dbuf_gpu *d, const float *mean, const float *prev, const float *v);
+/* With local: this rank's previous gradient becomes the mean in flight (mn_dbuf_align). */
+void mn_dbuf_gpu_align(mn_dbuf_gpu *d);
 #endif
 
 #endif

@@ -55,6 +55,7 @@ struct mn_optimizer {
     float *state;         /* double buffering's for checkpoints: the arena, the mean in flight, and state_arrays' others */
     double dc;            /* double_buffering_compensation's lambda0 (compensate); 0: none */
     double pk;            /* double_buffering_prediction's k; 0: none */
+    int local;            /* double_buffering_local=1: this rank's own gradient fresh, the rest of the mean stale */
     mn_ahead *pred;       /* made where pk is set */
     int primed;           /* pred's w0 holds the weights before the last update */
     float **weights;      /* the parameters each update array updates (host), for compensate */
@@ -268,16 +269,23 @@ static double stale_ratio(double m)
     return (1 - m) / (2 * (1 + m));
 }
 
-/* What double buffering costs, said at start. A rate tuned for fresh steps
- * sits near the fresh bound (stale_ratio), so the stale steps can diverge
- * when they start (docs/internals.md, "Double buffering"). */
-static void dbuf_cost(float momentum)
+/* What double buffering costs, said at start. With the mean alone stale, a
+ * rate tuned for fresh steps sits near the fresh bound (stale_ratio), so the
+ * stale steps can diverge when they start (docs/internals.md, "Double
+ * buffering"); with the own gradient fresh, the measured cost. */
+static void dbuf_cost(float momentum, int local)
 {
     double m = momentum;
+    if (local) {
+        printf("darknet-mn: double_buffering=1 measured against one process: cfg/fashion-det.cfg 0.5 mAP points "
+               "lower on 2 ranks, 0.1 on 4, cfg/fashion.cfg 0.03 top-1 points (docs/benchmarks.md); "
+               "double_buffering_local=0 (the mean alone, one step stale) lost 3.4 and 0.7\n");
+        return;
+    }
     if (m >= 1 || m < 0) return;
     printf("darknet-mn: double_buffering=1 costs accuracy: with momentum %g a stale step stays stable only on curvature "
            "%.0fx lower than a fresh one tolerates, so a rate tuned without it can diverge once the stale steps start "
-           "(cfg/fashion-det.cfg lost 3.4 mAP points with the defaults, double_buffering_handover=300, "
+           "(cfg/fashion-det.cfg lost 3.4 mAP points with double_buffering_local=0's defaults, double_buffering_handover=300, "
            "double_buffering_compensation=100 and double_buffering_prediction=1, 4.8 without the prediction, 24 "
            "without any; cfg/fashion.cfg 0.7 top-1 point: docs/benchmarks.md); overlap=1 hides the allreduce without "
            "staleness\n",
@@ -366,7 +374,7 @@ static int sync_all(network *net, mn_optimizer *o)
 #endif
         if (poison) o->arena[0] = NAN;
         mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
-        int apply = mn_dbuf_exchange(o->dbuf, o->arena);
+        int apply = mn_dbuf_exchange(o->dbuf, o->arena) || o->local;   /* local: the own gradient at least */
         mn_watchdog_leave(o->watch);
         compensate(o, apply, kept);
         if (apply) stale_scale(net, o);
@@ -577,8 +585,9 @@ static mn_status host_state(mn_comm *c, network *net, const mn_options *opt, mn_
                                       "step's gradient during backward, double buffering the previous one; choose one");
         return MN_ERR_USER;
     }
-    o->dc = opt->double_buffering ? opt->dbuf_compensation : 0;
-    o->pk = opt->double_buffering ? opt->dbuf_prediction : 0;
+    o->dc = opt->double_buffering && opt->dbuf_compensation > 0 ? opt->dbuf_compensation : 0;
+    o->pk = opt->double_buffering && opt->dbuf_prediction > 0 ? opt->dbuf_prediction : 0;
+    o->local = opt->double_buffering && opt->dbuf_local;
     if (opt->double_buffering && !(o->state = calloc(state_arrays(o) * o->total + 1, sizeof(float)))) return MN_ERR_NOMEM;
     return MN_OK;
 }
@@ -713,9 +722,10 @@ static mn_status start_dbuf(mn_comm *c, mn_optimizer *o)
 {
 #ifdef GPU
     if (o->route == MN_ROUTE_DEVICE)
-        return mn_agree(c, mn_dbuf_gpu_new(c, o->arrays_gpu, o->dc ? o->weights_gpu : NULL, o->lens, o->n, &o->dbuf_gpu));
+        return mn_agree(c, mn_dbuf_gpu_new(c, o->arrays_gpu, o->dc ? o->weights_gpu : NULL, o->lens, o->n, o->local,
+                                           &o->dbuf_gpu));
 #endif
-    return mn_dbuf_start(c, o->lens, o->n, o->total, &o->dbuf);
+    return mn_dbuf_start(c, o->lens, o->n, o->total, o->local, &o->dbuf);
 }
 
 /* Collective, every rank or none: the watchdog, the arena's window, and
@@ -737,7 +747,7 @@ static mn_status start_collectives(mn_comm *c, network *net, const mn_options *o
     if (st == MN_OK && o->dbuf_on) st = start_dbuf(c, o);
     if (o->dbuf_on) o->fresh_until = opt->dbuf_fresh < 0 ? (size_t)mn_net_get(net).burn_in : (size_t)opt->dbuf_fresh;
     float m = mn_net_get(net).momentum;
-    o->ramp = o->dbuf_on && m < 1 ? (size_t)opt->dbuf_handover : 0;
+    o->ramp = o->dbuf_on && m < 1 && opt->dbuf_handover > 0 ? (size_t)opt->dbuf_handover : 0;
     o->ramp_from = stale_ratio(m);
 #ifdef GPU
     if (st == MN_OK && o->route != MN_ROUTE_HOST) st = mn_agree(c, start_stage(c, o));
@@ -782,9 +792,9 @@ static void say_options(const mn_comm *c, network *net, const mn_options *opt, c
                "own stream while the next step computes\n", c->ops->name);
     if (o->dbuf_on && o->fresh_until)
         printf("darknet-mn: double_buffering=1: iterations 1-%zu averaged fresh (double_buffering_fresh), then each "
-               "update applies the previous step's mean\n", o->fresh_until);
+               "step's mean is applied one step late\n", o->fresh_until);
     else if (o->dbuf_on)
-        printf("darknet-mn: double_buffering=1: each update applies the previous step's mean, from the first iteration\n");
+        printf("darknet-mn: double_buffering=1: each step's mean is applied one step late, from the first iteration\n");
     if (o->ramp)
         printf("darknet-mn: double_buffering_handover=%zu: the first %zu stale steps' rate climbs from %.3g of the cfg's "
                "to all of it\n", o->ramp, o->ramp, o->ramp_from);
@@ -794,7 +804,11 @@ static void say_options(const mn_comm *c, network *net, const mn_options *opt, c
     if (o->pk)
         printf("darknet-mn: double_buffering_prediction=%g: each gradient that goes stale is taken at the weights plus "
                "%g times the last update, nearer those it is applied at\n", o->pk, o->pk);
-    if (o->dbuf_on) dbuf_cost(mn_net_get(net).momentum);
+    if (o->local)
+        printf("darknet-mn: double_buffering_local=1: each update applies this rank's own gradient fresh and the "
+               "previous step's mean less this rank's previous gradient; the ranks' models are averaged before each "
+               "save\n");
+    if (o->dbuf_on) dbuf_cost(mn_net_get(net).momentum, o->local);
     if (o->ov)
         printf("darknet-mn: overlap=1: %d bucket%s of at most %g MiB, averaged during backward\n",
                mn_overlap_buckets(o->ov), mn_overlap_buckets(o->ov) == 1 ? "" : "s", opt->bucket_mb);
@@ -1037,6 +1051,53 @@ float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_devic
     }
     if (to_device) device_momentum(o, net, 1);   /* after double buffering's state reached the arena */
     return mn_optimizer_arena(o, n);
+}
+
+/* The arrays of buf (mn_params_pack's order) that training updates: the
+ * running statistics stay each rank's own, as without double buffering. */
+static int trained_views(network *net, float *buf, float **arrays, size_t *lens)
+{
+    int k = 0;
+    size_t off = 0;
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v); off += v.n)
+        if (!v.stat) {
+            if (arrays) arrays[k] = buf + off, lens[k] = v.n;
+            ++k;
+        }
+    return k;
+}
+
+mn_status mn_optimizer_align(mn_comm *c, network *net, mn_optimizer *o)
+{
+    if (!o || !o->local || c->size < 2) return MN_OK;
+    int n = trained_views(net, NULL, NULL, NULL) + 1;
+    float *p = malloc((mn_params_count(net) + 1) * sizeof(float)), **arrays = malloc((size_t)n * sizeof *arrays);
+    size_t *lens = malloc((size_t)n * sizeof *lens);
+    mn_status s = mn_agree(c, p && arrays && lens ? MN_OK : MN_ERR_NOMEM);
+    if (s == MN_OK) {
+        mn_params_pack(net, p);
+        device_momentum(o, net, 0);
+        trained_views(net, p, arrays, lens);
+        arrays[n - 1] = o->arena, lens[n - 1] = o->total;
+        int half = c->half;   /* the model in float32, whatever the gradient travels in */
+        s = mn_comm_set_dtype(c, 0);
+        if (s == MN_OK) s = mn_comm_mean_grad(c, arrays, lens, n);
+        mn_comm_set_dtype(c, half);
+        s = mn_agree(c, s);
+    }
+    if (s == MN_OK) {
+        mn_params_unpack(net, p);
+        device_momentum(o, net, 1);
+#ifdef GPU
+        if (o->dbuf_gpu) mn_dbuf_gpu_align(o->dbuf_gpu);
+#endif
+        if (o->dbuf) mn_dbuf_align(o->dbuf);
+    }
+    free(p);
+    free(arrays);
+    free(lens);
+    return s;
 }
 
 float *mn_optimizer_arena(mn_optimizer *o, size_t *n)

@@ -63,6 +63,12 @@ void mn_optimizer_release(mn_optimizer *o);
 
 /* The replica check (mn_replica.c): every rank must hold the same model. */
 
+/* double_buffering_local=1 lets each rank's model drift by its own recent
+ * gradients (mn_dbuf.c): their parameters and momentum averaged (float32),
+ * so that they are one model again before it is checked and saved.
+ * Collective; nothing to do in other runs. */
+mn_status mn_optimizer_align(mn_comm *c, network *net, mn_optimizer *o);
+
 /* Collective. Every rank hashes its parameters, the momentum Darknet keeps in
  * its update arrays (o may be NULL: none) and, when stats_shared, the running
  * statistics (they differ by design unless sync_bn=1); rank 0 compares. A
