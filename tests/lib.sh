@@ -316,6 +316,11 @@ shrink_bn_row() {
 # EDITs that follow it, KEY=VALUE or -KEY on this layer's lines (a new key
 # goes after the last one set, or first).
 # "-- LINE..." ends the cfg with a [distributed] section of these lines.
+# hankai_cli DIR: hank-ai's own CLI in its fork folder DIR, where the
+# Makefile builds it (HK_BUILD, DIR/build-mn; not "build", which its CMake
+# renames).
+hankai_cli() { echo "$1/build-mn/src-cli/darknet"; }
+
 mn_cfg() {
     local file=$1 shape=classifier; shift
     case ${1:-} in classifier|detector) shape=$1; shift ;; esac

@@ -33,7 +33,7 @@ for base in alexeyab hankai; do
     [[ " $BASES " == *" $base "* ]] || continue
     dk=third_party/darknet-$base-cpu mn=$BUILD/$base-cpu/darknet_mn stock=$dk/darknet
     flags=
-    [ $base = hankai ] && stock=$dk/build-mn/src-cli/darknet flags=-yes   # its CPU build asks before training
+    [ $base = hankai ] && stock=$(hankai_cli "$dk") flags=-yes   # its CPU build asks before training
     [ -x "$mn" ] && [ -x "$stock" ] || continue
     [ -f "$BUILD/fashion-det/.stamp" ] || make -s fashion-det-data > "$T/det-data.log" 2>&1
     log=$T/gpuspeed-dry-$base.log

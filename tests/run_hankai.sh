@@ -244,7 +244,7 @@ done
 # updates, finds nothing): yolov4-tiny-fashion (fork_y4_cfg, as
 # run_hankai_build.sh trains it on AlexeyAB's base) trained by darknet-mn on
 # this base on 2 ranks, 60 iterations (about 25 s).
-HKCLI=$DK/build-mn/src-cli/darknet
+HKCLI=$(hankai_cli "$DK")
 ROOT=$(pwd)
 fork_y4_cfg "$T/y4.cfg"
 printf '\n[distributed]\ndeterministic=1\n' >> "$T/y4.cfg"

@@ -119,10 +119,10 @@ fi
 HB=$BUILD/hankai-cpu/darknet_mn
 HK=third_party/darknet-hankai-cpu
 if ! on hankai; then :
-elif ! make -s -j2 DARKNET=hankai "$HB" > "$T/hankai-build.log" 2>&1 || [ ! -x "$HK/build-mn/src-cli/darknet" ]; then
+elif ! make -s -j2 DARKNET=hankai "$HB" > "$T/hankai-build.log" 2>&1 || [ ! -x "$(hankai_cli "$HK")" ]; then
     bad "hankai-only zoo rows: make DARKNET=hankai did not build $HB and the fork's CLI (see $T/hankai-build.log)"
 else
-    zoo hankai "$HB" "$HK/build-mn/src-cli/darknet" "$HK/cfg" yolov4-tiny.cfg yolov3-tiny.cfg darknet53.cfg
+    zoo hankai "$HB" "$(hankai_cli "$HK")" "$HK/cfg" yolov4-tiny.cfg yolov3-tiny.cfg darknet53.cfg
     L=$T/hankai.log
     for c in yolov4-tiny yolov3-tiny; do expect hankai-only "$L" $c.cfg trained 'loss [0-9]'; done
     # Refused before the fork's parser stops on the cfg's min_crop/max_crop without a reason.
@@ -131,6 +131,6 @@ else
     # rounding of zero took the other slope on an AVX-512 Xeon (1.04e-3, all
     # of it from one filter; docs/hankai.md), a chance of the values that 1,
     # 3 and 4 images a rank do not meet there (5e-7).
-    EQ_BATCH=3 label="hankai-only" equiv hankai "$HB" "$HK/build-mn/src-cli/darknet" "$HK/cfg" yolov4-tiny.cfg
+    EQ_BATCH=3 label="hankai-only" equiv hankai "$HB" "$(hankai_cli "$HK")" "$HK/cfg" yolov4-tiny.cfg
 fi
 finish
