@@ -312,7 +312,8 @@ static mn_status run_step(train_run *r, mn_batch *train, train_step *o)
     o->tstep = mn_now();
     mn_timeline_add(r->tl, 0, MN_TL_LOSS, tu, o->tstep, 0, 0, 0);
     if (mn_optimizer_nonfinite(r->mo) || !isfinite(o->loss)) {
-        /* The hook dropped the update: the model is as before this step. */
+        /* nonfinite=skip: the hook dropped the update, the model is as
+         * before this step; stop: the job ends without writing it. */
         size_t at = mn_base_iteration(r->net);
         if (!r->opt->nonfinite_skip) {
             if (c->rank == 0)

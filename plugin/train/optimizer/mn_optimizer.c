@@ -42,6 +42,8 @@ struct mn_optimizer {
     float *stats_saved;   /* nonfinite=skip, rescue: their values before this step's forward pass */
     int *flag_gpu;        /* device: a gradient held Inf or NaN */
     int *flag_host;       /* its page-locked copy (a pageable one makes the copy synchronous) */
+    void *checked;        /* nonfinite=stop: an event after that copy, waited for in mn_optimizer_nonfinite */
+    int check_pending;    /* recorded, not yet read */
     int is_aside;
     mn_route route;       /* where the mean is taken (mn_sync_route) */
     struct mn_stage *stage;   /* GPU runs: the device arrays' tables; MN_ROUTE_STAGED: the copies down and up (mn_stage.h) */
@@ -115,7 +117,11 @@ static void finish_mean_gpu(mn_optimizer *o, int bad)
 }
 
 /* Whether the device update arrays hold Inf or NaN (or bad already), on
- * the base's stream, then the momentum part back (finish_mean_gpu). */
+ * the base's stream, then the momentum part back (finish_mean_gpu). With
+ * nonfinite=skip the host must know before Darknet's update, which it
+ * skips; with nonfinite=stop (the default) the job ends either way, so the
+ * flag is read once the update is queued (mn_optimizer_nonfinite): no wait
+ * at the hook, where the GPU would idle while the host launches the update. */
 static void check_on_device(mn_optimizer *o, int bad)
 {
     cudaStream_t st = MN_STREAM();
@@ -123,6 +129,12 @@ static void check_on_device(mn_optimizer *o, int bad)
     mn_stage_nonfinite(o->stage, o->flag_gpu, st);
     mn_cuda_must(o->comm, cudaMemcpyAsync(o->flag_host, o->flag_gpu, sizeof(int), cudaMemcpyDeviceToHost, st),
             "reading the Inf/NaN check");
+    if (o->checked) {
+        mn_cuda_must(o->comm, cudaEventRecord((cudaEvent_t)o->checked, st), "recording the Inf/NaN check");
+        o->check_pending = 1;
+        finish_mean_gpu(o, bad);
+        return;
+    }
     mn_cuda_must(o->comm, cudaStreamSynchronize(st), "the Inf/NaN check");
     finish_mean_gpu(o, bad || *o->flag_host);
 }
@@ -504,6 +516,9 @@ static void free_optimizer(mn_optimizer *o)
     mn_stage_free(o->weights_stage);
     if (o->weights_host) mn_cuda_ok(o->comm, cudaFreeHost(o->weights_host), "cudaFreeHost");
     mn_stage_free(o->stage);   /* before the arena it page-locked */
+    if (o->check_pending)   /* the flag's copy lands before its memory goes */
+        mn_cuda_ok(o->comm, cudaEventSynchronize((cudaEvent_t)o->checked), "the Inf/NaN check");
+    if (o->checked) mn_cuda_ok(o->comm, cudaEventDestroy((cudaEvent_t)o->checked), "cudaEventDestroy");
     if (o->flag_host) mn_cuda_ok(o->comm, cudaFreeHost(o->flag_host), "cudaFreeHost");
     void *dev[] = {o->aside_gpu, o->flag_gpu};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; ++i)
@@ -663,6 +678,12 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
         (!mn_cuda_ok(c, cudaMalloc((void **)&o->flag_gpu, sizeof(int)), "cudaMalloc") ||
          !mn_cuda_ok(c, cudaMallocHost((void **)&o->flag_host, sizeof(int)), "cudaMallocHost")))
         return MN_ERR_NOMEM;
+    cudaEvent_t e = NULL;   /* check_on_device's late read: nonfinite=stop */
+    if ((o->route == MN_ROUTE_DEVICE || o->route == MN_ROUTE_LOCAL) && !opt->nonfinite_skip) {
+        if (!mn_cuda_ok(c, cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags"))
+            return MN_ERR_UNAVAILABLE;
+        o->checked = e;
+    }
     /* rescue=1: the update's state reaches the host on a copy stream (a
      * CPU run's rescue reads the host arrays it keeps, host_state). */
     if (on_gpu && opt->rescue && !opt->double_buffering && c->size > 1) {
@@ -995,8 +1016,15 @@ void mn_optimizer_release(mn_optimizer *o)
     pthread_mutex_unlock(&o->hold);
 }
 
-int mn_optimizer_nonfinite(const mn_optimizer *o)
+int mn_optimizer_nonfinite(mn_optimizer *o)
 {
+#ifdef GPU
+    if (o->check_pending) {   /* check_on_device's flag, late */
+        mn_cuda_must(o->comm, cudaEventSynchronize((cudaEvent_t)o->checked), "the Inf/NaN check");
+        o->check_pending = 0;
+        o->nonfinite |= *o->flag_host;
+    }
+#endif
     return o->nonfinite;
 }
 

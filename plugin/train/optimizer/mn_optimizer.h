@@ -22,8 +22,10 @@ void mn_optimizer_begin_step(mn_optimizer *o, const network *net);
  * writes what those ranks' would have. *kept: 0 where there is nothing to
  * keep apart or it cannot be (no statistics, a GPU run). */
 mn_status mn_optimizer_ways(mn_comm *c, mn_optimizer *o, network *net, int ways, int *kept);
-/* Whether the last update's averaged gradient held NaN or Inf (it was zeroed). */
-int mn_optimizer_nonfinite(const mn_optimizer *o);
+/* Whether the last update's averaged gradient held NaN or Inf (it was
+ * zeroed; with nonfinite=stop on the device, applied: the job stops). Waits
+ * for a GPU run's check where it is read late (nonfinite=stop). */
+int mn_optimizer_nonfinite(mn_optimizer *o);
 /* The arena as the live momentum: pulled from the GPU first (to_device=0),
  * or pushed to it after the caller filled it (to_device=1). */
 float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_device, size_t *n);
