@@ -11,6 +11,8 @@
 #  2. equivalence: 2 ranks x batch 2 against 1 rank x batch 4, with
 #     NVIDIA_TF32_OVERRIDE=0, within 1e-4 (also through pure_nccl and
 #     hierarchical where the machine has 2 GPUs);
+#  2a. a detector on 2 ranks with -map: trained and evaluated on the GPU
+#     (early: what a short phase must not lose);
 #  2b. SIGUSR1 to rank 1: every rank stops with a checkpoint, and the rerun
 #     resumes there bit-identical to an uninterrupted run; also with
 #     double_buffering=1, whose mean in flight the checkpoint holds;
@@ -30,8 +32,7 @@
 #  3b. the rescue: rank 1 stalled, rank 0 writes the last completed update
 #     from its page-locked copy, and the rerun resumes there bit-identical
 #     to an uninterrupted run;
-#  4. a detector on 2 ranks with -map: trained and evaluated on the GPU;
-#  5. compute-sanitizer memcheck (2 ranks) and racecheck (1 rank) on a
+#  4. compute-sanitizer memcheck (2 ranks) and racecheck (1 rank) on a
 #     short run: no error reported (last: the slowest row, each run within
 #     SAN_TIMEOUT, 600 s).
 # Prints one ok/FAIL line each and the device.
@@ -65,7 +66,7 @@ else echo "== gpu-check on $(head -1 "$T/devices") ($gpus GPU(s)); $PROG"; fi
 # The rows train the tiny classifier where the base has one, and a tiny
 # detector (3 convolutions with batch norm, a [yolo] layer, 64x64) on
 # hank-ai's, which has no classifier loader; every base also trains the
-# detector once with -map (row 5).
+# detector once with -map (row 2a).
 case ${DARKNET:-pjreddie} in
     alexeyab|pjreddie) TASK=classifier ;;
     hankai) TASK=detector ;;
@@ -147,6 +148,15 @@ for v in flat flat:allreduce_grad_dtype=float16 $( [ "$gpus" -ge 2 ] && echo pur
     else bad "equivalence $c${opt:+ $opt}: $(cat "$T/$name.log" 2> /dev/null) (see $T/$name.err.*)"; fi
 done
 
+# The detector as a user trains it: 2 ranks of one GPU, -map evaluating on
+# the GPU at max_batches (burn_in past it: the rate is warming up, so only
+# that an evaluation ran and gave a number counts, not its value). Early:
+# what YOLO's users run, answered before the rows a short phase may lose.
+echo "-- 2a. a detector on 2 ranks with -map"
+TASK=detector run map 2 -- "$(TASK=detector cfg map 4 8 communicator=flat)" -dont_show -map
+if all_rc "$T/map" 2 0 && grep -q '^8: eval mAP@0.5 [0-9.]* on 8 images' "$T/map.out.0" && [ -s "$(w map)" ]; then
+    okd "detector, -map on 2 ranks: $(grep -m1 '^8: eval' "$T/map.out.0" | cut -c1-120)"
+else bad "detector with -map: ranks $(rcs "$T/map" 2); $(grep -h ': eval\|error' "$T"/map.out.0 "$T"/map.err.0 | head -3) (see $T/map.err.*)"; fi
 # stop_row NAME [distributed lines...]: SIGUSR1 to rank 1 at iteration 50
 # or later, every rank exit 75, the rerun resumes there and ends
 # bit-identical to an uninterrupted run. With double buffering the
@@ -305,20 +315,12 @@ if all_rc "$T/stop-ref" 2 0 && [ -n "$k" ] && [ -n "$last" ] && [ "$k" -ge "$las
     okd "rescue: rank 1 stalled at iteration $last; ${said%%(*}wrote iteration $k; the rerun starts at $first and ends bit-identical to an uninterrupted run ($(cat "$T/resc.log"))"
 else bad "rescue: last reported ${last:-none}, checkpoint ${k:-none}, said '${said:-nothing}', rerun from ${first:-none} ($(rcs "$T/resc" 2)); $(cat "$T/resc.log" 2> /dev/null) (see $T/resc.err.*)"; fi
 
-# The detector as a user trains it: 2 ranks of one GPU, -map evaluating on
-# the GPU at max_batches (burn_in past it: the rate is warming up, so only
-# that an evaluation ran and gave a number counts, not its value).
-echo "-- 4. a detector on 2 ranks with -map"
-TASK=detector run map 2 -- "$(TASK=detector cfg map 4 8 communicator=flat)" -dont_show -map
-if all_rc "$T/map" 2 0 && grep -q '^8: eval mAP@0.5 [0-9.]* on 8 images' "$T/map.out.0" && [ -s "$(w map)" ]; then
-    okd "detector, -map on 2 ranks: $(grep -m1 '^8: eval' "$T/map.out.0" | cut -c1-120)"
-else bad "detector with -map: ranks $(rcs "$T/map" 2); $(grep -h ': eval\|error' "$T"/map.out.0 "$T"/map.err.0 | head -3) (see $T/map.err.*)"; fi
 # GPU_CHECK_OUT: a folder to keep every run's output in (gpu_bundle.sh's
 # run.sh), before the sanitizer, the slowest row, and again after it: a
 # phase that runs out of time still leaves the runs before it.
 keep_runs() { [ -z "${GPU_CHECK_OUT:-}" ] || tar -C "$T" --exclude='*.weights' --exclude='*.ckpt-*' -czf "$GPU_CHECK_OUT/gpu-check-runs.tgz" .; }
 keep_runs
-echo "-- 5. compute-sanitizer"
+echo "-- 4. compute-sanitizer"
 if [ "$DRY" = 1 ]; then
     skipped=$((${skipped:-0} + 1)); echo "skip compute-sanitizer: a GPU's (dry run)"
 elif command -v compute-sanitizer > /dev/null; then
