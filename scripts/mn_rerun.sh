@@ -21,7 +21,9 @@
 # restarts, 30 s to answer, every host (--min-hosts: a job that should
 # train as launched stops rather than shrink).
 # Not rerun: success (exit 0), darknet-mn's user errors (64, 65), internal
-# faults (70) and refusals (73): a rerun would fail alike; a stop by the
+# faults (70), refusals (73), storage failures (74: a full disk is not
+# freed by a rerun at once) and a program not found (127): a rerun would
+# fail alike; a stop by the
 # user (SIGINT, SIGTERM to this script), fewer than --min-hosts hosts
 # answering. Rerun: 75 (darknet-mn's "rerun me": a signal
 # stopped it after a checkpoint, a rank was lost, a collective timed out)
@@ -116,6 +118,7 @@ why() {
     case $1 in
         64) echo "a command-line error" ;; 65) echo "a user error (cfg, data, weights)" ;;
         70) echo "an internal fault" ;; 73) echo "a refusal (the backup folder: another job's, another experiment's checkpoints, or not seen by every node)" ;;
+        74) echo "a storage failure (free space or fix the backup folder, then run it again)" ;; 127) echo "a program not found" ;;
     esac
 }
 stopped=0
@@ -143,7 +146,7 @@ while :; do
     stamp "attempt $((attempt + 1)) ended with exit status $rc"
     case $rc in
         0) exit 0 ;;
-        64|65|70|73) stamp "exit status $rc is $(why "$rc"): not rerun"; exit $rc ;;
+        64|65|70|73|74|127) stamp "exit status $rc is $(why "$rc"): not rerun"; exit $rc ;;
     esac
     if [ "$attempt" -ge "$max" ]; then stamp "no restarts left (--max-restarts $max)"; exit $rc; fi
     attempt=$((attempt + 1))

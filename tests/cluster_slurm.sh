@@ -238,8 +238,9 @@ if want limit; then
     done
     timeout 900 $MPI -n 2 ./darknet_mn classifier train "$S/limitref.data" "$S/limit.cfg" > "$S/limitref.out" 2>&1
     both_idle || bad "time limit: the nodes are not both idle: $(sinfo -N | tr '\n' '|')"
-    # -clear, as the docs advised for fine-tuning: it must start the job,
-    # not each requeued run (issue 53), so no iteration is done twice.
+    # -clear, as the docs advise for fine-tuning: each requeued run goes on
+    # from the checkpoint (a checkpoint is always resumed, -clear or not),
+    # so no iteration is done twice.
     id=$(sbatch --parsable --chdir="$(pwd)" --output="$S/limit.out" --nodes=2 --ntasks-per-node=1 --time=1 --signal=B:USR1@45 \
         --export=ALL,MN="$PROG_ABS",TASK=classifier,DATA="$S/limit.data",CFG="$S/limit.cfg",FLAGS="-dont_show -clear" scripts/darknet_mn.sbatch)
     wait_line "$S/limit.out" '/SIGUSR1: asking the ranks to stop/' 120; t_sig=$(date +%s.%N)
@@ -251,11 +252,11 @@ if want limit; then
     awk -v a="$t_sig" -v b="$t_first" -v n="$twice" \
         'BEGIN { printf "     limit: %.1f s from the signal to the first iteration of run 2; %d iterations done twice\n", b - a, n }'
     if [ "$stops" -ge 1 ] && [ "$twice" = 0 ] && ! grep -aq 'TIME LIMIT' "$S/limit.out" && [ "$state" != JobState=TIMEOUT ] &&
-       grep -aq "^darknet-mn: -clear applies to a job's first run only: this run of job slurm:.*$id resumes from the checkpoint its earlier runs wrote" "$S/limit.out" &&
+       grep -aq "^darknet-mn: resuming from checkpoint $S/limit/limit.ckpt-[0-9]*: iteration" "$S/limit.out" &&
        ! grep -aq 'refused the requeue' "$S/limit.out" &&
        grep -aq ', run [0-9]* ended with status 0' "$S/limit.out" &&
        "$TEST_BIN/mn_wcmp" "$S/limit/limit_final.weights" "$S/limitref/limit_final.weights" 0 > "$S/limit.cmp"; then
-        ok "sbatch --time=1 on $ITERS updates, FLAGS=\"-dont_show -clear\": stopped by SIGUSR1 before the limit and requeued by the script $stops time(s), -clear for the first run only, no iteration done twice, ${state:-gone}; final weights = an uninterrupted run's ($(cat "$S/limit.cmp"))"
+        ok "sbatch --time=1 on $ITERS updates, FLAGS=\"-dont_show -clear\": stopped by SIGUSR1 before the limit and requeued by the script $stops time(s), each run after the first resumed its checkpoint, no iteration done twice, ${state:-gone}; final weights = an uninterrupted run's ($(cat "$S/limit.cmp"))"
     else bad "time limit: $stops stops, $twice iterations twice, ${state:-?}; $(grep -aE '^darknet-mn: (job|stopped)|TIME LIMIT|CANCELLED' "$S/limit.out" | tail -6 | tr '\n' '|') $(cat "$S/limit.cmp" 2> /dev/null)"; fi
 fi
 # 4. A cancel cancels. A job of 20000 updates: scancel at iteration 300.

@@ -81,7 +81,7 @@ if want refuse; then
     before=$(ls -l --time-style=full-iso "$F/e")
     run e 2 "$F/e.cfg"
     if all_rc "$F/e" 2 $EX_USER && [ "$before" = "$(ls -l --time-style=full-iso "$F/e")" ] &&
-       grep -q "checkpoint $F/e/e.ckpt-6 is at iteration 6 and the cfg's max_batches is 6: nothing to train; raise max_batches to go on, or add -clear" "$F/e.err" &&
+       grep -q "checkpoint $F/e/e.ckpt-6 is at iteration 6 and the cfg's max_batches is 6: nothing to train; raise max_batches to go on, or move its files aside" "$F/e.err" &&
        [ "$(grep -c 'nothing to train' "$F/e.err")" = 1 ]; then
         ok "a re-run after a finished run is refused on every rank, nothing written: $(grep -o 'checkpoint .*' "$F/e.err" | cut -c1-110)"
     else bad "re-run after the end: rc $(rcs "$F/e" 2); $(head -2 "$F/e.err"); $(grep -h 'resumed\|wrote' "$F/e.out")"; fi
@@ -111,27 +111,25 @@ if want refuse; then
     if all_rc "$F/ez" 2 $EX_USER && [ -z "$(ls "$F/ez" 2> /dev/null)" ] &&
        grep -q "max_batches is 0: nothing to train" "$F/ez.err"; then ok "max_batches=0 is refused, nothing written"
     else bad "max_batches=0: rc $(rcs "$F/ez" 2); $(head -2 "$F/ez.err"); $(ls "$F/ez" 2> /dev/null)"; fi
-    # -clear with a weights file: from it at iteration 0, the checkpoints untouched.
+    # -clear with a weights file, in a folder without checkpoints: from it at iteration 0.
     cfg "$F/e.cfg" 2 1 4 checkpoint_interval=3
-    cp "$F/e/e.ckpt-6" "$F/e.ckpt-6.before"
-    run e 2 "$F/e.cfg" "$F/e/e_3.weights" -clear
     data ec; run ec 2 "$F/e.cfg" "$F/e/e_3.weights" -clear
-    if all_rc "$F/e" 2 0 && grep -q "^1: loss" "$F/e.out" && grep -q "starting from $F/e/e_3.weights at iteration 0 (-clear: seen set to 0, checkpoints not used)" "$F/e.out" &&
-       cmp -s "$F/e.ckpt-6.before" "$F/e/e.ckpt-6" && "$W" "$F/e/e_final.weights" "$F/ec/e_final.weights" 0 > "$F/ec.log"; then
-        ok "-clear with a weights file ignores the checkpoints: trains 4 updates from it, as in an empty folder ($(cat "$F/ec.log"))"
-    else bad "-clear: rc $(rcs "$F/e" 2); $(grep -h 'resum\|starting' "$F/e.out"); $(cat "$F/ec.log" 2> /dev/null)"; fi
-    # -clear in a batch script's flags starts the job, not each of its runs:
-    # a second run of the same job (MN_RERUN_ID, as SLURM_JOB_ID in a
-    # requeue) resumes from the checkpoint its first run wrote, and never
-    # from an older job's in the folder (e.ckpt-6 here, iteration 6). Run 1
-    # stops at iteration 2 (max_batches 2), run 2 goes on to 4: together the
-    # straight -clear run's weights, bit for bit.
+    if all_rc "$F/ec" 2 0 && grep -q "^1: loss" "$F/ec.out" && grep -q "starting from $F/e/e_3.weights at iteration 0 (-clear: seen set to 0)$" "$F/ec.out"; then
+        ok "-clear with a weights file: trains 4 updates from it, from iteration 1"
+    else bad "-clear: rc $(rcs "$F/ec" 2); $(grep -h 'resum\|starting' "$F/ec.out"); $(head -2 "$F/ec.err")"; fi
+    # -clear in a batch script's flags: a second run of the job (MN_RERUN_ID,
+    # as SLURM_JOB_ID in a requeue), or the script submitted again, goes on
+    # from the newest checkpoint. Run 1 stops at iteration 2 (max_batches 2),
+    # run 2 goes on to 4: together the straight -clear run's weights, bit for
+    # bit. Without checkpoints (ej0) run 2 would start over beside run 1's
+    # final weights: refused (64), nothing written.
     for k in 1 0; do
-        data "ej$k"; mkdir -p "$F/ej$k"; cp "$F/e.ckpt-6.before" "$F/ej$k/e.ckpt-6"
+        data "ej$k"
         cfg "$F/e.cfg" 2 1 2 checkpoint_interval=$k
         MN_RERUN_ID="clear-$k" run "ej$k" 2 "$F/e.cfg" "$F/e/e_3.weights" -clear -log "$F/ej$k.log"
         cfg "$F/e.cfg" 2 1 4 checkpoint_interval=$k
         cp "$F/ej$k.log" "$F/ej$k.log1"
+        before=$(ls -l --time-style=full-iso "$F/ej$k")
         MN_RERUN_ID="clear-$k" run "ej$k" 2 "$F/e.cfg" "$F/e/e_3.weights" -clear -log "$F/ej$k.log"
         tail -n +$(($(wc -l < "$F/ej$k.log1") + 1)) "$F/ej$k.log" > "$F/ej$k.out"   # run 2's lines
     done
@@ -140,16 +138,14 @@ if want refuse; then
         ok "-log across two runs of a job: appended, 2 + 2 loss lines, the first run's lines kept"
     else bad "-log across two runs: $(grep -c ': loss' "$F/ej1.log") loss lines"; fi
     if all_rc "$F/ej1" 2 0 && [ "$(grep -c ': loss' "$F/ej1.out")" = 2 ] && grep -q '^3: loss' "$F/ej1.out" &&
-       grep -q "^darknet-mn: -clear applies to a job's first run only: this run of job mn_rerun:clear-1 resumes from the checkpoint its earlier runs wrote$" "$F/ej1.out" &&
        grep -q "^darknet-mn: resuming from checkpoint $F/ej1/e.ckpt-2: iteration 2 of max_batches 4" "$F/ej1.out" &&
        "$W" "$F/ej1/e_final.weights" "$F/ec/e_final.weights" 0 > "$F/ej1.cmp"; then
-        ok "-clear, the job's second run: resumes from its first run's checkpoint at iteration 2, not from the older job's at 6; 2 + 2 updates = the straight -clear run ($(cat "$F/ej1.cmp"))"
+        ok "-clear, the job's second run: resumes from its first run's checkpoint at iteration 2; 2 + 2 updates = the straight -clear run ($(cat "$F/ej1.cmp"))"
     else bad "-clear in a job's second run: rc $(rcs "$F/ej1" 2); $(grep -h 'darknet-mn' "$F/ej1.out" | head -3); $(head -2 "$F/ej1.err")"; fi
-    if all_rc "$F/ej0" 2 0 && [ "$(grep -c ': loss' "$F/ej0.out")" = 4 ] &&
-       grep -q "^darknet-mn: -clear applies to a job's first run only: this run of job mn_rerun:clear-0 finds no checkpoint of its earlier runs and starts anew$" "$F/ej0.out" &&
-       "$W" "$F/ej0/e_final.weights" "$F/ec/e_final.weights" 0 > "$F/ej0.cmp"; then
-        ok "-clear, the job's second run after a first that wrote no checkpoint: starts anew from the weights, the older job's checkpoint at 6 not taken ($(cat "$F/ej0.cmp"))"
-    else bad "-clear in a job's second run, no checkpoint of its own: rc $(rcs "$F/ej0" 2); $(grep -h 'darknet-mn' "$F/ej0.out" | head -3); $(head -2 "$F/ej0.err")"; fi
+    if all_rc "$F/ej0" 2 $EX_USAGE && [ "$before" = "$(ls -l --time-style=full-iso "$F/ej0")" ] &&
+       grep -q "backup folder $F/ej0 holds an earlier training of e ($F/ej0/e_final.weights) and this run would start over at iteration 0" "$F/ej0.err"; then
+        ok "-clear, the job's second run after a first that wrote no checkpoint: refused ($EX_USAGE), its final weights untouched"
+    else bad "-clear in a job's second run, no checkpoint: rc $(rcs "$F/ej0" 2); $(head -2 "$F/ej0.err")"; fi
 fi
 
 # Issue 44.1. A checkpoint records its experiment: the cfg's layers and
@@ -183,7 +179,7 @@ if want experiment; then
     # The same parameter count: another momentum (a weights file given), another activation.
     mkdir -p "$F/lr" "$F/act" "$F/filters" "$F/x6" "$F/xr.cfg.d"
     sed 's/^max_batches=.*/max_batches=6/; s/^momentum=.*/momentum=0.8/' "$F/x.cfg" > "$F/lr/x.cfg"
-    refused_by x-lr "$F/lr/x.cfg" x "checkpoint $F/x/x.ckpt-4 is of another experiment: momentum 0.9 in the checkpoint's run, 0.8 now; add -clear to start this one anew here, or give the data cfg another backup= folder$" "$F/x/x_2.weights"
+    refused_by x-lr "$F/lr/x.cfg" x "checkpoint $F/x/x.ckpt-4 is of another experiment: momentum 0.9 in the checkpoint's run, 0.8 now; move its files aside (mkdir $F/x/old \&\& mv $F/x/x.ckpt-\* $F/x/x_\*.weights $F/x/old/) to start this run anew there, or give the data cfg another backup= folder$" "$F/x/x_2.weights"
     sed 's/^max_batches=.*/max_batches=6/; s/^activation=leaky/activation=relu/' "$F/x.cfg" > "$F/act/x.cfg"
     refused_by x-act "$F/act/x.cfg" x "is of another experiment: layer 0 (convolutional): activation leaky in the checkpoint, relu in the cfg;"
     # Another parameter count: was skipped, and the run started from scratch.
@@ -206,7 +202,7 @@ open(sys.argv[2], 'wb').write(body + struct.pack('<Q', h))
 EOF
     run old 2 "$F/x6/x.cfg"
     if all_rc "$F/old" 2 $EX_REFUSED && [ "$(grep -c '^darknet-mn: ' "$F/old.err")" = 1 ] &&
-       grep -q "checkpoint $F/old/x.ckpt-4 is of an earlier darknet-mn (format MNCKPT02), which did not record its experiment: it may be another run's; add -clear" "$F/old.err" &&
+       grep -q "checkpoint $F/old/x.ckpt-4 is of an earlier darknet-mn (format MNCKPT02), which did not record its experiment: it may be another run's; move its files aside" "$F/old.err" &&
        [ "$(ls "$F/old")" = x.ckpt-4 ]; then
         ok "a checkpoint of the older format is refused, exit $EX_REFUSED: $(grep -o 'checkpoint .*' "$F/old.err" | sed "s|$F/||g" | cut -c1-150)"
     else bad "the older format: exit $(rcs "$F/old" 2); $(grep -h resuming "$F/old.out"); $(head -2 "$F/old.err")"; fi
@@ -224,7 +220,7 @@ EOF
     run xr 1 "$F/xr.cfg.d/x.cfg" "$F/x/x_2.weights"; run xn 1 "$F/xr.cfg.d/x.cfg"
     if all_rc "$F/xr" 1 0 && all_rc "$F/xn" 1 0 &&
        grep -q "resuming from checkpoint $F/xr/x.ckpt-4: iteration 4 of max_batches 6, written by 2 ranks (global batch 4); now 1 ranks (global batch 4), seen = 4 x 4 = 16" "$F/xr.out" &&
-       grep -q "darknet-mn: $F/x/x_2.weights is not loaded: the checkpoint continues the run (-clear starts from it instead)" "$F/xr.out" &&
+       grep -q "darknet-mn: $F/x/x_2.weights is not loaded: the checkpoint continues the run (move the checkpoints aside to start from it instead)" "$F/xr.out" &&
        [ "$(grep -c '^[56]: loss' "$F/xr.out")" = 2 ] && "$W" "$F/xr/x_final.weights" "$F/xn/x_final.weights" 0 > "$F/xr.log"; then
         ok "the same experiment on 1 rank x 2 subdivisions, max_batches 6, rate 1e-2, the list reordered: resumed at 4; the weights given not loaded, the same final weights as without them ($(cat "$F/xr.log"))"
     else bad "the same experiment resumed: exit $(rcs "$F/xr" 1) $(rcs "$F/xn" 1); $(grep -h 'resuming\|not loaded' "$F/xr.out"); $(cat "$F/xr.log" 2> /dev/null); $(head -2 "$F/xr.err")"; fi
@@ -244,11 +240,13 @@ EOF
        [ "$(grep -c '^[56]: loss' "$F/xe.out")" = 2 ] && "$W" "$F/xe/x_final.weights" "$F/xs/x_final.weights" 0 > "$F/xe.log"; then
         ok "a finished training extended (max_batches 4 -> 6, policy steps, steps 5, scales .5, the rate respelled): resumed at 4 with $(grep -c 'schedule goes on changed' "$F/xe.out") lines, momentum kept: = the extended cfg from scratch ($(cat "$F/xe.log"))"
     else bad "an extended training: exit $(rcs "$F/xe" 2); $(grep -h 'schedule\|resuming' "$F/xe.out" | sed "s|$F/||g" | head -5); $(cat "$F/xe.log" 2> /dev/null); $(head -2 "$F/xe.err")"; fi
-    # -clear, as the refusal says: the other momentum trains there from scratch.
-    run x-lr 2 "$F/lr/x.cfg" -clear
-    if all_rc "$F/x-lr" 2 0 && grep -q '^1: loss' "$F/x-lr.out" && [ "$(seen_of "$F/x/x_final.weights")" = 24 ]; then
-        ok "-clear starts the other experiment anew in the same folder: 6 updates from iteration 1, seen 24"
-    else bad "-clear after the refusal: exit $(rcs "$F/x-lr" 2); $(head -2 "$F/x-lr.err")"; fi
+    # As the refusal says: the files moved aside, the other momentum trains there from scratch.
+    mkdir "$F/x/old" && mv "$F"/x/x.ckpt-* "$F"/x/x_*.weights "$F/x/old/"
+    run x-lr 2 "$F/lr/x.cfg"
+    if all_rc "$F/x-lr" 2 0 && grep -q '^1: loss' "$F/x-lr.out" && [ "$(seen_of "$F/x/x_final.weights")" = 24 ] &&
+       [ "$(seen_of "$F/x/old/x_final.weights")" = 16 ]; then
+        ok "the files moved aside as the refusal says: the other experiment starts anew in the same folder, 6 updates from iteration 1, seen 24; the first kept aside"
+    else bad "after the refusal, files moved aside: exit $(rcs "$F/x-lr" 2); $(head -2 "$F/x-lr.err")"; fi
 fi
 
 # Issue 50. Within a run the iteration orders checkpoints, not the writers'
@@ -389,17 +387,19 @@ if want shared; then
     fi
 fi
 
-# 5. Pruning keeps an older run's generations: a -clear run on 1 rank with
-#    checkpoint_keep=2 into a folder holding a 2-rank run's 8, 10, 12 keeps
-#    its own 4 and 6 and leaves 8, 10, 12.
+# 5. Pruning keeps checkpoint_keep of the run's own loadable generations: a
+#    resume on 1 rank with checkpoint_keep=2 of a 2-rank run's 8, 10, 12
+#    (keep 3) to 16 leaves 14 and 16, and a file that does not load (9,
+#    half a header: skipped at the resume) is never removed.
 if want prune; then
     cfg "$F/p.cfg" 2 1 12 checkpoint_interval=2
     data p; run p 2 "$F/p.cfg"
-    cfg "$F/p.cfg" 2 1 6 checkpoint_interval=2 checkpoint_keep=2
-    run p 1 "$F/p.cfg" -clear
+    head -c 40 "$F/p/p.ckpt-8" > "$F/p/p.ckpt-9"
+    cfg "$F/p.cfg" 2 1 16 checkpoint_interval=2 checkpoint_keep=2
+    run p 1 "$F/p.cfg"
     got=$(ls "$F/p" | grep ckpt | sort -t- -k2 -n | tr '\n' ' ')
-    if all_rc "$F/p" 1 0 && [ "$got" = "p.ckpt-4 p.ckpt-6 p.ckpt-8 p.ckpt-10 p.ckpt-12 " ]; then
-        ok "pruning removes only the job's own generations: $got"
+    if all_rc "$F/p" 1 0 && [ "$got" = "p.ckpt-9 p.ckpt-14 p.ckpt-16 " ] && grep -q "checkpoint $F/p/p.ckpt-9 is incomplete or corrupt: skipped" "$F/p.err"; then
+        ok "pruning removes only the run's own loadable generations: $got"
     else bad "pruning: rc $(rcs "$F/p" 1), left: $got"; fi
 fi
 

@@ -209,13 +209,18 @@ elif [ ! -s "$SB/yolo_best.weights" ] || [ ! -s "$SB/yolo_final.weights" ]; then
 elif grep -aq 'loss' "$T/tut.out.0" "$T/tut.err.0"; then bad "hankai tutorial: rank 0's output reached the terminal despite -log"
 elif ! grep -q '^4: loss' "$L"; then bad "hankai tutorial: $L lacks the training lines"
 else ok "hankai tutorial: detector train ... -dont_show -map -log: $(grep '^4: eval' "$L" | cut -d, -f1); seen $(seen_of "$SB/yolo_final.weights")"; fi
-# -clear: the final weights (iteration 4) trained again from iteration 0,
-# seen counted from 0 (4 updates of 2 x 8: 64).
-on_ranks "$T/clear" 180 2 -- "$P" detector train "$HS" "$T/yolo.cfg" "$SB/yolo_final.weights" -dont_show -clear
-if all_rc "$T/clear" 2 0 && grep -aq "starting from $SB/yolo_final.weights at iteration 0 (-clear: seen set to 0" "$T/clear.out.0" &&
+# -clear from the final weights (iteration 4) beside them: a start over that
+# would replace them and _best, refused (64); moved aside as the message
+# says, trained again from iteration 0, seen counted from 0 (4 updates of
+# 2 x 8: 64).
+on_ranks "$T/clear0" 180 2 -- "$P" detector train "$HS" "$T/yolo.cfg" "$SB/yolo_final.weights" -dont_show -clear
+mkdir -p "$SB/old" && mv "$SB"/yolo_*.weights "$SB/old/"
+on_ranks "$T/clear" 180 2 -- "$P" detector train "$HS" "$T/yolo.cfg" "$SB/old/yolo_final.weights" -dont_show -clear
+if all_rc "$T/clear0" 2 $EX_USAGE && grep -aq "holds an earlier training of yolo ($SB/yolo_final.weights, $SB/yolo_best.weights) and this run would start over" "$T/clear0.err.0" &&
+   all_rc "$T/clear" 2 0 && grep -aq "starting from $SB/old/yolo_final.weights at iteration 0 (-clear: seen set to 0" "$T/clear.out.0" &&
    grep -aq '^1: loss' "$T/clear.out.0" && grep -aq '^4: loss' "$T/clear.out.0" && [ "$(seen_of "$SB/yolo_final.weights")" = 64 ]; then
-    ok "hankai -clear: from the final weights at iteration 0, 4 updates again, seen 64"
-else bad "hankai -clear: exit $(rcs "$T/clear" 2); $(grep -ah 'starting\|resum' "$T/clear.out.0"); seen $(seen_of "$SB/yolo_final.weights"); $(head -2 "$T/clear.err.0")"; fi
+    ok "hankai -clear: beside the final and best weights refused ($EX_USAGE); moved aside, from them at iteration 0, 4 updates again, seen 64"
+else bad "hankai -clear: exit $(rcs "$T/clear0" 2) then $(rcs "$T/clear" 2); $(head -1 "$T/clear0.err.0" | cut -c1-200); $(grep -ah 'starting\|resum' "$T/clear.out.0"); seen $(seen_of "$SB/yolo_final.weights" 2> /dev/null); $(head -2 "$T/clear.err.0")"; fi
 refused "$T/gpus" "^darknet-mn: -gpus is not used: darknet-mn runs one MPI rank per GPU; launch mpiexec -n 2 ./darknet_mn detector train $HS $T/yolo.cfg -dont_show -map" \
     "$P" detector train "$HS" "$T/yolo.cfg" -dont_show -map -gpus 0,1
 

@@ -62,7 +62,7 @@ seeds() {
     # From scratch, the initial weights follow [distributed] seed: a second run
     # of the first update gives the same file (the fork's yolo layers reseeded
     # rand() with the time: patch 0012).
-    cp "$d/data/backup/$c-eq-init_final.weights" "$d/$c-init1.weights"
+    mv "$d/data/backup/$c-eq-init_final.weights" "$d/$c-init1.weights"   # aside: a start over beside it is refused
     timeout 120 "$mn" detector train "$d/data/det.data" "$d/$c-eq-init.cfg" > "$d/$c-init2.log" 2>&1
     if cmp -s "$d/$c-init1.weights" "$d/data/backup/$c-eq-init_final.weights"; then
         ok "$base $c: two runs from scratch train the same weights"

@@ -73,7 +73,7 @@ int main(int argc, char **argv)
     check_same_on_all_ranks(c, net, "random init");
     EXPECT(mn_comm_select(c, opt.communicator) == MN_OK, "select");
     /* Rank 0 saves its start so that the reference starts there too. */
-    if (rank == 0) EXPECT(mn_save_weights(c, net, wfile) == MN_OK, "save init");
+    if (rank == 0) EXPECT(mn_save_weights(c, net, wfile, 0) == MN_OK, "save init");
     MPI_Barrier(MPI_COMM_WORLD);
 
     mn_optimizer *o;

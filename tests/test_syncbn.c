@@ -59,7 +59,7 @@ int main(int argc, char **argv)
     EXPECT(mn_load_network(c, cfg_n, NULL, 0, &net, &opt) == MN_OK, "load");
     EXPECT(opt.sync_bn == sync, "sync_bn parsed as %d", opt.sync_bn);
     EXPECT(mn_comm_select(c, opt.communicator) == MN_OK, "select");
-    if (rank == 0) EXPECT(mn_save_weights(c, net, wfile) == MN_OK, "save init");
+    if (rank == 0) EXPECT(mn_save_weights(c, net, wfile, 0) == MN_OK, "save init");
     MPI_Barrier(MPI_COMM_WORLD);
 
     mn_optimizer *o;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/time.h>
 #include "mn_cmd.h"
 #include "mn_coll.h"
@@ -84,6 +85,41 @@ static mn_status ensure_dir(mn_comm *c, const char *dir)
             mn_error(c, "backup path %s is not a directory", dir);
             s = MN_ERR_USER;
         }
+    }
+    return mn_agree(c, s);
+}
+
+/* Rank 0, before training: every name the run may write into dir fits the
+ * file system's limit, the temporary name beside it (mn_tmp_path: host,
+ * pid, thread) included, so that no save fails at the end for its name. */
+static mn_status check_names(mn_comm *c, const char *dir, const char *base, int max_batches)
+{
+    if (c->rank != 0) return mn_agree(c, MN_OK);
+    char digits[32], longest[512] = "";
+    snprintf(digits, sizeof digits, "%d", max_batches > 0 ? max_batches : 1);
+    const char *suffixes[][2] = {{".ckpt-", digits}, {"_", digits}, {"_final.weights", ""}, {"_best.weights", ""},
+                                 {".backup", ""}, {"_log.csv", ""}, {"_chart.png", ""}};
+    size_t most = 0;
+    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; ++i) {
+        size_t n = strlen(base) + strlen(suffixes[i][0]) + strlen(suffixes[i][1]) + (i == 1 ? 8 : 0);
+        if (n > most) {
+            most = n;
+            snprintf(longest, sizeof longest, "%s%s%s%s", base, suffixes[i][0], suffixes[i][1], i == 1 ? ".weights" : "");
+        }
+    }
+    size_t tmp = strlen(".tmp.") + strlen(c->host) + 2 * (1 + 7);   /* ".<pid>.<tid>", 7 digits each at most */
+    long cap = pathconf(dir, _PC_NAME_MAX);
+    if (cap <= 0) cap = 255;
+    mn_status s = MN_OK;
+    if ((long)(most + tmp) > cap) {
+        mn_error(c, "cfg name %s makes backup files named up to %zu bytes (%s, and %zu more for its temporary name "
+                 "while it is written), past the %ld bytes a name may have in %s: give the cfg a shorter name",
+                 base, most, longest, tmp, cap, dir);
+        s = MN_ERR_USER;
+    } else if (strlen(dir) + 1 + most + tmp >= 4000) {
+        mn_error(c, "backup folder %s is too deep: its files' paths pass 4000 bytes; give the data cfg a shorter backup=",
+                 dir);
+        s = MN_ERR_USER;
     }
     return mn_agree(c, s);
 }
@@ -519,15 +555,41 @@ static int finished_after(const char *dir, const char *base, const char *path)
 /* What a run does once resume() has found where it starts. */
 enum { START_TRAIN, START_FINAL_ONLY, START_DONE };
 
-/* Where training starts: the newest checkpoint unless -clear (refused when
- * it is another experiment's), else the weights file as loaded, else the
- * initial weights. Rank 0 says which; a start at or past max_batches is
- * refused before anything is written, except from a checkpoint at
- * max_batches: where its run ended before its final weights, *start is
- * START_FINAL_ONLY (they are written from it, nothing is trained); where
- * they were written and an earlier run of this same job wrote them (a
- * requeue or rerun after a run that finished but whose launcher still
- * failed, a node lost at the end), START_DONE: nothing to do, exit 0. */
+/* Rank 0: into list (up to cap bytes), the files an earlier training of
+ * base left in dir that a run starting over would replace: its final and
+ * best weights. 0 where there are none. */
+static int earlier_training(const char *dir, const char *base, char *list, size_t cap)
+{
+    static const char *const kinds[] = {"_final.weights", "_best.weights"};
+    size_t k = 0;
+    int n = 0;
+    list[0] = 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; ++i) {
+        char path[4352];
+        snprintf(path, sizeof path, "%s/%s%s", dir, base, kinds[i]);
+        if (access(path, F_OK) != 0) continue;
+        if (k < cap) k += (size_t)snprintf(list + k, cap - k, "%s%s", n ? ", " : "", path);
+        ++n;
+    }
+    return n;
+}
+
+/* Where training starts: the newest checkpoint of this experiment in the
+ * backup folder, with or without -clear (which, as in Darknet, sets the
+ * weights file's seen to 0: a job whose flags hold it goes on from its
+ * checkpoints when submitted again), else the weights file as loaded, else
+ * the initial weights. Nothing an earlier training wrote is replaced by a
+ * run that starts over: where none of the checkpoints there loads
+ * (mn_checkpoint_resume), or where a run would start at iteration 0 beside
+ * an earlier training's final or best weights, the run is refused
+ * (MN_ERR_USAGE) before it writes anything, saying how to start anew. Rank
+ * 0 says which start it takes; a start at or past max_batches is refused
+ * too, except from a checkpoint at max_batches: where its run ended before
+ * its final weights, *start is START_FINAL_ONLY (they are written from it,
+ * nothing is trained); where they were written and an earlier run of this
+ * same job wrote them (a requeue or rerun after a run that finished but
+ * whose launcher still failed, a node lost at the end), START_DONE: nothing
+ * to do, exit 0. */
 static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, const char *dir,
                         const char *base, const char *cfgfile, const char *weightfile, int clear, mn_lock *lock,
                         const char *experiment, mn_resumed *r, int *start)
@@ -537,17 +599,8 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
     *start = START_TRAIN;
     int given = weightfile && *weightfile;
     if (c->rank == 0) mn_backup_remove_tmp(c, dir, base);   /* the folder is this job's now */
-    /* -clear starts a job, not each of its runs: a requeued or rerun job
-     * (the same identity in the lock) resumes from what its earlier runs
-     * wrote, and from nothing older. */
-    uint64_t own = clear ? mn_backup_rerun_run(lock) : 0;
-    MN_MPI(c, MPI_Bcast(&own, 1, MPI_UINT64_T, 0, c->world));
     /* Without checkpoint_interval a checkpoint is there only where a signal stopped the run. */
-    if (!clear || own) MN_CHECK(mn_checkpoint_resume(c, net, mo, dir, base, lock, experiment, own, r));
-    if (own && c->rank == 0)
-        printf("darknet-mn: -clear applies to a job's first run only: this run of job %s %s\n",
-               mn_backup_rerun_of(lock), r->found ? "resumes from the checkpoint its earlier runs wrote"
-                                                  : "finds no checkpoint of its earlier runs and starts anew");
+    MN_CHECK(mn_checkpoint_resume(c, net, mo, dir, base, lock, experiment, r));
     if (r->found) MN_CHECK(keep_global_batch(c, net, mo, opt, r));
     size_t it = mn_base_iteration(net);
     mn_net_info in = mn_net_get(net);
@@ -557,6 +610,9 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
     int last = at_end && !finished;
     const char *job = mn_backup_rerun_of(lock);
     int done = finished && job;
+    char earlier[8192];
+    int over = c->rank == 0 && !r->found && it == 0 && in.max_batches > 0 &&
+               earlier_training(dir, base, earlier, sizeof earlier);
     if (c->rank == 0) {
         if (in.max_batches <= 0)
             mn_error(c, "%s: max_batches is %d: nothing to train; set it to the number of updates to run",
@@ -568,11 +624,20 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
             printf("darknet-mn: an earlier run of this job (%s) finished: checkpoint %s is at max_batches %d and "
                    "%s/%s_final.weights was written after it; nothing left to do\n", job, r->path, in.max_batches,
                    dir, base);
+        else if (it >= (size_t)in.max_batches && r->found)
+            mn_error(c, "checkpoint %s is at iteration %zu and the cfg's max_batches is %d: nothing to train; raise "
+                     "max_batches to go on, or move its files aside (mkdir %s/old && mv %s/%s.ckpt-* %s/%s_*.weights "
+                     "%s/old/) to start anew", r->path, it, in.max_batches, dir, dir, base, dir, base, dir);
         else if (it >= (size_t)in.max_batches)
-            mn_error(c, "%s %s is at iteration %zu and the cfg's max_batches is %d: nothing to train; "
-                     "raise max_batches to go on, or add -clear to start %s at iteration 0",
-                     r->found ? "checkpoint" : "weights file", r->found ? r->path : weightfile, it, in.max_batches,
-                     given ? "from the weights file" : "from scratch");
+            mn_error(c, "weights file %s is at iteration %zu and the cfg's max_batches is %d: nothing to train; "
+                     "raise max_batches to go on, or add -clear to start from it at iteration 0", weightfile, it,
+                     in.max_batches);
+        else if (over)
+            mn_error(c, "backup folder %s holds an earlier training of %s (%s) and this run would start over at "
+                     "iteration 0, replacing them: to start anew, move them aside (mkdir %s/old && mv %s/%s_*.weights %s/old/) "
+                     "or give the data cfg another backup= folder; to go on from them, give checkpoint_interval in "
+                     "[distributed] (a rerun resumes from its checkpoints), or pass its weights without -clear",
+                     dir, base, earlier, dir, dir, base, dir);
         else if (r->found && r->ranks == c->size && r->batch == (uint64_t)in.batch * in.subdivisions * c->size)
             printf("darknet-mn: resuming from checkpoint %s: iteration %zu of max_batches %d, seen %zu "
                    "(written by %d ranks, as now)\n", r->path, it, in.max_batches, (size_t)mn_net_seen(net), r->ranks);
@@ -582,21 +647,20 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
                    r->path, it, in.max_batches, r->ranks, (unsigned long long)r->batch, c->size,
                    global, it, global, (size_t)mn_net_seen(net));
         else if (given)
-            printf("darknet-mn: starting from %s at iteration %zu%s\n", weightfile, it,
-                   clear ? " (-clear: seen set to 0, checkpoints not used)" : "");
+            printf("darknet-mn: starting from %s at iteration %zu%s\n", weightfile, it, clear ? " (-clear: seen set to 0)" : "");
         if (r->found && given && (last || it < (size_t)in.max_batches))
-            printf("darknet-mn: %s is not loaded: the checkpoint continues the run (-clear starts from it instead)\n",
-                   weightfile);
+            printf("darknet-mn: %s is not loaded: the checkpoint continues the run (move the checkpoints aside to "
+                   "start from it instead)\n", weightfile);
         if (r->found && r->best.score >= 0 && it < (size_t)in.max_batches)
             printf("darknet-mn: the best evaluation so far, %.4f at iteration %llu, carries on: %s/%s_best.weights "
                    "is replaced only by a better one\n", r->best.score, (unsigned long long)r->best.iteration, dir, base);
         fflush(stdout);
     }
-    int what[2] = {last, done};
-    MN_MPI(c, MPI_Bcast(what, 2, MPI_INT, 0, c->world));
+    int what[3] = {last, done, over};
+    MN_MPI(c, MPI_Bcast(what, 3, MPI_INT, 0, c->world));
     *start = what[0] ? START_FINAL_ONLY : what[1] ? START_DONE : START_TRAIN;
-    return mn_agree(c, in.max_batches <= 0 || (it >= (size_t)in.max_batches && *start == START_TRAIN) ? MN_ERR_USER
-                                                                                                       : MN_OK);
+    if (in.max_batches <= 0 || (it >= (size_t)in.max_batches && *start == START_TRAIN)) return mn_agree(c, MN_ERR_USER);
+    return mn_agree(c, what[2] ? MN_ERR_USAGE : MN_OK);
 }
 
 /* What the loaded cfg asks that this version or base cannot train. Collective. */
@@ -695,6 +759,7 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     if ((s = mn_timeline_open(c, opt.timeline[0] ? opt.timeline : NULL, &tl)) != MN_OK) goto out;
     mn_optimizer_set_timeline(mo, net, tl);
     base = mn_base_cfg_name(cfgfile);
+    if ((s = check_names(c, dc.backup, base, mn_net_get(net).max_batches)) != MN_OK) goto out;
     if ((s = resume(c, net, mo, &opt, dc.backup, base, cfgfile, weightfile, clear, lock, experiment, &r, &start)) !=
         MN_OK)
         goto out;

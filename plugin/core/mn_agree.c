@@ -16,6 +16,8 @@ int mn_exit_status(mn_status s)
 {
     switch (s) {
     case MN_OK: return MN_EXIT_OK;
+    case MN_ERR_USAGE: return MN_EXIT_USAGE;
+    case MN_ERR_STORAGE: return MN_EXIT_STORAGE;
     case MN_ERR_USER:
     case MN_ERR_UNAVAILABLE: return MN_EXIT_USER;   /* not built in: a rerun of the same build fails alike */
     case MN_ERR_REFUSED: return MN_EXIT_REFUSED;

@@ -66,8 +66,10 @@ struct mn_comm {
 
 /* Agreement (mn_agree), errors and mn_abort are declared in darknet_mn.h. */
 
-/* Seconds since the epoch, to the microsecond. */
+/* Seconds on the monotonic clock (durations, deadlines: mn_util.c). */
 double mn_now(void);
+/* Seconds since the epoch, to the microsecond: for what another host reads. */
+double mn_wall(void);
 /* qsort's comparison of doubles, ascending (the benchmarks' medians). */
 int mn_cmp_double(const void *a, const void *b);
 /* 64-bit FNV-1a, for signatures and checksums. */
@@ -85,4 +87,15 @@ mn_status mn_commit_file(const mn_comm *c, const char *tmp, const char *path);
 /* The same, but a file already at path (another writer's) is kept: tmp is
  * removed then, and *written set to 0. */
 mn_status mn_commit_file_once(const mn_comm *c, const char *tmp, const char *path, int *written);
+/* Rank 0's durable write of path: write(arg, tmp) fills a temporary file
+ * (1 on success, 0 with errno set), which is then committed as
+ * mn_commit_file does. Where the file system refuses for a reason that may
+ * pass (full, quota, read-only, an I/O error), the write is tried again,
+ * at growing intervals up to 10 s, for up to retry_s seconds: the state is
+ * still in memory, and space freed meanwhile saves it. One line at the
+ * first failure, one at the success after it; then MN_ERR_STORAGE (or
+ * MN_ERR_USER for a name too long). No temporary file is left. what names
+ * the file in messages ("checkpoint", "weights"). */
+mn_status mn_write_retried(const mn_comm *c, const char *what, const char *path, double retry_s,
+                           int (*write)(void *arg, const char *tmp), void *arg);
 #endif

@@ -18,8 +18,12 @@ typedef enum {
     MN_ERR_UNAVAILABLE, /* feature not built in (e.g. NCCL) or not implemented */
     MN_ERR_DIVERGED, /* the ranks no longer hold the same model (train/optimizer/mn_replica.c) */
     MN_ERR_REFUSED,  /* the backup folder belongs to another live job or another experiment */
-    MN_ERR_STOPPED   /* stopped so as to be rerun: a signal asked (the state was saved), or
+    MN_ERR_STOPPED,  /* stopped so as to be rerun: a signal asked (the state was saved), or
                         too few ranks to keep the training's global batch (global_batch=strict) */
+    MN_ERR_USAGE,    /* the command as given would undo work: start over where an earlier
+                        training's files are, or past checkpoints none of which loads */
+    MN_ERR_STORAGE   /* the file system failed a write (full, quota, read-only, I/O error),
+                        retried within a bound: not the user's input, not fixed by a rerun at once */
 } mn_status;
 
 /* The exit status of ./darknet_mn, the same on every rank, so that a batch
@@ -33,6 +37,7 @@ enum {
     MN_EXIT_USER = 65,    /* the cfg, data, weights or an image is wrong: a rerun fails alike (EX_DATAERR) */
     MN_EXIT_FAULT = 70,   /* an internal fault: a crash, the ranks diverged (EX_SOFTWARE) */
     MN_EXIT_REFUSED = 73, /* the backup folder is another live job's or another experiment's (EX_CANTCREAT) */
+    MN_EXIT_STORAGE = 74, /* a write failed for the file system's reason: free space, then rerun (EX_IOERR) */
     MN_EXIT_RERUN = 75    /* stopped by a signal after a checkpoint, a rank or host lost, a collective
                              timed out, MPI, the device or memory failed: rerun, it resumes (EX_TEMPFAIL) */
 };

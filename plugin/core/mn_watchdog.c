@@ -52,8 +52,8 @@ static void *timer_main(void *arg)
                      "another rank stalled or died; aborting the job", w->what, w->iteration, w->timeout);
             mn_die(MN_EXIT_RERUN);
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
+        struct timespec ts;   /* the condition waits on the monotonic clock too (mn_watchdog_start) */
+        clock_gettime(CLOCK_MONOTONIC, &ts);
         double until = ts.tv_sec + ts.tv_nsec * 1e-9 + (left < 0.5 ? left : 0.5);
         ts.tv_sec = (time_t)until;
         ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
@@ -92,7 +92,11 @@ mn_status mn_watchdog_start(mn_comm *c, double timeout, mn_watchdog **out)
         mn_abort(c, "no memory for the watchdog's %d host names", c->size);   /* the others wait in the gather */
     MPI_Gather(c->host, sizeof c->host, MPI_CHAR, w->hosts, sizeof c->host, MPI_CHAR, 0, w->tokens);
     pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->wake, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->wake, &ca);
+    pthread_condattr_destroy(&ca);
     if (!w->reqs || !w->incoming || !w->got || pthread_create(&w->thread, NULL, timer_main, w) != 0) {
         mn_error(c, "cannot start the collective watchdog");
         MPI_Comm_free(&w->tokens);

@@ -50,7 +50,11 @@ typedef struct {
     int cache_mb;            /* MiB of decoded images a rank keeps; -1 = the default (input/mn_input.h) */
     int global_batch;        /* a checkpoint of another rank count: MN_GLOBAL_BATCH_* */
     int rescue;              /* a job losing a rank writes its last completed update (CPU runs) */
+    int save_retry;          /* seconds a save the file system refuses is retried (mn_save_retry_s) */
 } mn_options;
+/* How long a save is retried: save_retry, within 80% of collective_timeout
+ * (the other ranks wait for rank 0's save under the watchdog). */
+double mn_save_retry_s(const mn_options *o);
 /* global_batch=keep (the default): a resume on other ranks keeps the
  * checkpoint's global batch where subdivisions can (the same training),
  * else goes on with the cfg's and says what changed; strict: stops with
@@ -97,8 +101,9 @@ void mn_detach(network *net, mn_optimizer *o);
 size_t mn_weights_bytes(const network *net);
 /* rank 0: check a weights file against the cfg before loading it. */
 mn_status mn_check_weights_file(const mn_comm *c, const network *net, const char *path);
-/* rank 0: save to a temporary name, verify its size, rename. */
-mn_status mn_save_weights(const mn_comm *c, network *net, const char *path);
+/* rank 0: save to a temporary name, verify its size, rename; a refusal of
+ * the file system is retried for up to retry_s seconds (mn_write_retried). */
+mn_status mn_save_weights(const mn_comm *c, network *net, const char *path, double retry_s);
 
 /* Path lists. Rank 0 reads the list file; with shuffle it permutes it with
  * seed; the result is scattered in near-equal contiguous shards (mn_scatter)

@@ -247,13 +247,27 @@ static int write_ckpt(FILE *f, const ckpt_header *h, const char *experiment, net
     return (fclose(f) == 0) && w.ok;
 }
 
-static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const char *dir, const char *base, int keep,
-                            const char *experiment, const mn_best *best)
+/* One try at a checkpoint file (mn_write_retried's write). */
+typedef struct {
+    const ckpt_header *h;
+    const char *experiment;
+    network *net;
+    const float *momentum;
+} ckpt_job;
+
+static int write_ckpt_to(void *arg, const char *tmp)
 {
-    char path[4096], tmp[4224];
+    const ckpt_job *j = arg;
+    FILE *f = fopen(tmp, "wb");
+    return f && write_ckpt(f, j->h, j->experiment, j->net, NULL, NULL, j->momentum);
+}
+
+static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const char *dir, const char *base, int keep,
+                            const char *experiment, const mn_best *best, double retry_s)
+{
+    char path[4096];
     uint64_t it = mn_base_iteration(net);
     ckpt_path(path, sizeof path, dir, base, it);
-    if (!mn_tmp_path(c, tmp, sizeof tmp, path)) { mn_error(c, "checkpoint path too long: %s", path); return MN_ERR_USER; }
     size_t nmom = 0, np = mn_params_count(net), nexp = experiment ? strlen(experiment) : 0;
     float *mom = mn_optimizer_host_state(o, net, 0, &nmom);
     uint64_t run = lock_run(dir);
@@ -261,17 +275,8 @@ static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const cha
     ckpt_header h = {{0}, (uint32_t)c->size, (uint32_t)(in.batch * in.subdivisions), it, mn_net_seen(net),
                      np, nmom, run, now_ns(), nexp, best ? best->score : -1, best ? best->iteration : 0};
     memcpy(h.magic, CKPT_MAGIC, 8);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        mn_error(c, "cannot write checkpoint %s: %s", tmp, strerror(errno));
-        return MN_ERR_USER;
-    }
-    if (!write_ckpt(f, &h, experiment, net, NULL, NULL, mom)) {
-        mn_error(c, "writing checkpoint %s failed: %s", tmp, strerror(errno));
-        remove(tmp);
-        return MN_ERR_USER;
-    }
-    MN_CHECK(mn_commit_file(c, tmp, path));
+    ckpt_job j = {&h, experiment, net, mom};
+    MN_CHECK(mn_write_retried(c, "checkpoint", path, retry_s, write_ckpt_to, &j));
     if (keep > 0) prune(c, dir, base, run, keep);
     return MN_OK;
 }
@@ -280,7 +285,8 @@ mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const mn
                              const char *base, const char *experiment, const mn_best *best)
 {
     if (opt->bn_average) MN_CHECK(mn_agree(c, mn_average_bn_stats(c, net, o)));
-    return mn_agree(c, c->rank == 0 ? save_rank0(c, net, o, dir, base, opt->checkpoint_keep, experiment, best)
+    return mn_agree(c, c->rank == 0 ? save_rank0(c, net, o, dir, base, opt->checkpoint_keep, experiment, best,
+                                                 mn_save_retry_s(opt))
                                     : MN_OK);
 }
 
@@ -646,30 +652,37 @@ static int first_to_try(const uint64_t *gens, const uint64_t *runs, const uint64
     return best;
 }
 
-/* Rank 0: the checkpoint that verifies and comes first (first_to_try; of
- * run `run` alone where not 0), into buf (np + nmom floats) and *h; corrupt
- * ones are named and skipped. 1 found, 0 none, -1 refused (it is another
- * experiment's or of the older format; rank 0 has said which and why). */
-static int find_rank0(const mn_comm *c, const char *dir, const char *base, const char *experiment, uint64_t run,
+/* How a refusal of the checkpoints in dir says to start anew. */
+#define START_ANEW "move its files aside (mkdir %s/old && mv %s/%s.ckpt-* %s/%s_*.weights %s/old/) to start " \
+                   "this run anew there, or give the data cfg another backup= folder"
+
+/* Rank 0: the checkpoint that verifies and comes first (first_to_try), into
+ * buf (np + nmom floats) and *h; corrupt ones are named and skipped. 1
+ * found, 0 none there, -1 refused (it is another experiment's or of the
+ * older format), -2 checkpoints there but none loads: a start from the
+ * weights would be a silent start over. Rank 0 has said which and why. */
+static int find_rank0(const mn_comm *c, const char *dir, const char *base, const char *experiment,
                       uint64_t last_run, size_t np, size_t nmom, float *buf, ckpt_header *h, char *path, size_t cap)
 {
     uint64_t gens[MAX_GENERATIONS], written[MAX_GENERATIONS], runs[MAX_GENERATIONS];
     int n = list_gens(dir, base, gens, MAX_GENERATIONS), m = 0, old;
+    char anew[8192];
+    snprintf(anew, sizeof anew, START_ANEW, dir, dir, base, dir, base, dir);
     for (int i = 0; i < n; ++i) {
         ckpt_path(path, cap, dir, base, gens[i]);
-        if (!peek_ckpt(path, h, &old)) mn_error(c, "checkpoint %s is incomplete or corrupt: skipped", path);
-        else if (!run || (!old && h->run == run)) {
-            gens[m] = gens[i];
-            runs[m] = old ? 0 : h->run;
-            written[m++] = h->written;
+        if (!peek_ckpt(path, h, &old)) {
+            mn_error(c, "checkpoint %s is incomplete or corrupt: skipped", path);
+            continue;
         }
+        gens[m] = gens[i];
+        runs[m] = old ? 0 : h->run;
+        written[m++] = h->written;
     }
     while (m > 0) {
         int best = first_to_try(gens, runs, written, m, last_run);
         ckpt_path(path, cap, dir, base, gens[best]);
         char *exp = NULL, what[2048];
         if (read_ckpt(path, h, &old, &exp, buf, np + nmom)) {
-            const char *anew = "add -clear to start this one anew here, or give the data cfg another backup= folder";
             int refused = 1;
             if (old)
                 mn_error(c, "checkpoint %s is of an earlier darknet-mn (format %s), which did not record its "
@@ -690,11 +703,14 @@ static int find_rank0(const mn_comm *c, const char *dir, const char *base, const
         runs[best] = runs[m - 1];
         written[best] = written[--m];
     }
-    return 0;
+    if (n > 0)
+        mn_error(c, "none of the %d checkpoint%s of %s in %s loads (each named above): not starting over from the "
+                 "weights; restore one, or %s", n, n > 1 ? "s" : "", base, dir, anew);
+    return n > 0 ? -2 : 0;
 }
 
 mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const char *dir, const char *base,
-                               mn_lock *lock, const char *experiment, uint64_t run, mn_resumed *r)
+                               mn_lock *lock, const char *experiment, mn_resumed *r)
 {
     memset(r, 0, sizeof *r);
     r->best.score = -1;   /* no evaluation yet: the first one is the best */
@@ -705,9 +721,9 @@ mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const 
     memset(&h, 0, sizeof h);
     mn_status s = buf ? MN_OK : MN_ERR_NOMEM;
     if (s == MN_OK && c->rank == 0) {
-        int got = find_rank0(c, dir, base, experiment, run, mn_backup_last_run(lock), np, nmom, buf, &h, r->path,
-                            sizeof r->path);
-        if (got < 0) s = MN_ERR_REFUSED;
+        int got = find_rank0(c, dir, base, experiment, mn_backup_last_run(lock), np, nmom, buf, &h, r->path,
+                             sizeof r->path);
+        if (got < 0) s = got == -2 ? MN_ERR_USAGE : MN_ERR_REFUSED;
         r->found = got > 0;
         if (got > 0) mn_backup_set_run(lock, h.run);   /* this run continues the checkpoint's */
     }

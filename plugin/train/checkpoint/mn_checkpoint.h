@@ -49,9 +49,6 @@ int mn_backup_mine(mn_lock *lock);
  * run of this same job (a Slurm requeue, an mn_rerun.sh attempt), released
  * or not; else NULL. */
 const char *mn_backup_rerun_of(const mn_lock *lock);
-/* Rank 0: that earlier run's id (its checkpoints carry it); 0 where this is
- * the job's first run or the job has no identity. */
-uint64_t mn_backup_rerun_run(const mn_lock *lock);
 /* Rank 0: the run id of the record the lock found, whichever job's (the
  * folder's last run); 0 where there was none. */
 uint64_t mn_backup_last_run(const mn_lock *lock);
@@ -104,13 +101,13 @@ typedef struct {
  * (the lock's record; else of the run that wrote last) that verifies (a
  * corrupt one is named and skipped); when it is another experiment's (or of
  * the older format, which does not say) every rank gets MN_ERR_REFUSED and
- * rank 0 names what differs. Else it is loaded and broadcast; the iteration
- * is kept and seen becomes iteration x this job's global batch, so any rank
- * count can resume. The lock file (lock, rank 0) then carries the
- * checkpoint's run id. run (rank 0's), where not 0: only that run's
- * checkpoints are looked at (-clear in a job's later runs). */
+ * rank 0 names what differs; where checkpoints are there and none loads,
+ * MN_ERR_USAGE (a start from the weights would silently start over). Else
+ * it is loaded and broadcast; the iteration is kept and seen becomes
+ * iteration x this job's global batch, so any rank count can resume. The
+ * lock file (lock, rank 0) then carries the checkpoint's run id. */
 mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const char *dir, const char *base,
-                               mn_lock *lock, const char *experiment, uint64_t run, mn_resumed *r);
+                               mn_lock *lock, const char *experiment, mn_resumed *r);
 /* rescue=1 (CPU runs of more than one rank): when the job is being lost (a
  * SIGTERM from the launcher, the watchdog's timeout) the ranks left write
  * the last update they completed as a checkpoint, as save would, on a thread

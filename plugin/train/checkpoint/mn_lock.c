@@ -116,7 +116,7 @@ static int read_rec(const char *path, lock_rec *r, int tries)
 static int write_rec(mn_lock *l, const char *state)
 {
     lock_rec *m = &l->mine;
-    m->renewed = mn_now();
+    m->renewed = mn_wall();
     snprintf(m->state, sizeof m->state, "%s", state);
     char line[RECORD];
     int k = snprintf(line, sizeof line, "%s %ld %016llx job=%s lease=%d renewed=%.3f %s token=%016llx", m->host,
@@ -152,12 +152,23 @@ static int verify(mn_lock *l)
     int st = read_rec(l->path, &r, 20);
     if (st == REC_ERR || (st == REC_OK && is_mine(l, &r))) return 1;
     if (st == REC_MISSING) {
-        /* Removed by hand: the record goes into a new file, whose flock is ours if free. */
+        /* Removed (by hand, a cleaner): re-taken at once with this job's
+         * record in a new file, so that no check reads it empty, unless
+         * another job made one meanwhile (its flock held: the next check
+         * reads its record). */
         int fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
         if (fd < 0) return 1;
+        int got = flock(fd, LOCK_EX | LOCK_NB) == 0;
+        if (!got && errno == EWOULDBLOCK) {
+            close(fd);
+            return 1;
+        }
         close(l->fd);
         l->fd = fd;
-        l->flocked = flock(fd, LOCK_EX | LOCK_NB) == 0;
+        l->flocked = got;
+        if (write_rec(l, "held"))
+            mn_error(l->c, "warning: the lock file %s was removed while this job held it: re-taken with this job's "
+                     "record", l->path);
         return 1;
     }
     l->other = r;
@@ -254,7 +265,7 @@ static mn_status acquire(mn_comm *c, mn_lock *l, const char *dir, int lease_s)
     m->pid = (long)getpid();
     m->lease = lease_s;
     job_identity(m->job, sizeof m->job);
-    uint64_t t = (uint64_t)(mn_now() * 1e6);
+    uint64_t t = (uint64_t)(mn_wall() * 1e6);
     m->run = mn_fnv1a(mn_fnv1a(MN_FNV_SEED, c->host, strlen(c->host)), &t, sizeof t);
     m->token = mn_fnv1a(m->run, &m->pid, sizeof m->pid);
     l->fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
@@ -270,7 +281,7 @@ static mn_status acquire(mn_comm *c, mn_lock *l, const char *dir, int lease_s)
     int st = read_rec(l->path, &r, 1);
     /* Half written, or a holder between its create and its first record. */
     if (st == REC_BAD || st == REC_ERR || (st == REC_EMPTY && busy)) st = read_rec(l->path, &r, 20);
-    double age = mn_now() - r.renewed;
+    double age = mn_wall() - r.renewed;
     if (age < 0) age = 0;   /* the hosts' clocks a little apart */
     char who[200];
     describe(&r, who, sizeof who);
@@ -427,11 +438,6 @@ int mn_backup_mine(mn_lock *l)
 const char *mn_backup_rerun_of(const mn_lock *l)
 {
     return l && l->rerun ? l->mine.job : NULL;
-}
-
-uint64_t mn_backup_rerun_run(const mn_lock *l)
-{
-    return l && l->rerun ? l->last_run : 0;
 }
 
 uint64_t mn_backup_last_run(const mn_lock *l)

@@ -98,26 +98,31 @@ mn_status mn_check_weights_file(const mn_comm *c, const network *net, const char
     return MN_OK;
 }
 
-mn_status mn_save_weights(const mn_comm *c, network *net, const char *path)
+/* One try at the weights file: Darknet's writer, which checks nothing,
+ * into tmp, its size checked after (mn_write_retried's write). */
+typedef struct {
+    network *net;
+} weights_out;
+
+static int write_weights(void *arg, const char *tmp)
 {
-    char tmp[4096];
-    if (!mn_tmp_path(c, tmp, sizeof tmp, path)) {
-        mn_error(c, "weights path too long: %s", path);
-        return MN_ERR_USER;
-    }
-    FILE *probe = fopen(tmp, "wb");
-    if (!probe) { mn_error(c, "cannot write %s: %s", tmp, strerror(errno)); return MN_ERR_USER; }
+    network *net = ((weights_out *)arg)->net;
+    FILE *probe = fopen(tmp, "wb");   /* Darknet's own fopen exits on a failure */
+    if (!probe) return 0;
     fclose(probe);
+    errno = 0;
     mn_base_save_weights(net, tmp, mn_net_layers(net));
+    int err = errno;
     struct stat st;
-    size_t want = mn_weights_bytes(net);
-    if (stat(tmp, &st) != 0 || (size_t)st.st_size != want) {
-        mn_error(c, "writing %s failed (%lld of %zu bytes; disk full?)", tmp,
-                 (long long)st.st_size, want);
-        remove(tmp);
-        return MN_ERR_USER;
-    }
-    return mn_commit_file(c, tmp, path);
+    if (stat(tmp, &st) == 0 && (size_t)st.st_size == mn_weights_bytes(net)) return 1;
+    errno = err ? err : ENOSPC;   /* a short file: its flush failed, the usual cause a full disk */
+    return 0;
+}
+
+mn_status mn_save_weights(const mn_comm *c, network *net, const char *path, double retry_s)
+{
+    weights_out w = {net};
+    return mn_write_retried(c, "weights", path, retry_s, write_weights, &w);
 }
 
 /* Collective: every rank calls it at the same point; with bn_average the
@@ -125,7 +130,7 @@ mn_status mn_save_weights(const mn_comm *c, network *net, const char *path)
 mn_status mn_save_weights_all(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *o, const char *path)
 {
     if (o->bn_average) MN_CHECK(mn_agree(c, mn_average_bn_stats(c, net, mo)));
-    mn_status s = c->rank == 0 ? mn_save_weights(c, net, path) : MN_OK;
+    mn_status s = c->rank == 0 ? mn_save_weights(c, net, path, mn_save_retry_s(o)) : MN_OK;
     return mn_agree(c, s);
 }
 

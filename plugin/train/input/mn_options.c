@@ -26,6 +26,14 @@ void mn_default_options(mn_options *opt)
     opt->dbuf_compensation = -1;
     opt->dbuf_prediction = -1;
     opt->rescue = 1;
+    opt->save_retry = 120;
+}
+
+double mn_save_retry_s(const mn_options *o)
+{
+    double bound = o->save_retry;
+    if (o->collective_timeout > 0 && bound > 0.8 * o->collective_timeout) bound = 0.8 * o->collective_timeout;
+    return bound;
 }
 
 static int parse_int(const char *v, long lo, long hi, int *out)
@@ -59,7 +67,7 @@ static int copy_path(char *dst, size_t n, const char *k, const char *v, char *wh
 static const char *const keys =
     "communicator, allreduce_grad_dtype, double_buffering, double_buffering_fresh, double_buffering_local, double_buffering_handover, double_buffering_compensation, double_buffering_prediction, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
     "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, bad_labels, collective_timeout, lock_lease, chart, "
-    "cache_mb, global_batch, rescue";
+    "cache_mb, global_batch, rescue, save_retry";
 
 /* A real key of [distributed] within [lo, hi] into *out; range says so. */
 static int real_key(const char *k, const char *v, double lo, double hi, const char *range, double *out, char *why,
@@ -131,6 +139,7 @@ int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size
     else if (!strcmp(k, "lock_lease")) { num = &opt->lock_lease; lo = 1; }
     else if (!strcmp(k, "chart")) flag = &opt->chart;
     else if (!strcmp(k, "rescue")) flag = &opt->rescue;
+    else if (!strcmp(k, "save_retry")) num = &opt->save_retry;
     else if (!strcmp(k, "cache_mb")) num = *v ? &opt->cache_mb : NULL;   /* empty: the default */
     else if (!strcmp(k, "nonfinite") || !strcmp(k, "bad_labels")) {
         if (strcmp(v, "stop") && strcmp(v, "skip")) {

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Storage faults as clusters have them (docs/user-guide.md, "When storage
+# fails"): a full disk at the final save with checkpoints off, a name too
+# long for the file system, checkpoints none of which loads, a finished
+# training submitted again, the lock file removed under a running job.
+# Nothing trained is lost and nothing is started over silently. Each full
+# disk is a small tmpfs in a mount namespace of the job's own (unshare -m),
+# so nothing is mounted on the machine. Run by tests/run.sh (T, D,
+# TEST_BIN, MPI set there); ONLY=name runs one section.
+. "$(dirname "$0")/lib.sh"
+F=$T/storage
+rm -rf "$F" && mkdir -p "$F"
+want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
+[ -d "$D" ] || fashion_slice "$D" 256 64
+unset SLURM_JOB_ID SLURM_CLUSTER_NAME MN_RERUN_ID
+EX_STORAGE=74
+W=$TEST_BIN/mn_wcmp
+
+# cfg FILE MAXB [distributed lines...]: the tiny classifier, deterministic,
+# no backups, saves or chart on the way: the final weights are the one save.
+cfg() {
+    local f=$1 m=$2; shift 2
+    mn_cfg "$f" learning_rate=0.01 -burn_in -policy -steps -scales max_batches="$m" \
+        -- deterministic=1 shuffle=0 backup_interval=1000000 save_interval=1000000 chart=0 "$@"
+}
+# data NAME [FOLDER]: $F/NAME.data with backup folder FOLDER ($F/NAME).
+data() {
+    printf 'classes=10\ntrain=%s/train.list\nvalid=%s/test.list\nlabels=%s/labels.txt\nbackup=%s\n' "$D" "$D" "$D" \
+        "${2:-$F/$1}" > "$F/$1.data"
+}
+# run NAME NP CFG [args...]: as tests/run_ckpt.sh's, into NAME.out / NAME.err.
+run() {
+    local name=$1 np=$2 c=$3; shift 3
+    rm -f "$F/$name".rc.* "$F/$name".out "$F/$name".err
+    mn "$F/$name" "$np" classifier train "$F/$name.data" "$c" "$@"
+    cat "$F/$name".out.* > "$F/$name.out"; cat "$F/$name".err.* > "$F/$name.err"
+}
+# full NAME FREE CFG: NAME's job on 2 ranks in a mount namespace whose
+# tmpfs, $F/NAME/fs, is the backup folder: the size of the final weights
+# ($WK KiB, the reference run's) and 64 KiB more, of which a filler file
+# leaves 24 KiB free, so that the lock, the log and the start's token fit
+# and the final weights do not. With FREE=1 the filler is removed once rank
+# 0 says it retries; the folder is copied to $F/NAME/kept before the
+# namespace goes.
+full() {
+    local name=$1 free=$2 c=$3 o=$F/$1 size=$((WK + 64))
+    mkdir -p "$o/fs"; rm -f "$o".rc.* "$o".out.* "$o".err.*
+    data "$name" "$o/fs"
+    timeout 120 unshare -m sh -c "
+        mount -t tmpfs -o size=${size}k none $o/fs &&
+        head -c \$(( (${size} - 24) * 1024 )) /dev/zero > $o/fs/filler 2> /dev/null
+        ( if [ $free = 1 ]; then
+              for i in \$(seq 600); do grep -qs 'retrying for up to' $o.err.0 && break; sleep 0.1; done
+              rm -f $o/fs/filler
+          fi ) &
+        $MPI -n 2 sh -c '$(rank_cmd "$o" "$PROG" classifier train "$F/$name.data" "$c")'
+        wait
+        mkdir -p $o/kept && cp -a $o/fs/. $o/kept/ && rm -f $o/kept/filler"
+    cat "$o".out.* > "$o.out"; cat "$o".err.* > "$o.err"
+}
+
+if ! unshare -m true 2> /dev/null; then
+    skipped=$((${skipped:-0} + 3)); echo "skip the full-disk rows: unshare -m needs root here"
+else
+    # 1. The final save on a full disk, checkpoints off (the default): rank 0
+    #    retries; the space freed meanwhile, the job ends 0 with the final
+    #    weights of a run on a roomy disk, bit for bit.
+    if want full-freed; then
+        cfg "$F/f.cfg" 6
+        data ref; run ref 2 "$F/f.cfg"
+        WK=$(( ($(stat -c %s "$F/ref/f_final.weights") + 1023) / 1024 ))
+        full ff 1 "$F/f.cfg"
+        if all_rc "$F/ff" 2 0 && grep -q "cannot write weights $F/ff/fs/f_final.weights: No space left on device; retrying for up to 120 s (save_retry)" "$F/ff.err" &&
+           grep -q "wrote weights $F/ff/fs/f_final.weights after [0-9]* failed tr" "$F/ff.err" &&
+           "$W" "$F/ff/kept/f_final.weights" "$F/ref/f_final.weights" 0 > "$F/ff.cmp"; then
+            ok "the final save on a full disk, checkpoints off: retried until space was freed, exit 0, the final weights = a roomy run's ($(cat "$F/ff.cmp"))"
+        else bad "the final save on a full disk, space freed: rc $(rcs "$F/ff" 2); $(head -3 "$F/ff.err"); $(ls "$F/ff/kept" 2> /dev/null | tr '\n' ' ')"; fi
+    fi
+    # 2. Never freed (save_retry=2): exit 74 on every rank within the bound,
+    #    one line naming the file and the cause, no temporary file left.
+    if want full-kept; then
+        cfg "$F/k.cfg" 6 save_retry=2
+        WK=${WK:-64}
+        t0=$SECONDS; full fk 0 "$F/k.cfg"; took=$((SECONDS - t0))
+        if all_rc "$F/fk" 2 $EX_STORAGE && [ "$took" -lt 60 ] &&
+           grep -q "cannot write weights $F/fk/fs/k_final.weights: No space left on device (retried for the time save_retry allows); the training's state is lost past the last checkpoint" "$F/fk.err" &&
+           [ -z "$(ls "$F/fk/kept" | grep -v '^k_log.csv$')" ]; then
+            ok "a disk that stays full: exit $EX_STORAGE on every rank in ${took} s, the file and cause named, no temporary file left"
+        else bad "a disk that stays full: rc $(rcs "$F/fk" 2) in ${took} s; $(head -3 "$F/fk.err"); $(ls -A "$F/fk/kept" 2> /dev/null | tr '\n' ' ')"; fi
+    fi
+fi
+
+# 3. A cfg name the file system takes whose temporary names it does not
+#    (255 bytes): refused at start, exit 65, nothing trained.
+if want long-name; then
+    long=$(printf 'n%.0s' $(seq 240))
+    cfg "$F/$long.cfg" 4
+    data ln; run ln 2 "$F/$long.cfg"
+    if all_rc "$F/ln" 2 $EX_USER && ! grep -q ': loss' "$F/ln.out" &&
+       grep -q "cfg name $long makes backup files named up to 254 bytes (${long}_final.weights, and [0-9]* more for its temporary name while it is written), past the 255 bytes a name may have in $F/ln: give the cfg a shorter name" "$F/ln.err"; then
+        ok "a cfg name whose temporary names pass 255 bytes: refused before training, exit $EX_USER"
+    else bad "a long cfg name: rc $(rcs "$F/ln" 2); $(grep -c ': loss' "$F/ln.out") loss lines; $(head -2 "$F/ln.err" | cut -c1-300)"; fi
+fi
+
+# 4. Checkpoints of this experiment none of which loads (each truncated):
+#    refused with 64 naming each file, nothing removed or written; moved
+#    aside as the message says, the run starts anew.
+if want corrupt; then
+    cfg "$F/c.cfg" 4 checkpoint_interval=2 checkpoint_keep=2
+    data c; run c 2 "$F/c.cfg"
+    for f in "$F"/c/c.ckpt-*; do truncate -s 100 "$f"; done
+    cfg "$F/c.cfg" 6 checkpoint_interval=2 checkpoint_keep=2
+    before=$(ls -l --time-style=full-iso "$F/c")
+    run c 2 "$F/c.cfg"
+    if all_rc "$F/c" 2 $EX_USAGE && [ "$before" = "$(ls -l --time-style=full-iso "$F/c")" ] &&
+       grep -q "checkpoint $F/c/c.ckpt-2 is incomplete or corrupt: skipped" "$F/c.err" &&
+       grep -q "checkpoint $F/c/c.ckpt-4 is incomplete or corrupt: skipped" "$F/c.err" &&
+       grep -q "none of the 2 checkpoints of c in $F/c loads (each named above): not starting over from the weights; restore one, or move its files aside (mkdir $F/c/old && mv $F/c/c.ckpt-\* $F/c/c_\*.weights $F/c/old/)" "$F/c.err"; then
+        ok "checkpoints none of which loads: refused, exit $EX_USAGE on every rank, each named, the folder untouched"
+    else bad "corrupt checkpoints: rc $(rcs "$F/c" 2); $(head -4 "$F/c.err")"; fi
+fi
+
+# 5. A finished training (checkpoints off) submitted again with -clear, as
+#    a fine-tuning job's flags hold it: refused with 64 before writing,
+#    _final and _best untouched; with checkpoints, the same command goes on
+#    from the newest one instead of starting over.
+if want again; then
+    cfg "$F/a.cfg" 4
+    data a; run a 2 "$F/a.cfg"
+    cp "$F/a/a_final.weights" "$F/a.w"; cp "$F/a/a_final.weights" "$F/a/a_best.weights"
+    before=$(ls -l --time-style=full-iso "$F/a")
+    run a 2 "$F/a.cfg" "$F/a.w" -clear
+    if all_rc "$F/a" 2 $EX_USAGE && [ "$before" = "$(ls -l --time-style=full-iso "$F/a")" ] && ! grep -q ': loss' "$F/a.out" &&
+       grep -q "backup folder $F/a holds an earlier training of a ($F/a/a_final.weights, $F/a/a_best.weights) and this run would start over at iteration 0, replacing them: to start anew, move them aside" "$F/a.err"; then
+        ok "a finished training submitted again with -clear: refused, exit $EX_USAGE, its final and best weights untouched"
+    else bad "a finished training again with -clear: rc $(rcs "$F/a" 2); $(head -2 "$F/a.err")"; fi
+    cfg "$F/b.cfg" 2 checkpoint_interval=2
+    data b; run b 2 "$F/b.cfg" "$F/a.w" -clear
+    cfg "$F/b.cfg" 4 checkpoint_interval=2
+    run b 2 "$F/b.cfg" "$F/a.w" -clear
+    data bs; run bs 2 "$F/b.cfg" "$F/a.w" -clear
+    if all_rc "$F/b" 2 0 && grep -q "^darknet-mn: resuming from checkpoint $F/b/b.ckpt-2: iteration 2 of max_batches 4" "$F/b.out" &&
+       [ "$(grep -c ': loss' "$F/b.out")" = 2 ] && "$W" "$F/b/b_final.weights" "$F/bs/b_final.weights" 0 > "$F/b.cmp"; then
+        ok "the same -clear command again with a checkpoint there: goes on from it at iteration 2, = a straight run ($(cat "$F/b.cmp"))"
+    else bad "-clear again with a checkpoint: rc $(rcs "$F/b" 2); $(grep -h 'darknet-mn' "$F/b.out" | head -3); $(head -2 "$F/b.err")"; fi
+fi
+
+# 6. The lock file removed under a running job (a cleaner, a user): the job
+#    re-takes it with its own record, says so once, and finishes (exit 0),
+#    its lock file holding its record.
+if want lock-gone; then
+    cfg "$F/l.cfg" 3000 lock_lease=2
+    data l; mkdir -p "$F/l"
+    bg_ranks "$F/l1" 2 "$PROG" classifier train "$F/l.data" "$F/l.cfg"
+    wait_iter "$F/l1" 3 && rm -f "$F/l/.darknet_mn.lock"
+    wait "$(cat "$F/l1.mpiexec")" 2> /dev/null
+    for ((i = 0; i < 600; ++i)); do [ -e "$F/l1.mrc" ] && break; sleep 0.1; done
+    if [ "$(cat "$F/l1.mrc" 2> /dev/null)" = 0 ] && [ -f "$F/l/l_final.weights" ] &&
+       [ "$(grep -c "the lock file $F/l/.darknet_mn.lock was removed while this job held it: re-taken with this job's record" "$F/l1.err")" = 1 ] &&
+       grep -q "released" "$F/l/.darknet_mn.lock"; then
+        ok "the lock file removed under a running job: re-taken with its record, said once, the job finished (exit 0)"
+    else bad "the lock file removed: mpiexec $(cat "$F/l1.mrc" 2> /dev/null); $(head -3 "$F/l1.err")"; fi
+fi
+# 7. scripts/mn_rerun.sh does not rerun a storage failure (74: a rerun at
+#    once meets the same full disk) nor a program not found (127).
+if want rerun; then
+    for st in 74 127; do
+        rm -f "$F/rr$st.count"
+        scripts/mn_rerun.sh --max-restarts 2 -- sh -c "echo run >> $F/rr$st.count; exit $st" > "$F/rr$st.out" 2>&1
+        rc=$?
+        if [ $rc = $st ] && [ "$(wc -l < "$F/rr$st.count")" = 1 ] && grep -q "exit status $st is .*: not rerun" "$F/rr$st.out"; then
+            ok "mn_rerun.sh: exit status $st ends the job after one attempt: $(grep -o "exit status $st is .*" "$F/rr$st.out")"
+        else bad "mn_rerun.sh and $st: rc $rc, $(wc -l < "$F/rr$st.count") attempts; $(tail -2 "$F/rr$st.out")"; fi
+    done
+fi
+finish
