@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Storage faults as clusters have them (docs/user-guide.md, "When storage
-# fails"): a full disk at the final save with checkpoints off, a name too
-# long for the file system, checkpoints none of which loads, a finished
-# training submitted again, the lock file removed under a running job.
+# fails"): a full disk at the final save with checkpoints off, -log on a
+# full disk, a name too long for the file system, checkpoints none of which
+# loads, a finished training submitted again, the lock file removed under
+# a running job, a step of the wall clock.
 # Nothing trained is lost and nothing is started over silently. Each full
 # disk is a small tmpfs in a mount namespace of the job's own (unshare -m),
 # so nothing is mounted on the machine. Run by tests/run.sh (T, D,
@@ -90,6 +91,20 @@ else
     fi
 fi
 
+# 2b. -log into a full file system: rank 0 says so once on its terminal
+#     (stderr) and the training goes on (exit 0, its weights written).
+if want log-full && unshare -m true 2> /dev/null; then
+    cfg "$F/g.cfg" 20
+    data g; o=$F/g; mkdir -p "$o/fs"; rm -f "$o".rc.* "$o".out.* "$o".err.*
+    timeout 120 unshare -m sh -c "
+        mount -t tmpfs -o size=16k none $o/fs && head -c 20000 /dev/zero > $o/fs/filler 2> /dev/null
+        $MPI -n 2 sh -c '$(rank_cmd "$o" "$PROG" classifier train "$F/g.data" "$F/g.cfg" -log "$o/fs/train.log")'"
+    if all_rc "$o" 2 0 && [ -f "$o/g_final.weights" ] &&
+       [ "$(grep -c "^darknet-mn: cannot write the log $o/fs/train.log: No space left on device; training goes on" "$o.err.0")" = 1 ]; then
+        ok "-log on a full file system: said once on the terminal, the training went on (exit 0)"
+    else bad "-log on a full file system: rc $(rcs "$o" 2); $(head -3 "$o.err.0")"; fi
+fi
+
 # 3. A cfg name the file system takes whose temporary names it does not
 #    (255 bytes): refused at start, exit 65, nothing trained.
 if want long-name; then
@@ -161,6 +176,28 @@ if want lock-gone; then
         ok "the lock file removed under a running job: re-taken with its record, said once, the job finished (exit 0)"
     else bad "the lock file removed: mpiexec $(cat "$F/l1.mrc" 2> /dev/null); $(head -3 "$F/l1.err")"; fi
 fi
+# 8. The wall clock stepped ahead under a running job (NTP, a resumed VM),
+#    collective_timeout=10: libfaketime moves every rank's wall clock, not
+#    the monotonic one, 120 s ahead four times half a second apart. The job
+#    finishes (exit 0): no collective is called late.
+FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+if want clock && [ ! -e "$FAKETIME_LIB" ]; then
+    skipped=$((${skipped:-0} + 1)); echo "skip the clock step: no $FAKETIME_LIB (Debian's faketime, scripts/deps.sh test)"
+elif want clock; then
+    cfg "$F/t.cfg" 1500 collective_timeout=10
+    data t; mkdir -p "$F/t"; echo "+0" > "$F/t.time"
+    bg_ranks "$F/t1" 2 env LD_PRELOAD="$FAKETIME_LIB" FAKETIME_TIMESTAMP_FILE="$F/t.time" FAKETIME_NO_CACHE=1 \
+        FAKETIME_DONT_FAKE_MONOTONIC=1 "$PROG" classifier train "$F/t.data" "$F/t.cfg"
+    wait_iter "$F/t1" 3
+    for s in 120 240 360 480; do sleep 0.5; echo "+$s" > "$F/t.time"; done
+    stepped=$(grep -ac ': loss' "$F/t1.out")
+    for ((i = 0; i < 1200; ++i)); do [ -e "$F/t1.mrc" ] && break; sleep 0.1; done
+    if [ "$(cat "$F/t1.mrc" 2> /dev/null)" = 0 ] && [ -f "$F/t/t_final.weights" ] && [ "$stepped" -lt 1500 ] &&
+       ! grep -q 'did not complete in time\|did not arrive within' "$F/t1.err"; then
+        ok "the wall clock stepped 4 x 120 s ahead during training (by iteration $stepped of 1500), collective_timeout=10: the job finished, exit 0"
+    else bad "the wall clock stepped: mpiexec $(cat "$F/t1.mrc" 2> /dev/null), $stepped iterations at the last step; $(grep -a 'darknet-mn' "$F/t1.err" | head -2)"; fi
+fi
+
 # 7. scripts/mn_rerun.sh does not rerun a storage failure (74: a rerun at
 #    once meets the same full disk) nor a program not found (127).
 if want rerun; then

@@ -19,6 +19,8 @@ static int terminal_fd = -1;     /* the terminal's stderr, where this rank is re
 static int captured_fd = -1;     /* the buffer (or rank log) stderr writes into */
 static int captured_is_log;      /* MN_RANK_LOG: a file the user keeps, never trimmed */
 static FILE *terminal;
+static int log_failing;          /* rank 0's -log file refused its last write: said once on the terminal */
+static char log_path[4096];
 
 /* Above this the buffer starts over: the tail a crash replays is a few lines. */
 #define MN_CAPTURE_MAX (1 << 20)
@@ -32,6 +34,7 @@ int mn_output_rank0_only(int rank, const char *log0, char *why, size_t cap)
     int out, err;
     if (rank == 0) snprintf(path, sizeof path, "%s", log0);   /* -log FILE: hank-ai's flag */
     else if (dir && *dir) snprintf(path, sizeof path, "%s/rank-%d.log", dir, rank);
+    snprintf(log_path, sizeof log_path, "%s", path);
     if (path[0]) {   /* both streams into a file the user keeps: appended, so a requeued job's runs are all there */
         out = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (out < 0) {
@@ -70,6 +73,21 @@ int mn_output_error_fd(void) { return terminal_fd >= 0 ? terminal_fd : 2; }
 
 void mn_output_trim(void)
 {
+    /* A log file that refuses a write (a full disk): said once on the
+     * terminal, and once more when it takes the output again. */
+    if (captured_is_log && terminal) {
+        errno = 0;
+        int bad = fflush(stdout) != 0 || ferror(stdout) || ferror(stderr);
+        int err = errno;
+        if (bad && !log_failing)
+            fprintf(terminal, "darknet-mn: cannot write the log %s: %s; training goes on, its output lost until the "
+                    "file takes writes again\n", log_path, strerror(err ? err : EIO));
+        else if (!bad && log_failing)
+            fprintf(terminal, "darknet-mn: the log %s takes writes again\n", log_path);
+        log_failing = bad;
+        clearerr(stdout);
+        clearerr(stderr);
+    }
     if (captured_fd < 0 || captured_is_log) return;
     if (lseek(captured_fd, 0, SEEK_CUR) > MN_CAPTURE_MAX) {
         if (ftruncate(captured_fd, 0) == 0) lseek(captured_fd, 0, SEEK_SET);

@@ -17,7 +17,8 @@ FILE *mn_output_errors(void);
 FILE *mn_output_error_copy(void);
 /* The same as a file descriptor, for a signal handler. */
 int mn_output_error_fd(void);
-/* The captured stderr kept small: called once an iteration. */
+/* The captured stderr kept small, and a log file that refuses writes
+ * (-log on a full disk) said on the terminal: called once an iteration. */
 void mn_output_trim(void);
 /* The last lines Darknet printed to the captured stderr (its error() text
  * before an abort), written to the terminal. Async-signal-safe. */
