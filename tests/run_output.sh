@@ -42,8 +42,12 @@ for base in pjreddie alexeyab; do
                "classifier-valid classifier valid $X/cls.data $X/cls.cfg $X/backup/cls_final.weights"; do
         set -- $cmd
         name=$1; shift
-        # the 3-rank run last, so the weights the next command reads are the ones both counts saw
-        one=$(lines $base "$name" 1 "$@"); three=$(lines $base "$name" 3 "$@")
+        # the 3-rank run last, so the weights the next command reads are the ones both counts saw;
+        # each training from scratch once the last one's weights are gone (beside them it is refused)
+        [ "$2" = train ] && rm -f "$X/backup/$(basename "$4" .cfg)"_*.weights
+        one=$(lines $base "$name" 1 "$@")
+        [ "$2" = train ] && rm -f "$X/backup/$(basename "$4" .cfg)"_*.weights
+        three=$(lines $base "$name" 3 "$@")
         if [ "${one%% *}" = 0 ] && [ "${three%% *}" = 0 ] && [ "${one#* }" = "${three#* }" ]; then
             ok "$base $name: 1 rank and 3 ranks print the same lines (exit, lines, Region lines: $one)"
         else bad "$base $name: 1 rank '$one', 3 ranks '$three' (exit, lines, Region lines; see $X/$base-$name-3.log)"; fi
@@ -53,6 +57,7 @@ done
 # MN_RANK_LOG: ranks 1 and 2 write their own Darknet output into the folder;
 # the terminal still has rank 0's alone.
 mkdir -p "$X/ranklog"
+rm -f "$X/backup/det-pj"_*.weights
 timeout 120 $MPI -x MN_RANK_LOG="$X/ranklog" -n 3 ./darknet_mn detector train "$X/det.data" "$X/det-pj.cfg" > "$X/ranklog.out" 2>&1
 r0=$(grep -c Region "$X/ranklog.out"); r1=$(grep -c Region "$X/ranklog/rank-1.log" 2>/dev/null); r2=$(grep -c Region "$X/ranklog/rank-2.log" 2>/dev/null)
 if [ "$r0" -gt 0 ] && [ "$r1" = "$r0" ] && [ "$r2" = "$r0" ] && [ ! -e "$X/ranklog/rank-0.log" ]; then

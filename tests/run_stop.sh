@@ -239,9 +239,33 @@ if want rescue-taken; then
     fi
     wait $mp; mrc=$?
     if [ "$mrc" != 0 ] && [ -z "$(ls "$F/taken" | grep 'ckpt')" ] &&
-       grep -q "^darknet-mn: rank 0 ([^)]*): ending: no rescue: backup folder $F/taken now belongs to another run (its lock file names run 00000000deadbeef, this run is [0-9a-f]*)$" "$o.err"; then
+       grep -q "^darknet-mn: rank 0 ([^)]*): ending: no rescue: backup folder $F/taken now belongs to another job (its lock file names [^ ]* [0-9]* 00000000deadbeef; this job's rank 0 held it as [^ ]* [0-9]* [0-9a-f]*)$" "$o.err"; then
         ok "the folder's lock taken over, rank 1 killed: no rescue written (mpiexec $mrc): $(grep -ao 'no rescue: .*' "$o.err" | sed "s|$F/||")"
     else bad "rescue into a folder taken over: mpiexec $mrc, files $(ls "$F/taken" | tr '\n' ' '); $(grep -a 'darknet-mn' "$o.err" | head -3)"; fi
+fi
+# The same where the job that took the folder over resumed this run's
+# checkpoint and so carries its run id (issue 68.5): the record's host and
+# pid are another job's, and no rescue is written (before: the run ids
+# matched, and rank 0 wrote into the other job's folder).
+adopt_lock() {
+    python3 -c 'import sys; p = sys.argv[1]; f = open(p).read().split(" "); f[0] = "otherhost"; f[1] = "4242"; open(p, "w").write(" ".join(f))' "$1"
+}
+if want rescue-adopted; then
+    cfg "$F/adopt.cfg" 3000 collective_timeout=3 lock_lease=600 backup_interval=100000 save_interval=100000
+    data adopt; o=$F/adopt
+    timeout 120 $MPI -n 2 "$PROG" classifier train "$F/adopt.data" "$F/adopt.cfg" > "$o.out" 2> "$o.err" &
+    mp=$!
+    if wait_iter "$o" 20; then
+        signal_rank1 STOP "$F/adopt.data"
+        sleep 0.5
+        adopt_lock "$F/adopt/.darknet_mn.lock"
+        signal_rank1 KILL "$F/adopt.data"
+    fi
+    wait $mp; mrc=$?
+    if [ "$mrc" != 0 ] && [ -z "$(ls "$F/adopt" | grep 'ckpt')" ] &&
+       grep -q "^darknet-mn: rank 0 ([^)]*): ending: no rescue: backup folder $F/adopt now belongs to another job (its lock file names otherhost 4242 [0-9a-f]*; this job's rank 0 held it as " "$o.err"; then
+        ok "the folder taken over by a job that adopted this run's id, rank 1 killed: no rescue written (mpiexec $mrc)"
+    else bad "rescue into a folder taken over with this run's id: mpiexec $mrc, files $(ls "$F/adopt" | tr '\n' ' '); $(grep -a 'darknet-mn' "$o.err" | head -3)"; fi
 fi
 
 # Nor does the log: the lock file's run id changed as above while the job

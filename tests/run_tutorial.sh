@@ -36,6 +36,7 @@ for base_prog in $bases; do
         data=$(set_of "$layout") || { bad "$name: mn_shapes could not write the set"; continue; }
         s=$(dirname "$data")
         log=$U/$name.log
+        rm -f "$s"/backup/yolo_*.weights   # the other base's training of the set: beside it a run from scratch is refused
         on_ranks "$U/$name" 180 2 -- "$prog" detector train "$data" "$U/yolo.cfg" -dont_show -map -log "$log"
         # Which rule the base itself follows: pjreddie's the folder, the fork's beside.
         own=folder; [ "$base" = alexeyab ] && own=beside

@@ -63,6 +63,21 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The holder the lock file's record names: "<host> <pid> <run>", its first
+ * three words, into buf ("" where there is none). A job that took the
+ * folder over and resumed this run's checkpoint carries the same run, with
+ * its own host and pid. */
+static void lock_holder(const char *dir, char *buf, size_t cap)
+{
+    char path[4096], host[256] = "", pid[32] = "", run[32] = "";
+    snprintf(path, sizeof path, "%s/%s", dir, LOCK_NAME);
+    buf[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    if (fscanf(f, "%255s %31s %31s", host, pid, run) == 3) snprintf(buf, cap, "%s %s %s", host, pid, run);
+    fclose(f);
+}
+
 static uint64_t lock_run(const char *dir)
 {
     char path[4096];
@@ -290,6 +305,8 @@ mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const mn
                                     : MN_OK);
 }
 
+#define HOLDER 320
+
 /* The rescue: the checkpoint save writes (write_ckpt), from the arrays the
  * last completed update left (mn_optimizer_hold). */
 struct mn_rescue {
@@ -301,6 +318,7 @@ struct mn_rescue {
     const mn_best *best;
     uint64_t start;       /* the iteration the run started at */
     uint64_t run;         /* this run's id in the backup folder's lock file */
+    char holder[HOLDER];  /* rank 0's record there, "<host> <pid> <run>" (lock_holder), on every rank */
     int stopping;         /* every rank reached a stop's iteration end: the orderly checkpoint follows */
     int64_t noted_us;     /* when the last iteration ended (mn_now, microseconds; 0: none yet) */
     int64_t step_us;      /* the iterations' mean length (0: not measured yet) */
@@ -357,13 +375,15 @@ static void rescue_write(void *arg)
     if (stopping_together(r)) return;
     /* A job frozen past its lease may find the folder another's: its files
      * are not ours to add to. Read before the hold, which the update waits on. */
-    uint64_t run = lock_run(r->dir);
-    if (run != r->run) {
+    char holder[HOLDER];
+    lock_holder(r->dir, holder, sizeof holder);
+    if (strcmp(holder, r->holder)) {
         fprintf(mn_output_errors(), "darknet-mn: rank %d (%s): ending: no rescue: backup folder %s now belongs to "
-                "another run (its lock file names run %016llx, this run is %016llx)\n", r->c->rank, r->c->host,
-                r->dir, (unsigned long long)run, (unsigned long long)r->run);
+                "another job (its lock file names %s; this job's rank 0 held it as %s)\n", r->c->rank, r->c->host,
+                r->dir, holder[0] ? holder : "no holder", r->holder);
         return;
     }
+    uint64_t run = r->run;
     if (mn_optimizer_hold(r->o, &s) != 0) return;
     char path[4096], tmp[4224];
     ckpt_path(path, sizeof path, r->dir, r->base, s.iteration);
@@ -427,7 +447,9 @@ mn_status mn_rescue_open(mn_comm *c, network *net, mn_optimizer *o, const char *
     if (c->rank == 0) memcpy(text, experiment, n[0]);
     text[n[0]] = 0;
     MN_MPI(c, MPI_Bcast(text, (int)n[0], MPI_CHAR, 0, c->world));
-    *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net), n[1], 0, 0, 0};
+    *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net), n[1], "", 0, 0, 0};
+    if (c->rank == 0) lock_holder(dir, r->holder, sizeof r->holder);
+    MN_MPI(c, MPI_Bcast(r->holder, sizeof r->holder, MPI_CHAR, 0, c->world));
     if (rescue_writer(c)) mn_rescue_register(rescue_write, r);
     *out = r;
     return MN_OK;
