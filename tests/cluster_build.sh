@@ -56,7 +56,8 @@ as_user() {
     setpriv --reuid="$U" --regid="$U" --init-groups env -i HOME="$H" USER="$U" LOGNAME="$U" LANG=C.UTF-8 \
         PATH=/usr/local/bin:/usr/bin:/bin OMPI_MCA_rmaps_base_oversubscribe=1 bash -c "cd ~/darknet-mn && $1"
 }
-train() { echo "mpiexec -n 2 ./darknet_mn classifier train ~/c.data ~/c.cfg && ls ~/backup/c_final.weights"; }
+# Each row's training from scratch: the row before's weights go first (beside them it is refused).
+train() { echo "rm -f ~/backup/c_*.weights && mpiexec -n 2 ./darknet_mn classifier train ~/c.data ~/c.cfg && ls ~/backup/c_final.weights"; }
 
 # 1. Debian, not root, no sudo.
 as_user "make -j2 && $(train)" > "$F/debian.log" 2>&1
