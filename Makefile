@@ -113,8 +113,8 @@ $(error DARKNET=$(DARKNET): the bases are pjreddie (Debian's Darknet, the defaul
 endif
 # The upstream commits darknet-mn's patches are made for: Debian's source
 # package is pjreddie's; ../shared's snapshots are the forks'.
-PJ_UPSTREAM := https://github.com/pjreddie/darknet commit 61c9d02ec461e30d55762ec7669d6a1d3c356fb2 (2018-09-14)
-AB_UPSTREAM := https://github.com/AlexeyAB/darknet commit 59596d7880f6504768df41d6daa586f5cb2b932f (2025-12-15)
+PJ_UPSTREAM := https://github.com/pjreddie/darknet commit 61c9d02ec461e30d55762ec7669d6a1d3c356fb2
+AB_UPSTREAM := https://github.com/AlexeyAB/darknet commit 59596d7880f6504768df41d6daa586f5cb2b932f
 HK_UPSTREAM := https://github.com/hank-ai/darknet commit f684e1d75d4594298c8e73acc727ba6cf2e81c60 (v5.1-104-gf684e1d7)
 CUDA ?= /usr/local/cuda
 # The GPU architectures every base and the plugin are built for (compute

@@ -75,7 +75,7 @@ if want srun; then
     # (MN_RANKS_PER_NODE=2), so that it sums in the same order as 2 nodes
     # do, and the weights must be the same bits. Against 4 ranks on one node
     # (another order) the difference is float rounding grown over 40
-    # updates: 5.1e-5 on an AVX-512 Xeon (2026-11-29), under 1e-5 before.
+    # updates, so only the same order can be compared bit for bit.
     for comm in flat hierarchical two_dimensional; do
         job "mpiexec-$comm" 32 40 communicator=$comm
         timeout 120 $MPI -n 4 env MN_RANKS_PER_NODE=2 ./darknet_mn classifier train "$S/mpiexec-$comm.data" "$S/mpiexec-$comm.cfg" \

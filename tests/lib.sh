@@ -137,8 +137,8 @@ ended_with() {
 # signal_rank1 SIG DATA [RANK]: SIG to rank 1's (or RANK's) `$PROG
 # classifier|detector train DATA ...`, not its shell, under Open MPI or
 # MPICH (found in /proc: a bare GPU machine may lack pgrep). One grep reads
-# every process's command line: two commands per process took seconds on a
-# busy machine, in which a fast run of 400 updates had ended (CI, 2026-11-29).
+# every process's command line: two commands per process can take seconds on
+# a busy machine, in which a fast run of 400 updates may have ended.
 signal_rank1() {
     local f p r=${3:-1}
     for f in $(grep -lsaF -- "$PROG" /proc/[0-9]*/cmdline); do

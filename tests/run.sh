@@ -221,8 +221,8 @@ dc_cfg() { dbuf_cfg "$1" batch=4 max_batches="$2" -burn_in -- double_buffering=1
 train dc-2 1 "$(dc_cfg dc-2 7 1000)" "$(data dc-2)" "$w0"
 train dc-3 1 "$(dc_cfg dc-3 8 1000)" "$(data dc-3)" "$w0"
 train dc-3off 1 "$(dc_cfg dc-3off 8 0)" "$(data dc-3off)" "$w0"
-# 400 updates, the signal at the tenth: on a loaded machine the signal took
-# longer than the 40 updates of a 60-update run (CI, 2026-11-29), about 0.5 s.
+# 400 updates, the signal at the tenth: on a loaded machine a signal can take
+# longer than the 40 updates of a shorter run.
 train dc-ref 2 "$(dc_cfg dc-ref 400 1000)" "$(data dc-ref)" "$w0"
 dcs=$(dc_cfg dc-stop 400 1000)
 train dc-stop 2 "$dcs" "$(data dc-stop)" "$w0" &
