@@ -215,57 +215,52 @@ if want rescue-nodes; then
     else bad "bounded rescue: writers '$writers'; $(rcs "$F/nodes-again" 2); $(grep -h 'resuming\|removed' "$F/nodes-again.out.0"); $(ls "$F/nodes" | tr '\n' ' ')"; fi
 fi
 
-# take_lock FILE: the lock record FILE names run 00000000deadbeef, as after
-# another run took the folder over (its other fields kept).
-take_lock() {
-    python3 -c 'import sys; p = sys.argv[1]; f = open(p).read().split(" "); f[2] = "00000000deadbeef"; open(p, "w").write(" ".join(f))' "$1"
+# edit_lock FILE FIELD=VALUE...: fields of the lock record FILE (0 host,
+# 1 pid, 2 run) replaced, as after another job took the folder over.
+edit_lock() {
+    python3 -c 'import sys; p = sys.argv[1]; f = open(p).read().split(" ")
+for a in sys.argv[2:]: k, v = a.split("="); f[int(k)] = v
+open(p, "w").write(" ".join(f))' "$@"
 }
-# A rescue writes nothing into a folder another run took over (a job
-# frozen past its lease, then lost): rank 1 stopped at iteration 20 (rank 0
-# then waits in the allreduce, writing nothing), the lock file's run id
-# changed (lock_lease=600: the renewal, every 100 s, does not find out
-# first), then rank 1 killed: rank 0 says it writes no rescue, and the
-# folder holds no checkpoint (before: the last update's).
-if want rescue-taken; then
-    cfg "$F/taken.cfg" 3000 collective_timeout=3 lock_lease=600 backup_interval=100000 save_interval=100000
-    data taken; o=$F/taken
-    timeout 120 $MPI -n 2 "$PROG" classifier train "$F/taken.data" "$F/taken.cfg" > "$o.out" 2> "$o.err" &
+# rescue_taken NAME PATTERN EDIT...: a rescue writes nothing into a folder
+# another job took over (a job frozen past its lease, then lost): rank 1
+# stopped at iteration 20 (rank 0 then waits in the allreduce, writing
+# nothing), the lock record edited (edit_lock's EDITs; lock_lease=600: the
+# renewal, every 100 s, does not find out first), then rank 1 killed: rank
+# 0's line matches PATTERN, and the folder holds no checkpoint (before: the
+# last update's). Sets rescue_rc (mpiexec's status) and rescue_ok.
+rescue_taken() {
+    local name=$1 pat=$2 o=$F/$1 mp; shift 2
+    cfg "$F/$name.cfg" 3000 collective_timeout=3 lock_lease=600 backup_interval=100000 save_interval=100000
+    data "$name"
+    timeout 120 $MPI -n 2 "$PROG" classifier train "$F/$name.data" "$F/$name.cfg" > "$o.out" 2> "$o.err" &
     mp=$!
     if wait_iter "$o" 20; then
-        signal_rank1 STOP "$F/taken.data"
+        signal_rank1 STOP "$F/$name.data"
         sleep 0.5
-        take_lock "$F/taken/.darknet_mn.lock"
-        signal_rank1 KILL "$F/taken.data"
+        edit_lock "$F/$name/.darknet_mn.lock" "$@"
+        signal_rank1 KILL "$F/$name.data"
     fi
-    wait $mp; mrc=$?
-    if [ "$mrc" != 0 ] && [ -z "$(ls "$F/taken" | grep 'ckpt')" ] &&
-       grep -q "^darknet-mn: rank 0 ([^)]*): ending: no rescue: backup folder $F/taken now belongs to another job (its lock file names [^ ]* [0-9]* 00000000deadbeef; this job's rank 0 held it as [^ ]* [0-9]* [0-9a-f]*)$" "$o.err"; then
-        ok "the folder's lock taken over, rank 1 killed: no rescue written (mpiexec $mrc): $(grep -ao 'no rescue: .*' "$o.err" | sed "s|$F/||")"
-    else bad "rescue into a folder taken over: mpiexec $mrc, files $(ls "$F/taken" | tr '\n' ' '); $(grep -a 'darknet-mn' "$o.err" | head -3)"; fi
+    wait $mp; rescue_rc=$?
+    rescue_ok=0
+    [ "$rescue_rc" != 0 ] && [ -z "$(ls "$F/$name" | grep 'ckpt')" ] && grep -q "$pat" "$o.err" && rescue_ok=1
+}
+# Another run's id in the record.
+if want rescue-taken; then
+    rescue_taken taken "^darknet-mn: rank 0 ([^)]*): ending: no rescue: backup folder $F/taken now belongs to another job (its lock file names [^ ]* [0-9]* 00000000deadbeef; this job's rank 0 held it as [^ ]* [0-9]* [0-9a-f]*)$" 2=00000000deadbeef
+    if [ $rescue_ok = 1 ]; then
+        ok "the folder's lock taken over, rank 1 killed: no rescue written (mpiexec $rescue_rc): $(grep -ao 'no rescue: .*' "$F/taken.err" | sed "s|$F/||")"
+    else bad "rescue into a folder taken over: mpiexec $rescue_rc, files $(ls "$F/taken" | tr '\n' ' '); $(grep -a 'darknet-mn' "$F/taken.err" | head -3)"; fi
 fi
 # The same where the job that took the folder over resumed this run's
 # checkpoint and so carries its run id (issue 68.5): the record's host and
 # pid are another job's, and no rescue is written (before: the run ids
 # matched, and rank 0 wrote into the other job's folder).
-adopt_lock() {
-    python3 -c 'import sys; p = sys.argv[1]; f = open(p).read().split(" "); f[0] = "otherhost"; f[1] = "4242"; open(p, "w").write(" ".join(f))' "$1"
-}
 if want rescue-adopted; then
-    cfg "$F/adopt.cfg" 3000 collective_timeout=3 lock_lease=600 backup_interval=100000 save_interval=100000
-    data adopt; o=$F/adopt
-    timeout 120 $MPI -n 2 "$PROG" classifier train "$F/adopt.data" "$F/adopt.cfg" > "$o.out" 2> "$o.err" &
-    mp=$!
-    if wait_iter "$o" 20; then
-        signal_rank1 STOP "$F/adopt.data"
-        sleep 0.5
-        adopt_lock "$F/adopt/.darknet_mn.lock"
-        signal_rank1 KILL "$F/adopt.data"
-    fi
-    wait $mp; mrc=$?
-    if [ "$mrc" != 0 ] && [ -z "$(ls "$F/adopt" | grep 'ckpt')" ] &&
-       grep -q "^darknet-mn: rank 0 ([^)]*): ending: no rescue: backup folder $F/adopt now belongs to another job (its lock file names otherhost 4242 [0-9a-f]*; this job's rank 0 held it as " "$o.err"; then
-        ok "the folder taken over by a job that adopted this run's id, rank 1 killed: no rescue written (mpiexec $mrc)"
-    else bad "rescue into a folder taken over with this run's id: mpiexec $mrc, files $(ls "$F/adopt" | tr '\n' ' '); $(grep -a 'darknet-mn' "$o.err" | head -3)"; fi
+    rescue_taken adopt "^darknet-mn: rank 0 ([^)]*): ending: no rescue: backup folder $F/adopt now belongs to another job (its lock file names otherhost 4242 [0-9a-f]*; this job's rank 0 held it as " 0=otherhost 1=4242
+    if [ $rescue_ok = 1 ]; then
+        ok "the folder taken over by a job that adopted this run's id, rank 1 killed: no rescue written (mpiexec $rescue_rc)"
+    else bad "rescue into a folder taken over with this run's id: mpiexec $rescue_rc, files $(ls "$F/adopt" | tr '\n' ' '); $(grep -a 'darknet-mn' "$F/adopt.err" | head -3)"; fi
 fi
 
 # Nor does the log: the lock file's run id changed as above while the job
@@ -279,7 +274,7 @@ if want log-taken; then
     mp=$!
     n0=
     if wait_iter "$o" 20; then
-        take_lock "$F/logt/.darknet_mn.lock"
+        edit_lock "$F/logt/.darknet_mn.lock" 2=00000000deadbeef
         n0=$(wc -l < "$F/logt/logt_log.csv")
     fi
     wait $mp; mrc=$?

@@ -97,14 +97,17 @@ static mn_status check_names(mn_comm *c, const char *dir, const char *base, int 
     if (c->rank != 0) return mn_agree(c, MN_OK);
     char digits[32], longest[512] = "";
     snprintf(digits, sizeof digits, "%d", max_batches > 0 ? max_batches : 1);
-    const char *suffixes[][2] = {{".ckpt-", digits}, {"_", digits}, {"_final.weights", ""}, {"_best.weights", ""},
-                                 {".backup", ""}, {"_log.csv", ""}, {"_chart.png", ""}};
+    /* Each name is base + a word, an iteration where one is written, and an ending. */
+    const char *names[][3] = {{".ckpt-", digits, ""}, {"_", digits, ".weights"}, {"_final.weights", "", ""},
+                              {"_best.weights", "", ""}, {".backup", "", ""}, {"_log.csv", "", ""},
+                              {"_chart.png", "", ""}};
     size_t most = 0;
-    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; ++i) {
-        size_t n = strlen(base) + strlen(suffixes[i][0]) + strlen(suffixes[i][1]) + (i == 1 ? 8 : 0);
+    for (size_t i = 0; i < sizeof names / sizeof *names; ++i) {
+        char name[512];
+        size_t n = (size_t)snprintf(name, sizeof name, "%s%s%s%s", base, names[i][0], names[i][1], names[i][2]);
         if (n > most) {
             most = n;
-            snprintf(longest, sizeof longest, "%s%s%s%s", base, suffixes[i][0], suffixes[i][1], i == 1 ? ".weights" : "");
+            snprintf(longest, sizeof longest, "%s", name);
         }
     }
     size_t tmp = strlen(".tmp.") + strlen(c->host) + 2 * (1 + 7);   /* ".<pid>.<tid>", 7 digits each at most */
@@ -624,10 +627,12 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
             printf("darknet-mn: an earlier run of this job (%s) finished: checkpoint %s is at max_batches %d and "
                    "%s/%s_final.weights was written after it; nothing left to do\n", job, r->path, in.max_batches,
                    dir, base);
-        else if (it >= (size_t)in.max_batches && r->found)
+        else if (it >= (size_t)in.max_batches && r->found) {
+            char anew[8192];
+            mn_backup_anew(dir, base, anew, sizeof anew);
             mn_error(c, "checkpoint %s is at iteration %zu and the cfg's max_batches is %d: nothing to train; raise "
-                     "max_batches to go on, or move its files aside (mkdir %s/old && mv %s/%s.ckpt-* %s/%s_*.weights "
-                     "%s/old/) to start anew", r->path, it, in.max_batches, dir, dir, base, dir, base, dir);
+                     "max_batches to go on, or %s", r->path, it, in.max_batches, anew);
+        }
         else if (it >= (size_t)in.max_batches)
             mn_error(c, "weights file %s is at iteration %zu and the cfg's max_batches is %d: nothing to train; "
                      "raise max_batches to go on, or add -clear to start from it at iteration 0", weightfile, it,

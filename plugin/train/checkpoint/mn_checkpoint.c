@@ -63,32 +63,29 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+#define HOLDER 320
+
+/* The run id of a holder (lock_holder's text); 0 for none. */
+static uint64_t holder_run(const char *holder)
+{
+    unsigned long long run = 0;
+    return sscanf(holder, "%*s %*s %llx", &run) == 1 ? run : 0;
+}
+
 /* The holder the lock file's record names: "<host> <pid> <run>", its first
- * three words, into buf ("" where there is none). A job that took the
- * folder over and resumed this run's checkpoint carries the same run, with
- * its own host and pid. */
-static void lock_holder(const char *dir, char *buf, size_t cap)
+ * three words, into buf (HOLDER bytes; "" where there is none), and its
+ * run id. A job that took the folder over and resumed this run's
+ * checkpoint carries the same run, with its own host and pid. */
+static uint64_t lock_holder(const char *dir, char *buf)
 {
     char path[4096], host[256] = "", pid[32] = "", run[32] = "";
     snprintf(path, sizeof path, "%s/%s", dir, LOCK_NAME);
     buf[0] = 0;
     FILE *f = fopen(path, "r");
-    if (!f) return;
-    if (fscanf(f, "%255s %31s %31s", host, pid, run) == 3) snprintf(buf, cap, "%s %s %s", host, pid, run);
+    if (!f) return 0;
+    if (fscanf(f, "%255s %31s %31s", host, pid, run) == 3) snprintf(buf, HOLDER, "%s %s %s", host, pid, run);
     fclose(f);
-}
-
-static uint64_t lock_run(const char *dir)
-{
-    char path[4096];
-    unsigned long long run = 0;
-    snprintf(path, sizeof path, "%s/%s", dir, LOCK_NAME);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        if (fscanf(f, "%*s %*s %llx", &run) != 1) run = 0;
-        fclose(f);
-    }
-    return run;
+    return holder_run(buf);
 }
 
 /* A checkpoint's header, either format (*old: MNCKPT02), and its experiment
@@ -285,7 +282,8 @@ static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const cha
     ckpt_path(path, sizeof path, dir, base, it);
     size_t nmom = 0, np = mn_params_count(net), nexp = experiment ? strlen(experiment) : 0;
     float *mom = mn_optimizer_host_state(o, net, 0, &nmom);
-    uint64_t run = lock_run(dir);
+    char holder[HOLDER];
+    uint64_t run = lock_holder(dir, holder);
     mn_net_info in = mn_net_get(net);
     ckpt_header h = {{0}, (uint32_t)c->size, (uint32_t)(in.batch * in.subdivisions), it, mn_net_seen(net),
                      np, nmom, run, now_ns(), nexp, best ? best->score : -1, best ? best->iteration : 0};
@@ -305,8 +303,6 @@ mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const mn
                                     : MN_OK);
 }
 
-#define HOLDER 320
-
 /* The rescue: the checkpoint save writes (write_ckpt), from the arrays the
  * last completed update left (mn_optimizer_hold). */
 struct mn_rescue {
@@ -317,8 +313,8 @@ struct mn_rescue {
     char *experiment;     /* rank 0's, on every rank */
     const mn_best *best;
     uint64_t start;       /* the iteration the run started at */
-    uint64_t run;         /* this run's id in the backup folder's lock file */
-    char holder[HOLDER];  /* rank 0's record there, "<host> <pid> <run>" (lock_holder), on every rank */
+    char holder[HOLDER];  /* rank 0's record in the backup folder's lock file, "<host> <pid> <run>"
+                             (lock_holder), on every rank; the run id is its third word */
     int stopping;         /* every rank reached a stop's iteration end: the orderly checkpoint follows */
     int64_t noted_us;     /* when the last iteration ended (mn_now, microseconds; 0: none yet) */
     int64_t step_us;      /* the iterations' mean length (0: not measured yet) */
@@ -376,14 +372,14 @@ static void rescue_write(void *arg)
     /* A job frozen past its lease may find the folder another's: its files
      * are not ours to add to. Read before the hold, which the update waits on. */
     char holder[HOLDER];
-    lock_holder(r->dir, holder, sizeof holder);
+    lock_holder(r->dir, holder);
     if (strcmp(holder, r->holder)) {
         fprintf(mn_output_errors(), "darknet-mn: rank %d (%s): ending: no rescue: backup folder %s now belongs to "
                 "another job (its lock file names %s; this job's rank 0 held it as %s)\n", r->c->rank, r->c->host,
                 r->dir, holder[0] ? holder : "no holder", r->holder);
         return;
     }
-    uint64_t run = r->run;
+    uint64_t run = holder_run(r->holder);
     if (mn_optimizer_hold(r->o, &s) != 0) return;
     char path[4096], tmp[4224];
     ckpt_path(path, sizeof path, r->dir, r->base, s.iteration);
@@ -438,17 +434,17 @@ mn_status mn_rescue_open(mn_comm *c, network *net, mn_optimizer *o, const char *
 {
     *out = NULL;
     if (!mn_optimizer_rescues(o)) return MN_OK;   /* off for this run */
-    uint64_t n[2] = {c->rank == 0 && experiment ? strlen(experiment) : 0, c->rank == 0 ? lock_run(dir) : 0};
-    MN_MPI(c, MPI_Bcast(n, 2, MPI_UINT64_T, 0, c->world));
+    uint64_t n = c->rank == 0 && experiment ? strlen(experiment) : 0;
+    MN_MPI(c, MPI_Bcast(&n, 1, MPI_UINT64_T, 0, c->world));
     mn_rescue *r = calloc(1, sizeof *r);
-    char *text = r ? malloc(n[0] + 1) : NULL;
+    char *text = r ? malloc(n + 1) : NULL;
     mn_status s = mn_agree(c, text ? MN_OK : MN_ERR_NOMEM);
     if (s != MN_OK) { free(r); free(text); return s; }
-    if (c->rank == 0) memcpy(text, experiment, n[0]);
-    text[n[0]] = 0;
-    MN_MPI(c, MPI_Bcast(text, (int)n[0], MPI_CHAR, 0, c->world));
-    *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net), n[1], "", 0, 0, 0};
-    if (c->rank == 0) lock_holder(dir, r->holder, sizeof r->holder);
+    if (c->rank == 0) memcpy(text, experiment, n);
+    text[n] = 0;
+    MN_MPI(c, MPI_Bcast(text, (int)n, MPI_CHAR, 0, c->world));
+    *r = (mn_rescue){c, net, o, dir, base, text, best, mn_base_iteration(net), "", 0, 0, 0};
+    if (c->rank == 0) lock_holder(dir, r->holder);
     MN_MPI(c, MPI_Bcast(r->holder, sizeof r->holder, MPI_CHAR, 0, c->world));
     if (rescue_writer(c)) mn_rescue_register(rescue_write, r);
     *out = r;
@@ -674,9 +670,11 @@ static int first_to_try(const uint64_t *gens, const uint64_t *runs, const uint64
     return best;
 }
 
-/* How a refusal of the checkpoints in dir says to start anew. */
-#define START_ANEW "move its files aside (mkdir %s/old && mv %s/%s.ckpt-* %s/%s_*.weights %s/old/) to start " \
-                   "this run anew there, or give the data cfg another backup= folder"
+void mn_backup_anew(const char *dir, const char *base, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "move its files aside (mkdir %s/old && mv %s/%s.ckpt-* %s/%s_*.weights %s/old/) to start "
+             "this run anew there, or give the data cfg another backup= folder", dir, dir, base, dir, base, dir);
+}
 
 /* Rank 0: the checkpoint that verifies and comes first (first_to_try), into
  * buf (np + nmom floats) and *h; corrupt ones are named and skipped. 1
@@ -689,7 +687,7 @@ static int find_rank0(const mn_comm *c, const char *dir, const char *base, const
     uint64_t gens[MAX_GENERATIONS], written[MAX_GENERATIONS], runs[MAX_GENERATIONS];
     int n = list_gens(dir, base, gens, MAX_GENERATIONS), m = 0, old;
     char anew[8192];
-    snprintf(anew, sizeof anew, START_ANEW, dir, dir, base, dir, base, dir);
+    mn_backup_anew(dir, base, anew, sizeof anew);
     for (int i = 0; i < n; ++i) {
         ckpt_path(path, cap, dir, base, gens[i]);
         if (!peek_ckpt(path, h, &old)) {

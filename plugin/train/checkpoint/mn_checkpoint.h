@@ -49,6 +49,9 @@ int mn_backup_mine(mn_lock *lock);
  * run of this same job (a Slurm requeue, an mn_rerun.sh attempt), released
  * or not; else NULL. */
 const char *mn_backup_rerun_of(const mn_lock *lock);
+/* How a refusal of base's checkpoints in dir says to start anew: the
+ * command that moves them aside, or another folder. */
+void mn_backup_anew(const char *dir, const char *base, char *buf, size_t cap);
 /* Rank 0: the run id of the record the lock found, whichever job's (the
  * folder's last run); 0 where there was none. */
 uint64_t mn_backup_last_run(const mn_lock *lock);
