@@ -7,6 +7,8 @@
 #    list and the batches are known, so is every image a rank loads); the
 #    weights with the cache equal those without, bit for bit, in
 #    deterministic and in random (augmenting) mode;
+#  - the default cache_mb sized from the job's memory (Slurm's --mem or
+#    --mem-per-cpu, a memory cgroup's limit);
 #  - loader threads: the startup line gives the cores a rank may use divided
 #    by the ranks sharing them.
 # Run by tests/run.sh (T, D, TEST_BIN, MPI set there), or alone after make:
@@ -85,6 +87,38 @@ if [ -n "$hits" ] && [ $((hits)) = 488 ] && cache_line rand-off | grep -q ': 0 h
     ok "random mode: 488 loads either way ($(cache_line rand-on | cut -d: -f3 | cut -d';' -f1))"
 else bad "random mode counts: '$(cache_line rand-on)' / '$(cache_line rand-off)'"; fi
 same_weights rand-on rand-off
+
+# The default cache: a quarter of what the job may use on the node over
+# its ranks there, the least of the machine's memory, Slurm's --mem (or
+# --mem-per-cpu x the node's cpus) and the cgroup's limit; rank 0 says which.
+sized() { grep -o 'image cache [0-9]* MiB ([^)]*)' "$G/$1.out"; }
+for m in mem cpu cg; do setup $m 4 2; done
+SLURM_MEM_PER_NODE=512 run mem 2 -x SLURM_MEM_PER_NODE
+if [ "$(sized mem)" = "image cache 64 MiB (a quarter of 512 MiB, Slurm's --mem, over 2 ranks)" ]; then ok "2 ranks, --mem=512M: $(sized mem)"
+else bad "the cache under Slurm's --mem=512M: '$(sized mem)' (exit $(cat "$G/mem.rc"))"; fi
+SLURM_MEM_PER_CPU=100 SLURM_CPUS_ON_NODE=4 run cpu 2 -x SLURM_MEM_PER_CPU -x SLURM_CPUS_ON_NODE
+if [ "$(sized cpu)" = "image cache 50 MiB (a quarter of 400 MiB, Slurm's --mem-per-cpu x the node's cpus, over 2 ranks)" ]; then
+    ok "2 ranks, --mem-per-cpu=100M on 4 cpus: $(sized cpu)"
+else bad "the cache under Slurm's --mem-per-cpu: '$(sized cpu)' (exit $(cat "$G/cpu.rc"))"; fi
+# A memory cgroup of its own, 768 MiB (v1's memory.limit_in_bytes or
+# v2's memory.max), where this machine lets root make one.
+CG=
+if v1=$(sed -n 's/^[0-9]*:[^:]*memory[^:]*:\(.*\)/\1/p' /proc/self/cgroup) && [ -n "$v1" ] &&
+   mkdir "/sys/fs/cgroup/memory${v1%/}/mn-engine-$$" 2> /dev/null; then
+    CG=/sys/fs/cgroup/memory${v1%/}/mn-engine-$$; echo $((768 << 20)) > "$CG/memory.limit_in_bytes" || CG=
+elif v2=$(sed -n 's/^0::\(.*\)/\1/p' /proc/self/cgroup) && grep -qw memory /sys/fs/cgroup/cgroup.controllers 2> /dev/null &&
+     mkdir "/sys/fs/cgroup${v2%/}/mn-engine-$$" 2> /dev/null; then
+    CG=/sys/fs/cgroup${v2%/}/mn-engine-$$; echo $((768 << 20)) > "$CG/memory.max" || CG=
+fi
+if [ -z "$CG" ]; then
+    skipped=$((${skipped:-0} + 1)); echo "skip the cgroup's limit: no memory cgroup can be made here"
+else
+    (echo $BASHPID > "$CG/cgroup.procs" && run cg 2)
+    rmdir "$CG" 2> /dev/null
+    if [ "$(sized cg)" = "image cache 96 MiB (a quarter of 768 MiB, the job's cgroup limit, over 2 ranks)" ]; then
+        ok "2 ranks in a cgroup of 768 MiB: $(sized cg)"
+    else bad "the cache in a 768 MiB cgroup: '$(sized cg)' (exit $(cat "$G/cg.rc"))"; fi
+fi
 
 # Loader threads: a rank's cores over the ranks sharing them.
 line() { grep -o '[0-9]* loader threads\? ([0-9]* cores\?, [0-9]* ranks\? on them)' "$G/$1.out"; }

@@ -199,6 +199,14 @@ if all_rc "$E/two1" 2 0 && [ -n "$rel1" ] && awk "BEGIN{exit !($rel1 <= 1e-5)}";
 else bad "sync_bn=1 end to end: relative difference '$rel1' (see $E/two1.err.*)"; fi
 if all_rc "$E/two0" 2 0 && [ -n "$rel0" ] && awk "BEGIN{exit !($rel0 > 1e-4)}"; then ok "sync_bn=0: per-rank batch norm differs measurably (relative difference $rel0)"
 else bad "sync_bn=0 end to end: relative difference '$rel0'"; fi
+# Rank 0 says so where it differs: a warning for 4 images a rank, a note
+# for 16 (ctrain above); nothing on 1 rank or with sync_bn=1.
+BNW="batch norm (layer 0 on) normalizes over each rank's"
+if grep -q "^darknet-mn: warning: $BNW 4 images of a pass (batch/subdivisions), one process with the global batch over 8: not the same training, and statistics of so few images are noisy; sync_bn=1" "$E/two0.out.0" &&
+   grep -q "^darknet-mn: $BNW 16 images of a pass (batch/subdivisions), one process with the global batch over 32: not the same training; sync_bn=1" "$E/ctrain.out.0" &&
+   ! grep -q "$BNW" "$E/one0.out.0" "$E/two1.out.0" "$E/two0.out.1"; then
+    ok "sync_bn=0 on 2 ranks: rank 0 says batch norm differs from one process ($(grep -o 'over each.*global batch over 8' "$E/two0.out.0")); not on 1 rank nor with sync_bn=1"
+else bad "sync_bn=0's word: $(grep -h "$BNW" "$E/two0.out.0" "$E/ctrain.out.0" "$E/one0.out.0" "$E/two1.out.0" | head -3)"; fi
 
 echo "-- user errors (one message, every rank exits non-zero, no hang)"
 # expect NAME NP PATTERN ARGS...: ./darknet_mn ARGS fails everywhere with

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Storage faults as clusters have them (docs/user-guide.md, "When storage
-# fails"): a full disk at the final save with checkpoints off, -log on a
+# fails"): a full disk at the final save before any checkpoint, -log on a
 # full disk, a name too long for the file system, checkpoints none of which
 # loads, a finished training submitted again, the lock file removed under
-# a running job, a step of the wall clock.
+# a running job, a step of the wall clock, a crash of every rank.
 # Nothing trained is lost and nothing is started over silently. Each full
 # disk is a small tmpfs in a mount namespace of the job's own (unshare -m),
 # so nothing is mounted on the machine. Run by tests/run.sh (T, D,
@@ -63,9 +63,10 @@ full() {
 if ! unshare -m true 2> /dev/null; then
     skipped=$((${skipped:-0} + 3)); echo "skip the full-disk rows: unshare -m needs root here"
 else
-    # 1. The final save on a full disk, checkpoints off (the default): rank 0
-    #    retries; the space freed meanwhile, the job ends 0 with the final
-    #    weights of a run on a roomy disk, bit for bit.
+    # 1. The final save on a full disk, no checkpoint written (a run
+    #    shorter than checkpoint_minutes): rank 0 retries; the space freed
+    #    meanwhile, the job ends 0 with the final weights of a run on a
+    #    roomy disk, bit for bit.
     if want full-freed; then
         cfg "$F/f.cfg" 6
         data ref; run ref 2 "$F/f.cfg"
@@ -74,7 +75,7 @@ else
         if all_rc "$F/ff" 2 0 && grep -q "cannot write weights $F/ff/fs/f_final.weights: No space left on device; retrying for up to 120 s (save_retry)" "$F/ff.err" &&
            grep -q "wrote weights $F/ff/fs/f_final.weights after [0-9]* failed tr" "$F/ff.err" &&
            "$W" "$F/ff/kept/f_final.weights" "$F/ref/f_final.weights" 0 > "$F/ff.cmp"; then
-            ok "the final save on a full disk, checkpoints off: retried until space was freed, exit 0, the final weights = a roomy run's ($(cat "$F/ff.cmp"))"
+            ok "the final save on a full disk, no checkpoint: retried until space was freed, exit 0, the final weights = a roomy run's ($(cat "$F/ff.cmp"))"
         else bad "the final save on a full disk, space freed: rc $(rcs "$F/ff" 2); $(head -3 "$F/ff.err"); $(ls "$F/ff/kept" 2> /dev/null | tr '\n' ' ')"; fi
     fi
     # 2. Never freed (save_retry=2): exit 74 on every rank within the bound,
@@ -135,7 +136,7 @@ if want corrupt; then
     else bad "corrupt checkpoints: rc $(rcs "$F/c" 2); $(head -4 "$F/c.err")"; fi
 fi
 
-# 5. A finished training (checkpoints off) submitted again with -clear, as
+# 5. A finished training (no checkpoint written) submitted again with -clear, as
 #    a fine-tuning job's flags hold it: refused with 64 before writing,
 #    _final and _best untouched; with checkpoints, the same command goes on
 #    from the newest one instead of starting over.
@@ -196,6 +197,28 @@ elif want clock; then
        ! grep -q 'did not complete in time\|did not arrive within' "$F/t1.err"; then
         ok "the wall clock stepped 4 x 120 s ahead during training (by iteration $stepped of 1500), collective_timeout=10: the job finished, exit 0"
     else bad "the wall clock stepped: mpiexec $(cat "$F/t1.mrc" 2> /dev/null), $stepped iterations at the last step; $(grep -a 'darknet-mn' "$F/t1.err" | head -2)"; fi
+fi
+
+# 9. A crash (every rank killed at once, as a lost node does: no rank is
+#    left to write a rescue) loses at most checkpoint_minutes of training:
+#    with 0.02 (1.2 s), both ranks are killed once two such checkpoints
+#    were written; the same command goes on from the newest, never from
+#    iteration 0.
+if want crash; then
+    cfg "$F/k.cfg" 100000 checkpoint_minutes=0.02
+    data k; mkdir -p "$F/k"
+    bg_ranks "$F/k1" 2 "$PROG" classifier train "$F/k.data" "$F/k.cfg"
+    for ((i = 0; i < 1200; ++i)); do [ "$(grep -ac '(checkpoint_minutes)$' "$F/k1.out" 2> /dev/null)" -ge 2 ] && break; sleep 0.1; done
+    rank_signal KILL "$F/k1" 0; rank_signal KILL "$F/k1" 1
+    for ((i = 0; i < 600; ++i)); do [ -e "$F/k1.mrc" ] && break; sleep 0.1; done
+    last=$(grep -a '(checkpoint_minutes)$' "$F/k1.out" | tail -1 | cut -d' ' -f2 | tr -d :)
+    sed -i "s/^max_batches=.*/max_batches=$((${last:-0} + 400))/" "$F/k.cfg"
+    run k 2 "$F/k.cfg"
+    from=$(grep -o "^darknet-mn: resuming from checkpoint $F/k/k.ckpt-[0-9]*: iteration [0-9]*" "$F/k.out" | awk '{print $NF}')
+    if [ -n "$last" ] && [ "$last" -gt 0 ] && [ -n "$from" ] && [ "$from" -ge "$last" ] && all_rc "$F/k" 2 0 &&
+       grep -q "^$((from + 1)): loss" "$F/k.out" && [ -f "$F/k/k_final.weights" ]; then
+        ok "a crash, checkpoint_minutes=0.02: both ranks killed after the checkpoint at $last, the rerun went on from iteration $from"
+    else bad "a crash with checkpoint_minutes: last written ${last:-none}, resumed from ${from:-none}, rc $(rcs "$F/k" 2); $(head -2 "$F/k.err")"; fi
 fi
 
 # 7. scripts/mn_rerun.sh does not rerun a storage failure (74: a rerun at

@@ -195,6 +195,8 @@ typedef struct {
     mn_base_loader *loader;
     int resizes, count;   /* random=1: every rank draws a new size every 10 iterations */
     double start, avg_loss;
+    double checkpointed;  /* rank 0's clock at the last checkpoint (or the start) */
+    int timed;            /* checkpoint_minutes wrote one: so is the end, as checkpoint_interval's */
     size_t first_batch, last_eval;
     mn_eval_state *ev;
     mn_report *rep;
@@ -209,6 +211,7 @@ typedef struct {
     int signaled;       /* ranks a stop signal reached */
     int stop_sig;       /* the signal that reached the most of them */
     int lost;           /* another job took the backup folder over */
+    int due;            /* checkpoint_minutes have passed on rank 0's clock */
 } train_step;
 
 /* The banner, the image cache and the loader (on error, what was made is
@@ -220,7 +223,8 @@ static mn_status run_open(train_run *r)
     int imgs = r->in.batch * r->in.subdivisions;   /* per rank, per update */
     r->global_imgs = (long)imgs * c->size;
     int threads, cores, sharing, blas = mn_blas_threads();
-    r->cache_mb = mn_cache_budget_mb(c, opt);
+    char sized[160];
+    r->cache_mb = mn_cache_budget_mb(c, opt, sized, sizeof sized);
     MN_CHECK(mn_agree(c, mn_loader_threads(c, &threads, &cores, &sharing)));
     if (c->rank == 0) {
         printf("darknet-mn: %s on %d ranks (%d node%s), communicator %s, batch %d x %d ranks = %ld images per update, "
@@ -237,9 +241,9 @@ static mn_status run_open(train_run *r)
         int cpu = mn_gpu_device(c) < 0;
         if (mn_dnnl_describe(r->net, mn_base_dnnl_ops(), what, sizeof what) || (cpu && !mn_dnnl_engine(what, sizeof what)))
             snprintf(conv, sizeof conv, "; convolution %s", what);
-        printf("darknet-mn: rank 0: gemm %s%s; %d loader thread%s (%d core%s, %d rank%s on them); image cache %zu MiB\n",
-               gemm, conv, threads, threads > 1 ? "s" : "", cores, cores > 1 ? "s" : "", sharing, sharing > 1 ? "s" : "",
-               r->cache_mb);
+        printf("darknet-mn: rank 0: gemm %s%s; %d loader thread%s (%d core%s, %d rank%s on them); image cache %zu MiB "
+               "(%s)\n", gemm, conv, threads, threads > 1 ? "s" : "", cores, cores > 1 ? "s" : "", sharing,
+               sharing > 1 ? "s" : "", r->cache_mb, sized);
         if (opt->eval_interval <= 0 && opt->eval_epochs > 0) {   /* -map: when, as the fork would */
             size_t each = (size_t)opt->eval_epochs * r->shard->global_n / (size_t)r->global_imgs;
             printf("darknet-mn: -map: evaluating %s every %zu iterations (%d epochs of %zu images, at least 100), "
@@ -270,7 +274,7 @@ static mn_status run_open(train_run *r)
         mn_base_seed(mn_stream_seed(opt->seed, c->rank, mn_base_iteration(r->net)));
         mn_base_loader_start(r->loader, 0, 0);
     }
-    r->start = mn_now();
+    r->start = r->checkpointed = mn_now();
     r->avg_loss = -1;
     r->first_batch = r->last_eval = mn_base_iteration(r->net);
     return MN_OK;
@@ -327,15 +331,19 @@ static mn_status run_step(train_run *r, mn_batch *train, train_step *o)
     mn_base_free_batch(train);
     /* The loss's sum carries how many ranks each stop signal reached, and
      * whether another job took the backup folder over (rank 0's lease
-     * thread found out), so every rank learns of either at no extra message;
+     * thread found out), and whether a checkpoint is due by rank 0's clock
+     * (one clock decides, so every rank writes its part at the same
+     * iteration), so every rank learns of each at no extra message;
      * a count per signal lets rank 0 name one it has not had itself
      * (scancel's SIGTERM reaches the nodes at different moments). */
-    enum { LOST = 1 + MN_STOP_SIGNALS };
-    float sum[LOST + 1] = {loss};
+    enum { LOST = 1 + MN_STOP_SIGNALS, DUE };
+    float sum[DUE + 1] = {loss};
     for (int i = 0; i < MN_STOP_SIGNALS; ++i) sum[1 + i] = mn_stop_signal() == mn_stop_signals[i];
     sum[LOST] = mn_backup_lost(r->lock) ? 1.f : 0.f;
+    sum[DUE] = c->rank == 0 && r->opt->checkpoint_minutes > 0 &&
+               mn_now() - r->checkpointed >= r->opt->checkpoint_minutes * 60;
     mn_guard(c, "loss allreduce");
-    MPI_Allreduce(MPI_IN_PLACE, sum, LOST + 1, MPI_FLOAT, MPI_SUM, c->world);
+    MPI_Allreduce(MPI_IN_PLACE, sum, DUE + 1, MPI_FLOAT, MPI_SUM, c->world);
     mn_unguard(c);
     o->loss = sum[0] / c->size;
     int most = 0;
@@ -346,6 +354,7 @@ static mn_status run_step(train_run *r, mn_batch *train, train_step *o)
     }
     o->stop_sig = o->signaled ? mn_stop_signals[most] : 0;
     o->lost = sum[LOST] > 0;
+    o->due = sum[DUE] > 0;
     mn_rescue_note(r->rescue, o->signaled > 0);
     if (o->lost) return mn_backup_check(c, r->lock);
     o->tstep = mn_now();
@@ -396,10 +405,12 @@ static mn_status run_save(train_run *r, const train_step *o)
     double rate = r->global_imgs / (o->now - o->t0);
     int stopping = o->signaled > 0;
     /* Before anything is saved, every rank must still hold rank 0's model. */
-    /* And at max_batches, whatever K: a training extended later resumes at
-     * its end instead of repeating the iterations since the last multiple. */
-    int ckpt = opt->checkpoint_interval > 0 &&
-               (it % (size_t)opt->checkpoint_interval == 0 || it == (size_t)r->in.max_batches);
+    /* Every K iterations, once checkpoint_minutes have passed, and at
+     * max_batches where either wrote checkpoints: a training extended later
+     * resumes at its end instead of repeating the iterations since the last. */
+    int periodic = opt->checkpoint_interval > 0 || r->timed;
+    int ckpt = o->due || (opt->checkpoint_interval > 0 && it % (size_t)opt->checkpoint_interval == 0) ||
+               (periodic && it == (size_t)r->in.max_batches);
     int eval = mn_eval_due(opt, it, r->last_eval, (size_t)r->in.max_batches, (size_t)r->in.burn_in, r->shard->global_n,
                            (size_t)r->global_imgs);
     if (eval) r->last_eval = it;
@@ -433,8 +444,11 @@ static mn_status run_save(train_run *r, const train_step *o)
         double t = mn_now();
         s = mn_checkpoint_save(c, r->net, r->mo, opt, dc->backup, r->base, r->experiment, &r->best);
         if (s == MN_OK && c->rank == 0)
-            printf("checkpoint %zu: %.1f MiB written by rank 0 in %.3f s\n", it,
-                   mn_checkpoint_bytes(r->net, r->mo, r->experiment) / 1048576.0, mn_now() - t);
+            printf("checkpoint %zu: %.1f MiB written by rank 0 in %.3f s%s\n", it,
+                   mn_checkpoint_bytes(r->net, r->mo, r->experiment) / 1048576.0, mn_now() - t,
+                   o->due ? " (checkpoint_minutes)" : "");
+        r->checkpointed = mn_now();
+        r->timed |= o->due;
     }
     if (saves) {   /* the replica check, then the files */
         mn_timeline_add(r->tl, 0, MN_TL_SAVE, ts, te, 0, 0, 0);
@@ -640,8 +654,9 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
         else if (over)
             mn_error(c, "backup folder %s holds an earlier training of %s (%s) and this run would start over at "
                      "iteration 0, replacing them: to start anew, move them aside (mkdir %s/old && mv %s/%s_*.weights %s/old/) "
-                     "or give the data cfg another backup= folder; to go on from them, give checkpoint_interval in "
-                     "[distributed] (a rerun resumes from its checkpoints), or pass its weights without -clear",
+                     "or give the data cfg another backup= folder; to go on from them, pass its weights without -clear "
+                     "(checkpoint_interval or checkpoint_minutes in [distributed] make a rerun resume from the "
+                     "training's checkpoints)",
                      dir, base, earlier, dir, dir, base, dir);
         else if (r->found && r->ranks == c->size && r->batch == (uint64_t)in.batch * in.subdivisions * c->size)
             printf("darknet-mn: resuming from checkpoint %s: iteration %zu of max_batches %d, seen %zu "

@@ -41,6 +41,7 @@ typedef struct {
     int backup_interval;     /* iterations between <backup>/<base>.backup */
     int save_interval;       /* iterations between <backup>/<base>_<iter>.weights */
     int checkpoint_interval; /* iterations between multi-node checkpoints; 0 = none */
+    double checkpoint_minutes; /* a checkpoint once this long since the last (rank 0's clock); 0 = none */
     int checkpoint_keep;     /* generations kept */
     int nonfinite_skip;      /* nonfinite=skip: drop an update with NaN/Inf instead of stopping */
     int bad_labels_skip;     /* bad_labels=skip: drop bad detector label lines (counted, the first shown) */

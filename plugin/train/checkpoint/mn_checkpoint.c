@@ -839,7 +839,8 @@ mn_status mn_backup_shared(mn_comm *c, const char *dir, int checkpoint_interval)
             s = MN_ERR_REFUSED;
         } else if (blind) {
             mn_error(c, "warning: backup folder %s is not seen by %s: rank 0 alone writes there, which is fine "
-                     "without checkpoints; a stop signal's checkpoint resumes only where rank 0 sees it", dir, who);
+                     "without checkpoint_interval; a checkpoint of checkpoint_minutes or of a stop signal resumes "
+                     "only where rank 0 sees it", dir, who);
         }
     }
     free(all);

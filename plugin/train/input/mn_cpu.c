@@ -2,7 +2,9 @@
  * more, so that N ranks on N cores do not oversubscribe them. */
 #define _GNU_SOURCE
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "mn_input.h"
 #include "mn_engine.h"
@@ -78,12 +80,84 @@ mn_status mn_loader_threads(mn_comm *c, int *threads, int *cores, int *sharing)
     return MN_OK;
 }
 
-size_t mn_cache_budget_mb(const mn_comm *c, const mn_options *opt)
+/* The least limit in MiB on the memory.max (cgroup v2) or
+ * memory.limit_in_bytes (v1) files from the cgroup at dir up to root;
+ * "max" and v1's near-2^63 mean none. 0: no limit found. */
+static size_t cgroup_limit_mb(const char *root, const char *dir, const char *file)
 {
-    if (opt->cache_mb >= 0) return (size_t)opt->cache_mb;
-    /* A quarter of the node's memory among its ranks, at most 1 GiB each. */
+    char path[4096];
+    size_t least = 0;
+    snprintf(path, sizeof path, "%s%s", root, dir);
+    for (;;) {
+        char file_path[4200], v[64] = "";
+        snprintf(file_path, sizeof file_path, "%s/%s", path, file);
+        FILE *f = fopen(file_path, "r");
+        if (f) {
+            unsigned long long b = 0;
+            if (fgets(v, sizeof v, f) && sscanf(v, "%llu", &b) == 1 && b < (1ULL << 60) &&
+                (least == 0 || (size_t)(b >> 20) < least))
+                least = (size_t)(b >> 20);
+            fclose(f);
+        }
+        char *slash = strrchr(path, '/');
+        if (!slash || (size_t)(slash - path) < strlen(root)) break;
+        *slash = 0;
+    }
+    return least;
+}
+
+/* What this job may use on the node, in MiB, and where that figure comes
+ * from: the machine's memory, the cgroup the job runs in (Slurm's and
+ * containers' limits) and Slurm's --mem or --mem-per-cpu, the least. */
+static size_t node_memory_mb(char *from, size_t cap)
+{
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    size_t mb = pages > 0 && page > 0 ? (size_t)pages / 4 / (size_t)c->intra_size * (size_t)page >> 20 : 0;
+    size_t mb = pages > 0 && page > 0 ? (size_t)pages * (size_t)page >> 20 : 0;
+    snprintf(from, cap, "the node's memory");
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    char line[4096];
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char *ctl = strchr(line, ':'), *dir = ctl ? strchr(ctl + 1, ':') : NULL;
+        if (!dir) continue;
+        *dir++ = 0;
+        size_t lim = 0;
+        if (!strcmp(ctl + 1, "")) {   /* v2: one tree, mounted at one of these */
+            lim = cgroup_limit_mb("/sys/fs/cgroup", dir, "memory.max");
+            if (!lim) lim = cgroup_limit_mb("/sys/fs/cgroup/unified", dir, "memory.max");
+        } else if (strstr(ctl + 1, "memory")) {
+            lim = cgroup_limit_mb("/sys/fs/cgroup/memory", dir, "memory.limit_in_bytes");
+        }
+        if (lim && lim < mb) {
+            mb = lim;
+            snprintf(from, cap, "the job's cgroup limit");
+        }
+    }
+    if (f) fclose(f);
+    const char *node = getenv("SLURM_MEM_PER_NODE"), *cpu = getenv("SLURM_MEM_PER_CPU"),
+               *cpus = getenv("SLURM_CPUS_ON_NODE");
+    size_t slurm = node ? strtoull(node, NULL, 10)
+                        : cpu && cpus ? strtoull(cpu, NULL, 10) * strtoull(cpus, NULL, 10) : 0;
+    if (slurm && slurm < mb) {
+        mb = slurm;
+        snprintf(from, cap, "Slurm's %s", node ? "--mem" : "--mem-per-cpu x the node's cpus");
+    }
+    return mb;
+}
+
+size_t mn_cache_budget_mb(const mn_comm *c, const mn_options *opt, char *why, size_t cap)
+{
+    if (opt->cache_mb >= 0) {
+        snprintf(why, cap, "cache_mb");
+        return (size_t)opt->cache_mb;
+    }
+    /* A quarter of what the job may use on the node among its ranks there,
+     * at most 1 GiB each. */
+    char from[64];
+    size_t node = node_memory_mb(from, sizeof from);
+    size_t mb = node / 4 / (size_t)c->intra_size;
+    snprintf(why, cap, "a quarter of %zu MiB, %s, over %d rank%s%s", node, from, c->intra_size,
+             c->intra_size > 1 ? "s" : "", mb > 1024 ? ", at most 1024" : "");
     return mb < 1024 ? mb : 1024;
 }
 

@@ -140,9 +140,11 @@ double mn_blas_sgemm_gflops(void);
  * the node. */
 mn_status mn_loader_threads(mn_comm *c, int *threads, int *cores, int *sharing);
 
-/* cache_mb from the cfg, or the default: a quarter of the node's memory
- * shared among its ranks, at most 1024. */
-size_t mn_cache_budget_mb(const mn_comm *c, const mn_options *opt);
+/* cache_mb from the cfg, or the default: a quarter of the memory the job
+ * may use on the node (the least of the machine's, the cgroup's limit and
+ * Slurm's --mem or --mem-per-cpu) shared among its ranks there, at most
+ * 1024; why gets how it was sized, for rank 0's line. */
+size_t mn_cache_budget_mb(const mn_comm *c, const mn_options *opt, char *why, size_t cap);
 
 /* A rank's decoded originals, shared by Darknet's loader threads
  * (mn_cache.c). Images are kept as stb decodes them (8 bits a sample), up to

@@ -27,6 +27,7 @@ void mn_default_options(mn_options *opt)
     opt->dbuf_prediction = -1;
     opt->rescue = 1;
     opt->save_retry = 120;
+    opt->checkpoint_minutes = 30;
 }
 
 double mn_save_retry_s(const mn_options *o)
@@ -67,7 +68,7 @@ static int copy_path(char *dst, size_t n, const char *k, const char *v, char *wh
 static const char *const keys =
     "communicator, allreduce_grad_dtype, double_buffering, double_buffering_fresh, double_buffering_local, double_buffering_handover, double_buffering_compensation, double_buffering_prediction, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
     "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, bad_labels, collective_timeout, lock_lease, chart, "
-    "cache_mb, global_batch, rescue, save_retry";
+    "cache_mb, global_batch, rescue, save_retry, checkpoint_minutes";
 
 /* A real key of [distributed] within [lo, hi] into *out; range says so. */
 static int real_key(const char *k, const char *v, double lo, double hi, const char *range, double *out, char *why,
@@ -134,6 +135,9 @@ int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size
     else if (!strcmp(k, "backup_interval")) { num = &opt->backup_interval; lo = 1; }
     else if (!strcmp(k, "save_interval")) { num = &opt->save_interval; lo = 1; }
     else if (!strcmp(k, "checkpoint_interval")) num = &opt->checkpoint_interval;
+    else if (!strcmp(k, "checkpoint_minutes"))
+        ok = real_key(k, v, 0, 1e6, "a number of minutes from 0 (none) to 1000000 (e.g. 30 or 0.5)",
+                      &opt->checkpoint_minutes, why, cap);
     else if (!strcmp(k, "checkpoint_keep")) { num = &opt->checkpoint_keep; lo = 1; }
     else if (!strcmp(k, "collective_timeout")) num = &opt->collective_timeout;
     else if (!strcmp(k, "lock_lease")) { num = &opt->lock_lease; lo = 1; }

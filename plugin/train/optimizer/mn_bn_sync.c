@@ -1,6 +1,7 @@
 /* Batch norm across ranks: running statistics made equal on every rank
  * (averaged, or rank 0's), and synchronized batch norm, where training
  * normalizes with the mean and variance of the global batch. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mn_optimizer.h"
@@ -130,9 +131,29 @@ static int uses_bn(const mn_layer_info *l)
             l->batch_normalize);
 }
 
+/* Without sync_bn each rank normalizes over its own images of a pass, one
+ * process with the global batch over every rank's: the one place where N
+ * ranks do not train as one process does. Rank 0 says so, louder where a
+ * rank's statistics come from so few images that they are noisy. */
+enum { MN_BN_FEW = 8 };
+static void say_local_bn(const mn_comm *c, network *net)
+{
+    for (int i = 0; i < mn_net_layers(net); ++i) {
+        mn_layer_info l = mn_layer_get(net, i);
+        if (!uses_bn(&l)) continue;
+        printf("darknet-mn: %sbatch norm (layer %d on) normalizes over each rank's %d image%s of a pass "
+               "(batch/subdivisions), one process with the global batch over %d: not the same training%s; "
+               "sync_bn=1 in [distributed] normalizes over every rank's\n",
+               l.batch < MN_BN_FEW ? "warning: " : "", i, l.batch, l.batch > 1 ? "s" : "", l.batch * c->size,
+               l.batch < MN_BN_FEW ? ", and statistics of so few images are noisy" : "");
+        return;
+    }
+}
+
 mn_status mn_attach_sync_bn(mn_comm *c, network *net, const mn_options *opt)
 {
     mn_net_set_bn_sync(net, NULL, NULL);
+    if (!opt->sync_bn && c->size > 1 && c->rank == 0) say_local_bn(c, net);
     if (!opt->sync_bn) return MN_OK;
     for (int i = 0; i < mn_net_layers(net); ++i) {
         mn_layer_info l = mn_layer_get(net, i);
