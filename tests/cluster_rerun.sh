@@ -185,12 +185,14 @@ for st in $EX_USAGE $EX_REFUSED $EX_FAULT; do
 done
 
 # scripts/darknet_mn.sbatch's statuses, with srun, scontrol, squeue and
-# scancel stubbed (no cluster): 64, 65, 70 and 73 end the job after its
-# first run, as docs/user-guide.md's table says; 75 and srun's own 1 (a step
-# that did not start) run again, MAX_RESTARTS times.
+# scancel stubbed (no cluster): 64, 65, 70, 73, 74 and 127 end the job
+# after its first run, as docs/user-guide.md's table says, and so does a
+# task srun names out of memory (137, "Out Of Memory"); 75, srun's own 1 (a
+# step that did not start) and a 137 without that word run again,
+# MAX_RESTARTS times.
 stub=$R/stub && mkdir -p "$stub"
 # srun: the batch script's probe (a task printing its node's name) answers n1.
-printf '#!/bin/sh\ncase "$*" in *SLURMD_NODENAME*) echo n1; exit 0 ;; esac\nexit "$STUB_RC"\n' > "$stub/srun"
+printf '#!/bin/sh\ncase "$*" in *SLURMD_NODENAME*) echo n1; exit 0 ;; esac\n[ -z "$STUB_ERR" ] || echo "$STUB_ERR" >&2\n[ -z "$STUB_ARGS" ] || echo "$*" > "$STUB_ARGS"\nexit "$STUB_RC"\n' > "$stub/srun"
 printf '#!/bin/sh\necho n1\n' > "$stub/scontrol"
 cp "$stub/scontrol" "$stub/squeue"; printf '#!/bin/sh\n' > "$stub/scancel"
 printf '#!/bin/sh\necho "sbatch $*" >> "%s/sbatch.calls"\n' "$R" > "$stub/sbatch"; chmod +x "$stub"/*
@@ -198,16 +200,37 @@ mkdir -p "$R/sb-backup"
 printf 'classes=10\ntrain = %s/train.list\nnames=%s/labels.txt\nbackup=%s/sb-backup\n' "$D" "$D" "$R" > "$R/sb.data"
 export MN=$PROG DATA=$R/sb.data
 got=""
-for st in $EX_USAGE $EX_USER $EX_FAULT $EX_REFUSED $EX_RERUN 1; do
-    PATH=$stub:$PATH STUB_RC=$st ENVIRONMENT=BATCH SLURM_JOB_ID=1 SLURM_JOB_NUM_NODES=1 SLURM_NTASKS=1 SLURM_JOB_NODELIST=n1 MAX_RESTARTS=2 \
+for st in $EX_USAGE $EX_USER $EX_FAULT $EX_REFUSED 74 127 $EX_RERUN 1 137 oom; do
+    err=; [ $st = oom ] && err="srun: error: n1: task 0: Out Of Memory"
+    PATH=$stub:$PATH STUB_RC=${st/oom/137} STUB_ERR=$err ENVIRONMENT=BATCH SLURM_JOB_ID=1 SLURM_JOB_NUM_NODES=1 SLURM_NTASKS=1 SLURM_JOB_NODELIST=n1 MAX_RESTARTS=2 \
         RERUN_WAIT=1 CFG=/dev/null timeout 60 bash scripts/darknet_mn.sbatch > "$R/stub-$st.out" 2>&1
     got="$got $st:$?x$(grep -c 'ended with status' "$R/stub-$st.out")"
 done
-want=" 64:64x1 65:65x1 70:70x1 73:73x1 75:75x3 1:1x3"
+want=" 64:64x1 65:65x1 70:70x1 73:73x1 74:74x1 127:127x1 75:75x3 1:1x3 137:137x3 oom:137x1"
 waits=$(grep -o 'rerun in [0-9]* s' "$R/stub-75.out" | cut -d' ' -f3 | paste -sd,)
-if [ "$got" = "$want" ] && [ "$waits" = 1,2 ]; then
-    ok "darknet_mn.sbatch, srun stubbed (status:exit x runs):$got: 64, 65, 70, 73 end the job, 75 and srun's 1 run 3 times (MAX_RESTARTS=2), waiting 1 s then 2 s before the reruns (RERUN_WAIT=1)"
+if [ "$got" = "$want" ] && [ "$waits" = 1,2 ] &&
+   grep -q "exit status 137: out of memory on a node (srun: srun: error: n1: task 0: Out Of Memory): not rerun" "$R/stub-oom.out"; then
+    ok "darknet_mn.sbatch, srun stubbed (status:exit x runs):$got: 64, 65, 70, 73, 74, 127 and an out-of-memory kill end the job, 75, srun's 1 and another 137 run 3 times (MAX_RESTARTS=2), waiting 1 s then 2 s before the reruns (RERUN_WAIT=1)"
 else bad "darknet_mn.sbatch's statuses (status:exit x runs):$got, want$want; waits before the reruns: $waits, want 1,2"; fi
+
+# The settings in darknet_mn.env beside the job, read by a run from a
+# shell that exported nothing (a resubmission from a new login): srun gets
+# the file's program, files and flags; the file's FLAGS win over the
+# shell's; a SETTINGS file that is not there is refused (64).
+PA=$(realpath "$PROG") RA=$(realpath "$R")
+mkdir -p "$R/env"
+printf 'MN=%s\nDATA=%s\nCFG=/dev/null\nFLAGS="-dont_show -map"\nSRUN_MPI=pmi2   # a comment\nMAX_RESTARTS=0\n' "$PA" "$RA/sb.data" > "$R/env/darknet_mn.env"
+fresh() { (cd "$R/env" && env -i PATH="$stub:/usr/bin:/bin" HOME="$HOME" STUB_RC=0 STUB_ARGS="$RA/env/srun.args" ENVIRONMENT=BATCH \
+    SLURM_JOB_ID=1 SLURM_JOB_NUM_NODES=1 SLURM_NTASKS=1 SLURM_JOB_NODELIST=n1 "$@" timeout 60 bash "$OLDPWD/scripts/darknet_mn.sbatch"); }
+fresh FLAGS=-clear > "$R/env/run.out" 2>&1
+rc=$?
+fresh SETTINGS=none.env > "$R/env/none.out" 2>&1
+rc2=$?
+if [ $rc = 0 ] && [ "$(cat "$R/env/srun.args" 2> /dev/null)" = "--mpi=pmi2 --kill-on-bad-exit=1 -N 1 -n 1 --ntasks-per-node=1 -w n1 $PA detector train $RA/sb.data /dev/null -dont_show -map" ] &&
+   grep -q "^darknet-mn: settings from $RA/env/darknet_mn.env" "$R/env/run.out" &&
+   [ $rc2 = $EX_USAGE ] && grep -q "cannot read the settings file none.env (SETTINGS=)" "$R/env/none.out"; then
+    ok "darknet_mn.sbatch from a shell that exported nothing: srun got darknet_mn.env's settings ($(cut -d' ' -f7- "$R/env/srun.args")), over the shell's FLAGS; SETTINGS=none.env refused, 64"
+else bad "darknet_mn.sbatch's settings file: status $rc, srun got '$(cat "$R/env/srun.args" 2> /dev/null)'; SETTINGS=none.env: $rc2; $(tail -2 "$R/env/run.out")"; fi
 
 # Run as a program (no SLURM_JOB_ID), it checks the training's files before
 # it submits itself: each missing one named, 65 and nothing submitted; all
