@@ -1,11 +1,12 @@
 # darknet-mn: make deps | make | make test | make demo | make bench | make zoo
 # GPU=1 CUDNN=1 NCCL=1 build the CUDA variant (into build/gpu, like Darknet's switches).
 # DARKNET=alexeyab builds on AlexeyAB's fork instead of Debian's pjreddie Darknet:
-# the snapshot in ../shared/third_party, or a clone named by DARKNET_SRC=<dir>,
+# the snapshot in ../shared/third_party, or a clone named by ALEXEYAB_SRC=<dir>,
 # patched with patches/alexeyab/, into build/alexeyab-cpu (or -gpu).
 # DARKNET=hankai: hank-ai's Darknet V5 (C++, CMake; docs/hankai.md), the
-# snapshot or DARKNET_SRC, into build/hankai-cpu; make DARKNET=hankai darknet
-# builds the fork alone.
+# snapshot or HANKAI_SRC=<clone>, into build/hankai-cpu; make DARKNET=hankai
+# darknet builds the fork alone. pjreddie's clone is DARKNET_SRC=<dir>: each
+# base reads its own variable, so one kept for a base never reaches another.
 # SANITIZE=1 builds the plugin, main and the unit tests with ASan+UBSan into
 # build/cpu-asan (make test-sanitize: tests/sanitize.mk).
 GPU ?= 0
@@ -92,22 +93,28 @@ DK := third_party/darknet-alexeyab-$(DK_VARIANT)
 OBJ := $(BUILD)/alexeyab-$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
 PROG ?= $(OBJ)/darknet_mn
 PATCHES := $(sort $(wildcard patches/alexeyab/*.patch))
-DARKNET_SRC ?=
-DK_SOURCE := $(if $(DARKNET_SRC),$(DARKNET_SRC)/src/parser.c,$(AB_SNAPSHOT))
+ALEXEYAB_SRC ?=
+SRC_VAR := ALEXEYAB_SRC
+DK_CLONE := $(ALEXEYAB_SRC)
+DK_SOURCE := $(if $(DK_CLONE),$(DK_CLONE)/src/parser.c,$(AB_SNAPSHOT))
 else ifeq ($(DARKNET),pjreddie)
 DK := third_party/darknet-$(DK_VARIANT)
 OBJ := $(BUILD)/$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
 PROG ?= $(if $(filter $(BUILD)/cpu,$(OBJ)),darknet_mn,$(OBJ)/darknet_mn)
 PATCHES := $(sort $(wildcard patches/*.patch))
 DARKNET_SRC ?=
-DK_SOURCE := $(if $(DARKNET_SRC),$(DARKNET_SRC)/src/parser.c,$(DL_STAMP))
+SRC_VAR := DARKNET_SRC
+DK_CLONE := $(DARKNET_SRC)
+DK_SOURCE := $(if $(DK_CLONE),$(DK_CLONE)/src/parser.c,$(DL_STAMP))
 else ifeq ($(DARKNET),hankai)
 DK := third_party/darknet-hankai-$(DK_VARIANT)
 OBJ := $(BUILD)/hankai-$(VARIANT)$(if $(filter 1,$(SANITIZE)),-asan)
 PROG ?= $(OBJ)/darknet_mn
 PATCHES := $(sort $(wildcard patches/hankai/*.patch))
-DARKNET_SRC ?=
-DK_SOURCE := $(if $(DARKNET_SRC),$(DARKNET_SRC)/CMakeLists.txt,$(HK_SNAPSHOT))
+HANKAI_SRC ?=
+SRC_VAR := HANKAI_SRC
+DK_CLONE := $(HANKAI_SRC)
+DK_SOURCE := $(if $(DK_CLONE),$(DK_CLONE)/CMakeLists.txt,$(HK_SNAPSHOT))
 else
 $(error DARKNET=$(DARKNET): the bases are pjreddie (Debian's Darknet, the default), alexeyab and hankai)
 endif
@@ -253,7 +260,7 @@ all: $(PROG)
 
 # scripts/deps.sh installs (Debian/Ubuntu, as root or with sudo) or checks
 # what a goal uses, with this build's choices; make deps-test: the tests' too.
-DEPS_ENV = MPICC='$(MPICC)' BLAS=$(BLAS) DARKNET=$(DARKNET) DARKNET_SRC='$(DARKNET_SRC)' FASHION_IDX='$(FASHION_IDX)' \
+DEPS_ENV = MPICC='$(MPICC)' BLAS=$(BLAS) DARKNET=$(DARKNET) DARKNET_SRC='$(DK_CLONE)' SRC_VAR=$(SRC_VAR) FASHION_IDX='$(FASHION_IDX)' \
            $(foreach v,DNNL CAIRO,$(if $(filter command line environment,$(origin $(v))),$(v)=$($(v))))
 .PHONY: deps-test
 deps:
@@ -276,12 +283,15 @@ ifeq ($(DARKNET),alexeyab)
 # compute_50/52/61, the fork's default ARCH list: CUDA_ARCHS instead.
 AB_ARCH ?= $(if $(filter 1,$(GPU)),$(CUDA_GENCODE))
 CUDNN_HALF ?= 0
-DK_SETTINGS := $(or $(DARKNET_SRC),$(AB_SNAPSHOT)) GPU=$(GPU) CUDNN=$(CUDNN) CUDNN_HALF=$(CUDNN_HALF) BLAS=$(BLAS) ARCH=$(AB_ARCH)
+DK_SETTINGS := $(or $(DK_CLONE),$(AB_SNAPSHOT)) GPU=$(GPU) CUDNN=$(CUDNN) CUDNN_HALF=$(CUDNN_HALF) BLAS=$(BLAS) ARCH=$(AB_ARCH)
 $(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings
 	rm -rf $(DK) && mkdir -p $(DK)
-	$(if $(DARKNET_SRC),tar -C $(DARKNET_SRC) --exclude=.git --exclude=obj -cf - . | tar -C $(DK) -xf -,\
+	$(if $(DK_CLONE),tar -C $(DK_CLONE) --exclude=.git --exclude=obj -cf - . | tar -C $(DK) -xf -,\
 	    tar -C $(DK) --strip-components=1 -xJf $(AB_SNAPSHOT))
-	./scripts/apply_patches.sh $(DK) $(or $(DARKNET_SRC),$(AB_SNAPSHOT)) '$(AB_UPSTREAM)' $(PATCHES)
+	./scripts/apply_patches.sh $(DK) $(or $(DK_CLONE),$(AB_SNAPSHOT)) '$(AB_UPSTREAM)' $(PATCHES)
+# Neither the snapshot nor a clone (a clone of darknet-mn has no ../shared).
+$(AB_SNAPSHOT):
+	@echo "darknet-mn: AlexeyAB's Darknet source is not here ($@): git clone https://github.com/AlexeyAB/darknet <dir>; git -C <dir> checkout $(word 3,$(AB_UPSTREAM)); then make DARKNET=alexeyab ALEXEYAB_SRC=<dir>" >&2; exit 1
 
 # The fork's own ./darknet links -lcuda: where no driver is installed,
 # CUDA's stub library stands in (the program runs against the driver's).
@@ -298,11 +308,11 @@ else ifeq ($(DARKNET),hankai)
 HK_BUILD := $(DK)/build-mn
 # The version the fork prints: a clone's own git describe (git run in the
 # copy would describe darknet-mn's repository), else the snapshot's.
-ifneq ($(DARKNET_SRC),)
-HK_VERSION := $(shell git -C $(DARKNET_SRC) describe --tags --dirty --long 2>/dev/null)
-HK_BRANCH := $(shell git -C $(DARKNET_SRC) branch --show-current 2>/dev/null)
+ifneq ($(DK_CLONE),)
+HK_VERSION := $(shell git -C $(DK_CLONE) describe --tags --dirty --long 2>/dev/null)
+HK_BRANCH := $(shell git -C $(DK_CLONE) branch --show-current 2>/dev/null)
 ifeq ($(HK_VERSION),)
-$(error DARKNET_SRC=$(DARKNET_SRC): git describe --tags names no version there (a clone of hank-ai's Darknet with its tags is needed))
+$(error HANKAI_SRC=$(DK_CLONE): git describe --tags names no version there (a clone of hank-ai's Darknet with its tags is needed))
 endif
 else
 HK_VERSION := $(HK_SNAPSHOT_VERSION)
@@ -327,15 +337,17 @@ HK_CMAKE += -DDARKNET_TRY_CUDNN=$(if $(filter 1,$(CUDNN)),ON,OFF)
 else
 HK_CMAKE += -DDARKNET_TRY_CUDA=OFF $(if $(filter 0,$(BLAS)),-DDARKNET_TRY_OPENBLAS=OFF)
 endif
-DK_SETTINGS := $(or $(DARKNET_SRC),$(HK_SNAPSHOT)) $(HK_CMAKE)
+DK_SETTINGS := $(or $(DK_CLONE),$(HK_SNAPSHOT)) $(HK_CMAKE)
 LIBDK := $(HK_BUILD)/src-lib/libdarknet.a
 $(HK_DEPS): scripts/deps.sh
 	$(DEPS_ENV) ./scripts/deps.sh build hankai
 $(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings | $(HK_DEPS)
 	rm -rf $(DK) && mkdir -p $(DK)
-	$(if $(DARKNET_SRC),tar -C $(DARKNET_SRC) --exclude=./.git --exclude=./build -cf - . | tar -C $(DK) -xf -,\
+	$(if $(DK_CLONE),tar -C $(DK_CLONE) --exclude=./.git --exclude=./build -cf - . | tar -C $(DK) -xf -,\
 	    tar -C $(DK) --strip-components=1 -xJf $(HK_SNAPSHOT))
-	./scripts/apply_patches.sh $(DK) $(or $(DARKNET_SRC),$(HK_SNAPSHOT)) '$(HK_UPSTREAM)' $(PATCHES)
+	./scripts/apply_patches.sh $(DK) $(or $(DK_CLONE),$(HK_SNAPSHOT)) '$(HK_UPSTREAM)' $(PATCHES)
+$(HK_SNAPSHOT):
+	@echo "darknet-mn: hank-ai's Darknet source is not here ($@): git clone https://github.com/hank-ai/darknet <dir>; git -C <dir> checkout $(word 3,$(HK_UPSTREAM)); then make DARKNET=hankai HANKAI_SRC=<dir>" >&2; exit 1
 
 # libdarknet.a (patch 0003), the fork's CLI (src-cli/darknet) and its first
 # example (src-examples/darknet_01_inference_images).
@@ -364,12 +376,12 @@ else
 # touch only its packaging, OpenCV and paths) or copy the user's clone of
 # pjreddie/darknet (DARKNET_SRC), and apply our patches in order.
 PJ_ARCH := $(if $(filter 1,$(GPU)),$(CUDA_GENCODE))
-DK_SETTINGS := $(if $(DARKNET_SRC),$(DARKNET_SRC) )GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS)$(if $(PJ_ARCH), ARCH=$(PJ_ARCH))
+DK_SETTINGS := $(if $(DK_CLONE),$(DK_CLONE) )GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS)$(if $(PJ_ARCH), ARCH=$(PJ_ARCH))
 $(DK)/.patched: $(PATCHES) $(DK_SOURCE) $(DK).settings
 	rm -rf $(DK) && mkdir -p $(DK)
-	$(if $(DARKNET_SRC),tar -C $(DARKNET_SRC) --exclude=./.git --exclude=./obj -cf - . | tar -C $(DK) -xf -,\
+	$(if $(DK_CLONE),tar -C $(DK_CLONE) --exclude=./.git --exclude=./obj -cf - . | tar -C $(DK) -xf -,\
 	    rmdir $(DK) && dpkg-source -q -x $$(ls third_party/dl/darknet_*.dsc | head -1) $(DK) >/dev/null)
-	./scripts/apply_patches.sh $(DK) '$(or $(DARKNET_SRC),the source package in third_party/dl)' '$(PJ_UPSTREAM)' $(PATCHES)
+	./scripts/apply_patches.sh $(DK) '$(or $(DK_CLONE),the source package in third_party/dl)' '$(PJ_UPSTREAM)' $(PATCHES)
 
 $(LIBDK): $(DK)/.patched
 	$(MAKE) -C $(DK) -s $(FORK_JOBS) GPU=$(GPU) CUDNN=$(CUDNN) BLAS=$(BLAS) OPENCV=0 OPENMP=0 $(if $(PJ_ARCH),ARCH='$(PJ_ARCH)') obj libdarknet.a darknet

@@ -18,8 +18,9 @@
 # package names for Debian/Ubuntu, RHEL/Rocky and Spack, and exit status 1;
 # what is optional (oneDNN, cairo) is not asked for: the build goes on
 # without it and says so.
-# The Makefile passes MPICC, BLAS, DNNL, CAIRO, DARKNET, DARKNET_SRC and
-# FASHION_IDX.
+# The Makefile passes MPICC, BLAS, DNNL, CAIRO, DARKNET, DARKNET_SRC (the
+# base's clone, from its variable SRC_VAR: DARKNET_SRC, ALEXEYAB_SRC or
+# HANKAI_SRC) and FASHION_IDX.
 # Idempotent: safe to re-run.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -138,8 +139,9 @@ if [ "${CAIRO:-}" != 0 ] && ! { command -v pkg-config > /dev/null 2>&1 && pkg-co
         miss cairo "CAIRO=1's training chart and predictions.png" "libcairo2-dev pkg-config" "cairo-devel pkgconf-pkg-config" "cairo pkgconf"
     fi
 fi
-if [ -n "$DARKNET_SRC" ] && [ ! -d "$DARKNET_SRC/src" ]; then
-    miss "DARKNET_SRC" "$DARKNET_SRC has no src/: a clone of the base's Darknet is needed"
+# The clone of this base's Darknet, from its own variable (the Makefile's SRC_VAR).
+if [ -n "$DARKNET_SRC" ] && [ ! -d "$DARKNET_SRC/src" ] && [ ! -f "$DARKNET_SRC/CMakeLists.txt" ]; then
+    miss "${SRC_VAR:-DARKNET_SRC}" "$DARKNET_SRC has neither src/ nor CMakeLists.txt: a clone of $DARKNET's Darknet is needed"
 fi
 if [ $src_used = 1 ] && { ! ls "$top"/third_party/dl/darknet_*.dsc > /dev/null 2>&1 || ! dpkg-source --version > /dev/null 2>&1; }; then
     miss "pjreddie's Darknet" "its source: git clone https://github.com/pjreddie/darknet and make DARKNET_SRC=<clone> (commit 61c9d02e), or Debian's source package" \

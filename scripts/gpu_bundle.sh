@@ -45,7 +45,7 @@ command -v mpicc.mpich > /dev/null || { echo "gpu_bundle: needs Debian's MPICH (
 archs=CUDA_ARCHS=${BUNDLE_ARCHS:-90}
 make -s -j"$(nproc)" BUILD=build/mpich MPICC=mpicc.mpich "$archs" GPU=1 CUDNN=1 NCCL=1 build/mpich/gpu/darknet_mn
 ab=0
-if [ -n "${DARKNET_SRC:-}" ] || [ -f "${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}" ]; then
+if [ -n "${ALEXEYAB_SRC:-}" ] || [ -f "${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}" ]; then
     make -s -j"$(nproc)" BUILD=build/mpich MPICC=mpicc.mpich "$archs" DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 build/mpich/alexeyab-gpu/darknet_mn
     make -s "$archs" third_party/darknet-alexeyab-stock-gpu/darknet fashion-det-data
     ab=1

@@ -32,7 +32,7 @@ if make -s DARKNET=alexeyab "$BUILD/alexeyab-cpu/darknet_mn"; then
     one alexeyab "$BUILD/alexeyab-cpu/darknet_mn" third_party/darknet-alexeyab-cpu/darknet third_party/darknet-alexeyab-cpu/cfg \
         yolov4-tiny.cfg,yolov7-tiny.cfg,darknet19.cfg,efficientnet_b0.cfg
 else
-    echo "make zoo: AlexeyAB's base did not build (its snapshot is in ../shared/third_party, or set DARKNET_SRC)"; rc=1
+    echo "make zoo: AlexeyAB's base did not build (its snapshot is in ../shared/third_party, or set ALEXEYAB_SRC)"; rc=1
 fi
 echo "make zoo: tables in $OUT/pjreddie.md and $OUT/alexeyab.md"
 exit $rc

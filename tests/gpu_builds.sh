@@ -25,13 +25,13 @@ flags=("GPU=1 CUDNN=1 NCCL=1")
 t0=$SECONDS
 if make -s -j"$(nproc)" GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build.log" 2>&1; then ok "make GPU=1 CUDNN=1 NCCL=1 builds $BUILD/gpu/darknet_mn ($((SECONDS - t0)) s)"
 else bad "GPU build (see $T/gpu-build.log)"; tail -5 "$T/gpu-build.log"; fi
-if [ -n "${DARKNET_SRC:-}" ] || [ -f "${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}" ]; then
+if [ -n "${ALEXEYAB_SRC:-}" ] || [ -f "${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}" ]; then
     flags+=("DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1")
     t0=$SECONDS
     if make -s -j"$(nproc)" DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build-alexeyab.log" 2>&1; then
         ok "make DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 builds $BUILD/alexeyab-gpu/darknet_mn ($((SECONDS - t0)) s)"
     else bad "AlexeyAB's GPU build (see $T/gpu-build-alexeyab.log)"; tail -5 "$T/gpu-build-alexeyab.log"; fi
-else skipped=$((${skipped:-0} + 1)); echo "skip AlexeyAB's GPU build: neither DARKNET_SRC nor its snapshot is here"; fi
+else skipped=$((${skipped:-0} + 1)); echo "skip AlexeyAB's GPU build: neither ALEXEYAB_SRC nor its snapshot is here"; fi
 
 # Without a usable GPU each GPU build stops at start, with the reason, on
 # every rank, -nogpu or not (hank-ai's GPU build, when make

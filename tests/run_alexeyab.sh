@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # AlexeyAB's Darknet as the base (make DARKNET=alexeyab): builds it (the
-# snapshot in ../shared/third_party or DARKNET_SRC), then N x b against
+# snapshot in ../shared/third_party or ALEXEYAB_SRC), then N x b against
 # 1 x N*b training equivalence on 1-4 ranks through every CPU communicator,
 # and with sync_bn; the replica check and nonfinite=skip; bn_average; a
 # YOLOv4-tiny-style cfg (cfg/yolov4-tiny-fashion.cfg) trained on 2 ranks
@@ -19,8 +19,8 @@ T=$T/alexeyab
 rm -rf "$T" && mkdir -p "$T"
 
 SNAPSHOT=${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}
-if [ -z "${DARKNET_SRC:-}" ] && [ ! -f "$SNAPSHOT" ]; then
-    ok "AlexeyAB base skipped: neither DARKNET_SRC nor $SNAPSHOT is here"
+if [ -z "${ALEXEYAB_SRC:-}" ] && [ ! -f "$SNAPSHOT" ]; then
+    ok "AlexeyAB base skipped: neither ALEXEYAB_SRC nor $SNAPSHOT is here"
     finish
 fi
 AB=$BUILD/alexeyab-cpu
@@ -32,6 +32,20 @@ if make -s -j"$(nproc)" DARKNET=alexeyab "$AB/darknet_mn" "$TB/test_equiv" "$TB/
 else
     bad "make DARKNET=alexeyab (see $T/build.log)"; tail -5 "$T/build.log"; finish
 fi
+# Each base reads its own clone variable: pjreddie's DARKNET_SRC (kept in
+# ~/.bashrc, as the cluster page has it) and hank-ai's do not reach this
+# build; where neither the snapshot nor ALEXEYAB_SRC is here, one line says
+# where the source comes from.
+make -s DARKNET=alexeyab DARKNET_SRC=/nonexistent HANKAI_SRC=/nonexistent "$AB/darknet_mn" > "$T/othersrc.log" 2>&1
+rc=$?
+# (One job, so make stops at the missing source before it records the tree's
+# settings, which would unpack the fork anew at the next build.)
+env -u MAKEFLAGS make -s -j1 DARKNET=alexeyab AB_SNAPSHOT=/nonexistent.tar.xz BUILD="$T/none" PROG="$T/none/darknet_mn" "$T/none/darknet_mn" > "$T/nosrc.log" 2>&1
+rc2=$?
+if [ $rc = 0 ] && [ $rc2 != 0 ] && ! grep -q nonexistent "$T/othersrc.log" &&
+   grep -q "^darknet-mn: AlexeyAB's Darknet source is not here (/nonexistent.tar.xz): git clone https://github.com/AlexeyAB/darknet <dir>; git -C <dir> checkout 59596d7880f6504768df41d6daa586f5cb2b932f; then make DARKNET=alexeyab ALEXEYAB_SRC=<dir>" "$T/nosrc.log"; then
+    ok "make DARKNET=alexeyab with DARKNET_SRC and HANKAI_SRC set elsewhere: built; without its source: $(head -c 80 "$T/nosrc.log")..."
+else bad "the bases' source variables: with the others' set, status $rc ($(head -2 "$T/othersrc.log")); without a source, status $rc2: $(head -2 "$T/nosrc.log")"; fi
 if python3 tests/layers.py "$(make -s --no-print-directory print-layers)" "$AB/libdarknet_mn.a" > "$T/layers.out" 2>&1; then cat "$T/layers.out"
 else sed 's/^/     /' "$T/layers.out" | cut -c1-600; bad "layers: $AB/libdarknet_mn.a (tests/layers.py)"; fi
 if python3 tests/boundary.py "$(make -s --no-print-directory print-layers)" main.c \

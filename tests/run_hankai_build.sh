@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hank-ai's Darknet V5 (make DARKNET=hankai darknet), the fork alone
 # (darknet-mn on it: tests/run_hankai.sh, run after). Checks: the fork
-# builds from the snapshot in ../shared/third_party (or DARKNET_SRC) with
+# builds from the snapshot in ../shared/third_party (or HANKAI_SRC) with
 # patches/hankai/, into libdarknet.a, its CLI and its first example; none of
 # its compile or link commands holds -Ofast, -ffast-math,
 # -funsafe-math-optimizations, -march=native, -mtune=native, -mavx* or -flto;
@@ -32,11 +32,11 @@ T=$T/hankai-$V
 rm -rf "$T" && mkdir -p "$T"
 
 SNAPSHOT=${HK_SNAPSHOT:-../shared/third_party/darknet-hankai-f684e1d7.tar.xz}
-if [ -z "${DARKNET_SRC:-}" ] && [ ! -f "$SNAPSHOT" ]; then
-    ok "hank-ai's Darknet skipped: neither DARKNET_SRC nor $SNAPSHOT is here"
+if [ -z "${HANKAI_SRC:-}" ] && [ ! -f "$SNAPSHOT" ]; then
+    ok "hank-ai's Darknet skipped: neither HANKAI_SRC nor $SNAPSHOT is here"
     finish
 fi
-if [ -n "${DARKNET_SRC:-}" ]; then want=$(git -C "$DARKNET_SRC" describe --tags --dirty --long)
+if [ -n "${HANKAI_SRC:-}" ]; then want=$(git -C "$HANKAI_SRC" describe --tags --dirty --long)
 else want=${HK_SNAPSHOT_VERSION:-v5.1-104-gf684e1d7}; fi
 DK=third_party/darknet-hankai-$V
 HB=$DK/build-mn
@@ -134,8 +134,9 @@ AB=$BUILD/alexeyab-cpu
 ABDK=third_party/darknet-alexeyab-cpu
 AB_SNAPSHOT=${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}
 if [ ! -f "$AB_SNAPSHOT" ]; then bad "the weights check needs AlexeyAB's snapshot $AB_SNAPSHOT"; finish; fi
-# AlexeyAB's base from its snapshot: DARKNET_SRC names hank-ai's clone here.
-if ! env -u DARKNET_SRC make -s -j"$(nproc)" DARKNET=alexeyab "$AB/darknet_mn" "$BUILD/tools/mn_fashion_det" > "$T/ab-build.log" 2>&1; then
+# AlexeyAB's base from its snapshot: HANKAI_SRC, hank-ai's clone where it
+# is given, is not AlexeyAB's variable.
+if ! make -s -j"$(nproc)" DARKNET=alexeyab "$AB/darknet_mn" "$BUILD/tools/mn_fashion_det" > "$T/ab-build.log" 2>&1; then
     bad "make DARKNET=alexeyab (see $T/ab-build.log)"; finish
 fi
 fork_det_data || { bad "make fashion-det-data (see $T/det-data.log)"; finish; }

@@ -83,8 +83,8 @@ fi
 
 SNAPSHOT=${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}
 if ! on alexeyab; then :
-elif [ -z "${DARKNET_SRC:-}" ] && [ ! -f "$SNAPSHOT" ]; then
-    skipped=$((${skipped:-0} + 1)); echo "skip AlexeyAB zoo: neither DARKNET_SRC nor $SNAPSHOT is here"
+elif [ -z "${ALEXEYAB_SRC:-}" ] && [ ! -f "$SNAPSHOT" ]; then
+    skipped=$((${skipped:-0} + 1)); echo "skip AlexeyAB zoo: neither ALEXEYAB_SRC nor $SNAPSHOT is here"
 else
     AB=$BUILD/alexeyab-cpu
     FK=third_party/darknet-alexeyab-cpu
