@@ -13,7 +13,6 @@
 . "$(dirname "$0")/lib.sh"
 F=$T/lock
 rm -rf "$F" && mkdir -p "$F"
-want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
 [ -d "$D" ] || fashion_slice "$D" 256 64
 # The job identity comes from these (mn_lock.c): none of this shell's may leak in.
 unset SLURM_JOB_ID SLURM_CLUSTER_NAME MN_RERUN_ID

@@ -62,7 +62,6 @@ job() {
 }
 PROG_ABS=$(pwd)/darknet_mn
 # ONLY=a,b runs those sections alone: srun back gone rank0 silent limit cancel quickstart.
-want() { [ -z "${ONLY:-}" ] || [[ ,$ONLY, == *,$1,* ]]; }
 
 # 1. srun: the node map, and the training of mpiexec -n 4.
 if want srun; then

@@ -147,6 +147,9 @@ signal_rank1() {
             tr '\0' '\n' 2> /dev/null < "/proc/$p/environ" | grep -qx "OMPI_COMM_WORLD_RANK=$r\|PMI_RANK=$r" && kill "-$1" "$p"
     done
 }
+# want NAME: whether a suite's section NAME runs: every one, or those
+# ONLY=name[,name...] lists (a suite may define its own default set).
+want() { [ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 # rcs OUT NP: the ranks' exit codes, "0 0 " ("none" for a rank that left none).
 rcs() { local r; for ((r = 0; r < $2; ++r)); do cat "$1.rc.$r" 2> /dev/null || echo none; done | tr '\n' ' '; }
 
@@ -163,6 +166,13 @@ bg_ranks() {
     (timeout 120 $MPI -n "$np" sh -c "echo \$\$ > $o.pid.\${OMPI_COMM_WORLD_RANK:-\$PMI_RANK}; exec $*" > "$o.out" 2> "$o.err"
      s=$?; echo $s > "$o.mrc"; exit $s) &
     echo $! > "$o.mpiexec"
+}
+# bg_done OUT SECONDS: until bg_ranks' job OUT has ended (its OUT.mrc is
+# there), or SECONDS passed.
+bg_done() {
+    local i
+    for ((i = 0; i < $2 * 10; ++i)); do [ -e "$1.mrc" ] && return 0; sleep 0.1; done
+    return 1
 }
 # rank_signal SIG OUT R: signal rank R of job OUT, only while that pid is
 # still one of our ranks (a pid reused by an unrelated process is left alone).

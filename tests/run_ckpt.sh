@@ -7,7 +7,6 @@
 . "$(dirname "$0")/lib.sh"
 F=$T/ckpt
 rm -rf "$F" && mkdir -p "$F"
-want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
 
 # cfg FILE BATCH SUBDIV MAXB [distributed lines...]: the tiny classifier
 # (tests/lib.sh) at a constant rate of 0.01, deterministic and unshuffled.

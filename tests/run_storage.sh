@@ -11,7 +11,6 @@
 . "$(dirname "$0")/lib.sh"
 F=$T/storage
 rm -rf "$F" && mkdir -p "$F"
-want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
 [ -d "$D" ] || fashion_slice "$D" 256 64
 unset SLURM_JOB_ID SLURM_CLUSTER_NAME MN_RERUN_ID
 EX_STORAGE=74
@@ -170,7 +169,7 @@ if want lock-gone; then
     bg_ranks "$F/l1" 2 "$PROG" classifier train "$F/l.data" "$F/l.cfg"
     wait_iter "$F/l1" 3 && rm -f "$F/l/.darknet_mn.lock"
     wait "$(cat "$F/l1.mpiexec")" 2> /dev/null
-    for ((i = 0; i < 600; ++i)); do [ -e "$F/l1.mrc" ] && break; sleep 0.1; done
+    bg_done "$F/l1" 60
     if [ "$(cat "$F/l1.mrc" 2> /dev/null)" = 0 ] && [ -f "$F/l/l_final.weights" ] &&
        [ "$(grep -c "the lock file $F/l/.darknet_mn.lock was removed while this job held it: re-taken with this job's record" "$F/l1.err")" = 1 ] &&
        grep -q "released" "$F/l/.darknet_mn.lock"; then
@@ -192,7 +191,7 @@ elif want clock; then
     wait_iter "$F/t1" 3
     for s in 120 240 360 480; do sleep 0.5; echo "+$s" > "$F/t.time"; done
     stepped=$(grep -ac ': loss' "$F/t1.out")
-    for ((i = 0; i < 1200; ++i)); do [ -e "$F/t1.mrc" ] && break; sleep 0.1; done
+    bg_done "$F/t1" 120
     if [ "$(cat "$F/t1.mrc" 2> /dev/null)" = 0 ] && [ -f "$F/t/t_final.weights" ] && [ "$stepped" -lt 1500 ] &&
        ! grep -q 'did not complete in time\|did not arrive within' "$F/t1.err"; then
         ok "the wall clock stepped 4 x 120 s ahead during training (by iteration $stepped of 1500), collective_timeout=10: the job finished, exit 0"
@@ -210,7 +209,7 @@ if want crash; then
     bg_ranks "$F/k1" 2 "$PROG" classifier train "$F/k.data" "$F/k.cfg"
     for ((i = 0; i < 1200; ++i)); do [ "$(grep -ac '(checkpoint_minutes)$' "$F/k1.out" 2> /dev/null)" -ge 2 ] && break; sleep 0.1; done
     rank_signal KILL "$F/k1" 0; rank_signal KILL "$F/k1" 1
-    for ((i = 0; i < 600; ++i)); do [ -e "$F/k1.mrc" ] && break; sleep 0.1; done
+    bg_done "$F/k1" 60
     last=$(grep -a '(checkpoint_minutes)$' "$F/k1.out" | tail -1 | cut -d' ' -f2 | tr -d :)
     sed -i "s/^max_batches=.*/max_batches=$((${last:-0} + 400))/" "$F/k.cfg"
     run k 2 "$F/k.cfg"

@@ -341,7 +341,7 @@ static mn_status run_step(train_run *r, mn_batch *train, train_step *o)
     for (int i = 0; i < MN_STOP_SIGNALS; ++i) sum[1 + i] = mn_stop_signal() == mn_stop_signals[i];
     sum[LOST] = mn_backup_lost(r->lock) ? 1.f : 0.f;
     sum[DUE] = c->rank == 0 && r->opt->checkpoint_minutes > 0 &&
-               mn_now() - r->checkpointed >= r->opt->checkpoint_minutes * 60;
+               tu - r->checkpointed >= r->opt->checkpoint_minutes * 60;
     mn_guard(c, "loss allreduce");
     MPI_Allreduce(MPI_IN_PLACE, sum, DUE + 1, MPI_FLOAT, MPI_SUM, c->world);
     mn_unguard(c);

@@ -1,5 +1,6 @@
 /* BLAS and loader threads: a rank uses its share of the node's cores, and no
- * more, so that N ranks on N cores do not oversubscribe them. */
+ * more, so that N ranks on N cores do not oversubscribe them; the image
+ * cache, its share of the memory the job may use on the node. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdio.h>
@@ -89,16 +90,13 @@ static size_t cgroup_limit_mb(const char *root, const char *dir, const char *fil
     size_t least = 0;
     snprintf(path, sizeof path, "%s%s", root, dir);
     for (;;) {
-        char file_path[4200], v[64] = "";
+        char file_path[4200];
         snprintf(file_path, sizeof file_path, "%s/%s", path, file);
         FILE *f = fopen(file_path, "r");
-        if (f) {
-            unsigned long long b = 0;
-            if (fgets(v, sizeof v, f) && sscanf(v, "%llu", &b) == 1 && b < (1ULL << 60) &&
-                (least == 0 || (size_t)(b >> 20) < least))
-                least = (size_t)(b >> 20);
-            fclose(f);
-        }
+        unsigned long long b;
+        if (f && fscanf(f, "%llu", &b) == 1 && b < (1ULL << 60) && (least == 0 || (size_t)(b >> 20) < least))
+            least = (size_t)(b >> 20);
+        if (f) fclose(f);
         char *slash = strrchr(path, '/');
         if (!slash || (size_t)(slash - path) < strlen(root)) break;
         *slash = 0;
@@ -122,7 +120,7 @@ static size_t node_memory_mb(char *from, size_t cap)
         if (!dir) continue;
         *dir++ = 0;
         size_t lim = 0;
-        if (!strcmp(ctl + 1, "")) {   /* v2: one tree, mounted at one of these */
+        if (!ctl[1]) {   /* v2: one tree, mounted at one of these */
             lim = cgroup_limit_mb("/sys/fs/cgroup", dir, "memory.max");
             if (!lim) lim = cgroup_limit_mb("/sys/fs/cgroup/unified", dir, "memory.max");
         } else if (strstr(ctl + 1, "memory")) {
