@@ -44,6 +44,26 @@ if want seen; then
     else bad "seen rounding: $(cat "$F/s.log" 2>/dev/null); $(grep -h 'seen' "$F/s28.out" | head -2)"; fi
 fi
 
+# 1b. double_buffering=1 resumed from checkpoints written during its fresh
+#     steps (iteration 5 of double_buffering_fresh=10) and at the last one
+#     (10): no mean is in flight there, so the resumed run stays fresh to 10
+#     and is bit-identical to an uninterrupted one; also from 11 and 15,
+#     where a stale step's mean is in flight. Each resume is the same command again
+#     with the later checkpoints and the final weights gone.
+if want dbuf-fresh; then
+    cfg "$F/dbf.cfg" 2 1 30 double_buffering=1 double_buffering_local=0 double_buffering_fresh=10 checkpoint_interval=1 checkpoint_keep=30
+    data dbf; run dbf 2 "$F/dbf.cfg"
+    for k in 5 10 11 15; do
+        data "dbf$k"; mkdir -p "$F/dbf$k"
+        cp "$F/dbf/dbf.ckpt-$k" "$F/dbf$k/"
+        run "dbf$k" 2 "$F/dbf.cfg"
+        if all_rc "$F/dbf" 2 0 && all_rc "$F/dbf$k" 2 0 && grep -q "resuming from checkpoint .*dbf.ckpt-$k: iteration $k " "$F/dbf$k.out" &&
+           "$W" "$F/dbf$k/dbf_final.weights" "$F/dbf/dbf_final.weights" 0 > "$F/dbf$k.log"; then
+            ok "double_buffering=1 (fresh to 10) resumed from its checkpoint at $k: bit-identical to an uninterrupted run ($(cat "$F/dbf$k.log"))"
+        else bad "double_buffering=1 resumed at $k: ranks $(rcs "$F/dbf$k" 2); $(cat "$F/dbf$k.log" 2> /dev/null); $(grep -h resuming "$F/dbf$k.out")"; fi
+    done
+fi
+
 # 7. A checkpoint of 4 ranks resumes on 2 and on 3 at its iteration. Criterion
 #    (momentum=0, so the state is the weights and the iteration): the resumed
 #    run equals a run on the new rank count from the 4-rank run's weights of

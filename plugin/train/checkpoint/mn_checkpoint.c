@@ -758,11 +758,12 @@ mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const 
     if (s == MN_OK && info[0]) {
         mn_params_unpack(net, buf);
         memcpy(state, buf + np, nmom * sizeof(float));
-        mn_optimizer_host_state(o, net, 1, &nmom);
-        /* The iteration (the schedule) is kept; seen follows this job's global batch. */
+        /* The iteration (the schedule) is kept; seen follows this job's
+         * global batch. Set first: the optimizer's state reads it. */
         mn_net_info in = mn_net_get(net);
         mn_net_set_seen(net, (size_t)info[1] * (size_t)in.batch * in.subdivisions * c->size);
         mn_base_set_iteration(net, (size_t)info[1]);
+        mn_optimizer_host_state(o, net, 1, &nmom);
         r->found = 1;
         r->iteration = info[1];
         r->ranks = (int)info[2];

@@ -240,10 +240,11 @@ void mn_dbuf_gpu_align(mn_dbuf_gpu *d)
 void mn_dbuf_gpu_set(mn_dbuf_gpu *d, const float *mean, const float *prev, const float *v)
 {
     wait_mean(d);
-    copy(d, d->buf[0], mean, cudaMemcpyHostToDevice);
-    if (d->own) copy(d, d->own, mean, cudaMemcpyHostToDevice);   /* as mn_dbuf_set_pending */
     if (d->prev && prev) copy(d, d->prev, prev, cudaMemcpyHostToDevice);
     if (d->v && v) copy(d, d->v, v, cudaMemcpyHostToDevice);
+    if (!mean) return;   /* none in flight: the next step stays fresh where fresh steps are due */
+    copy(d, d->buf[0], mean, cudaMemcpyHostToDevice);
+    if (d->own) copy(d, d->own, mean, cudaMemcpyHostToDevice);   /* as mn_dbuf_set_pending */
     /* Checked as a mean just reduced would be (the next exchange reads the flag). */
     cudaStream_t st = MN_STREAM();
     must(d, cudaMemsetAsync(d->flag[0], 0, sizeof(int), st), "clearing the Inf/NaN flag");

@@ -34,7 +34,7 @@ int mn_dbuf_gpu_exchange(mn_dbuf_gpu *d, int poison, float lambda, float scale, 
 int mn_dbuf_gpu_pending(const mn_dbuf_gpu *d);
 /* Checkpoints: the mean in flight (zeros where none) and compensation's
  * previous weights and mean square (NULL: not kept) copied out, once the
- * mean is complete; or in, as a mean in flight. */
+ * mean is complete; or in, as a mean in flight (mean NULL: none is). */
 void mn_dbuf_gpu_get(mn_dbuf_gpu *d, float *mean, float *prev, float *v);
 void mn_dbuf_gpu_set(mn_dbuf_gpu *d, const float *mean, const float *prev, const float *v);
 /* With local: this rank's previous gradient becomes the mean in flight (mn_dbuf_align). */

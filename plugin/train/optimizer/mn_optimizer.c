@@ -1045,13 +1045,18 @@ static void device_momentum(mn_optimizer *o, const network *net, int to_device)
 
 float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_device, size_t *n)
 {
+    /* Pushed back, a mean is in flight only past fresh_until: a stale step
+     * leaves one, a fresh step none, so the zeros a checkpoint of a fresh
+     * step holds are not applied as a mean (the net holds the checkpoint's
+     * iteration by then: mn_checkpoint.c). */
+    int in_flight = mn_base_iteration(net) > o->fresh_until;
     if (!to_device) device_momentum(o, net, 0);
 #ifdef GPU
     if (o->dbuf_gpu) {   /* as below, the mean in flight and compensation's state on the device */
         float *mean = o->state + o->total, *prev = o->dc ? mean + o->total : NULL, *v = prev ? prev + o->total : NULL;
         if (to_device) {
             memcpy(o->arena, o->state, o->total * sizeof(float));
-            mn_dbuf_gpu_set(o->dbuf_gpu, mean, prev, v);
+            mn_dbuf_gpu_set(o->dbuf_gpu, in_flight ? mean : NULL, prev, v);
         } else {
             memcpy(o->state, o->arena, o->total * sizeof(float));
             mn_dbuf_gpu_get(o->dbuf_gpu, mean, prev, v);
@@ -1064,7 +1069,7 @@ float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_devic
         if (to_device) {
             memcpy(o->arena, o->state, o->total * sizeof(float));
             memcpy(pending, o->state + o->total, o->total * sizeof(float));
-            mn_dbuf_set_pending(o->dbuf, 1);
+            mn_dbuf_set_pending(o->dbuf, in_flight);
         } else {
             memcpy(o->state, o->arena, o->total * sizeof(float));
             if (has) memcpy(o->state + o->total, pending, o->total * sizeof(float));
