@@ -362,15 +362,16 @@ $(HK_OMP): $(LIBDK)
 	cmake -S $(DK) -B $(BUILD)/hankai-omp --log-level=ERROR $(filter-out -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=TRUE,$(HK_CMAKE))
 	grep -q '^OpenMP_CXX_FLAGS:.*openmp' $(BUILD)/hankai-omp/CMakeCache.txt   # found, or the comparison is void
 	$(MAKE) -C $(BUILD)/hankai-omp -s $(FORK_JOBS) darknetcli
-# Its GPU CLI linked again with this build's OpenCV (OPENCV_PREFIX's static
-# one; its CMake links all 60 of Debian's shared modules): the GPU speed
-# row's peer in the GPU machine's bundle (scripts/gpu_speed.sh).
+# Its CLI linked again with this build's OpenCV (OPENCV_PREFIX's static
+# one; its CMake links all 60 of Debian's shared modules): the speed row's
+# peer in the GPU machine's bundle (scripts/gpu_speed.sh), its GPU build
+# on the GPU and its CPU build in the bundle's rehearsal.
 HK_CLI := $(OBJ)/darknet-fork
+HK_CLI_LIBS := $(if $(filter 1,$(GPU)),-L$(CUDA)/lib64 -lcudart -lcublas -lcublasLt -lcurand $(if $(filter 1,$(CUDNN)),-lcudnn) \
+               -L$(CUDA)/lib64/stubs -lcuda,$(if $(filter 1,$(BLAS)),-lopenblas64))
 $(HK_CLI): $(LIBDK) $(OBJ)/.settings
-	$(if $(filter 1,$(GPU)),,$(error $@: the fork's GPU CLI: GPU=1))
 	$(CXX) -O3 -rdynamic $(HK_BUILD)/src-cli/CMakeFiles/darknetcli.dir/darknet_cli.cpp.o $(LIBDK) -o $@ \
-	    -L$(CUDA)/lib64 -lcudart -lcublas -lcublasLt -lcurand $(if $(filter 1,$(CUDNN)),-lcudnn) \
-	    -L$(CUDA)/lib64/stubs -lcuda $(HK_OPENCV_LIBS) -lpthread -ldl
+	    $(HK_CLI_LIBS) $(HK_OPENCV_LIBS) -lpthread -ldl
 else
 # Unpack Debian's source package (pjreddie's commit; Debian's own patches
 # touch only its packaging, OpenCV and paths) or copy the user's clone of

@@ -19,17 +19,15 @@
 #   speed/    AlexeyAB's cfg/yolov4-tiny.cfg (hank-ai's is the same net) and
 #             256 images of make fashion-det-data, for the speed rows
 #             (scripts/gpu_speed.sh);
-#   run.sh    on the GPU machine, from this repository's root:
-#             bash DIR/run.sh [OUT] runs scripts/gpu_check.sh on each base
-#             (AlexeyAB's, hank-ai's, then pjreddie's), then the speed
-#             rows (AlexeyAB's, hank-ai's), each phase within its own
-#             timeout (PHASE_S, 90 s; SPEED_S, 70 s, one round of each
-#             run) and all of them within RUN_S (420 s, the probe's minute
-#             included: the 7 minutes asked, so that a rerun still fits
-#             the 15 minutes of device time a task gets, the machine's
-#             start counted), finding NVIDIA's
-#             libraries where the machine keeps them, and leaves its logs
-#             in OUT (default DIR/out), each result appended as it comes;
+#   bin/cpu/  the same programs' CPU builds (with MPICH, without OpenBLAS,
+#          oneDNN and cairo, whose libraries would take the bundle past its
+#          64 MiB): the bundle's rehearsal on a machine without a GPU;
+#   run.sh    scripts/gpu_run.sh: on the GPU machine, from a clone of this
+#             repository, bash DIR/run.sh [OUT] runs the probe, the check
+#             (scripts/gpu_check.sh) on each base and the forks' speed rows
+#             (scripts/gpu_speed.sh) within its budget, and ends with a
+#             tally of each base's rows and the verdict; GPU_REHEARSAL=1
+#             runs the same plan on bin/cpu/ (make test-gpu does);
 # and DIR.tar.gz, what is carried to the GPU machine (it must stay under
 # the 64 MiB a lent machine takes: this script fails past it).
 # hank-ai's base links a static OpenCV of the four modules it uses
@@ -58,26 +56,45 @@ if [ -f "${HK_SNAPSHOT:-../shared/third_party/darknet-hankai-f684e1d7.tar.xz}" ]
         OPENCV_PREFIX="$PWD/third_party/opencv-static" build/mpich/hankai-gpu/darknet_mn build/mpich/hankai-gpu/darknet-fork
     hk=1
 fi
+# The rehearsal's CPU builds, each base's where its GPU build is made.
+R=build/mpich/rehearsal
+mkdir -p $R
+cpu=(BUILD=build/mpich MPICC=mpicc.mpich MPICXX=mpicxx.mpich BLAS=0 DNNL=0 CAIRO=0)
+make -s -j"$(nproc)" "${cpu[@]}" PROG=$R/darknet_mn $R/darknet_mn
+if [ $ab = 1 ]; then
+    make -s -j"$(nproc)" "${cpu[@]}" DARKNET=alexeyab PROG=$R/darknet_mn-alexeyab $R/darknet_mn-alexeyab
+fi
+if [ $hk = 1 ]; then
+    make -s -j"$(nproc)" "${cpu[@]}" DARKNET=hankai OPENCV_PREFIX="$PWD/third_party/opencv-static" \
+        PROG=$R/darknet_mn-hankai $R/darknet_mn-hankai build/mpich/hankai-cpu-noblas-nodnnl-nocairo/darknet-fork
+fi
 make -s build/cpu/tests/mn_wcmp build/cpu/tests/mn_shapes build/tools/mn_fashion
-rm -rf "$out" "$out.tar.gz" && mkdir -p "$out/bin" "$out/lib"
+rm -rf "$out" "$out.tar.gz" && mkdir -p "$out/bin/cpu" "$out/lib"
+cp $R/darknet_mn "$out/bin/cpu/"
 cp build/mpich/gpu/darknet_mn build/cpu/tests/mn_wcmp /usr/bin/mpiexec.hydra /usr/bin/hydra_pmi_proxy "$out/bin/"
 if [ $hk = 1 ]; then
     cp build/mpich/hankai-gpu/darknet_mn "$out/bin/darknet_mn-hankai"
     cp build/mpich/hankai-gpu/darknet-fork "$out/bin/darknet-hankai-stock"
+    cp $R/darknet_mn-hankai "$out/bin/cpu/"
+    cp build/mpich/hankai-cpu-noblas-nodnnl-nocairo/darknet-fork "$out/bin/cpu/darknet-hankai-stock"
 fi
 if [ $ab = 1 ]; then
     cp build/mpich/alexeyab-gpu/darknet_mn "$out/bin/darknet_mn-alexeyab"
     cp third_party/darknet-alexeyab-stock-gpu/darknet "$out/bin/darknet-alexeyab-stock"
+    cp $R/darknet_mn-alexeyab "$out/bin/cpu/"
+    cp third_party/darknet-alexeyab-cpu-noblas/darknet "$out/bin/cpu/darknet-alexeyab-stock"   # the fork's CLI, built with it: the rehearsal's peer
     mkdir -p "$out/speed/images/train" "$out/speed/labels/train"
     cp third_party/darknet-alexeyab-stock-gpu/cfg/yolov4-tiny.cfg "$out/speed/"
     for f in $(ls build/fashion-det/images/train/*.jpg | head -256); do
         n=$(basename "$f" .jpg)
-        cp "$f" "$out/speed/images/train/" && cp "build/fashion-det/labels/train/$n.txt" "$out/speed/labels/train/"
+        # each label in both layouts: AlexeyAB's labels/ folder, hank-ai's beside the image
+        cp "$f" "build/fashion-det/labels/train/$n.txt" "$out/speed/images/train/" && cp "build/fashion-det/labels/train/$n.txt" "$out/speed/labels/train/"
     done
 fi
 # The machine's own: glibc, the C++ runtime (a newer one serves), NVIDIA's.
 mine='^(linux-vdso|ld-linux|libc|libm|libmvec|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcurand|libcudnn.*|libnccl)\.so'
-for b in "$out"/bin/*; do
+for b in "$out"/bin/* "$out"/bin/cpu/*; do
+    [ -f "$b" ] || continue
     ldd "$b" | awk '$3 ~ /^\// { print $1, $3 }'
 done | sort -u | while read -r name path; do
     [[ $name =~ $mine ]] || cp -L "$path" "$out/lib/$name"
@@ -86,65 +103,7 @@ build/tools/mn_fashion /usr/share/datasets/fashion-mnist "$out/fashion" --limit-
 build/cpu/tests/mn_shapes "$out/shapes" train 16 1 jpg > /dev/null
 build/cpu/tests/mn_shapes "$out/shapes" valid 8 2 jpg > /dev/null
 rm -f "$out"/shapes/*.list   # paths of this machine; gpu_check.sh lists the images where they are
-cat > "$out/run.sh" << 'EOF'
-#!/usr/bin/env bash
-# On the GPU machine, from the repository's root: bash BUNDLE/run.sh [OUT].
-set -u
-B=$(cd "$(dirname "$0")" && pwd)
-O=${1:-$B/out}
-mkdir -p "$O"
-end=$((SECONDS + ${RUN_S:-420}))   # the whole, probe included (budget below)
-# NVIDIA's libraries wherever this machine keeps them: the CUDA toolkit, or
-# the pip wheels a PyTorch image carries (nvidia/*/lib).
-nv=$(for l in libcudart.so.13 libcublas.so.13 libcurand.so.10 libcudnn.so.9 libnccl.so.2; do
-         find /usr/local/cuda*/ /usr/lib /opt /usr/local/lib -name "$l" 2> /dev/null | head -1
-     done | xargs -r -n1 dirname | awk '!seen[$0]++' | paste -sd:)
-export LD_LIBRARY_PATH=$B/lib${nv:+:$nv}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$B/bin:/usr/local/cuda/bin:$PATH
-{
-    echo "== bundle: $B; NVIDIA's libraries from: ${nv:-none found}"
-    nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-    for p in "$B"/bin/darknet_mn*; do
-        echo "-- $p"
-        ldd "$p" | grep -E "not found|cudnn|nccl|cublas|cudart|mpich"
-        timeout 120 mpiexec.hydra -n 1 "$p" info; echo "info on 1 rank: exit $?"
-        timeout 120 mpiexec.hydra -n 2 "$p" info; echo "info on 2 ranks: exit $?"
-    done
-    # A figure, not a check: one rank's training step on the demo's detector.
-    timeout 120 mpiexec.hydra -n 1 "$B/bin/darknet_mn" bench step cfg/fashion-det.cfg -iters 20; echo "bench step: exit $?"
-} > "$O/probe.log" 2>&1
-cat "$O/probe.log"
-# One phase a base, the forks' first (YOLO's users train on them), then the
-# speed rows; a phase past its time (PHASE_S, SPEED_S, or what is left of
-# RUN_S for the whole) is killed and the next one starts, every line
-# already in its log kept.
-budget() {   # budget PHASE WANT: seconds for it, or 0 (and a line) where RUN_S is spent
-    local left=$((end - SECONDS))
-    [ "$left" -gt "$2" ] && left=$2
-    [ "$left" -ge 20 ] && { echo "$left"; return; }
-    echo "== $1: not run, RUN_S (${RUN_S:-420} s) spent" | tee -a "$O/gpu-check.log" >&2
-    echo 0
-}
-for base in alexeyab hankai pjreddie; do
-    p=$B/bin/darknet_mn$([ $base = pjreddie ] || echo "-$base")
-    [ -x "$p" ] || { echo "== $base: not in this bundle" | tee -a "$O/gpu-check.log"; continue; }
-    mkdir -p "$O/$base"
-    s=$(budget "$base" "${PHASE_S:-90}"); [ "$s" = 0 ] && continue
-    BUILD=${BUILD:-build} DARKNET=$base PROG=$p MPI=mpiexec.hydra WCMP=$B/bin/mn_wcmp GPU_DATA=$B/fashion \
-        GPU_DET_DATA=$B/shapes GPU_CHECK_OUT=$O/$base SAN_TIMEOUT=${SAN_TIMEOUT:-40} timeout "$s" bash scripts/gpu_check.sh 2>&1 |
-        tee -a "$O/gpu-check.log"
-    echo "== $base: exit ${PIPESTATUS[0]}" | tee -a "$O/gpu-check.log"
-done
-# The speed rows: each fork's own darknet against darknet-mn on its base
-# (hank-ai's with the same yolov4-tiny.cfg: the fork's is the same net).
-for base in alexeyab hankai; do
-    [ -x "$B/bin/darknet-$base-stock" ] && [ -f "$B/speed/yolov4-tiny.cfg" ] || continue
-    s=$(budget "speed $base" "${SPEED_S:-70}"); [ "$s" = 0 ] && continue
-    SPEED_ROUNDS=${SPEED_ROUNDS:-1} STOCK=$B/bin/darknet-$base-stock PROG=$B/bin/darknet_mn-$base MPI=mpiexec.hydra CFG=$B/speed/yolov4-tiny.cfg \
-        DET_DATA=$B/speed OUT=$O timeout "$s" bash scripts/gpu_speed.sh 2>&1 | tee -a "$O/gpu-check.log"
-    echo "== speed $base: exit ${PIPESTATUS[0]}" | tee -a "$O/gpu-check.log"
-done
-EOF
+cp scripts/gpu_run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
 tar -C "$(dirname "$out")" -czf "$out.tar.gz" "$(basename "$out")"
 bytes=$(stat -c %s "$out.tar.gz")

@@ -58,6 +58,13 @@ timed() {
     else MN_GPU_PROFILE=1 timeout 600 $MPI -n "$np" "$PROG" detector train "$W/$s-$n.data" "$W/$s-$n.cfg" > "$W/$s-$n.log" 2>&1; fi
     rc=$?
     t1=$(date +%s.%N)
+    # The stock program's exit after its final weights (hank-ai's CLI can
+    # abort there, its threads not joined) is its own, not the training's:
+    # timed, and said in the table.
+    if [ $rc != 0 ] && [ "$s" = stock ] && ls "$W/$s-$n"/*final.weights > /dev/null 2>&1; then
+        echo "    stock ($n updates) exited $rc after writing its final weights" >> "$W/notes"
+        rc=0
+    fi
     if [ $rc = 0 ] && ls "$W/$s-$n"/*final.weights > /dev/null 2>&1; then awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
     else echo failed; fi
 }
@@ -87,11 +94,23 @@ for ((r = 1; r <= ROUNDS; ++r)); do
         grep -h '^darknet-mn: MN_GPU_PROFILE' "$W/$s-$LONG.log" | sed 's/^/    /' | tee -a "$O/gpu-speed.txt"
     done
 done
+[ -f "$W/notes" ] && tee -a "$O/gpu-speed.txt" < "$W/notes"
 declare -A med
 for s in $SYSTEMS; do
     med[$s]=$(awk -v s="$s" '$1 == s { print $2 }' "$W/ips" 2> /dev/null | median)
     printf '%-6s median %s images/s\n' "$s" "${med[$s]:-none}" | tee -a "$O/gpu-speed.txt"
 done
+# spread: how far apart each system's rounds are (largest minus smallest over
+# their midpoint): a difference from stock smaller than that is not judged.
+spread() {
+    if [ "$ROUNDS" -lt 2 ]; then echo "one round: its uncertainty unmeasured, so 2% cannot be judged (SPEED_ROUNDS=3 or more)"; return; fi
+    local s out=
+    for s in stock mn-1; do
+        out+="$s $(awk -v s="$s" '$1 == s { v[++n] = $2 } END { mn = mx = v[1]; for (i = 2; i <= n; ++i) { if (v[i] < mn) mn = v[i]; if (v[i] > mx) mx = v[i] }
+                  m = (mx + mn) / 2; printf "%.1f%%", m > 0 ? 100 * (mx - mn) / m : 0 }' "$W/ips"), "
+    done
+    echo "rounds' spread: ${out%, } (a difference below it is noise)"
+}
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'; }
 # On a GPU a median at or below 0 (a long run no longer than a short one)
 # means the machine's noise swamped the updates: no figure. The dry run's
@@ -100,7 +119,7 @@ positive() { awk -v v="$1" 'BEGIN { exit !(v > 0) }'; }
 if [ "$DRY" = 0 ] && [ -n "${med[mn-1]}" ] && { ! positive "${med[stock]}" || ! positive "${med[mn-1]}" || ! positive "${med[mn-2]}"; }; then
     bad "gpu speed: not measured: a median at or below 0 images/s (stock ${med[stock]}, mn-1 ${med[mn-1]}, mn-2 ${med[mn-2]}); more updates (SPEED_LONG) or rounds"
 elif [ $bad_runs = 0 ] && [ -n "${med[stock]}" ] && [ -n "${med[mn-1]}" ] && [ -n "${med[mn-2]}" ]; then
-    echo "mn-1 against stock: $(pct "${med[mn-1]}" "${med[stock]}"); mn-2 against mn-1: $(pct "${med[mn-2]}" "${med[mn-1]}")" | tee -a "$O/gpu-speed.txt"
+    echo "mn-1 against stock: $(pct "${med[mn-1]}" "${med[stock]}"); mn-2 against mn-1: $(pct "${med[mn-2]}" "${med[mn-1]}"); $(spread)" | tee -a "$O/gpu-speed.txt"
     ok "gpu speed$([ "$DRY" = 1 ] && echo " (dry run: the logic, on CPU builds)"): stock ${med[stock]}, mn-1 ${med[mn-1]}, mn-2 ${med[mn-2]} images/s; mn-1 against stock $(pct "${med[mn-1]}" "${med[stock]}")"
 else bad "gpu speed: $bad_runs run(s) failed (see $W)"; fi
 finish gpu-speed

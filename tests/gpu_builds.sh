@@ -75,6 +75,57 @@ elif t0=$SECONDS && bash scripts/gpu_bundle.sh "$T/bundle" > "$T/bundle.log" 2>&
     done
 else bad "scripts/gpu_bundle.sh (see $T/bundle.log)"; tail -3 "$T/bundle.log"; fi
 
+# The bundle rehearsed as it travels (GPU_REHEARSAL=1 bash BUNDLE/run.sh
+# OUT): unpacked outside build/, beside a copy of what a lent machine gets
+# of the repository (tracked files and untracked ones git does not ignore;
+# no build/), the whole plan on the bundle's CPU builds. As is: every base's
+# rows answered, PASS, exit 0; its comparator (bin/mn_wcmp) replaced by one
+# that always says "differ": FAIL and non-zero; phases too short: non-zero,
+# the rows not run counted. Every time, nothing of the bundle left running.
+echo "== The bundle rehearsed (GPU_REHEARSAL=1 bash BUNDLE/run.sh OUT, a clean copy of the repository beside it)"
+# bundle_procs DIR: the processes whose program or command line is under DIR.
+bundle_procs() {
+    local p
+    for p in /proc/[0-9]*; do
+        case $(readlink "$p/exe" 2> /dev/null) in "$1"/*) echo "${p#/proc/}"; continue ;; esac
+        tr '\0' ' ' < "$p/cmdline" 2> /dev/null | grep -qF "$1/" && echo "${p#/proc/}"
+    done
+}
+# rehearse NAME PREP [ENV=V...]: the tarball unpacked in REHEARSAL/NAME
+# (outside the repository: /tmp/darknet-mn-rehearsal), PREP run on the
+# unpacked bundle, then run.sh from the copy; R is the folder.
+rehearse() {
+    local name=$1 prep=$2; shift 2
+    R=${REHEARSAL:-/tmp/darknet-mn-rehearsal}/$name
+    rm -rf "$R" && mkdir -p "$R/repo" && tar -C "$R" -xzf "$T/bundle.tar.gz"
+    git ls-files -co --exclude-standard -z | tar --null -T - -cf - 2> /dev/null | tar -C "$R/repo" -xf -
+    $prep "$R/bundle"
+    (cd "$R/repo" && env "$@" GPU_REHEARSAL=1 timeout 1200 bash ../bundle/run.sh "$R/out") > "$R/run.out" 2>&1
+    echo $? > "$R/rc"
+    left=$(bundle_procs "$R" | paste -sd' ')
+    [ -z "$left" ] || kill -9 $left 2> /dev/null
+}
+tally() { grep "^== $1: [0-9]* of [0-9]* rows ok" "$R/run.out"; }
+planted_wcmp() { printf '#!/bin/sh\necho "mn_wcmp: differ (a planted comparator)"\nexit 1\n' > "$1/bin/mn_wcmp"; rm -f "$1"/bin/cpu/darknet_mn-*; }
+if [ -f "$T/bundle.tar.gz" ]; then
+    rehearse as-is true
+    bases_ok=1
+    for b in pjreddie alexeyab hankai; do tally "$b" | grep -q "rows ok, 0 FAIL, [0-9]* skipped, 0 not run" || bases_ok=0; done
+    if [ "$(cat "$R/rc")" = 0 ] && [ "$(tail -1 "$R/run.out")" = "== gpu-check: PASS" ] && [ $bases_ok = 1 ] && [ -z "$left" ] &&
+       [ -s "$R/out/pjreddie/runs.tgz" ] && [ -s "$R/out/run.log" ]; then
+        ok "rehearsal as is: $(tally pjreddie | cut -c4-); $(tally alexeyab | cut -c4-); $(tally hankai | cut -c4-); PASS, exit 0, nothing left running"
+    else bad "rehearsal as is: exit $(cat "$R/rc"), left running: '${left}'; $(grep '^FAIL\|^== [a-z]*: [0-9]* of\|^== gpu-check' "$R/run.out" | head -6 | paste -sd' ') (see $R/run.out)"; fi
+    rehearse differ planted_wcmp
+    if [ "$(cat "$R/rc")" != 0 ] && tally pjreddie | grep -q ", [1-9][0-9]* FAIL," && grep -q "^== gpu-check: FAIL (pjreddie: [0-9]* FAIL" "$R/run.out" && [ -z "$left" ]; then
+        ok "rehearsal with a comparator that says differ: exit $(cat "$R/rc"), $(tally pjreddie | cut -c4-), '$(tail -1 "$R/run.out")'"
+    else bad "rehearsal with a comparator that says differ: exit $(cat "$R/rc"), left running: '${left}'; $(tally pjreddie); $(tail -1 "$R/run.out") (see $R/run.out)"; fi
+    rehearse short true PHASE_S=6 SPEED_S=6
+    cut=$(grep -c "^== [a-z ]*: cut at 6 s" "$R/run.out")
+    if [ "$(cat "$R/rc")" != 0 ] && [ "$cut" -ge 3 ] && grep -q "^== gpu-check: FAIL (.*not run" "$R/run.out" && [ -z "$left" ]; then
+        ok "rehearsal with phases of 6 s: exit $(cat "$R/rc"), $cut phases cut, nothing left running; '$(tail -1 "$R/run.out")'"
+    else bad "rehearsal with phases of 6 s: exit $(cat "$R/rc"), $cut phases cut, left running: '${left}'; $(tail -1 "$R/run.out") (see $R/run.out)"; fi
+fi
+
 echo "== The plugin's layers and Darknet's boundary in the GPU builds (tests/layers.py, tests/boundary.py)"
 LAYERS=$(make -s --no-print-directory print-layers)
 links=()
