@@ -522,6 +522,7 @@ test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_mpich.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_rerun.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_slurm.sh
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_gpu.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ONLY=term-long,fewer bash tests/run_stop.sh
 
 # The model zoo's rows on both C bases (stock cfgs trained or refused, N x b

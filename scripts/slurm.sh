@@ -5,7 +5,7 @@
 # apart from testbed.sh's); slurmctld runs in the root namespace on the
 # bridge address, where clients (srun, sbatch, squeue) run too.
 #
-#   scripts/slurm.sh up [NODES]   # NODES (default 2) nodes mns1.., 2 CPUs each
+#   scripts/slurm.sh up [NODES]   # NODES (default 2) nodes mns1.., SLURM_TB_CPUS (2) CPUs each
 #   scripts/slurm.sh env          # eval "$(scripts/slurm.sh env)": what a client needs
 #   scripts/slurm.sh kill NODE    # the node dies: kill -9 of every process in it
 #   scripts/slurm.sh start NODE   # its slurmd comes back
@@ -31,6 +31,11 @@
 # each node has its own TmpFS, D/NODE/tmp: Slurm's pmix plugin puts the same
 # spmix_appdir_* path there on every node of a step. Unusual slurm.conf
 # settings are explained where written.
+#
+# SLURM_TB_GPUS=N gives each node N GPUs for Slurm (GRES gpu, no GPU
+# behind them): Slurm allocates them and sets each step's
+# CUDA_VISIBLE_DEVICES as on a GPU cluster, so a batch script's GPU options
+# can be tried without a GPU. Unset, the nodes have none.
 set -u
 D=$(realpath -m "${SLURM_TB_DIR:-/run/darknet-mn-slurm}")
 # The address block, the bridge (the nodes' veths are named after it) and
@@ -40,6 +45,8 @@ NET=${SLURM_TB_NET:-10.78.0}
 BR=${SLURM_TB_BRIDGE:-mnsbr0}
 CTL=mnsctl                  # slurmctld's hostname (its own UTS namespace)
 PORT=${SLURM_TB_PORT:-6817} # SlurmctldPort, in the root namespace
+CPUS=${SLURM_TB_CPUS:-2}    # CPUs a node declares
+GPUS=${SLURM_TB_GPUS:-0}    # GPUs a node declares (GRES gpu)
 PKGS="slurmd slurmctld slurm-client munge libpmix-dev iproute2 mount"
 MARK=.darknet-mn-slurm      # in D: down removes only a folder holding it
 
@@ -156,8 +163,20 @@ ReturnToService=2
 SchedulerParameters=sched_interval=2
 EOF
     if [ -n "${SLURM_TB_REQUEUE_EXIT:-}" ]; then echo "RequeueExit=$SLURM_TB_REQUEUE_EXIT" >> "$D/slurm.conf"; fi
+    local gres=""
+    if [ "$GPUS" -gt 0 ]; then
+        # The GPUs' device files: character devices of the NVIDIA driver's
+        # major number (195) with no driver behind them, which nothing
+        # opens. slurmd takes no plain file (it logs an error and sets no
+        # CUDA_VISIBLE_DEVICES).
+        echo "GresTypes=gpu" >> "$D/slurm.conf"
+        mkdir -p "$D/dev"
+        for i in $(seq 0 $((GPUS - 1))); do mknod "$D/dev/nvidia$i" c 195 "$i"; done
+        echo "Name=gpu File=$D/dev/nvidia[0-$((GPUS - 1))]" > "$D/gres.conf"
+        gres=" Gres=gpu:$GPUS"
+    fi
     for i in $(seq "$n"); do
-        echo "NodeName=mns$i NodeAddr=$NET.$i CPUs=2 State=UNKNOWN" >> "$D/slurm.conf"
+        echo "NodeName=mns$i NodeAddr=$NET.$i CPUs=$CPUS$gres State=UNKNOWN" >> "$D/slurm.conf"
     done
     echo "PartitionName=mn Nodes=ALL Default=YES MaxTime=INFINITE State=UP" >> "$D/slurm.conf"
     # slurmd loads a cgroup plugin whatever the settings above; left to
@@ -245,6 +264,8 @@ fail_up() {
 up() {
     local n=${1:-2} i t0=$EPOCHREALTIME
     [[ $n =~ ^[1-9][0-9]?$ ]] || die "NODES must be 1 to 99, not '$n'"
+    [[ $CPUS =~ ^[1-9][0-9]?$ ]] || die "SLURM_TB_CPUS must be 1 to 99, not '$CPUS'"
+    [[ $GPUS =~ ^[0-9]$ ]] || die "SLURM_TB_GPUS must be 0 to 9, not '$GPUS'"
     need_root
     install_missing
     refuse_foreign
@@ -265,7 +286,7 @@ up() {
     wait_idle "$n"
     set +e
     trap - EXIT
-    say "up in $(awk "BEGIN { printf \"%.1f\", $EPOCHREALTIME - $t0 }") s: slurmctld on $NET.254:$PORT, nodes $(nodes | xargs) (2 CPUs each) on $NET.0/24"
+    say "up in $(awk "BEGIN { printf \"%.1f\", $EPOCHREALTIME - $t0 }") s: slurmctld on $NET.254:$PORT, nodes $(nodes | xargs) ($CPUS CPUs$([ "$GPUS" = 0 ] || echo " and $GPUS GPUs") each) on $NET.0/24"
     say "SLURM_CONF=$D/slurm.conf; clients: eval \"\$(${SLURM_TB_DIR:+SLURM_TB_DIR=$D }$0 env)\""
 }
 
