@@ -31,7 +31,7 @@ if [ -n "${ALEXEYAB_SRC:-}" ] || [ -f "${AB_SNAPSHOT:-../shared/third_party/dark
     if make -s -j"$(nproc)" DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 > "$T/gpu-build-alexeyab.log" 2>&1; then
         ok "make DARKNET=alexeyab GPU=1 CUDNN=1 NCCL=1 builds $BUILD/alexeyab-gpu/darknet_mn ($((SECONDS - t0)) s)"
     else bad "AlexeyAB's GPU build (see $T/gpu-build-alexeyab.log)"; tail -5 "$T/gpu-build-alexeyab.log"; fi
-else skipped=$((${skipped:-0} + 1)); echo "skip AlexeyAB's GPU build: neither ALEXEYAB_SRC nor its snapshot is here"; fi
+else skip "AlexeyAB's GPU build: neither ALEXEYAB_SRC nor its snapshot is here"; fi
 
 # Without a usable GPU each GPU build stops at start, with the reason, on
 # every rank, -nogpu or not (hank-ai's GPU build, when make
@@ -52,7 +52,7 @@ fi
 # stub driver stands in for NVIDIA's: AlexeyAB's build links the driver).
 echo "== The GPU machine's bundle (scripts/gpu_bundle.sh)"
 if ! command -v mpicc.mpich > /dev/null; then
-    skipped=$((${skipped:-0} + 1)); echo "skip the bundle: no MPICH (scripts/deps.sh installs mpich and libmpich-dev)"
+    skip "the bundle: no MPICH (scripts/deps.sh installs mpich and libmpich-dev)"
 elif t0=$SECONDS && bash scripts/gpu_bundle.sh "$T/bundle" > "$T/bundle.log" 2>&1; then
     ok "$(tail -1 "$T/bundle.log") ($((SECONDS - t0)) s)"
     rm -rf "$T/unpacked" && mkdir -p "$T/unpacked" "$T/stub" && tar -C "$T/unpacked" -xzf "$T/bundle.tar.gz"

@@ -3,7 +3,7 @@
 #  - the preamble: set -u, the repository root as the working folder, the
 #    defaults of BUILD, TEST_BIN, PROG, MPI, T and D, Open MPI as root and
 #    oversubscribed;
-#  - the counters, ok, bad and finish;
+#  - the counters, ok, bad, skip and finish;
 #  - launches: a command on N ranks under a time limit keeping each rank's
 #    output and exit code (rank_cmd, on_ranks, mn), their checks (all_rc,
 #    rcs), a user error every rank stops on (expect_error), a command line
@@ -30,8 +30,12 @@ EX_USAGE=64 EX_USER=65 EX_FAULT=70 EX_REFUSED=73 EX_RERUN=75
 
 pass=0
 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+# ROW_DONE: a command run after each result line (scripts/gpu_check.sh
+# keeps its runs' outputs there as each row ends).
+ok() { pass=$((pass + 1)); echo "ok   $*"; ${ROW_DONE:-}; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; ${ROW_DONE:-}; }
+# skip WHY: a check this machine cannot make, counted apart, saying why.
+skip() { skipped=$((${skipped:-0} + 1)); echo "skip $*"; ${ROW_DONE:-}; }
 # finish [LABEL]: the suite's summary line; exits non-zero on any failure.
 finish() {
     echo "== ${1:+$1: }$pass passed, $fail failed${skipped:+, $skipped skipped}"

@@ -383,7 +383,7 @@ blind() {
 }
 if want shared; then
     if ! unshare -m true 2> /dev/null; then
-        skipped=$((${skipped:-0} + 1)); echo "skip the backup folder every rank sees: unshare -m needs root here"
+        skip "the backup folder every rank sees: unshare -m needs root here"
     else
         cfg "$F/v.cfg" 2 1 4 checkpoint_interval=2
         data v; blind v "$F/v.cfg"

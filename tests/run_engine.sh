@@ -111,7 +111,7 @@ elif v2=$(sed -n 's/^0::\(.*\)/\1/p' /proc/self/cgroup) && grep -qw memory /sys/
     CG=/sys/fs/cgroup${v2%/}/mn-engine-$$; echo $((768 << 20)) > "$CG/memory.max" || CG=
 fi
 if [ -z "$CG" ]; then
-    skipped=$((${skipped:-0} + 1)); echo "skip the cgroup's limit: no memory cgroup can be made here"
+    skip "the cgroup's limit: no memory cgroup can be made here"
 else
     (echo $BASHPID > "$CG/cgroup.procs" && run cg 2)
     rmdir "$CG" 2> /dev/null

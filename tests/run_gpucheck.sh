@@ -25,7 +25,7 @@ for base in $BASES; do
         *) p=$BUILD/$base-cpu/darknet_mn ;;
     esac
     if [ -x "$p" ]; then check "$base" "$p"
-    else skipped=$((${skipped:-0} + 1)); echo "skip gpu_check.sh dry run on $base's base: $p not built"; fi
+    else skip "gpu_check.sh dry run on $base's base: $p not built"; fi
 done
 # A speed row's logic (scripts/gpu_speed.sh) on each fork's CPU builds: the
 # fork's own darknet (patched, its hooks unset) as the stock peer.

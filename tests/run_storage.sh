@@ -182,7 +182,7 @@ fi
 #    finishes (exit 0): no collective is called late.
 FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 if want clock && [ ! -e "$FAKETIME_LIB" ]; then
-    skipped=$((${skipped:-0} + 1)); echo "skip the clock step: no $FAKETIME_LIB (Debian's faketime, scripts/deps.sh test)"
+    skip "the clock step: no $FAKETIME_LIB (Debian's faketime, scripts/deps.sh test)"
 elif want clock; then
     cfg "$F/t.cfg" 1500 collective_timeout=10
     data t; mkdir -p "$F/t"; echo "+0" > "$F/t.time"

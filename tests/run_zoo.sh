@@ -84,7 +84,7 @@ fi
 SNAPSHOT=${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}
 if ! on alexeyab; then :
 elif [ -z "${ALEXEYAB_SRC:-}" ] && [ ! -f "$SNAPSHOT" ]; then
-    skipped=$((${skipped:-0} + 1)); echo "skip AlexeyAB zoo: neither ALEXEYAB_SRC nor $SNAPSHOT is here"
+    skip "AlexeyAB zoo: neither ALEXEYAB_SRC nor $SNAPSHOT is here"
 else
     AB=$BUILD/alexeyab-cpu
     FK=third_party/darknet-alexeyab-cpu
