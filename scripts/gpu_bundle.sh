@@ -60,13 +60,14 @@ fi
 R=build/mpich/rehearsal
 mkdir -p $R
 cpu=(BUILD=build/mpich MPICC=mpicc.mpich MPICXX=mpicxx.mpich BLAS=0 DNNL=0 CAIRO=0)
+hk_cli=build/mpich/hankai-cpu-noblas-nodnnl-nocairo/darknet-fork   # the fork's CLI, in the folder of those settings
 make -s -j"$(nproc)" "${cpu[@]}" PROG=$R/darknet_mn $R/darknet_mn
 if [ $ab = 1 ]; then
     make -s -j"$(nproc)" "${cpu[@]}" DARKNET=alexeyab PROG=$R/darknet_mn-alexeyab $R/darknet_mn-alexeyab
 fi
 if [ $hk = 1 ]; then
     make -s -j"$(nproc)" "${cpu[@]}" DARKNET=hankai OPENCV_PREFIX="$PWD/third_party/opencv-static" \
-        PROG=$R/darknet_mn-hankai $R/darknet_mn-hankai build/mpich/hankai-cpu-noblas-nodnnl-nocairo/darknet-fork
+        PROG=$R/darknet_mn-hankai $R/darknet_mn-hankai $hk_cli
 fi
 make -s build/cpu/tests/mn_wcmp build/cpu/tests/mn_shapes build/tools/mn_fashion
 rm -rf "$out" "$out.tar.gz" && mkdir -p "$out/bin/cpu" "$out/lib"
@@ -76,7 +77,7 @@ if [ $hk = 1 ]; then
     cp build/mpich/hankai-gpu/darknet_mn "$out/bin/darknet_mn-hankai"
     cp build/mpich/hankai-gpu/darknet-fork "$out/bin/darknet-hankai-stock"
     cp $R/darknet_mn-hankai "$out/bin/cpu/"
-    cp build/mpich/hankai-cpu-noblas-nodnnl-nocairo/darknet-fork "$out/bin/cpu/darknet-hankai-stock"
+    cp $hk_cli "$out/bin/cpu/darknet-hankai-stock"
 fi
 if [ $ab = 1 ]; then
     cp build/mpich/alexeyab-gpu/darknet_mn "$out/bin/darknet_mn-alexeyab"
