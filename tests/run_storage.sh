@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Storage faults as clusters have them (docs/user-guide.md, "When storage
-# fails"): a full disk at the final save before any checkpoint, -log on a
-# full disk, a name too long for the file system, checkpoints none of which
+# fails"): a full disk at the final save before any checkpoint, a chart
+# and -log on a full disk, a name too long for the file system, checkpoints none of which
 # loads, a finished training submitted again, the lock file removed under
 # a running job, a step of the wall clock, a crash of every rank.
 # Nothing trained is lost and nothing is started over silently. Each full
@@ -35,20 +35,20 @@ run() {
     mn "$F/$name" "$np" classifier train "$F/$name.data" "$c" "$@"
     cat "$F/$name".out.* > "$F/$name.out"; cat "$F/$name".err.* > "$F/$name.err"
 }
-# full NAME FREE CFG: NAME's job on 2 ranks in a mount namespace whose
+# full NAME FREE CFG [KIB]: NAME's job on 2 ranks in a mount namespace whose
 # tmpfs, $F/NAME/fs, is the backup folder: the size of the final weights
 # ($WK KiB, the reference run's) and 64 KiB more, of which a filler file
-# leaves 24 KiB free, so that the lock, the log and the start's token fit
-# and the final weights do not. With FREE=1 the filler is removed once rank
-# 0 says it retries; the folder is copied to $F/NAME/kept before the
-# namespace goes.
+# leaves KIB (24) free, so that the lock, the log and the start's token fit
+# and the final weights do not (at 16 a chart does not either). With FREE=1
+# the filler is removed once rank 0 says it retries; the folder is copied
+# to $F/NAME/kept before the namespace goes.
 full() {
-    local name=$1 free=$2 c=$3 o=$F/$1 size=$((WK + 64))
+    local name=$1 free=$2 c=$3 o=$F/$1 size=$((WK + 64)) left=${4:-24}
     mkdir -p "$o/fs"; rm -f "$o".rc.* "$o".out.* "$o".err.*
     data "$name" "$o/fs"
     timeout 120 unshare -m sh -c "
         mount -t tmpfs -o size=${size}k none $o/fs &&
-        head -c \$(( (${size} - 24) * 1024 )) /dev/zero > $o/fs/filler 2> /dev/null
+        head -c \$(( (${size} - ${left}) * 1024 )) /dev/zero > $o/fs/filler 2> /dev/null
         ( if [ $free = 1 ]; then
               for i in \$(seq 600); do grep -qs 'retrying for up to' $o.err.0 && break; sleep 0.1; done
               rm -f $o/fs/filler
@@ -60,7 +60,7 @@ full() {
 }
 
 if ! unshare -m true 2> /dev/null; then
-    skipped=$((${skipped:-0} + 3)); echo "skip the full-disk rows: unshare -m needs root here"
+    for r in "the final save" "a chart" "a disk that stays full"; do skip "$r on a full disk: unshare -m needs root here"; done
 else
     # 1. The final save on a full disk, no checkpoint written (a run
     #    shorter than checkpoint_minutes): rank 0 retries; the space freed
@@ -76,6 +76,22 @@ else
            "$W" "$F/ff/kept/f_final.weights" "$F/ref/f_final.weights" 0 > "$F/ff.cmp"; then
             ok "the final save on a full disk, no checkpoint: retried until space was freed, exit 0, the final weights = a roomy run's ($(cat "$F/ff.cmp"))"
         else bad "the final save on a full disk, space freed: rc $(rcs "$F/ff" 2); $(head -3 "$F/ff.err"); $(ls "$F/ff/kept" 2> /dev/null | tr '\n' ' ')"; fi
+    fi
+    # 1b. The chart on that full disk (16 KiB left: a chart takes more):
+    #     its first drawing fails, said once with the system's reason, and
+    #     the training goes on to the final weights, the same bit for bit.
+    if want chart-full; then
+        cfg "$F/f.cfg" 6
+        [ -f "$F/ref/f_final.weights" ] || { data ref; run ref 2 "$F/f.cfg"; }
+        WK=$(( ($(stat -c %s "$F/ref/f_final.weights") + 1023) / 1024 ))
+        sed 's/^chart=0$/chart=1/' "$F/f.cfg" > "$F/fc.cfg"
+        full fc 1 "$F/fc.cfg" 16
+        if all_rc "$F/fc" 2 0 &&
+           [ "$(grep -c "^darknet-mn: rank 0 ([^)]*): cannot write $F/fc/fs/fc_chart.png.tmp[^ ]*: error while writing to output stream: No space left on device$" "$F/fc.err")" = 1 ] &&
+           grep -q "training goes on without the chart $F/fc/fs/fc_chart.png$" "$F/fc.err" &&
+           "$W" "$F/fc/kept/fc_final.weights" "$F/ref/f_final.weights" 0 > "$F/fc.cmp"; then
+            ok "a chart on a full disk: said once with the reason ($(grep -m1 -o 'error while writing.*' "$F/fc.err")), training went on, exit 0, the final weights = a roomy run's"
+        else bad "a chart on a full disk: rc $(rcs "$F/fc" 2); $(grep -m3 'chart\|cannot' "$F/fc.err")"; fi
     fi
     # 2. Never freed (save_retry=2): exit 74 on every rank within the bound,
     #    one line naming the file and the cause, no temporary file left.

@@ -74,8 +74,8 @@ mn_status mn_check_weights_file(const mn_comm *c, const network *net, const char
     int i;
     for (i = 0; i < mn_net_layers(net) && at < size; ++i) {
         if (at + bytes[i] > size) {
-            mn_error(c, "weights file %s is truncated: it ends inside layer %d (%zu of its %zu bytes present)",
-                     path, i, size - at, bytes[i]);
+            mn_error(c, "weights file %s ends inside layer %d (%zu of its %zu bytes present): it is truncated, "
+                     "or holds another network's weights", path, i, size - at, bytes[i]);
             free(bytes);
             return MN_ERR_USER;
         }

@@ -96,9 +96,14 @@ mn_status mn_report_png(const mn_comm *c, cairo_surface_t *sf, const char *path)
         mn_error(c, "cannot write %s: the path is too long", path);
         return MN_ERR_USER;
     }
+    errno = 0;
     cairo_status_t st = cairo_surface_write_to_png(sf, tmp);
     if (st != CAIRO_STATUS_SUCCESS) {
-        mn_error(c, "cannot write %s: %s", tmp, cairo_status_to_string(st));
+        /* cairo says only "error while writing to output stream"; its
+         * fwrite or fclose left the system's reason in errno. */
+        int err = errno;
+        mn_error(c, "cannot write %s: %s%s%s", tmp, cairo_status_to_string(st), err ? ": " : "",
+                 err ? strerror(err) : "");
         remove(tmp);
         return MN_ERR_USER;
     }
