@@ -143,11 +143,11 @@ else bad "host B killed without a checkpoint due: exit $rc, ${said:-}, $(tail -1
 # defaults), and mn_rerun.sh then reruns the job, which resumes and ends
 # with the weights of the uninterrupted run.
 case_run silent silent; rc=$?
-if [ $rc = 0 ] && grep -q "rank 0 (mnA): [a-z_ ]* at iteration [0-9]*\(: rank.* did not arrive within 10 s\| did not complete in time (collective_timeout=10 s)\)" "$R/silent.err" &&
+if [ $rc = 0 ] && grep -q "rank 0 (mnA): [a-z_ -]* \(at\|after\) iteration [0-9]*\('"'"'s gradient allreduce\)\?\(: rank.* did not arrive within 10 s\| did not complete in time (collective_timeout=10 s)\)" "$R/silent.err" &&
    grep -q '^mn_rerun: .*attempt 1 ended with exit status 75' "$R/silent.out" &&
    grep -q "resuming from checkpoint .*silent.ckpt-" "$R/silent.out" &&
    same_weights silent; then
-    ok "host B silent from iteration 12 of 40 (link down 45 s, ranks alive): $(grep -m1 -o 'rank 0 (mnA): [a-z_ ]* at iteration [0-9]*[^;]*' "$R/silent.err" | cut -c1-110); mpiexec returned once B answered (exit 75), rerun, $said"
+    ok "host B silent from iteration 12 of 40 (link down 45 s, ranks alive): $(grep -m1 -o 'rank 0 (mnA): [a-z_ -]* \(at\|after\) iteration [0-9]*[^;]*' "$R/silent.err" | cut -c1-110); mpiexec returned once B answered (exit 75), rerun, $said"
 else bad "host silent: exit $rc, ${said:-}; $(grep -h 'did not\|ending:' "$R/silent.err" | head -5)"; fi
 wait   # B's link back
 case_run gone gone 5; rc=$?

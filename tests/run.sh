@@ -30,7 +30,7 @@ t0=$SECONDS
 timeout 60 $MPI -n 2 "$TEST_BIN/test_guard" guard > "$T/guard.log" 2>&1
 rc=$? took=$((SECONDS - t0))
 if [ $rc != 0 ] && [ $rc != 124 ] && [ $took -lt 30 ] &&
-   [ "$(grep -c '^darknet-mn: rank [01] (.*): communicator setup at iteration 0 did not complete in time (collective_timeout=2 s)' "$T/guard.log")" -ge 1 ]; then
+   [ "$(grep -c '^darknet-mn: rank [01] (.*): communicator setup before the first gradient allreduce did not complete in time (collective_timeout=2 s)' "$T/guard.log")" -ge 1 ]; then
     ok "a communicator setup stalled on rank 1 ends the job in ${took}s (exit $rc): $(grep -m1 'did not complete' "$T/guard.log")"
 else bad "guarded setup: exit $rc after ${took}s (see $T/guard.log)"; fi
 unit_test stock-cfgs-accepted 2 -- "$TEST_BIN/test_cfg" third_party/darknet-cpu/cfg/*.cfg cfg/*.cfg

@@ -53,17 +53,33 @@ else bad "SIGSEGV: training never reached iteration 3"; fi
 # 3. A stalled rank (SIGSTOP) past collective_timeout ends the job. Stopped
 #    before its arrival token, rank 2 is named by rank 0; stopped just after
 #    it, the collective's own timer fires. 3b: with sync_bn the others wait in
-#    a batch-norm allreduce (no tokens there): the timer ends that too.
+#    a batch-norm allreduce (no tokens there): the timer ends that too. Every
+#    rank that reports names one step: a gradient allreduce "at" the step
+#    after the last completed update (the rescue's), any other collective
+#    "after" the gradient allreduce of that update's step or the next.
+stall_named() {   # stall_named NAME: empty when every message's iteration fits the last completed update
+    local last n line
+    last=$(grep -aom1 'the last completed update, iteration [0-9]*' "$F/$1.err" | awk '{print $NF}')
+    [ -n "$last" ] || { echo "no rescue line naming the last completed update"; return; }
+    grep -ao "rank [0-9] ([^)]*): [a-z_ -]* \(at\|after\) iteration [0-9]*" "$F/$1.err" | while read -r line; do
+        n=${line##* }
+        case $line in
+        *" at iteration $n") [ "$n" = $((last + 1)) ] || echo "'$line' (the last completed update $last)" ;;
+        *) [ "$n" = "$last" ] || [ "$n" = $((last + 1)) ] || echo "'$line' (the last completed update $last)" ;;
+        esac
+    done
+}
 stall_check() {   # stall_check NAME WHAT [distributed lines...]
-    local name=$1 what=$2; shift 2
+    local name=$1 what=$2 wrong; shift 2
     cfg "$name" 400 collective_timeout=4 "$@"
     [ "$name" = stallbn ] && sed -i 's/^\[convolutional\]/[convolutional]\nbatch_normalize=1/' "$F/$name.cfg"
     launch "$name" 3
     if wait_iter "$F/$name" 3; then
         rank_signal STOP "$F/$name" 2
-        if took=$(ends_within "$F/$name" 20) && [[ $took == *"status 75" ]] && grep -q "rank 2 ([^)]*) did not arrive within 4 s\|did not complete in time (collective_timeout=4 s)" "$F/$name.err"; then
+        if took=$(ends_within "$F/$name" 20) && [[ $took == *"status 75" ]] && grep -q "rank 2 ([^)]*) did not arrive within 4 s\|did not complete in time (collective_timeout=4 s)" "$F/$name.err" &&
+           wrong=$(stall_named "$name") && [ -z "$wrong" ]; then
             ok "$what: all gone in $took; $(grep -m1 'did not arrive\|did not complete' "$F/$name.err" | cut -c1-150)"
-        else bad "$what: $took $(tail -3 "$F/$name.err")"; fi
+        else bad "$what: $took ${wrong:+iterations named wrong: $wrong; }$(tail -3 "$F/$name.err")"; fi
         rank_signal CONT "$F/$name" 2; rank_signal 9 "$F/$name" 2
     else bad "$what: training never reached iteration 3"; fi
 }

@@ -32,7 +32,8 @@ struct mn_watchdog {
     pthread_cond_t wake;
     int depth, quit;      /* depth: guards entered and not left; armed while > 0 */
     double deadline;
-    size_t iteration;     /* the last gradient allreduce's, for messages */
+    size_t step;          /* the newest gradient allreduce's iteration (its step's, as its loss line names it) */
+    int in_step;          /* armed by that allreduce, not by a guard between two of them */
     const char *what;
     MPI_Request *reqs;    /* rank 0: one Irecv per other rank */
     unsigned long long *incoming;   /* their receive buffers, read only once complete */
@@ -48,8 +49,12 @@ static void *timer_main(void *arg)
         if (w->depth == 0) { pthread_cond_wait(&w->wake, &w->lock); continue; }
         double left = w->deadline - mn_now();
         if (left <= 0) {
-            mn_error(w->comm, "%s at iteration %zu did not complete in time (collective_timeout=%.0f s): "
-                     "another rank stalled or died; aborting the job", w->what, w->iteration, w->timeout);
+            char when[80];
+            if (w->in_step) snprintf(when, sizeof when, "at iteration %zu", w->step);
+            else if (w->step) snprintf(when, sizeof when, "after iteration %zu's gradient allreduce", w->step);
+            else snprintf(when, sizeof when, "before the first gradient allreduce");
+            mn_error(w->comm, "%s %s did not complete in time (collective_timeout=%.0f s): "
+                     "another rank stalled or died; aborting the job", w->what, when, w->timeout);
             mn_die(MN_EXIT_RERUN);
         }
         struct timespec ts;   /* the condition waits on the monotonic clock too (mn_watchdog_start) */
@@ -112,6 +117,7 @@ mn_status mn_watchdog_start(mn_comm *c, double timeout, mn_watchdog **out)
 /* Rank 0: wait for every token of this iteration, naming the late ranks. */
 static void wait_tokens(mn_watchdog *w, size_t iteration)
 {
+    unsigned long long token = iteration + 1;   /* as mn_watchdog_enter sends it */
     mn_comm *c = w->comm;
     double deadline = mn_now() + w->timeout;
     for (;;) {
@@ -124,7 +130,7 @@ static void wait_tokens(mn_watchdog *w, size_t iteration)
                 MPI_Irecv(&w->incoming[r], 1, MPI_UNSIGNED_LONG_LONG, r, 0, w->tokens, &w->reqs[r]);
             }
             /* A token is this iteration's once got[r] reached it. */
-            if (w->got[r] < iteration) done = 0;
+            if (w->got[r] < token) done = 0;
         }
         if (done) return;
         if (mn_now() > deadline) {
@@ -132,7 +138,7 @@ static void wait_tokens(mn_watchdog *w, size_t iteration)
             size_t n = 0;
             int count = 0;
             for (int r = 1; r < c->size; ++r)
-                if (w->got[r] < iteration) {
+                if (w->got[r] < token) {
                     ++count;
                     if (n < sizeof late - 80)
                         n += (size_t)snprintf(late + n, sizeof late - n, "%s%d (%s)", n ? ", " : "", r,
@@ -148,12 +154,14 @@ static void wait_tokens(mn_watchdog *w, size_t iteration)
     }
 }
 
-/* Arms the timer (the outermost guard sets what and the deadline). */
-static void arm(mn_watchdog *w, const char *what, double timeout)
+/* Arms the timer (the outermost guard sets what, whether it is a step's
+ * allreduce, and the deadline). */
+static void arm(mn_watchdog *w, const char *what, int in_step, double timeout)
 {
     pthread_mutex_lock(&w->lock);
     if (w->depth++ == 0) {
         w->what = what;
+        w->in_step = in_step;
         w->deadline = mn_now() + timeout;
         pthread_cond_signal(&w->wake);
     }
@@ -175,12 +183,12 @@ void mn_watchdog_enter(mn_watchdog *w, const char *what, size_t iteration)
     /* Tokens count iterations from 1 so that 0 means "none yet". */
     unsigned long long token = iteration + 1;
     if (c->rank != 0) MPI_Send(&token, 1, MPI_UNSIGNED_LONG_LONG, 0, 0, w->tokens);
-    else wait_tokens(w, (size_t)token);
+    else wait_tokens(w, iteration);
     pthread_mutex_lock(&w->lock);
-    w->iteration = iteration;
+    w->step = iteration;
     pthread_mutex_unlock(&w->lock);
     /* Other ranks give rank 0, which can name the late ranks, time to report first. */
-    arm(w, what, c->rank == 0 ? w->timeout : 1.5 * w->timeout + 2);
+    arm(w, what, 1, c->rank == 0 ? w->timeout : 1.5 * w->timeout + 2);
 }
 
 void mn_watchdog_leave(mn_watchdog *w)
@@ -190,7 +198,7 @@ void mn_watchdog_leave(mn_watchdog *w)
 
 void mn_guard(const mn_comm *c, const char *what)
 {
-    if (c && c->watch) arm(c->watch, what, c->watch->timeout);
+    if (c && c->watch) arm(c->watch, what, 0, c->watch->timeout);
 }
 
 mn_status mn_watchdog_open(mn_comm *c, double timeout)
