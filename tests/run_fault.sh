@@ -54,20 +54,25 @@ else bad "SIGSEGV: training never reached iteration 3"; fi
 #    before its arrival token, rank 2 is named by rank 0; stopped just after
 #    it, the collective's own timer fires. 3b: with sync_bn the others wait in
 #    a batch-norm allreduce (no tokens there): the timer ends that too. Every
-#    rank that reports names one step: a gradient allreduce "at" the step
-#    after the last completed update (the rescue's), any other collective
-#    "after" the gradient allreduce of that update's step or the next.
-stall_named() {   # stall_named NAME: empty when every message's iteration fits the last completed update
-    local last n line
-    last=$(grep -aom1 'the last completed update, iteration [0-9]*' "$F/$1.err" | awk '{print $NF}')
-    [ -n "$last" ] || { echo "no rescue line naming the last completed update"; return; }
-    grep -ao "rank [0-9] ([^)]*): [a-z_ -]* \(at\|after\) iteration [0-9]*" "$F/$1.err" | while read -r line; do
-        n=${line##* }
+#    rank that reports names the step it is in: a gradient allreduce "at"
+#    the step after its last completed update (its rescue line's), any other
+#    collective "after" the gradient allreduce of that update's step or the
+#    next. (With overlap the ranks may be a step apart: one still in the
+#    allreduce, another past it.)
+#    A rank ended before its rescue line is not checked; one at least is.
+stall_named() {   # stall_named NAME: empty when every message's iteration fits its rank's last completed update
+    local last n r line checked=0
+    while read -r line; do
+        n=${line##* } r=${line#rank }; r=${r%% *}
+        last=$(grep -aom1 "rank $r ([^)]*): ending: the last completed update, iteration [0-9]*" "$F/$1.err" | awk '{print $NF}')
+        [ -n "$last" ] || continue
+        checked=1
         case $line in
-        *" at iteration $n") [ "$n" = $((last + 1)) ] || echo "'$line' (the last completed update $last)" ;;
-        *) [ "$n" = "$last" ] || [ "$n" = $((last + 1)) ] || echo "'$line' (the last completed update $last)" ;;
+        *" at iteration $n") [ "$n" = $((last + 1)) ] || echo "'$line' (its last completed update $last)" ;;
+        *) [ "$n" = "$last" ] || [ "$n" = $((last + 1)) ] || echo "'$line' (its last completed update $last)" ;;
         esac
-    done
+    done < <(grep -ao "rank [0-9] ([^)]*): [a-z_ -]* \(at\|after\) iteration [0-9]*" "$F/$1.err")
+    [ $checked = 1 ] || echo "no rank that named a step said its last completed update"
 }
 stall_check() {   # stall_check NAME WHAT [distributed lines...]
     local name=$1 what=$2 wrong; shift 2
@@ -145,10 +150,13 @@ resume_check() {   # resume_check PREFIX WHAT [distributed lines...]
     [ -f "$F/${p}resumed/${p}resumed_final.weights" ] && bad "$what: the killed run finished before the kill (too fast to test)"
     gens=$(ls "$F/${p}resumed" | grep -c 'ckpt-[0-9]*$')
     timeout 120 $MPI -n 2 ./darknet_mn classifier train "$F/${p}resumed.data" "$F/${p}resumed.cfg" > "$F/${p}resumed2.out" 2> "$F/${p}resumed2.err"
+    # The log: the killed run's rows past 10 gone, the redone ones once.
+    local logs=$F/${p}straight/${p}straight_log.csv logr=$F/${p}resumed/${p}resumed_log.csv
     if grep -q "resuming from checkpoint .*ckpt-10: iteration 10 " "$F/${p}resumed2.out" &&
-       cmp "$F/${p}straight/${p}straight_final.weights" "$F/${p}resumed/${p}resumed_final.weights"; then
-        ok "$what: killed at iteration 12 and resumed from checkpoint 10: final weights identical to 20 straight ($gens generations kept of 2)"
-    else bad "$what resume: $(grep resuming "$F/${p}resumed2.out") $(tail -2 "$F/${p}resumed2.err")"; fi
+       cmp "$F/${p}straight/${p}straight_final.weights" "$F/${p}resumed/${p}resumed_final.weights" &&
+       [ "$(cut -d, -f1,2 "$logr")" = "$(cut -d, -f1,2 "$logs")" ]; then
+        ok "$what: killed at iteration 12 and resumed from checkpoint 10: final weights identical to 20 straight ($gens generations kept of 2), the log's iterations and losses too"
+    else bad "$what resume: $(grep resuming "$F/${p}resumed2.out") $(tail -2 "$F/${p}resumed2.err"); log iterations $(cut -d, -f1 "$logr" | tail -n +2 | tr '\n' ' ')"; fi
     [ "$gens" -le 2 ] || bad "$what: checkpoint_keep=2 kept $gens generations"
 }
 resume_check "" "checkpoints"

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "mn_observe.h"
 #include "mn_base.h"
 
@@ -24,6 +25,31 @@ struct mn_report {
     const char *metric;   /* what the evaluation scores */
 };
 
+/* The CSV log, opened at the first row this run writes, iteration it: a
+ * run from 1 starts it afresh; a resumed one keeps the rows before it and
+ * drops those a lost run wrote from it on, which this run redoes. */
+static FILE *open_log(const char *path, size_t it)
+{
+    if (it <= 1) return fopen(path, "w");
+    FILE *f = fopen(path, "r+");
+    if (!f) return fopen(path, "a");
+    char line[4096];
+    long keep = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *end;
+        unsigned long long row = strtoull(line, &end, 10);
+        if (end != line && *end == ',' && row >= it) break;
+        keep = ftell(f);
+    }
+    if (keep < 0 || ftruncate(fileno(f), keep) != 0 || fseek(f, 0, SEEK_END) != 0) {
+        int err = errno;
+        fclose(f);
+        errno = err;
+        return NULL;
+    }
+    return f;
+}
+
 static mn_report *open_report(const mn_comm *c, network *net, const mn_options *opt, const char *backup,
                               const char *base)
 {
@@ -31,8 +57,7 @@ static mn_report *open_report(const mn_comm *c, network *net, const mn_options *
     if (!r) return NULL;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s_log.csv", backup, base);
-    /* A run from iteration 1 starts the log afresh; a resumed one continues it. */
-    r->csv = fopen(path, mn_base_iteration(net) <= 1 ? "w" : "a");
+    r->csv = open_log(path, mn_base_iteration(net));
     if (!r->csv) mn_error(c, "cannot write %s: %s; training goes on without the log", path, strerror(errno));
     else if (ftell(r->csv) == 0) fprintf(r->csv, "iteration,loss,avg_loss,rate,images_per_s,eval\n");
     if (opt->chart && mn_report_cairo()) snprintf(r->chart, sizeof r->chart, "%s/%s_chart.png", backup, base);
