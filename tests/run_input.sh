@@ -196,6 +196,11 @@ row label-two $EX_USER "image $I/c1_trouser_dir/.*c0_tshirt.png matches 2 labels
 row label-none-deterministic $EX_USER "image $I/nolabel/image.png matches 0 labels" - classifier train "$(data label-none-deterministic "$I/nolabel.list")" \
     "$(cfg label-none-deterministic -- deterministic=1)"
 row image-missing $EX_USER "cannot read image $I/missing_c0_tshirt.png: No such file" - classifier train "$(data image-missing "$I/noimage.list")" "$(cfg image-missing)"
+# A whole folder of images gone (not mounted on a node, moved): each rank
+# names its first and counts the rest of its part.
+for i in $(seq 40); do echo "$I/gone/${i}_c0_tshirt.png"; done > "$I/gone.list"
+MSGS=2 row images-gone $EX_USER "rank [01] .*cannot read image $I/gone/[0-9]*_c0_tshirt.png: No such file or directory; 19 more of the 20 images this rank checks cannot be read either" - \
+    classifier train "$(data images-gone "$I/gone.list")" "$(cfg images-gone)"
 # Detector: a tiny yolo on the synthetic shapes (3 classes).
 S=$I/shapes
 if "$TEST_BIN/mn_shapes" "$S" train 8 1 jpg > /dev/null; then

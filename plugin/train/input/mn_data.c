@@ -374,9 +374,16 @@ mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *d
     label_rules *rules = calloc(1, sizeof *rules);   /* 24 KiB of examples: not on the stack */
     if (!rules) s = MN_ERR_NOMEM;
     if (opt->deterministic) mn_shard_bounds(shard->n, c->size, c->rank, &from, &count);
+    /* Unreadable images are counted to the end of the part, so that a folder
+     * gone or not mounted reads as such, not as its first file. */
+    size_t unreadable = 0;
+    const char *first = NULL;
+    int first_err = 0;
     for (size_t i = from; s == MN_OK && i < from + count; ++i) {
         const char *p = shard->paths[i];
-        if (access(p, R_OK) != 0) s = mn_check_readable(c, p);
+        if (access(p, R_OK) != 0) {
+            if (!unreadable++) { first = p; first_err = errno; }
+        } else if (unreadable) continue;
         else if (task == MN_TASK_CLASSIFIER) {
             int m;
             if (mn_path_class(dc->labels, dc->classes, p, &m) < 0) {
@@ -385,6 +392,11 @@ mn_status mn_check_training_input(mn_comm *c, mn_task task, const mn_data_cfg *d
             }
         } else s = check_label_file(c, p, skip->classes, opt->bad_labels_skip ? skip : NULL, rules);
     }
+    if (unreadable == 1) mn_error(c, "cannot read image %s: %s", first, strerror(first_err));
+    else if (unreadable)
+        mn_error(c, "cannot read image %s: %s; %zu more of the %zu images this rank checks cannot be read either",
+                 first, strerror(first_err), unreadable - 1, count);
+    if (unreadable) s = MN_ERR_USER;
     if (task == MN_TASK_DETECTOR) {
         s = mn_agree(c, s);
         if (s == MN_OK) s = report_label_rules(c, rules);
