@@ -151,6 +151,26 @@ if want corrupt; then
     else bad "corrupt checkpoints: rc $(rcs "$F/c" 2); $(head -4 "$F/c.err")"; fi
 fi
 
+# 4b. A newest checkpoint whose body is corrupt (one byte flipped) beside a
+#     good one: skipped on resume for the good one; later saves neither
+#     count it towards checkpoint_keep (it would cost a good generation) nor
+#     remove it (a file that does not load is never removed).
+if want corrupt-kept; then
+    cfg "$F/p.cfg" 6 checkpoint_interval=3 checkpoint_keep=2 checkpoint_minutes=0
+    data p; run p 2 "$F/p.cfg"
+    f=$F/p/p.ckpt-6; at=$(( $(stat -c %s "$f") / 2 ))
+    b=$(od -An -tu1 -j "$at" -N1 "$f" | tr -d ' ')
+    printf "\\$(printf '%03o' $((255 - b)))" | dd of="$f" bs=1 seek="$at" conv=notrunc status=none
+    cfg "$F/p.cfg" 10 checkpoint_interval=4 checkpoint_keep=2 checkpoint_minutes=0
+    run p 2 "$F/p.cfg"
+    gens=$(cd "$F/p" && ls p.ckpt-* | sort -t- -k2 -n | tr '\n' ' ')
+    if all_rc "$F/p" 2 0 && grep -q "checkpoint $F/p/p.ckpt-6 is incomplete or corrupt: skipped" "$F/p.err" &&
+       grep -q "^darknet-mn: resuming from checkpoint $F/p/p.ckpt-3: iteration 3 " "$F/p.out" &&
+       [ "$gens" = "p.ckpt-6 p.ckpt-8 p.ckpt-10 " ]; then
+        ok "a corrupt newest checkpoint: skipped for the one before; saves at 4, 8 and 10 kept 2 good ones and the corrupt one ($gens)"
+    else bad "a corrupt newest checkpoint and checkpoint_keep=2: rc $(rcs "$F/p" 2), left $gens; $(grep -h 'resuming\|corrupt' "$F/p.out" "$F/p.err" | head -2)"; fi
+fi
+
 # 5. A finished training (no checkpoint written) submitted again with -clear, as
 #    a fine-tuning job's flags hold it: refused with 64 before writing,
 #    _final and _best untouched; with checkpoints, the same command goes on

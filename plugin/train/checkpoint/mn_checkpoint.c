@@ -197,13 +197,28 @@ void mn_backup_remove_tmp(const mn_comm *c, const char *dir, const char *base)
                   n > 1 ? "s" : "", bytes / (1 << 20), dir);
 }
 
-/* Rank 0: this run's loadable generations beyond the `keep` of highest
- * iteration go. Within a run the iteration orders them: the writers' clocks
- * (a rescue's host may run ahead) do not. */
-static void prune(const mn_comm *c, const char *dir, const char *base, uint64_t run, int keep)
+/* Whether the generation at path loads: its whole body read through and
+ * its checksum verified. */
+static int verifies(const char *path)
+{
+    ckpt_header h;
+    int old;
+    char *exp;
+    int ok = read_ckpt(path, &h, &old, &exp, NULL, 0);
+    free(exp);
+    return ok;
+}
+
+/* Rank 0, after writing generation `written`: of this run's generations,
+ * newest first, the `keep` that load stay, and older ones that load go. A
+ * generation that does not load (a flipped bit in its body) neither counts
+ * towards `keep`, so that it never costs a good one, nor is removed. Within
+ * a run the iteration orders them: the writers' clocks (a rescue's host may
+ * run ahead) do not. */
+static void prune(const mn_comm *c, const char *dir, const char *base, uint64_t run, int keep, uint64_t written)
 {
     uint64_t gens[MAX_GENERATIONS];
-    int n = list_gens(dir, base, gens, MAX_GENERATIONS), m = 0;
+    int n = list_gens(dir, base, gens, MAX_GENERATIONS), m = 0, good = 0;
     if (run == 0) return;   /* the lock file gave no run id: nothing is surely ours */
     for (int i = 0; i < n; ++i) {
         char path[4096];
@@ -212,17 +227,17 @@ static void prune(const mn_comm *c, const char *dir, const char *base, uint64_t 
         ckpt_path(path, sizeof path, dir, base, gens[i]);
         if (peek_ckpt(path, &h, &old) && !old && h.run == run) gens[m++] = gens[i];
     }
+    for (int i = 0; i < m; ++i)   /* newest first */
+        for (int j = i + 1; j < m; ++j)
+            if (gens[j] > gens[i]) { uint64_t t = gens[i]; gens[i] = gens[j]; gens[j] = t; }
     for (int i = 0; i < m; ++i) {
-        int newer = 0;
-        for (int j = 0; j < m; ++j) newer += gens[j] > gens[i];
-        if (newer >= keep) {
-            char path[4096];
-            ckpt_path(path, sizeof path, dir, base, gens[i]);
-            if (remove(path) != 0) mn_error(c, "cannot remove old checkpoint %s: %s", path, strerror(errno));
-        }
+        char path[4096];
+        ckpt_path(path, sizeof path, dir, base, gens[i]);
+        if (good < keep) good += gens[i] == written || verifies(path);
+        else if (verifies(path) && remove(path) != 0)
+            mn_error(c, "cannot remove old checkpoint %s: %s", path, strerror(errno));
     }
 }
-
 
 /* A checkpoint file's body in the layout read_ckpt expects (header,
  * experiment, parameters, momentum, checksum), streamed from the arrays
@@ -290,7 +305,7 @@ static mn_status save_rank0(mn_comm *c, network *net, mn_optimizer *o, const cha
     memcpy(h.magic, CKPT_MAGIC, 8);
     ckpt_job j = {&h, experiment, net, mom};
     MN_CHECK(mn_write_retried(c, "checkpoint", path, retry_s, write_ckpt_to, &j));
-    if (keep > 0) prune(c, dir, base, run, keep);
+    if (keep > 0) prune(c, dir, base, run, keep, it);
     return MN_OK;
 }
 
