@@ -35,9 +35,11 @@ typedef struct mn_comm_ops {
      * the optimizer pulls the gradients to its host arena and calls
      * mean_grad. Collective. */
     mn_status (*mean_grad_device)(mn_comm *c, float **dev_arrays, const size_t *lens, int n);
-    /* GPU builds, double buffering on the device (ChainerMN has it for
-     * pure_nccl alone): device_stream is the stream (a cudaStream_t) the
-     * algorithm's device work runs on; mean_packed issues onto it the
+    /* GPU builds: device_stream is the stream (a cudaStream_t) the
+     * algorithm's device work runs on, where it has mean_grad_device (its
+     * waits for Darknet's work are recorded there, or by the caller where
+     * c->device_ordered). Double buffering on the device (ChainerMN has it
+     * for pure_nccl alone): mean_packed issues onto that stream the
      * in-place mean of the count floats at dev, one packed device buffer
      * (float16 where c->half), and returns without waiting (collective);
      * device_wait waits for that stream as mean_grad_device does (its

@@ -45,6 +45,13 @@ static mn_status hierarchical_mean_grad_device(mn_comm *c, float **dev, const si
     return mn_nccl_node_mean(c, ((hierarchical *)c->state)->nccl, dev, lens, n, 0);
 }
 
+#if defined(MN_NCCL) && defined(GPU)
+static void *hierarchical_device_stream(mn_comm *c)
+{
+    return mn_nccl_node_stream(((hierarchical *)c->state)->nccl);
+}
+#endif
+
 static mn_status hierarchical_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
 {
     mn_shm *s = ((hierarchical *)c->state)->shm;
@@ -83,5 +90,8 @@ const mn_comm_ops mn_comm_hierarchical_ops = {
     .setup = hierarchical_setup,
     .sum = hierarchical_sum,
     .mean_grad_device = hierarchical_mean_grad_device,
+#if defined(MN_NCCL) && defined(GPU)
+    .device_stream = hierarchical_device_stream,
+#endif
     .teardown = hierarchical_teardown,
 };

@@ -15,8 +15,9 @@
  * ours waits for it through an event recorded there, and the host polls
  * ours and NCCL's asynchronous error, with a deadline, before returning
  * (mn_nccl_sync).
- * mean_grad (host arrays, as the tests and the bench pass) copies a host
- * piece to the device, reduces it and copies it back.
+ * mean_grad (host arrays, as the tests, the bench and the alignment before
+ * each save pass) copies a host piece through a page-locked stage to the
+ * device, reduces it and copies it back the same way.
  * Double buffering on the device issues the mean of one packed buffer onto
  * the communicator's stream and returns (mean_packed): the optimizer ordered
  * the stream after the buffer was filled, and waits for it a step later
@@ -40,16 +41,33 @@ typedef struct {
     mn_nccl nc;             /* over c->world */
     void *dev;              /* the device copy of one piece, or the float16 buffer */
     size_t dev_bytes;
+    void *host;             /* a host piece's page-locked stage: a copy back into pageable memory returns
+                             * only once done, behind the allreduce, past mn_nccl_sync's deadline */
+    size_t host_bytes;
     int *flag;              /* device: a reduced half was Inf or NaN */
     int *flag_host;         /* its page-locked copy: a copy into pageable memory would block the host in the
                              * call, behind the allreduce, past the deadline of mn_nccl_sync */
-    /* float16: the arrays' device tables, made for the arrays of the last
-     * call and kept while the same arrays come */
-    mn_pack_tables tab;
-    float **seen;           /* host: the arrays they were made for */
+    /* float16: the device tables of each set of arrays seen (overlap hands
+     * over one set a bucket, the same ones every step) */
+    struct half_tables {
+        float **seen;       /* host: the arrays they were made for */
+        mn_pack_tables tab;
+    } *tabs;
+    int ntabs;
     void *packed_half;      /* mean_packed's float16 buffer (in flight until device_wait, so not dev) */
     size_t packed_bytes;
 } pure_nccl;
+
+static void forget_tables(mn_comm *c, pure_nccl *s)
+{
+    for (int i = 0; i < s->ntabs; ++i) {
+        mn_pack_tables_free(c, &s->tabs[i].tab);
+        free(s->tabs[i].seen);
+    }
+    free(s->tabs);
+    s->tabs = NULL;
+    s->ntabs = 0;
+}
 
 static void pure_nccl_teardown(mn_comm *c)
 {
@@ -57,11 +75,11 @@ static void pure_nccl_teardown(mn_comm *c)
     if (!s) return;
     mn_nccl_close(&s->nc);
     if (s->dev) mn_cuda_ok(c, cudaFree(s->dev), "cudaFree");
+    if (s->host) mn_cuda_ok(c, cudaFreeHost(s->host), "cudaFreeHost");
     if (s->flag) mn_cuda_ok(c, cudaFree(s->flag), "cudaFree");
     if (s->flag_host) mn_cuda_ok(c, cudaFreeHost(s->flag_host), "cudaFreeHost");
     if (s->packed_half) mn_cuda_ok(c, cudaFree(s->packed_half), "cudaFree");
-    mn_pack_tables_free(c, &s->tab);
-    free(s->seen);
+    forget_tables(c, s);
     free(s);
     c->state = NULL;
 }
@@ -96,16 +114,34 @@ static mn_status device_buffer(mn_comm *c, pure_nccl *s, size_t bytes)
     return grow(c, &s->dev, &s->dev_bytes, bytes);
 }
 
-/* Host piece -> device, ncclAllReduce in place, device -> host. */
+/* The page-locked stage grown to hold bytes. */
+static mn_status host_stage(mn_comm *c, pure_nccl *s, size_t bytes)
+{
+    if (bytes <= s->host_bytes) return MN_OK;
+    void *old = s->host;
+    s->host = NULL;
+    s->host_bytes = 0;
+    if (old) MN_CUDA_CHECK(c, cudaFreeHost(old));
+    MN_CUDA_CHECK(c, cudaMallocHost(&s->host, bytes));
+    s->host_bytes = bytes;
+    return MN_OK;
+}
+
+/* Host piece -> stage -> device, ncclAllReduce in place, device -> stage
+ * -> host. Both copies are queued on the stream and return at once, so the
+ * host waits only in mn_nccl_sync, which a lost peer cannot stall. */
 static mn_status reduce_on_device(mn_comm *c, pure_nccl *s, void *buf, int count, const mn_wire *w)
 {
     size_t bytes = (size_t)count * (w->half ? 2 : 4);
     MN_CHECK(device_buffer(c, s, bytes));
-    MN_CUDA_CHECK(c, cudaMemcpyAsync(s->dev, buf, bytes, cudaMemcpyHostToDevice, s->nc.stream));
+    MN_CHECK(host_stage(c, s, bytes));
+    memcpy(s->host, buf, bytes);
+    MN_CUDA_CHECK(c, cudaMemcpyAsync(s->dev, s->host, bytes, cudaMemcpyHostToDevice, s->nc.stream));
     MN_NCCL_CALL(c, &s->nc, ncclAllReduce(s->dev, s->dev, (size_t)count, w->half ? ncclFloat16 : ncclFloat32,
                                          ncclSum, s->nc.comm, s->nc.stream));
-    MN_CUDA_CHECK(c, cudaMemcpyAsync(buf, s->dev, bytes, cudaMemcpyDeviceToHost, s->nc.stream));
+    MN_CUDA_CHECK(c, cudaMemcpyAsync(s->host, s->dev, bytes, cudaMemcpyDeviceToHost, s->nc.stream));
     MN_CHECK(mn_nccl_sync(c, &s->nc, "pure_nccl allreduce"));
+    memcpy(buf, s->host, bytes);
     mn_wire_div(w, buf, count);
     return MN_OK;
 }
@@ -144,18 +180,36 @@ static mn_status launched(mn_comm *c, int e, const char *what)
     return MN_ERR_UNAVAILABLE;
 }
 
-/* The device tables of the n arrays (the optimizer hands over the same
- * ones every step, so they are made once): the casts are one launch each
- * way whatever the layer count. */
-static mn_status tables(mn_comm *c, pure_nccl *s, float **dev, const size_t *lens, int n)
+/* Sets of arrays whose tables are kept; past it (arrays that moved, as a
+ * resize may do) all are made anew. */
+#define MAX_HALF_TABLES 256
+
+/* The device tables of the n arrays, made at the first call with them and
+ * kept (the optimizer hands over the same sets every step, one a bucket
+ * with overlap): the casts are one launch each way whatever the layer
+ * count, and making tables, which waits for the stream, is not done again
+ * behind another bucket's allreduce. */
+static mn_status tables(mn_comm *c, pure_nccl *s, float **dev, const size_t *lens, int n, const mn_pack_tables **out)
 {
-    if (s->tab.ptrs && s->tab.n == n && !memcmp(s->seen, dev, (size_t)n * sizeof *dev)) return MN_OK;
-    mn_pack_tables_free(c, &s->tab);
-    free(s->seen);
-    mn_status r = (s->seen = malloc((size_t)(n + 1) * sizeof *s->seen)) ? MN_OK : MN_ERR_NOMEM;
+    for (int i = 0; i < s->ntabs; ++i)
+        if (s->tabs[i].tab.n == n && !memcmp(s->tabs[i].seen, dev, (size_t)n * sizeof *dev)) {
+            *out = &s->tabs[i].tab;
+            return MN_OK;
+        }
+    if (s->ntabs == MAX_HALF_TABLES) forget_tables(c, s);
+    struct half_tables *grown = realloc(s->tabs, (size_t)(s->ntabs + 1) * sizeof *grown);
+    if (grown) s->tabs = grown;
+    float **seen = grown ? malloc((size_t)(n + 1) * sizeof *seen) : NULL;
+    mn_status r = seen ? MN_OK : MN_ERR_NOMEM;
     if (r == MN_OK) {
-        memcpy(s->seen, dev, (size_t)n * sizeof *dev);
-        r = mn_pack_tables_make(c, dev, lens, n, s->nc.stream, &s->tab);
+        struct half_tables *t = &s->tabs[s->ntabs];
+        memcpy(seen, dev, (size_t)n * sizeof *dev);
+        r = mn_pack_tables_make(c, dev, lens, n, s->nc.stream, &t->tab);
+        if (r == MN_OK) {
+            t->seen = seen;
+            *out = &t->tab;
+            ++s->ntabs;
+        } else free(seen);
     }
     if (r == MN_ERR_NOMEM) mn_error(c, "out of memory for the float16 cast's tables");
     return r;
@@ -169,17 +223,18 @@ static mn_status mean_float16(mn_comm *c, pure_nccl *s, float **dev, const size_
     for (int i = 0; i < n; ++i) total += lens[i];
     if (!total) return MN_OK;
     MN_CHECK(device_buffer(c, s, total * 2));
-    MN_CHECK(tables(c, s, dev, lens, n));
+    const mn_pack_tables *tab;
+    MN_CHECK(tables(c, s, dev, lens, n, &tab));
     uint16_t *h = s->dev;
     const float scale = 1.0f / (float)c->size;
-    MN_CHECK(launched(c, mn_gpu_pack_halves(h, s->tab.ptrs, s->tab.offs, n, total, scale, s->nc.stream), "float16 cast"));
+    MN_CHECK(launched(c, mn_gpu_pack_halves(h, tab->ptrs, tab->offs, n, total, scale, s->nc.stream), "float16 cast"));
     MN_NCCL_CALL(c, &s->nc, ncclAllReduce(h, h, total, ncclFloat16, ncclSum, s->nc.comm, s->nc.stream));
     MN_CUDA_CHECK(c, cudaMemsetAsync(s->flag, 0, sizeof(int), s->nc.stream));
     MN_CHECK(launched(c, mn_gpu_halves_nonfinite(h, total, s->flag, s->nc.stream), "float16 Inf/NaN check"));
     MN_CUDA_CHECK(c, cudaMemcpyAsync(s->flag_host, s->flag, sizeof(int), cudaMemcpyDeviceToHost, s->nc.stream));
     MN_CHECK(mn_nccl_sync(c, &s->nc, "pure_nccl float16 allreduce"));
     if (*s->flag_host) return mean_float32(c, s, dev, lens, n);   /* every rank holds the same halves */
-    return launched(c, mn_gpu_unpack_halves(s->tab.ptrs, h, s->tab.offs, n, total, s->nc.stream), "float32 cast");
+    return launched(c, mn_gpu_unpack_halves(tab->ptrs, h, tab->offs, n, total, s->nc.stream), "float32 cast");
 }
 
 static mn_status pure_nccl_mean_grad_device(mn_comm *c, float **dev, const size_t *lens, int n)

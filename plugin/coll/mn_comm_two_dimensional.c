@@ -71,6 +71,13 @@ static mn_status two_dimensional_mean_grad_device(mn_comm *c, float **dev, const
     return mn_nccl_node_mean(c, ((two_dimensional *)c->state)->nccl, dev, lens, n, 1);
 }
 
+#if defined(MN_NCCL) && defined(GPU)
+static void *two_dimensional_device_stream(mn_comm *c)
+{
+    return mn_nccl_node_stream(((two_dimensional *)c->state)->nccl);
+}
+#endif
+
 /* s->shard holds at least n elements of size bytes. */
 static mn_status shard_room(mn_comm *c, two_dimensional *s, int n, int size)
 {
@@ -145,5 +152,8 @@ const mn_comm_ops mn_comm_two_dimensional_ops = {
     .setup = two_dimensional_setup,
     .sum = two_dimensional_sum,
     .mean_grad_device = two_dimensional_mean_grad_device,
+#if defined(MN_NCCL) && defined(GPU)
+    .device_stream = two_dimensional_device_stream,
+#endif
     .teardown = two_dimensional_teardown,
 };

@@ -61,6 +61,8 @@ struct mn_comm {
     struct mn_arena *arena;       /* the gradient arena's node-shared window, or NULL (mn_shm.c) */
     int arena_borrowed;           /* arena is another communicator's (mn_comm_arena_borrow) */
     int device_f32, device_f16;   /* set up by the algorithm: mean_grad_device takes float32 / float16 jobs */
+    int device_ordered;           /* the caller orders the device stream after Darknet's work itself
+                                   * (overlap's handover marks): mean_grad_device records no wait of its own */
     char auto_why[320];           /* why communicator=auto chose ops (mn_comm.c); "" where a cfg named it */
 };
 

@@ -66,7 +66,8 @@ mn_status mn_nccl_open(mn_comm *c, MPI_Comm over, int size, int rank, mn_nccl *n
 void mn_nccl_close(mn_nccl *n);
 /* Makes n's device (the rank's own) current on the calling thread. */
 mn_status mn_nccl_enter(mn_comm *c, const mn_nccl *n);
-/* n's stream waits for everything queued so far on the base's stream. */
+/* n's stream waits for everything queued so far on the base's stream;
+ * nothing where c->device_ordered (the caller ordered it). */
 mn_status mn_nccl_after_darknet(mn_comm *c, mn_nccl *n);
 /* A NCCL call's result: ncclInProgress waits for the communicator to settle
  * (NCCL allows no other call before); an error aborts the communicator and
@@ -87,6 +88,10 @@ typedef struct mn_nccl_node mn_nccl_node;
 mn_status mn_nccl_node_open(mn_comm *c, mn_nccl_node **out);
 void mn_nccl_node_close(mn_nccl_node *nn);
 mn_status mn_nccl_node_mean(mn_comm *c, mn_nccl_node *nn, float **dev, const size_t *lens, int n, int two_dimensional);
+#if defined(MN_NCCL) && defined(GPU)
+/* The stream mean's device work runs on (a cudaStream_t). */
+void *mn_nccl_node_stream(mn_nccl_node *nn);
+#endif
 
 /* Device kernels (mn_kernels.cu, GPU=1 builds): on `stream` (a cudaStream_t;
  * never a literal NULL: the base's stream or NCCL's); each returns the

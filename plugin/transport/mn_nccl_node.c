@@ -255,9 +255,15 @@ mn_status mn_nccl_open(mn_comm *c, MPI_Comm over, int size, int rank, mn_nccl *n
 
 mn_status mn_nccl_after_darknet(mn_comm *c, mn_nccl *n)
 {
+    if (c->device_ordered) return MN_OK;
     MN_CUDA_CHECK(c, cudaEventRecord(n->ready, MN_STREAM()));
     MN_CUDA_CHECK(c, cudaStreamWaitEvent(n->stream, n->ready, 0));
     return MN_OK;
+}
+
+void *mn_nccl_node_stream(mn_nccl_node *nn)
+{
+    return nn->nc.stream;
 }
 
 static void free_buffers(mn_nccl_node *nn)

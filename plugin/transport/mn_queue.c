@@ -33,6 +33,7 @@ struct mn_queue {
     const mn_comm *c;
     void *stream;
     int owns;             /* the stream is the queue's own (mn_queue_copy_stream) */
+    int gpu;              /* the device current where it was made */
 };
 
 struct mn_mark {
@@ -119,6 +120,7 @@ mn_queue *mn_queue_device(const mn_comm *c, void *stream)
     q->device = 1;
     q->c = c;
     q->stream = stream;
+    mn_cuda_must(c, cudaGetDevice(&q->gpu), "cudaGetDevice");
     return q;
 }
 
@@ -176,6 +178,8 @@ void mn_queue_wait(mn_queue *q, mn_mark *m)
 {
 #ifdef GPU
     if (q->device) {
+        /* A thread's first CUDA call may be this wait (overlap's take). */
+        mn_cuda_must(q->c, cudaSetDevice(q->gpu), "cudaSetDevice");
         mn_cuda_must(q->c, cudaStreamWaitEvent((cudaStream_t)q->stream, (cudaEvent_t)m->event, 0), "cudaStreamWaitEvent");
         return;
     }

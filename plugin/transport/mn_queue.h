@@ -29,8 +29,9 @@ typedef void (*mn_task_fn)(void *arg, void *stream);
 /* The host's: a thread; pauses drawn from seed (0: none). NULL if no thread. */
 mn_queue *mn_queue_host(unsigned seed, int max_delay_us);
 #ifdef GPU
-/* The device's, on stream (a cudaStream_t the caller owns); a failing CUDA
- * call ends the job through mn_abort, naming it. */
+/* The device's, on stream (a cudaStream_t the caller owns, of the device
+ * current now, which its waits make current on the calling thread); a
+ * failing CUDA call ends the job through mn_abort, naming it. */
 mn_queue *mn_queue_device(const mn_comm *c, void *stream);
 /* The device's, on a non-blocking stream of its own (the marks order it
  * against the others), destroyed by mn_queue_free. NULL where the stream

@@ -72,6 +72,7 @@ mn_status mn_average_bn_stats(mn_comm *c, network *net, mn_optimizer *o)
         mn_guard(c, "averaging batch-norm statistics");
         st = mean_arrays(c, s.host, s.lens, s.n, 0);
         mn_unguard(c);
+        mn_optimizer_drain(o);
         pull_stats(net, &s, 1);
     }
     if (w && st == MN_OK) mn_ways_spread(w);
@@ -99,6 +100,7 @@ mn_status mn_bcast_bn_stats(mn_comm *c, network *net, mn_optimizer *o)
         }
     }
     mn_unguard(c);
+    if (st == MN_OK) mn_optimizer_drain(o);
     if (st == MN_OK) pull_stats(net, &s, 1);
     if (st == MN_OK && mn_optimizer_ways_of(o)) mn_ways_spread(mn_optimizer_ways_of(o));
     mn_bn_arrays_free(&s);

@@ -133,6 +133,7 @@ void mn_held_free(mn_held *h)
 }
 
 void mn_held_before(mn_held *h) { mn_rescue_order_before_update(&h->order); }
+void mn_held_drain(mn_held *h) { mn_rescue_order_drain(&h->order); }
 
 static void copy_slot(void *arg, void *stream)
 {

@@ -22,6 +22,9 @@ void mn_held_free(mn_held *h);
 /* Before the step's first work on the base's stream (its forward pass
  * writes the running statistics): that work waits for the last copy. */
 void mn_held_before(mn_held *h);
+/* Before the state is written outside a step (mn_rescue_order_drain): the
+ * caller waits for every copy in flight. */
+void mn_held_drain(mn_held *h);
 /* After the step's update was issued: copy what it leaves, the state of
  * iteration it with seen images, completed at done (mn_now). */
 void mn_held_after(mn_held *h, uint64_t it, uint64_t seen, double done);

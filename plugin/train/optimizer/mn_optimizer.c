@@ -164,8 +164,10 @@ static void stats_copy(mn_optimizer *o, int restore)
         size_t n = o->bn.lens[i];
 #ifdef GPU
         if (mn_base_gpu() >= 0) {   /* the device copies are the live ones */
-            if (restore) mn_base_push(o->bn.dev[i], saved, n);
-            else mn_base_pull(o->bn.dev[i], saved, n);
+            if (restore) {
+                mn_optimizer_drain(o);
+                mn_base_push(o->bn.dev[i], saved, n);
+            } else mn_base_pull(o->bn.dev[i], saved, n);
             continue;
         }
 #endif
@@ -901,6 +903,15 @@ mn_status mn_optimizer_ways(mn_comm *c, mn_optimizer *o, network *net, int ways,
 
 mn_ways *mn_optimizer_ways_of(mn_optimizer *o) { return o ? o->ways : NULL; }
 
+void mn_optimizer_drain(mn_optimizer *o)
+{
+#ifdef GPU
+    if (o && o->held) mn_held_drain(o->held);
+#else
+    (void)o;
+#endif
+}
+
 double mn_optimizer_synced_at(const mn_optimizer *o)
 {
     return o->mark;
@@ -1033,11 +1044,13 @@ int mn_optimizer_nonfinite(mn_optimizer *o)
 static void device_momentum(mn_optimizer *o, const network *net, int to_device)
 {
 #ifdef GPU
-    if (mn_net_get(net).gpu >= 0)
+    if (mn_net_get(net).gpu >= 0) {
+        if (to_device) mn_optimizer_drain(o);
         for (int i = 0; i < o->n; ++i) {
             if (to_device) mn_base_push(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
             else mn_base_pull(o->arrays_gpu[i], o->arrays[i], o->lens[i]);
         }
+    }
 #else
     (void)o, (void)net, (void)to_device;
 #endif

@@ -62,6 +62,10 @@ typedef struct {
 int mn_optimizer_rescues(const mn_optimizer *o);
 int mn_optimizer_hold(mn_optimizer *o, mn_snapshot *s);
 void mn_optimizer_release(mn_optimizer *o);
+/* Before the network's state is written outside a step (statistics
+ * averaged or broadcast, momentum pushed): a GPU rescue's copies in flight
+ * are waited for, so that none reads half of it. o may be NULL. */
+void mn_optimizer_drain(mn_optimizer *o);
 
 /* The replica check (mn_replica.c): every rank must hold the same model. */
 

@@ -24,10 +24,20 @@ mn_status mn_overlap_order_init(mn_overlap_order *o, mn_queue *base, mn_queue *c
     return MN_ERR_NOMEM;
 }
 
-void mn_overlap_order_bucket(mn_overlap_order *o, int k, mn_task_fn task, void *arg)
+void mn_overlap_order_handed(mn_overlap_order *o, int k)
 {
     mn_mark_record(o->ready[k], o->base);
+}
+
+void mn_overlap_order_take(mn_overlap_order *o, int k)
+{
     if (has(o->skip, MN_ORDER_BUCKET_READY)) mn_queue_wait(o->comm, o->ready[k]);
+}
+
+void mn_overlap_order_bucket(mn_overlap_order *o, int k, mn_task_fn task, void *arg)
+{
+    mn_overlap_order_handed(o, k);
+    mn_overlap_order_take(o, k);
     mn_queue_run(o->comm, task, arg);
     mn_mark_record(o->sent[k], o->comm);
 }
@@ -102,8 +112,9 @@ void mn_dbuf_order_free(mn_dbuf_order *o)
 }
 
 /* rescue=1. The copy reads what the update writes: it waits for the update
- * (updated), and the next writer waits for the copy (copied), so a slot is
- * never of half an update. A slot is written again two copies later, after
+ * (updated), and the next writer waits for the copy (copied: on base for
+ * the next step, on the host for a write outside a step, drained), so a
+ * slot is never of half an update. A slot is written again two copies later, after
  * base waited for the copy in between, which the copy queue ran after it. */
 mn_status mn_rescue_order_init(mn_rescue_order *o, mn_queue *base, mn_queue *copy)
 {
@@ -116,6 +127,11 @@ mn_status mn_rescue_order_init(mn_rescue_order *o, mn_queue *base, mn_queue *cop
 void mn_rescue_order_before_update(mn_rescue_order *o)
 {
     if (o->copies && has(o->skip, MN_ORDER_COPY_READ)) mn_queue_wait(o->base, o->copied[(o->copies - 1) % 2]);
+}
+
+void mn_rescue_order_drain(mn_rescue_order *o)
+{
+    if (o->copies && has(o->skip, MN_ORDER_COPY_DRAINED)) mn_mark_sync(o->copied[(o->copies - 1) % 2]);
 }
 
 int mn_rescue_order_after_update(mn_rescue_order *o, mn_task_fn copy, void *const args[2])

@@ -24,8 +24,15 @@ typedef struct {
 } mn_overlap_order;
 mn_status mn_overlap_order_init(mn_overlap_order *o, mn_queue *base, mn_queue *comm, int buckets);
 /* Bucket k is complete once the work issued to base so far is: comm runs
- * task(arg) after that. */
+ * task(arg) after that (handed, take, the task, its sent mark). */
 void mn_overlap_order_bucket(mn_overlap_order *o, int k, mn_task_fn task, void *arg);
+/* The two halves where another thread issues comm's work (the device
+ * route's averaging thread): handed, as backward hands bucket k over, marks
+ * it complete once base's work so far is; take, when that thread reaches
+ * the bucket, makes comm's later work wait for that mark, not for what base
+ * got since (the later layers' backward). */
+void mn_overlap_order_handed(mn_overlap_order *o, int k);
+void mn_overlap_order_take(mn_overlap_order *o, int k);
 /* The caller (the staged route's averaging thread) waits for bucket k's task. */
 void mn_overlap_order_sent(mn_overlap_order *o, int k);
 /* Base's later work waits for every bucket's reduction. */
@@ -62,7 +69,7 @@ void mn_dbuf_order_free(mn_dbuf_order *o);
  * memory only: the newest slot whose copy is complete, so a copy stuck
  * behind a hung collective costs one step, not the rescue. The caller keeps
  * new copies from being issued while a slot is read. */
-enum { MN_ORDER_UPDATE_DONE = 1, MN_ORDER_COPY_READ = 2 };
+enum { MN_ORDER_UPDATE_DONE = 1, MN_ORDER_COPY_READ = 2, MN_ORDER_COPY_DRAINED = 4 };
 typedef struct {
     mn_queue *base, *copy;
     mn_mark *updated, *copied[2];
@@ -72,6 +79,11 @@ typedef struct {
 mn_status mn_rescue_order_init(mn_rescue_order *o, mn_queue *base, mn_queue *copy);
 /* Before base's next work that writes the state: it waits for the last copy. */
 void mn_rescue_order_before_update(mn_rescue_order *o);
+/* The caller waits for every copy issued: a write of the state outside a
+ * step (statistics averaged or broadcast for a save or an evaluation, the
+ * momentum aligned, statistics restored after a non-finite step), which
+ * goes past the queues, then cannot change what a copy reads. */
+void mn_rescue_order_drain(mn_rescue_order *o);
 /* After the update: copy(args[slot]) on the copy queue once the update is
  * done; returns the slot. */
 int mn_rescue_order_after_update(mn_rescue_order *o, mn_task_fn copy, void *const args[2]);

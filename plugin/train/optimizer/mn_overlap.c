@@ -17,7 +17,12 @@
  * the staged route the caller copies each bucket down into the arena as it
  * is handed over, and the thread waits for that copy before averaging it:
  * the host's allreduce sees the same floats as without overlap. On the
- * device route the buckets are whole arrays, each averaged where it is. */
+ * device route the buckets are whole arrays, each averaged where it is:
+ * bucket k is marked complete on Darknet's stream as it is handed over,
+ * and the thread's stream waits for that mark alone (mn_overlap_order),
+ * not for all Darknet queued by the time the thread reaches the bucket (the
+ * later layers' backward), which would hold each bucket's allreduce behind
+ * them. */
 #include <math.h>
 #include <pthread.h>
 #include <limits.h>
@@ -25,6 +30,7 @@
 #include "mn_optimizer.h"
 #include "mn_coll.h"
 #include "mn_overlap.h"
+#include "mn_order.h"
 
 typedef struct {
     int a0, a1;          /* per-array units: arrays [a0, a1) */
@@ -46,12 +52,15 @@ struct mn_overlap {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int issued, done, quit, started;   /* buckets handed over / averaged this step */
+    mn_queue *base_q, *comm_q;         /* the device route: Darknet's stream and the thread's */
+    mn_overlap_order order;            /* their marks, where base_q is set */
 };
 
 static void average(mn_overlap *ov, bucket *k)
 {
     mn_status s;
     if (ov->gpu.ready) ov->gpu.ready(ov->gpu.arg, (int)(k - ov->b));
+    if (ov->base_q) mn_overlap_order_take(&ov->order, (int)(k - ov->b));
     if (ov->gpu.dev) {
         s = ov->comm->ops->mean_grad_device(ov->comm, ov->gpu.dev + k->a0, ov->lens + k->a0, k->a1 - k->a0);
     } else if (ov->per_array) {
@@ -118,6 +127,20 @@ static int cut(mn_overlap *ov, const mn_comm *c, const size_t *lens, const int *
     return nb;
 }
 
+#ifdef GPU
+/* The device route's queues and marks; the thread's communicator then
+ * leaves the wait for Darknet's work to them (c->device_ordered). */
+static mn_status device_order(mn_overlap *ov)
+{
+    ov->base_q = mn_queue_device(ov->comm, mn_base_stream());
+    ov->comm_q = mn_queue_device(ov->comm, ov->comm->ops->device_stream(ov->comm));
+    if (!ov->base_q || !ov->comm_q) return MN_ERR_NOMEM;
+    MN_CHECK(mn_overlap_order_init(&ov->order, ov->base_q, ov->comm_q, ov->nb));
+    ov->comm->device_ordered = 1;
+    return MN_OK;
+}
+#endif
+
 mn_status mn_overlap_start(mn_comm *c, float **arrays, const size_t *lens, const int *layer, int n, double bucket_mb,
                            const mn_overlap_gpu *gpu, mn_overlap **out)
 {
@@ -134,6 +157,9 @@ mn_status mn_overlap_start(mn_comm *c, float **arrays, const size_t *lens, const
         if (gpu) ov->gpu = *gpu;
         ov->per_array = c->ops->mean_grad != NULL || ov->gpu.dev;
         ov->nb = n > 0 ? cut(ov, c, lens, layer, n, (size_t)(bucket_mb * 1048576.0 / sizeof(float))) : 0;
+#ifdef GPU
+        if (ov->nb > 0 && ov->gpu.dev && ov->comm->ops->device_stream && device_order(ov) != MN_OK) ov->nb = -1;
+#endif
     } else {
         mn_comm_free(tc);
     }
@@ -169,6 +195,7 @@ static int issue(mn_overlap *ov, int upto, int poison)
     for (int k = from; k < upto; ++k) {
         ov->b[k].tq = now;
         if (ov->gpu.handed) ov->gpu.handed(ov->gpu.arg, k, ov->b[k].off, ov->b[k].len, poison && k == ov->nb - 1);
+        if (ov->base_q) mn_overlap_order_handed(&ov->order, k);
     }
     pthread_mutex_lock(&ov->mu);
     ov->issued = upto;
@@ -220,6 +247,9 @@ void mn_overlap_stop(mn_overlap *ov)
         pthread_mutex_destroy(&ov->mu);
         pthread_cond_destroy(&ov->cv);
     }
+    mn_overlap_order_free(&ov->order);   /* all zero where the route has none */
+    mn_queue_free(ov->base_q);
+    mn_queue_free(ov->comm_q);
     mn_comm_free(ov->comm);
     free(ov->b);
     free(ov);
