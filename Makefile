@@ -540,7 +540,6 @@ test-hankai: $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) ./tests/run_hankai.sh
 	BUILD=$(BUILD) ./tests/run_hankai_dnnl.sh
 	BUILD=$(BUILD) ZOO_BASES=hankai ./tests/run_zoo.sh
-	BUILD=$(BUILD) GPUCHECK_BASES=hankai ./tests/run_gpucheck.sh
 # Its CUDA build (GPU=1 CUDNN=1; compiles and links, about 12 minutes on 2 cores).
 .PHONY: cuda-archs test-hankai-gpu
 # The GPU architectures a GPU build targets here (CUDA_ARCHS, above).

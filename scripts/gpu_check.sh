@@ -43,7 +43,7 @@
 # DARKNET=alexeyab, hankai: the forks' builds; their CUDA batch norm calls
 # the statistics hook through patches 0016 and 0022.
 # GPU_CHECK_DRY=1: every row's logic on a CPU build, no GPU asked for (make
-# test: tests/run_gpucheck.sh; the bundle's rehearsal), so that only the
+# test-gpu: the bundle's rehearsal, tests/gpu_builds.sh), so that only the
 # GPU is left for the device; its ok lines say "dry", compute-sanitizer's
 # rows are skipped. GPU_CHECK_PLAN=1: prints the number of rows and stops.
 # Env: PROG (the GPU build's darknet_mn), BUILD; and from the bundle's

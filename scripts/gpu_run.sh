@@ -4,8 +4,8 @@
 # repository: bash BUNDLE/run.sh [OUT]. With GPU_REHEARSAL=1, on a machine
 # without a GPU, the same plan on the CPU builds the bundle carries in
 # bin/cpu/ (the check's rows in their dry form, GPU_CHECK_DRY=1): the same
-# data, folders, budget, cuts and tally, so that a lent GPU finds the run
-# itself working.
+# data, folders, cuts and tally, and the budget the Env below gives, so
+# that a lent GPU finds the run itself working.
 #
 # The plan: a probe (each build's info on 1 and 2 ranks, one bench step),
 # one phase a base (scripts/gpu_check.sh: the forks' first, which YOLO's

@@ -22,7 +22,7 @@
 # STOCK_FLAGS (more of the stock darknet's options: -yes for hank-ai's
 # CPU CLI, which asks before training on a CPU), SPEED_SHORT (20), SPEED_LONG (80),
 # SPEED_ROUNDS (2). GPU_SPEED_DRY=1: the logic on CPU builds, at 64x64,
-# batch 4, 2 and 4 updates, one round (tests/run_gpucheck.sh).
+# batch 4, 2 and 4 updates, one round (the bundle's rehearsal, tests/gpu_builds.sh).
 . "$(dirname "$0")/../tests/lib.sh"
 DRY=${GPU_SPEED_DRY:-0}
 : "${STOCK:?STOCK must name the stock darknet}" "${PROG:?PROG must name darknet-mn}"

@@ -88,19 +88,23 @@ bundle_procs() {
     local p
     for p in /proc/[0-9]*; do
         case $(readlink "$p/exe" 2> /dev/null) in "$1"/*) echo "${p#/proc/}"; continue ;; esac
-        tr '\0' ' ' < "$p/cmdline" 2> /dev/null | grep -qF "$1/" && echo "${p#/proc/}"
+        { tr '\0' ' ' < "$p/cmdline"; } 2> /dev/null | grep -qF "$1/" && echo "${p#/proc/}"
     done
 }
 # rehearse NAME PREP [ENV=V...]: the tarball unpacked in REHEARSAL/NAME
 # (outside the repository: /tmp/darknet-mn-rehearsal), PREP run on the
-# unpacked bundle, then run.sh from the copy; R is the folder.
+# unpacked bundle, then run.sh from the copy; R is the folder. Its time
+# limits are three times the GPU window's (ROOMY): the CPU builds on a
+# machine other jobs share are slower than a GPU, and the cuts have a row
+# of their own (ENV after ROOMY overrides it).
+ROOMY=(PROBE_S=90 PHASE_S=285 SPEED_S=120 RUN_S=1260)
 rehearse() {
     local name=$1 prep=$2; shift 2
     R=${REHEARSAL:-/tmp/darknet-mn-rehearsal}/$name
-    rm -rf "$R" && mkdir -p "$R/repo" && tar -C "$R" -xzf "$T/bundle.tar.gz"
-    git ls-files -co --exclude-standard -z | tar --null -T - -cf - 2> /dev/null | tar -C "$R/repo" -xf -
+    rm -rf "$R" && mkdir -p "$R" && tar -C "$R" -xzf "$T/bundle.tar.gz"
+    clean_copy "$R/repo"
     $prep "$R/bundle"
-    (cd "$R/repo" && env "$@" GPU_REHEARSAL=1 timeout 1200 bash ../bundle/run.sh "$R/out") > "$R/run.out" 2>&1
+    (cd "$R/repo" && env "${ROOMY[@]}" "$@" GPU_REHEARSAL=1 timeout 1500 bash ../bundle/run.sh "$R/out") > "$R/run.out" 2>&1
     echo $? > "$R/rc"
     left=$(bundle_procs "$R" | paste -sd' ')
     [ -z "$left" ] || kill -9 $left 2> /dev/null

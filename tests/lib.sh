@@ -36,6 +36,24 @@ ok() { pass=$((pass + 1)); echo "ok   $*"; ${ROW_DONE:-}; }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; ${ROW_DONE:-}; }
 # skip WHY: a check this machine cannot make, counted apart, saying why.
 skip() { skipped=$((${skipped:-0} + 1)); echo "skip $*"; ${ROW_DONE:-}; }
+# clean_copy DEST: the checkout as a clone has it, into DEST: the files git
+# tracks and those it does not ignore; in a tree exported without its .git
+# (git archive, as CI's fresh root holds it), every file but what
+# .gitignore names (build outputs, fetched sources).
+clean_copy() {
+    mkdir -p "$1"
+    if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+        git ls-files -co --exclude-standard -z | tar --null -T - -cf - 2> /dev/null | tar -C "$1" -xf -
+        return
+    fi
+    local ex=() p
+    while read -r p; do
+        p=${p%/}
+        [ -n "$p" ] || continue
+        case $p in /*) ex+=(--exclude="./${p#/}") ;; *) ex+=(--exclude="$p") ;; esac
+    done < .gitignore
+    tar "${ex[@]}" -cf - . | tar -C "$1" -xf -
+}
 # finish [LABEL]: the suite's summary line; exits non-zero on any failure.
 finish() {
     echo "== ${1:+$1: }$pass passed, $fail failed${skipped:+, $skipped skipped}"

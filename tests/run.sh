@@ -380,9 +380,9 @@ else bad "different cfgs: $(cat "$T"/mixed.err.* | head -3)"; fi
 # hank-ai's suites are make test-hankai's (the Makefile says why).
 for extra in tests/run_*.sh; do
     [ -e "$extra" ] || continue
-    # hank-ai's suites, the model zoo's rows (82 s in a fresh root) and the
-    # detectors' learning (62 s) are make test-hankai's and make test-zoo's,
-    # keeping make test under 15 minutes in a fresh root (925 s with them).
+    # hank-ai's suites, the model zoo's rows and the detectors' learning are
+    # make test-hankai's and make test-zoo's, keeping make test under its 15
+    # minutes in a fresh root (docs/testing.md).
     case $extra in tests/run_hankai* | tests/run_zoo.sh | tests/run_learn.sh) continue ;; esac
     echo "== $extra"
     t0=$SECONDS
