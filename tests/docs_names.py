@@ -10,7 +10,9 @@ scripts and the Makefiles (issue 53): fails, naming page:line, on
   - a row of docs/cluster.md's table of the batch script's variables whose
     variable scripts/darknet_mn.sbatch does not read as VAR=${VAR:-...}, or
     whose default differs; and a variable the script reads that the table
-    lacks.
+    lacks;
+  - a line that states one of FACTS otherwise than the pages agree on
+    (the data layout, the quick start's communicator, what ran on a GPU).
 
 usage: docs_names.py [PAGE...]   (from the repository's root; default: the README and docs/)
 """
@@ -24,6 +26,20 @@ MAKEFILES = ["Makefile"] + sorted(glob.glob("tests/*.mk") + glob.glob("tests/fuz
                                   glob.glob("bench/*/*.mk"))
 SCRIPT = "scripts/darknet_mn.sbatch"
 TREES = ("scripts/", "tests/", "bench/", "tools/", "cfg/", "patches/")
+# The pages a user follows, and facts they state in several places, each
+# as (what the pages agree on, a pattern of a line that says otherwise,
+# the pages it applies to, the code blocks alone?).
+USER_PAGES = ["README.md"] + ["docs/%s.md" % p for p in ("cluster", "config", "user-guide", "troubleshooting",
+                                                         "evaluation", "alexeyab", "hankai", "dependencies")]
+FACTS = [
+    ("the data cfg of the quick start's layout is data/obj.data",
+     r"(?<![\w/.-])obj\.data\b", USER_PAGES, False),
+    ("the quick starts leave the communicator to auto",
+     r"^communicator=(?!auto\b)", ["docs/cluster.md"], True),
+    ("a GPU has run darknet-mn (the check on one H200, docs/gpu-check.md)",
+     r"(?i)no GPU was available|(?:darknet-mn|the GPU build|the GPU paths?) (?:has|have) never (?:been )?run on a GPU",
+     PAGES, False),
+]
 
 
 def targets():
@@ -68,6 +84,17 @@ def check_paths(page, text, problems):
         problems.append(f"{page}:{text.count(chr(10), 0, m.start()) + 1}: {path} is not in the repository")
 
 
+def check_facts(page, text, problems):
+    code = False
+    for n, line in enumerate(text.split("\n"), 1):
+        if line.startswith("```"):
+            code = not code
+            continue
+        for fact, pattern, pages, in_code in FACTS:
+            if page in pages and (code or not in_code) and re.search(pattern, line):
+                problems.append(f"{page}:{n}: says otherwise than the pages agree ({fact}): {line.strip()[:100]}")
+
+
 def check_script_table(problems):
     page = "docs/cluster.md"
     rows = {}
@@ -105,13 +132,15 @@ def main(argv):
         text = open(page, encoding="utf-8").read()
         check_make(page, text, known, problems)
         check_paths(page, text, problems)
+        check_facts(page, text, problems)
     check_script_table(problems)
     for p in problems:
         print(p)
     if problems:
         print(f"docs_names: {len(problems)} problem(s) in {len(pages)} pages")
         return 1
-    print(f"docs_names: every make target, repository path and batch-script variable of {len(pages)} pages exists")
+    print(f"docs_names: every make target, repository path and batch-script variable of {len(pages)} pages exists, "
+          f"and they agree on {len(FACTS)} facts")
     return 0
 
 
