@@ -243,7 +243,11 @@ if want crash; then
     cfg "$F/k.cfg" 100000 checkpoint_minutes=0.02
     data k; mkdir -p "$F/k"
     bg_ranks "$F/k1" 2 "$PROG" classifier train "$F/k.data" "$F/k.cfg"
-    for ((i = 0; i < 1200; ++i)); do [ "$(grep -ac '(checkpoint_minutes)$' "$F/k1.out" 2> /dev/null)" -ge 2 ] && break; sleep 0.1; done
+    for ((i = 0; i < 1200; ++i)); do
+        n=$(grep -ac '(checkpoint_minutes)$' "$F/k1.out" 2> /dev/null)
+        [ "${n:-0}" -ge 2 ] && break
+        sleep 0.1
+    done
     rank_signal KILL "$F/k1" 0; rank_signal KILL "$F/k1" 1
     bg_done "$F/k1" 60
     last=$(grep -a '(checkpoint_minutes)$' "$F/k1.out" | tail -1 | cut -d' ' -f2 | tr -d :)
