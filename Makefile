@@ -537,8 +537,10 @@ test-alexeyab:
 # (scripts/testbed.sh: a host's ranks killed, gone, silent; the exit
 # statuses; host lists) and the Slurm testbed (scripts/slurm.sh: srun,
 # batch jobs losing a node, rank 0's node, a silent node, the time limit),
-# and tests/run_stop.sh's two sections of seconds-long runs (term-long,
-# fewer). Apart from make test for its 15 minutes; CI runs it.
+# tests/run_stop.sh's two sections of seconds-long runs (term-long,
+# fewer), and make install's module files loaded with Lmod and Tcl
+# environment modules, a batch job on the Slurm testbed running the
+# installed program. Apart from make test for its 15 minutes; CI runs it.
 .PHONY: test-cluster
 test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_build.sh
@@ -548,6 +550,7 @@ test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_slurm.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_gpu.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ONLY=term-long,fewer bash tests/run_stop.sh
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_install.sh
 
 # The model zoo's rows on both C bases (stock cfgs trained or refused, N x b
 # = 1 x N*b on real cfgs; tests/run_zoo.sh, about 1.5 minutes) and the demo
