@@ -50,7 +50,7 @@ if [ $rc = 0 ] && [ "$got" = "$want" ] && cmp -s darknet_mn "$P/bin/darknet_mn" 
    [ "$(head -1 "$P/share/darknet-mn/manifest")" = "build cpu" ]; then
     ok "make install PREFIX=P: bin/darknet_mn (./darknet_mn's copy), bin/mn_rerun.sh, share/darknet-mn/darknet_mn.sbatch, module files darknet-mn/$MODVER and $MODVER.lua naming P, the manifest"
 else bad "make install: status $rc; files |$got|, want |$want|; $(tail -3 "$S/install.out" | tr '\n' '|')"; fi
-make install PREFIX="$P" BLAS=0 > "$S/other.out" 2>&1
+make --no-print-directory install PREFIX="$P" BLAS=0 > "$S/other.out" 2>&1
 rc=$?
 if [ $rc != 0 ] && [ "$(wc -l < "$S/other.out")" = 1 ] &&
    grep -q "^Makefile:[0-9]*: \*\*\* darknet-mn: $P holds darknet-mn's cpu build (one PREFIX, one build): install the cpu-noblas build into a PREFIX of its own, or make uninstall PREFIX=$P first.  Stop.$" "$S/other.out"; then
