@@ -25,7 +25,7 @@ HK_DEPS := third_party/deps-hankai.mk
 # The demo's data (Fashion-MNIST, zlib, stb) with the goals that make it.
 DEMO_DEPS := third_party/deps-demo.mk
 TEST_DEPS := third_party/deps-test.mk
-ifeq ($(filter clean distclean deps deps-test,$(MAKECMDGOALS)),)
+ifeq ($(filter clean distclean deps deps-test uninstall,$(MAKECMDGOALS)),)
 include $(DEPS_STAMP)
 ifeq ($(DARKNET),hankai)
 include $(HK_DEPS)
@@ -469,6 +469,30 @@ include tests/tests.mk
 include tests/sanitize.mk
 include bench/sim/sim.mk
 
+# make install PREFIX=<dir>: the program of the build the same variables
+# choose as for make (DARKNET=, GPU=1 ...), the batch script, mn_rerun.sh
+# and module files for Lmod and Tcl environment modules, which put
+# PREFIX/bin on PATH and name PREFIX to the batch script (scripts/install.sh;
+# DESTDIR stages it). A PREFIX holds one build: another build's install
+# there is refused before anything is built. make uninstall PREFIX=<dir>
+# removes what the install wrote.
+PREFIX ?= /usr/local
+MODULEFILES ?= $(PREFIX)/share/modulefiles
+# The module's version: darknet-mn's and the build's name (0.1.0-cpu, 0.1.0-gpu ...).
+MODULE_VERSION ?= $(shell sed -n 's/^\#define MN_VERSION "\(.*\)"$$/\1/p' plugin/core/mn_status.h)-$(notdir $(OBJ))
+INSTALL_ENV = PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' MODULEFILES='$(MODULEFILES)' MODULE_VERSION='$(MODULE_VERSION)'
+ifneq ($(filter install,$(MAKECMDGOALS)),)
+INSTALL_REFUSED := $(shell $(INSTALL_ENV) ./scripts/install.sh check $(notdir $(OBJ)) 2>&1)
+ifneq ($(INSTALL_REFUSED),)
+$(error $(INSTALL_REFUSED))
+endif
+endif
+.PHONY: install uninstall
+install: $(PROG)
+	$(INSTALL_ENV) ./scripts/install.sh install $(PROG) $(notdir $(OBJ))
+uninstall:
+	$(INSTALL_ENV) ./scripts/install.sh uninstall
+
 clean:
 	rm -rf $(BUILD) darknet_mn
 distclean: clean
@@ -513,8 +537,10 @@ test-alexeyab:
 # (scripts/testbed.sh: a host's ranks killed, gone, silent; the exit
 # statuses; host lists) and the Slurm testbed (scripts/slurm.sh: srun,
 # batch jobs losing a node, rank 0's node, a silent node, the time limit),
-# and tests/run_stop.sh's two sections of seconds-long runs (term-long,
-# fewer). Apart from make test for its 15 minutes; CI runs it.
+# tests/run_stop.sh's two sections of seconds-long runs (term-long,
+# fewer), and make install's module files loaded with Lmod and Tcl
+# environment modules, a batch job on the Slurm testbed running the
+# installed program. Apart from make test for its 15 minutes; CI runs it.
 .PHONY: test-cluster
 test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_build.sh
@@ -524,6 +550,7 @@ test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_slurm.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_gpu.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ONLY=term-long,fewer bash tests/run_stop.sh
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_install.sh
 
 # The model zoo's rows on both C bases (stock cfgs trained or refused, N x b
 # = 1 x N*b on real cfgs; tests/run_zoo.sh, about 1.5 minutes) and the demo

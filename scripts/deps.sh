@@ -47,7 +47,7 @@ stamp=$top/third_party/deps.mk
 # Debian's packages by use. The build's own, the demo's data, hank-ai's, the tests'.
 deb_build="build-essential dpkg-dev pkg-config libopenmpi-dev openmpi-bin libopenblas-dev libdnnl-dev libcairo2-dev zlib1g-dev libstb-dev dataset-fashion-mnist"
 deb_hankai="cmake libopencv-dev libopenblas64-dev libjpeg-dev libpng-dev"
-deb_test="python3 procps iproute2 mpich libmpich-dev darknet clang libclang-rt-14-dev libomp-14-dev strace valgrind libsimgrid-dev faketime"
+deb_test="python3 procps iproute2 mpich libmpich-dev darknet clang libclang-rt-14-dev libomp-14-dev strace valgrind libsimgrid-dev faketime lmod"
 pkgs=$deb_build
 [ "$hankai" = 1 ] && pkgs="$pkgs $deb_hankai"
 [ "$what" = test ] && pkgs="$pkgs $deb_test"
