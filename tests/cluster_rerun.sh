@@ -143,7 +143,7 @@ else bad "host B killed without a checkpoint due: exit $rc, ${said:-}, $(tail -1
 # defaults), and mn_rerun.sh then reruns the job, which resumes and ends
 # with the weights of the uninterrupted run.
 case_run silent silent; rc=$?
-if [ $rc = 0 ] && grep -q "rank 0 (mnA): [a-z_ -]* \(at\|after\) iteration [0-9]*\('"'"'s gradient allreduce\)\?\(: rank.* did not arrive within 10 s\| did not complete in time (collective_timeout=10 s)\)" "$R/silent.err" &&
+if [ $rc = 0 ] && grep -q "rank 0 (mnA): [a-z_ -]* \(at\|after\) iteration [0-9]*\('s gradient allreduce\)\?\(: rank.* did not arrive within 10 s\| did not complete in time (collective_timeout=10 s)\)" "$R/silent.err" &&
    grep -q '^mn_rerun: .*attempt 1 ended with exit status 75' "$R/silent.out" &&
    grep -q "resuming from checkpoint .*silent.ckpt-" "$R/silent.out" &&
    same_weights silent; then

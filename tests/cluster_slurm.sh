@@ -341,7 +341,7 @@ if want quickstart; then
        grep -aq '^darknet-mn: yolo-obj on 2 ranks (2 nodes), communicator flat,' "$qo" && grep -aq '^darknet-mn: communicator=auto: flat (' "$qo" &&
        grep -aq "^20: loss" "$qo" && grep -aq 'eval mAP' "$qo" &&
        [ -s "$Q/backup/yolo-obj_final.weights" ] && [ -s "$Q/backup/yolo-obj_best.weights" ]; then
-        ok "docs/cluster.md's quick start, blocks 2-6 as written: job $id trained 20 iterations on 2 nodes (flat, auto'"'"'s), $(grep -ao 'eval mAP[^,]*' "$qo" | tail -1), backup/yolo-obj_final.weights and _best.weights written"
+        ok "docs/cluster.md's quick start, blocks 2-6 as written: job $id trained 20 iterations on 2 nodes (flat, chosen by auto), $(grep -ao 'eval mAP[^,]*' "$qo" | tail -1), backup/yolo-obj_final.weights and _best.weights written"
     else bad "quick start: status $rc, job ${id:-none}; $(tail -3 "$S/quickstart.out" | tr '\n' '|') $(grep -aE '^darknet-mn: (job|rank)|rror' "$qo" 2> /dev/null | head -5 | tr '\n' '|')"; fi
 fi
 finish slurm
