@@ -509,6 +509,13 @@ else bad "boundary: planted layer reads (rc $rc): missing '$missing'; $(head -3 
 echo "== The plugin's CUDA, cuDNN and NCCL calls (tests/gpu_calls.py)"
 if python3 tests/gpu_calls.py plugin > "$T/gpu-calls.out" 2>&1; then ok "$(tail -1 "$T/gpu-calls.out")"
 else bad "gpu_calls: $(tail -1 "$T/gpu-calls.out")"; sed 's/^/     /' "$T/gpu-calls.out" | head -20; fi
+echo "== Every shell script parses (bash -n)"
+# Most suites run outside make test (the cluster's, the GPU's, CI's): a
+# script that does not parse would be found only there.
+shells=$(git ls-files 2> /dev/null | grep -E '\.sh$|\.sbatch$|^\.ci/run$' || ls tests/*.sh scripts/*.sh scripts/*.sbatch bench/*.sh .ci/run)
+unparsed=$(for f in $shells; do bash -n "$f" 2>&1 | head -1; done)
+if [ -z "$unparsed" ]; then ok "bash -n: all $(echo "$shells" | wc -w) shell scripts parse"
+else bad "bash -n: $(echo "$unparsed" | head -3)"; fi
 echo "== What the user pages name exists (tests/docs_names.py)"
 if python3 tests/docs_names.py > "$T/docs-names.out" 2>&1; then ok "$(tail -1 "$T/docs-names.out")"
 else bad "docs_names: $(tail -1 "$T/docs-names.out")"; sed 's/^/     /' "$T/docs-names.out" | head -20; fi
