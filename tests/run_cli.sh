@@ -97,7 +97,7 @@ else bad "default on 2 ranks: exit codes $(rcs "$C/default" 2); want '$want', go
 for comm in auto flat; do
     on_ranks "$C/2x2-$comm" 60 4 MN_RANKS_PER_NODE=2 -- "$PROG" classifier train "$(data "2x2-$comm")" "$C/$comm.cfg"
 done
-want="darknet-mn: communicator=auto: flat (2 nodes of 2 ranks: fastest or tied on every cluster simulated, 2 to 32 nodes of 2 to 16 ranks; hierarchical 0.2-105% slower, two_dimensional 0-5%)"
+want="darknet-mn: communicator=auto: flat (2 nodes of 2 ranks: fastest or tied on every cluster simulated, 2 to 32 nodes of 2 to 16 ranks (docs/benchmarks.md, simulated clusters))"
 if ! all_rc "$C/2x2-auto" 4 0 || ! all_rc "$C/2x2-flat" 4 0; then bad "auto and flat on 2 x 2: exit codes $(rcs "$C/2x2-auto" 4), $(rcs "$C/2x2-flat" 4)"
 elif [ "$(said 2x2-auto)" != "$want" ] || said 2x2-flat > /dev/null; then bad "auto on 2 x 2: want '$want', got '$(said 2x2-auto)' (flat: '$(said 2x2-flat)')"
 elif ! cmp -s "$C/2x2-auto/auto_final.weights" "$C/2x2-flat/flat_final.weights"; then bad "auto on 2 x 2: weights differ from flat's"

@@ -74,7 +74,7 @@ done
 # auto gives the default's line. test_comm above checks that auto's mean is
 # bit for bit that of the communicator it names, on every layout.
 printf '[net]\nbatch=1\n\n[distributed]\ncommunicator=auto\n' > "$T/auto.cfg"
-sim_says="fastest or tied on every cluster simulated, 2 to 32 nodes of 2 to 16 ranks; hierarchical 0.2-105% slower, two_dimensional 0-5%"
+sim_says="fastest or tied on every cluster simulated, 2 to 32 nodes of 2 to 16 ranks (docs/benchmarks.md, simulated clusters)"
 unsim_says="not simulated (up to 256 ranks in equal nodes of 2 to 16 were); flat runs on any layout"
 auto_info() {   # auto_info NAME NP RANKS_PER_NODE LINE: info with and without the cfg says LINE
     local name=$1 np=$2 rpn=$3 line=$4 cfg got=

@@ -189,14 +189,11 @@ const char *mn_comm_check_name(const char *name)
  * pure_nccl where every rank has a GPU of its own in an NCCL build (NCCL
  * picks its own algorithm; nothing here simulates it). Else flat: on one
  * node it is single_node's shared-memory allreduce, and across nodes it was
- * fastest or tied at every shape simulated (bench/results/sim-auto.txt: 2 to
- * 8 nodes of 4, 8 or 16 ranks, 25 GbE and InfiniBand, float32 and float16,
- * 24 to 236 MB; sim-large.txt: 32 nodes of 8; sim-testbed.txt: 2 of 2; and
- * before the network legs' own allreduce, sim-before-fix.txt: 16 of 8),
- * hierarchical 0.2-105% and two_dimensional 0-5% behind it: their in-node
- * legs cost more than the network time they save. Where nothing was
- * simulated (over 256 ranks, nodes of 1 or over 16 ranks, or of unequal
- * size) flat stays, as it runs on any layout, and the reason says so. */
+ * fastest or tied at every shape simulated, hierarchical and two_dimensional
+ * behind it: their in-node legs cost more than the network time they save
+ * (the shapes and figures: docs/benchmarks.md, simulated clusters). Where
+ * nothing was simulated (over 256 ranks, nodes of 1 or over 16 ranks, or of
+ * unequal size) flat stays, as it runs on any layout, and the reason says so. */
 static mn_status choose_auto(mn_comm *c, const char *fallback, const mn_comm_ops **ops, char *why, size_t cap)
 {
     char layout[256], shape[96];
@@ -213,8 +210,8 @@ static mn_status choose_auto(mn_comm *c, const char *fallback, const mn_comm_ops
     } else if (c->nodes == 1) {
         snprintf(why, cap, "%s: one allreduce in the node's shared memory, as single_node", shape);
     } else if (even && per >= 2 && per <= 16 && c->size <= 256) {
-        snprintf(why, cap, "%s: fastest or tied on every cluster simulated, 2 to 32 nodes of 2 to 16 ranks; "
-                           "hierarchical 0.2-105%% slower, two_dimensional 0-5%%", shape);
+        snprintf(why, cap, "%s: fastest or tied on every cluster simulated, 2 to 32 nodes of 2 to 16 ranks "
+                           "(docs/benchmarks.md, simulated clusters)", shape);
     } else {
         snprintf(why, cap, "%s: not simulated (up to 256 ranks in equal nodes of 2 to 16 were); "
                            "flat runs on any layout", shape);

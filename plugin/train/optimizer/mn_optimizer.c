@@ -291,18 +291,15 @@ static void dbuf_cost(float momentum, int local)
 {
     double m = momentum;
     if (local) {
-        printf("darknet-mn: double_buffering=1 measured against one process: cfg/fashion-det.cfg 0.5 mAP points "
-               "lower on 2 ranks, 0.1 on 4, cfg/fashion.cfg 0.03 top-1 points (docs/benchmarks.md); "
-               "double_buffering_local=0 (the mean alone, one step stale) lost 3.4 and 0.7\n");
+        printf("darknet-mn: double_buffering=1 against one process, measured: docs/benchmarks.md, double buffering "
+               "and accuracy\n");
         return;
     }
     if (m >= 1 || m < 0) return;
     printf("darknet-mn: double_buffering=1 costs accuracy: with momentum %g a stale step stays stable only on curvature "
            "%.0fx lower than a fresh one tolerates, so a rate tuned without it can diverge once the stale steps start "
-           "(cfg/fashion-det.cfg lost 3.4 mAP points with double_buffering_local=0's defaults, double_buffering_handover=300, "
-           "double_buffering_compensation=100 and double_buffering_prediction=1, 4.8 without the prediction, 24 "
-           "without any; cfg/fashion.cfg 0.7 top-1 point: docs/benchmarks.md); overlap=1 hides the allreduce without "
-           "staleness\n",
+           "(what it cost, measured: docs/benchmarks.md, double buffering and accuracy); overlap=1 hides the allreduce "
+           "without staleness\n",
            m, 1 / stale_ratio(m));
 }
 
