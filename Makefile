@@ -452,7 +452,7 @@ gpu-build:
 	$(MAKE) GPU=1 CUDNN=1 NCCL=1
 
 # The GPU test plan on a machine with a GPU (docs/gpu-check.md): this
-# base's GPU build, then scripts/gpu_check.sh (about 10 minutes on one GPU).
+# base's GPU build, then scripts/gpu_check.sh (docs/gpu-check.md).
 GPU_CHECK_PROG := $(BUILD)/$(if $(filter pjreddie,$(DARKNET)),,$(DARKNET)-)gpu/darknet_mn
 .PHONY: gpu-check
 gpu-check:
@@ -528,7 +528,7 @@ test-alexeyab:
 
 # hank-ai's base: the fork built and checked, darknet-mn on it (its oneDNN
 # engine against the fork's im2col + gemm too), its zoo rows.
-# Not in make test, which keeps to the two C bases and its 12 minutes: the
+# Not in make test, which keeps to the two C bases and its 15 minutes: the
 # fork needs OpenCV (a large install) and a C++ build of its own; .ci/run runs
 # this after make test.
 # Cluster behaviour, root: the build as a user without root on Debian and
@@ -553,8 +553,8 @@ test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_install.sh
 
 # The model zoo's rows on both C bases (stock cfgs trained or refused, N x b
-# = 1 x N*b on real cfgs; tests/run_zoo.sh, about 1.5 minutes) and the demo
-# detectors' learning on both (tests/run_learn.sh, about 1 minute): apart
+# = 1 x N*b on real cfgs; tests/run_zoo.sh) and the demo
+# detectors' learning on both (tests/run_learn.sh): apart
 # from make test for its 15 minutes; CI runs them after make test.
 .PHONY: test-zoo
 test-zoo: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion $(BUILD)/tools/mn_fashion_det
@@ -567,7 +567,7 @@ test-hankai: $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) ./tests/run_hankai.sh
 	BUILD=$(BUILD) ./tests/run_hankai_dnnl.sh
 	BUILD=$(BUILD) ZOO_BASES=hankai ./tests/run_zoo.sh
-# Its CUDA build (GPU=1 CUDNN=1; compiles and links, about 12 minutes on 2 cores).
+# Its CUDA build (GPU=1 CUDNN=1; compiles and links).
 .PHONY: cuda-archs test-hankai-gpu
 # The GPU architectures a GPU build targets here (CUDA_ARCHS, above).
 cuda-archs:
@@ -579,7 +579,7 @@ bench: $(PROG) $(STOCK) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
 	./bench/run.sh
 
 # Minutes to a working detector against stock pjreddie and AlexeyAB's own
-# ./darknet (about 50 minutes, on a quiet machine): bench/results/time-to-map.txt.
+# ./darknet, on a quiet machine: bench/results/time-to-map.txt.
 bench-time-to-map:
 	./bench/time_to_map.sh
 
