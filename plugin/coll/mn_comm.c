@@ -99,12 +99,10 @@ static mn_status env_settings(mn_comm *c, int report)
      * (mn_rsag.c), so the piece grows with log2(p): 1 MiB up to 7 ranks,
      * half a MiB more per doubling (3 MiB at 64, 5 at 1,024), keeping the
      * latency's share what it is at 4 ranks. Whole gradients are no answer:
-     * on the 2-host testbed at 1 Gbit/s (2 x 2 ranks) a 16 MiB gradient took
-     * 141-143 ms in 1 MiB pieces against 243-257 whole, by our algorithm or
-     * Open MPI's alike (bench/results/testbed-pieces.txt), while SimGrid,
-     * whose links carry a large message at full rate, prefers them whole
-     * (docs/benchmarks.md). MN_NET_PIECE_BYTES sets the network piece alone,
-     * MN_PIECE_BYTES both. */
+     * on the 2-host testbed pieces were faster, by our algorithm or Open
+     * MPI's alike, while SimGrid, whose links carry a large message at full
+     * rate, prefers them whole (the figures: docs/benchmarks.md, two hosts).
+     * MN_NET_PIECE_BYTES sets the network piece alone, MN_PIECE_BYTES both. */
     int log_p = 0;
     while ((2 << log_p) <= c->size) ++log_p;
     size_t net_bytes = (size_t)(log_p < 2 ? 2 : log_p) << 19;

@@ -130,9 +130,9 @@ mn_status mn_check_readable(const mn_comm *c, const char *path);
  * (Darknet's own gemm, one thread). */
 int mn_blas_threads(void);
 /* What this core's OpenBLAS sgemm reaches in GFLOP/s on one thread (the
- * median of 5 products of two n x n matrices, n = 1024: 2.1 GFLOP each,
- * about 30 ms on a 70 GFLOP/s core), the reference bench step -layers
- * sets a step against; 0 in a BLAS=0 build. */
+ * median of 5 products of two n x n matrices, n = 1024: 2.1 GFLOP each),
+ * the reference bench step -layers sets a step against; 0 in a BLAS=0
+ * build. */
 double mn_blas_sgemm_gflops(void);
 /* Darknet loader threads for this rank: the cores it may run on
  * (sched_getaffinity) divided by the ranks of its node that may run on them
