@@ -476,7 +476,10 @@ darknet: $(LIBDK)
 # libraries for $(OBJ), whose objects and programs all depend on it. So a
 # change of engine, BLAS, sanitizer or base, or a library that appeared since
 # (pkg-config's answer, oneDNN's header), rebuilds what it touches.
-OBJ_SETTINGS := $(MPICC) $(CPPFLAGS) $(CFLAGS) $(LDLIBS) $(NVFLAGS) $(HK_CXXFLAGS)
+OBJ_SETTINGS := $(MPICC) $(CPPFLAGS) $(CFLAGS) $(LDLIBS) $(NVFLAGS)
+ifeq ($(DARKNET),hankai)
+OBJ_SETTINGS += $(HK_CXXFLAGS)
+endif
 $(OBJ)/.settings: private TEXT := $(OBJ_SETTINGS)
 # The patch list too: a patch removed (no file newer) must unpack the tree anew.
 $(DK).settings: private TEXT := $(DK_SETTINGS) patches: $(notdir $(PATCHES))
