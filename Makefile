@@ -17,9 +17,6 @@ comma := ,
 # reads this Makefile again, so that what follows (pkg-config's flags,
 # whether oneDNN is there) is decided with the packages installed.
 DEPS_STAMP := third_party/deps.mk
-# hank-ai's Darknet adds its own (scripts/deps.sh hankai: cmake, OpenCV,
-# 64-bit OpenBLAS), included alike: its link flags come from pkg-config too.
-HK_DEPS := third_party/deps-hankai.mk
 # The tests' own tools (MPICH, stock darknet, clang, valgrind ...) with the
 # goals that run tests only: make and make demo install what they use.
 # The demo's data (Fashion-MNIST, zlib, stb) with the goals that make it.
@@ -27,9 +24,6 @@ DEMO_DEPS := third_party/deps-demo.mk
 TEST_DEPS := third_party/deps-test.mk
 ifeq ($(filter clean distclean deps deps-test uninstall,$(MAKECMDGOALS)),)
 include $(DEPS_STAMP)
-ifeq ($(DARKNET),hankai)
-include $(HK_DEPS)
-endif
 ifneq ($(filter demo fashion%,$(MAKECMDGOALS)),)
 include $(DEMO_DEPS)
 endif
@@ -84,6 +78,16 @@ DNNL ?= $(DNNL_DEFAULT)
 DK_VARIANT := cpu$(if $(filter 0,$(BLAS)),-noblas)
 VARIANT := $(DK_VARIANT)$(if $(filter-out $(DNNL_DEFAULT),$(DNNL)),$(if $(filter 1,$(DNNL)),-dnnl,-nodnnl))$(CAIRO_VARIANT)
 endif
+# hank-ai's Darknet adds its own (scripts/deps.sh hankai: cmake, OpenCV,
+# and 64-bit OpenBLAS where BLAS=1, hence a file for each), included alike:
+# its flags below come from pkg-config and the prefixes it checked.
+HK_DEPS := third_party/deps-hankai$(if $(filter 0,$(BLAS)),-noblas).mk
+ifeq ($(DARKNET)$(filter clean distclean deps deps-test,$(MAKECMDGOALS)),hankai)
+include $(HK_DEPS)
+endif
+# Where hank-ai's dependencies are missing once deps.sh has run (a module
+# unloaded since, a prefix named wrong), the Makefile says so itself.
+HK_CHECK := $(if $(filter clean distclean deps deps-test,$(MAKECMDGOALS)),,$(wildcard $(HK_DEPS)))
 AB_SNAPSHOT ?= ../shared/third_party/darknet-alexeyab-59596d78.tar.xz
 # hank-ai's snapshot is a git archive: its version is given here, not asked of git.
 HK_SNAPSHOT ?= ../shared/third_party/darknet-hankai-f684e1d7.tar.xz
@@ -156,9 +160,31 @@ ifeq ($(BLAS),1)
 CPPFLAGS += -DMN_BLAS
 ifeq ($(DARKNET),hankai)
 # One OpenBLAS in the process: the fork's, with 64-bit integers (the
-# plugin calls only its thread count, whose header is the same; docs/hankai.md).
-CPPFLAGS += -I/usr/include/x86_64-linux-gnu/openblas64-pthread
-LDLIBS += -lopenblas64
+# plugin calls only its thread count, whose header is the same; docs/hankai.md),
+# its cblas.h for the fork and the plugin alike. OPENBLAS64_ROOT=<prefix>:
+# include/cblas.h or include/openblas/cblas.h, and lib/libopenblas64.so or
+# Spack's openblas+ilp64 lib/libopenblas.so (or lib64/); else Debian's
+# libopenblas64-dev. deps.sh checks that it has 64-bit integers.
+ifneq ($(OPENBLAS64_ROOT),)
+HK_BLAS64_ROOT := $(abspath $(OPENBLAS64_ROOT))
+HK_BLAS64_INC := $(patsubst %/cblas.h,%,$(firstword $(wildcard $(HK_BLAS64_ROOT)/include/cblas.h $(HK_BLAS64_ROOT)/include/openblas/cblas.h)))
+HK_BLAS64_LIB := $(firstword $(wildcard $(foreach n,openblas64 openblas,$(foreach d,lib lib64,$(HK_BLAS64_ROOT)/$(d)/lib$(n).so))))
+HK_BLAS64_LIBS := $(HK_BLAS64_LIB) -Wl,-rpath,$(patsubst %/,%,$(dir $(HK_BLAS64_LIB)))
+HK_BLAS64_FOUND := $(and $(HK_BLAS64_INC),$(HK_BLAS64_LIB))
+HK_BLAS64_WHERE := OPENBLAS64_ROOT=$(OPENBLAS64_ROOT) holds no include/cblas.h (or include/openblas/cblas.h) and lib/libopenblas64.so (or lib/libopenblas.so, or in lib64/)
+else
+HK_BLAS64_INC := $(patsubst %/cblas.h,%,$(wildcard /usr/include/$(shell $(CC) -print-multiarch 2>/dev/null)/openblas64-pthread/cblas.h))
+HK_BLAS64_LIBS := -lopenblas64
+HK_BLAS64_FOUND := $(HK_BLAS64_INC)
+HK_BLAS64_WHERE := no 64-bit-integer OpenBLAS: name its prefix, OPENBLAS64_ROOT=<prefix> (Debian: apt-get install libopenblas64-dev)
+endif
+ifneq ($(HK_CHECK),)
+ifeq ($(HK_BLAS64_FOUND),)
+$(error hank-ai's Darknet with BLAS=1: $(HK_BLAS64_WHERE); or make BLAS=0 to build without OpenBLAS (its gemm loops, several times slower))
+endif
+endif
+CPPFLAGS += -I$(HK_BLAS64_INC)
+LDLIBS += $(HK_BLAS64_LIBS)
 else
 LDLIBS += -lopenblas
 endif
@@ -206,17 +232,44 @@ ifeq ($(DARKNET),hankai)
 CPPFLAGS += -DMN_BASE_HANKAI -I$(DK)/src-lib
 # No -lcuda on its GPU build: the adapter looks up the fork's one driver
 # call at run time, so that a machine without a driver gets our message.
-# OPENCV_PREFIX=<dir>: a static OpenCV there instead (scripts/opencv_static.sh,
-# for the GPU machine's bundle, which cannot carry Debian's 325 MB).
+# OpenCV 4 as a module gives it, for the adapter, the link and the fork's
+# CMake (OpenCV_ROOT) alike: OPENCV_ROOT=<prefix> (a module's prefix)
+# through its opencv4.pc where it has one, else its include/opencv4 and
+# the four modules the fork uses (OpenCV writes no .pc unless built with
+# OPENCV_GENERATE_PKGCONFIG=ON), linked with its lib folder as run path;
+# without OPENCV_ROOT, pkg-config's opencv4 (PKG_CONFIG_PATH; Debian's
+# libopencv-dev). A static OpenCV (no libopencv_core.so beside its .pc)
+# brings its .pc's private libraries too.
+HK_OPENCV_ROOT := $(if $(OPENCV_ROOT),$(abspath $(OPENCV_ROOT)))
+HK_OPENCV_PC := $(if $(HK_OPENCV_ROOT),$(firstword $(wildcard $(HK_OPENCV_ROOT)/lib/pkgconfig/opencv4.pc $(HK_OPENCV_ROOT)/lib64/pkgconfig/opencv4.pc)),opencv4)
+ifneq ($(HK_OPENCV_PC),)
+HK_OPENCV_LIBDIR := $(shell pkg-config --variable=libdir $(HK_OPENCV_PC) 2>/dev/null)
+HK_OPENCV_CFLAGS := $(shell pkg-config --cflags $(HK_OPENCV_PC) 2>/dev/null)
+HK_OPENCV_LIBS := $(shell pkg-config $(if $(wildcard $(HK_OPENCV_LIBDIR)/libopencv_core.so),,--static) --libs $(HK_OPENCV_PC) 2>/dev/null)
+HK_OPENCV_PREFIX := $(or $(HK_OPENCV_ROOT),$(shell pkg-config --variable=prefix $(HK_OPENCV_PC) 2>/dev/null))
+HK_OPENCV_WHERE := pkg-config finds no opencv4 (load your site's OpenCV module, which sets PKG_CONFIG_PATH, or name its prefix: OPENCV_ROOT=<prefix>)
+else
+HK_OPENCV_LIBDIR := $(patsubst %/libopencv_core.so,%,$(firstword $(wildcard $(HK_OPENCV_ROOT)/lib/libopencv_core.so $(HK_OPENCV_ROOT)/lib64/libopencv_core.so)))
+HK_OPENCV_CFLAGS := $(if $(wildcard $(HK_OPENCV_ROOT)/include/opencv4/opencv2/core.hpp),-I$(HK_OPENCV_ROOT)/include/opencv4)
+HK_OPENCV_LIBS := $(if $(HK_OPENCV_LIBDIR),-L$(HK_OPENCV_LIBDIR) -lopencv_highgui -lopencv_imgcodecs -lopencv_imgproc -lopencv_core)
+HK_OPENCV_PREFIX := $(HK_OPENCV_ROOT)
+HK_OPENCV_WHERE := OPENCV_ROOT=$(OPENCV_ROOT) holds neither lib/pkgconfig/opencv4.pc nor include/opencv4 with lib/libopencv_core.so (or lib64/ for either; a static OpenCV needs its .pc)
+endif
+HK_OPENCV_LIBS += $(if $(HK_OPENCV_ROOT),$(if $(HK_OPENCV_LIBDIR),-Wl$(comma)-rpath$(comma)$(HK_OPENCV_LIBDIR)))
+ifneq ($(HK_CHECK),)
+ifeq ($(and $(HK_OPENCV_CFLAGS),$(HK_OPENCV_LIBS)),)
+$(error hank-ai's Darknet needs OpenCV 4: $(HK_OPENCV_WHERE))
+endif
+endif
+# OPENCV_PREFIX=<dir>: darknet-mn links the static OpenCV there instead
+# (scripts/opencv_static.sh, for the GPU machine's bundle, which cannot
+# carry Debian's 325 MB); the fork is built as above.
 ifneq ($(OPENCV_PREFIX),)
 HK_OPENCV_LIBS := $(shell PKG_CONFIG_PATH=$(OPENCV_PREFIX)/lib/pkgconfig pkg-config --static --libs opencv4 2>/dev/null)
 ifeq ($(HK_OPENCV_LIBS),)
 $(error OPENCV_PREFIX=$(OPENCV_PREFIX): no opencv4.pc in its lib/pkgconfig (scripts/opencv_static.sh $(OPENCV_PREFIX) builds one))
 endif
-HK_OPENCV_INC := $(OPENCV_PREFIX)/include/opencv4
-else
-HK_OPENCV_LIBS := $(shell pkg-config --libs opencv4 2>/dev/null)
-HK_OPENCV_INC := /usr/include/opencv4
+HK_OPENCV_CFLAGS := -I$(OPENCV_PREFIX)/include/opencv4
 endif
 LDLIBS += $(HK_OPENCV_LIBS) -lstdc++ $(if $(filter 1,$(GPU)),-ldl)
 endif
@@ -336,8 +389,27 @@ HK_CMAKE += -DDARKNET_TRY_CUDA=ON -DCMAKE_CUDA_COMPILER=$(CUDA)/bin/nvcc "-DDARK
 HK_CMAKE += -DDARKNET_TRY_CUDNN=$(if $(filter 1,$(CUDNN)),ON,OFF)
 else
 HK_CMAKE += -DDARKNET_TRY_CUDA=OFF $(if $(filter 0,$(BLAS)),-DDARKNET_TRY_OPENBLAS=OFF)
+ifeq ($(BLAS),1)
+# The fork includes <cblas-openblas64.h>, a name only Debian's alternatives
+# give: a header of that name in its build folder includes the cblas.h
+# chosen above, and FindBLAS, which looks for libopenblas64 alone, is given
+# OPENBLAS64_ROOT's library.
+HK_BLAS64_SHIM := $(abspath $(HK_BUILD))/mn-include
+HK_CMAKE += -DCMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES=$(HK_BLAS64_SHIM) $(if $(OPENBLAS64_ROOT),-DBLAS_openblas64_LIBRARY=$(HK_BLAS64_LIB))
 endif
+endif
+# The OpenCV chosen above (its prefix, from OPENCV_ROOT or its opencv4.pc).
+HK_CMAKE += $(if $(HK_OPENCV_PREFIX),-DOpenCV_ROOT=$(HK_OPENCV_PREFIX))
 DK_SETTINGS := $(or $(DK_CLONE),$(HK_SNAPSHOT)) $(HK_CMAKE)
+# The fork's find_path and find_library calls (cuDNN's, FindBLAS's) search
+# where a module's CPATH and LIBRARY_PATH point. Not among its settings: a
+# module loaded later, for anything, would rebuild the fork from nothing.
+HK_CMAKE_RUN = CMAKE_INCLUDE_PATH="$$CPATH" CMAKE_LIBRARY_PATH="$$LIBRARY_PATH" cmake
+# The adapter: the fork's headers want its configure (darknet_version.h),
+# its -D flags and, with BLAS=1, its <cblas-openblas64.h>.
+MPICXX ?= mpicxx
+HK_CXXFLAGS := -std=gnu++17 -O3 -g -fPIC -Wall -Wextra -Wno-unused-parameter $(patsubst -I%,-isystem %,$(HK_OPENCV_CFLAGS)) \
+               $(if $(HK_BLAS64_SHIM),-isystem $(HK_BLAS64_SHIM))
 LIBDK := $(HK_BUILD)/src-lib/libdarknet.a
 $(HK_DEPS): scripts/deps.sh
 	$(DEPS_ENV) ./scripts/deps.sh build hankai
@@ -351,15 +423,23 @@ $(HK_SNAPSHOT):
 
 # libdarknet.a (patch 0003), the fork's CLI (src-cli/darknet) and its first
 # example (src-examples/darknet_01_inference_images).
-$(LIBDK): $(DK)/.patched
-	cmake -S $(DK) -B $(HK_BUILD) --log-level=ERROR $(HK_CMAKE)
+# Configured first, on its own (make DARKNET=hankai GPU=1 ... $(HK_BUILD)/.configured
+# configures a GPU build where no build is wanted); with BLAS=1 the fork
+# must have found the 64-bit OpenBLAS, whose library darknet-mn links.
+$(HK_BUILD)/.configured: $(DK)/.patched
+	$(if $(HK_BLAS64_SHIM),mkdir -p $(HK_BLAS64_SHIM) && printf '#include "%s/cblas.h"\n' $(HK_BLAS64_INC) > $(HK_BLAS64_SHIM)/cblas-openblas64.h)
+	$(HK_CMAKE_RUN) -S $(DK) -B $(HK_BUILD) --log-level=ERROR $(HK_CMAKE)
+	[ -z "$(HK_BLAS64_SHIM)" ] || grep -q DARKNET_USE_OPENBLAS $(HK_BUILD)/compile_commands.json || \
+	    { echo "darknet-mn: hank-ai's CMake (FindBLAS) found no 64-bit OpenBLAS library beside $(HK_BLAS64_INC)/cblas.h: see $(HK_BUILD)/CMakeFiles/CMakeError.log, or make BLAS=0" >&2; exit 1; }
+	touch $@
+$(LIBDK): $(HK_BUILD)/.configured
 	$(MAKE) -C $(HK_BUILD) -s $(FORK_JOBS) darknetstatic darknetcli darknet_01_inference_images
 # The fork's CLI from the same patched tree and flags but with OpenMP (its
 # CMake finds it when not disabled): the fork's own CPU training, the peer
 # of make bench-hankai, as darknet-stock-omp is of make bench.
 HK_OMP := $(BUILD)/hankai-omp/src-cli/darknet
 $(HK_OMP): $(LIBDK)
-	cmake -S $(DK) -B $(BUILD)/hankai-omp --log-level=ERROR $(filter-out -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=TRUE,$(HK_CMAKE))
+	$(HK_CMAKE_RUN) -S $(DK) -B $(BUILD)/hankai-omp --log-level=ERROR $(filter-out -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=TRUE,$(HK_CMAKE))
 	grep -q '^OpenMP_CXX_FLAGS:.*openmp' $(BUILD)/hankai-omp/CMakeCache.txt   # found, or the comparison is void
 	$(MAKE) -C $(BUILD)/hankai-omp -s $(FORK_JOBS) darknetcli
 # Its CLI linked again with this build's OpenCV (OPENCV_PREFIX's static
@@ -368,7 +448,7 @@ $(HK_OMP): $(LIBDK)
 # on the GPU and its CPU build in the bundle's rehearsal.
 HK_CLI := $(OBJ)/darknet-fork
 HK_CLI_LIBS := $(if $(filter 1,$(GPU)),-L$(CUDA)/lib64 -lcudart -lcublas -lcublasLt -lcurand $(if $(filter 1,$(CUDNN)),-lcudnn) \
-               -L$(CUDA)/lib64/stubs -lcuda,$(if $(filter 1,$(BLAS)),-lopenblas64))
+               -L$(CUDA)/lib64/stubs -lcuda,$(if $(filter 1,$(BLAS)),$(HK_BLAS64_LIBS)))
 $(HK_CLI): $(LIBDK) $(OBJ)/.settings
 	$(CXX) -O3 -rdynamic $(HK_BUILD)/src-cli/CMakeFiles/darknetcli.dir/darknet_cli.cpp.o $(LIBDK) -o $@ \
 	    $(HK_CLI_LIBS) $(HK_OPENCV_LIBS) -lpthread -ldl
@@ -397,6 +477,9 @@ darknet: $(LIBDK)
 # change of engine, BLAS, sanitizer or base, or a library that appeared since
 # (pkg-config's answer, oneDNN's header), rebuilds what it touches.
 OBJ_SETTINGS := $(MPICC) $(CPPFLAGS) $(CFLAGS) $(LDLIBS) $(NVFLAGS)
+ifeq ($(DARKNET),hankai)
+OBJ_SETTINGS += $(HK_CXXFLAGS)
+endif
 $(OBJ)/.settings: private TEXT := $(OBJ_SETTINGS)
 # The patch list too: a patch removed (no file newer) must unpack the tree anew.
 $(DK).settings: private TEXT := $(DK_SETTINGS) patches: $(notdir $(PATCHES))
@@ -415,9 +498,6 @@ $(OBJ)/plugin/%.o: plugin/%.c $(PLUGIN_HDR) $(DK)/.patched $(OBJ)/.settings
 $(OBJ)/plugin/engine/mn_bn.o $(OBJ)/plugin/engine/mn_loops.o: private CFLAGS += -fno-trapping-math
 
 ifeq ($(DARKNET),hankai)
-MPICXX ?= mpicxx
-# The fork's headers want its configure (darknet_version.h) and its -D flags.
-HK_CXXFLAGS := -std=gnu++17 -O3 -g -fPIC -Wall -Wextra -Wno-unused-parameter -isystem $(HK_OPENCV_INC)
 $(PLUGIN_OBJ) $(OBJ)/main.o: $(LIBDK)
 $(OBJ)/plugin/base/mn_base_hankai.o: plugin/base/mn_base_hankai.cpp $(PLUGIN_HDR) $(DK)/.patched $(OBJ)/.settings
 	@mkdir -p $(dir $@)
@@ -532,7 +612,8 @@ test-alexeyab:
 # fork needs OpenCV (a large install) and a C++ build of its own; .ci/run runs
 # this after make test.
 # Cluster behaviour, root: the build as a user without root on Debian and
-# on a system without dpkg and apt, the backup folder's lock and its lease,
+# on a system without dpkg and apt (hank-ai's base too, its OpenCV and
+# OpenBLAS in prefixes as modules give them), the backup folder's lock and its lease,
 # the build and runs with MPICH, mn_rerun.sh on the two-host mpiexec testbed
 # (scripts/testbed.sh: a host's ranks killed, gone, silent; the exit
 # statuses; host lists) and the Slurm testbed (scripts/slurm.sh: srun,
@@ -542,7 +623,7 @@ test-alexeyab:
 # environment modules, a batch job on the Slurm testbed running the
 # installed program. Apart from make test for its 15 minutes; CI runs it.
 .PHONY: test-cluster
-test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion
+test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(TEST_BIN)/mn_shapes $(BUILD)/tools/mn_fashion
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_build.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_lock.sh
 	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_mpich.sh

@@ -4,8 +4,9 @@
 # build (the default): what make needs; demo: make demo's data too (on
 # Debian/Ubuntu both are installed together); test: make test's tools too
 # (Debian's MPICH and stock darknet, clang, valgrind, strace ...);
-# hankai: what hank-ai's Darknet builds with (cmake, OpenCV, 64-bit OpenBLAS),
-# and libjpeg's and libpng's headers for the GPU bundle's static OpenCV.
+# hankai: what hank-ai's Darknet builds with (cmake, OpenCV, and 64-bit
+# OpenBLAS where BLAS=1), and libjpeg's and libpng's headers for the GPU
+# bundle's static OpenCV.
 #
 # DEPS=auto (the default) installs missing Debian packages with apt-get where
 # dpkg and apt are here and it runs as root or sudo works without a
@@ -14,7 +15,8 @@
 # modules), it checks what the build will use the way the build finds it:
 # the compilers and pkg-config, so that the CPATH, LIBRARY_PATH and
 # PKG_CONFIG_PATH a `module load` sets count; prefixes can be named
-# (DNNL_ROOT, OPENBLAS_ROOT). What is missing is one list, with the
+# (DNNL_ROOT, OPENBLAS_ROOT; hank-ai's OPENCV_ROOT, OPENBLAS64_ROOT). What
+# is missing is one list, with the
 # package names for Debian/Ubuntu, RHEL/Rocky and Spack, and exit status 1;
 # what is optional (oneDNN, cairo) is not asked for: the build goes on
 # without it and says so.
@@ -42,11 +44,12 @@ FASHION_IDX=${FASHION_IDX:-/usr/share/datasets/fashion-mnist}
 stamp=$top/third_party/deps.mk
 [ "$what" = demo ] && stamp=$top/third_party/deps-demo.mk
 [ "$what" = test ] && stamp=$top/third_party/deps-test.mk
-[ "$hankai" = 1 ] && [ "$what" = build ] && stamp=$top/third_party/deps-hankai.mk
+[ "$hankai" = 1 ] && [ "$what" = build ] && stamp=$top/third_party/deps-hankai$([ "$BLAS" != 0 ] || echo -noblas).mk
 
 # Debian's packages by use. The build's own, the demo's data, hank-ai's, the tests'.
 deb_build="build-essential dpkg-dev pkg-config libopenmpi-dev openmpi-bin libopenblas-dev libdnnl-dev libcairo2-dev zlib1g-dev libstb-dev dataset-fashion-mnist"
-deb_hankai="cmake libopencv-dev libopenblas64-dev libjpeg-dev libpng-dev"
+deb_hankai="cmake libopencv-dev libjpeg-dev libpng-dev"
+[ "$BLAS" = 1 ] && deb_hankai="$deb_hankai libopenblas64-dev"
 deb_test="python3 procps iproute2 mpich libmpich-dev darknet clang libclang-rt-14-dev libomp-14-dev strace valgrind libsimgrid-dev faketime lmod"
 pkgs=$deb_build
 [ "$hankai" = 1 ] && pkgs="$pkgs $deb_hankai"
@@ -105,16 +108,19 @@ miss() {   # miss WHAT WHY [DEBIAN RHEL SPACK]
     [ $# -gt 2 ] && line+=$(printf '\n  %-20s Debian/Ubuntu: %s | RHEL/Rocky: %s | Spack: %s' "" "$3" "$4" "$5")
     missing+=("$line")
 }
-compiles() {   # compiles COMPILER SOURCE FLAGS...: the program links
-    local cc=$1 src=$2 out
+compiles() {   # [RUN=1] compiles COMPILER SOURCE FLAGS...: the program links (and, with RUN=1, exits 0)
+    local cc=$1 src=$2 out ext=c
     shift 2
+    case $cc in *++) ext=cpp ;; esac
     out=$(mktemp -d)
-    printf '%b\n' "$src" > "$out/t.c"
+    printf '%b\n' "$src" > "$out/t.$ext"
     local rc=0
-    "$cc" "$out/t.c" -o "$out/t" "$@" > /dev/null 2>&1 || rc=1
+    "$cc" "$out/t.$ext" -o "$out/t" "$@" > /dev/null 2>&1 || rc=1
+    [ $rc = 1 ] || [ "${RUN:-0}" = 0 ] || "$out/t" > /dev/null 2>&1 || rc=1
     rm -rf "$out"
     return $rc
 }
+first() { local f; for f; do [ -e "$f" ] && { echo "$f"; break; }; done; return 0; }   # the first FILE... there
 prefix_flags() { [ -n "$1" ] && echo "-I$1/include -L$1/lib -L$1/lib64"; }
 
 command -v make > /dev/null 2>&1 || miss make "the build" make make gmake
@@ -159,9 +165,48 @@ if [ "$what" != build ]; then
 fi
 if [ "$hankai" = 1 ]; then
     command -v cmake > /dev/null 2>&1 || miss cmake "hank-ai's Darknet" cmake cmake cmake
-    pkg-config --exists opencv4 2> /dev/null || miss OpenCV "hank-ai's Darknet reads images with it" libopencv-dev opencv-devel opencv
-    [ -f /usr/include/x86_64-linux-gnu/openblas64-pthread/cblas.h ] ||
-        miss "64-bit OpenBLAS" "hank-ai's Darknet, in Debian's layout (docs/hankai.md)" libopenblas64-dev "openblas-devel (untried)" "openblas+ilp64 (untried)"
+    # OpenCV 4 as the Makefile takes it: OPENCV_ROOT's opencv4.pc, else its
+    # include/opencv4 and the fork's four modules; without OPENCV_ROOT,
+    # pkg-config's opencv4 (PKG_CONFIG_PATH). Static: the .pc's private libraries too.
+    cv_pc=opencv4 cv_flags=""
+    if [ -n "${OPENCV_ROOT:-}" ]; then
+        cv_pc=$(first "$OPENCV_ROOT"/lib{,64}/pkgconfig/opencv4.pc)
+        cv_lib=$(first "$OPENCV_ROOT"/lib{,64}/libopencv_core.so)
+        [ -n "$cv_pc" ] || [ -z "$cv_lib" ] ||
+            cv_flags="-I$OPENCV_ROOT/include/opencv4 -L${cv_lib%/*} -lopencv_highgui -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -Wl,-rpath,${cv_lib%/*}"
+    fi
+    if [ -n "$cv_pc" ] && pkg-config --exists "$cv_pc" 2> /dev/null; then
+        static=--static
+        [ -e "$(pkg-config --variable=libdir "$cv_pc")/libopencv_core.so" ] && static=""
+        cv_flags=$(pkg-config --cflags $static --libs "$cv_pc")
+        [ -z "${OPENCV_ROOT:-}" ] || cv_flags+=" -Wl,-rpath,$(pkg-config --variable=libdir "$cv_pc")"
+    fi
+    if [ -z "$cv_flags" ] || ! compiles "${CXX:-c++}" '#include <opencv2/imgcodecs.hpp>\nint main() { return cv::imread("none.png").empty() ? 0 : 1; }' $cv_flags; then
+        miss OpenCV "hank-ai's Darknet reads images with it: $([ -n "${OPENCV_ROOT:-}" ] && echo "OPENCV_ROOT=$OPENCV_ROOT holds none that links (docs/hankai.md)" ||
+            echo "pkg-config finds no opencv4: load your site's OpenCV module, or name its prefix, OPENCV_ROOT=<prefix>")" libopencv-dev opencv-devel opencv
+    fi
+    # 64-bit OpenBLAS where BLAS=1 (a GPU build skips it): the cblas.h and
+    # library the Makefile takes (OPENBLAS64_ROOT, else Debian's layout), with
+    # 64-bit integers in both, as the fork's gemm passes them.
+    if [ "$BLAS" = 1 ]; then
+        if [ -n "${OPENBLAS64_ROOT:-}" ]; then
+            b64_inc=$(first "$OPENBLAS64_ROOT"/include{,/openblas}/cblas.h)
+            b64_lib=$(first "$OPENBLAS64_ROOT"/lib{,64}/libopenblas64.so "$OPENBLAS64_ROOT"/lib{,64}/libopenblas.so)
+            b64_where="OPENBLAS64_ROOT=$OPENBLAS64_ROOT"
+            b64_flags="-I${b64_inc%/*} $b64_lib -Wl,-rpath,${b64_lib%/*}"
+        else
+            b64_inc=$(first "/usr/include/$("$CC" -print-multiarch 2> /dev/null)/openblas64-pthread/cblas.h")
+            b64_lib=-lopenblas64
+            b64_where="Debian's layout"
+            b64_flags="-I${b64_inc%/*} $b64_lib"
+        fi
+        b64_names=(libopenblas64-dev "openblas-devel (its libopenblas64; untried)" "openblas+ilp64 (OPENBLAS64_ROOT=\$OPENBLAS_ROOT)")
+        if [ -z "$b64_inc" ] || [ -z "$b64_lib" ]; then
+            miss "64-bit OpenBLAS" "hank-ai's Darknet's gemm (BLAS=1): no cblas.h and libopenblas64.so (or Spack's libopenblas.so) in $b64_where; name the prefix of one built with 64-bit integers, OPENBLAS64_ROOT=<prefix> (docs/hankai.md), or BLAS=0 to build without" "${b64_names[@]}"
+        elif ! RUN=1 compiles "$CC" '#include <cblas.h>\n#include <string.h>\nint main(void) { return sizeof(blasint) != 8 || !strstr(openblas_get_config(), "USE64BITINT"); }' $b64_flags; then
+            miss "64-bit OpenBLAS" "hank-ai's Darknet's gemm (BLAS=1): the OpenBLAS of $b64_where ($b64_inc, $b64_lib) has 32-bit integers, or does not link; BLAS=0 builds without it" "${b64_names[@]}"
+        fi
+    fi
 fi
 if [ "$what" = test ]; then
     # make test runs on Debian or Ubuntu (docs/testing.md): Debian's names only.
