@@ -71,7 +71,7 @@ run rules 1 -- "$TEST_BIN/test_rules" "$T"
 # the exit leaves what setup made to the OS, so no leak check).
 ran="${ran}test_guard "
 if ASAN_OPTIONS=$ASAN:detect_leaks=0 timeout 60 $MPI -n 2 "$TEST_BIN/test_guard" guard > "$T/guard.log" 2>&1; then bad "guard: exit 0 (see $T/guard.log)"
-elif grep -Eq "$REPORT" "$T/guard.log" || ! grep -q 'communicator setup at iteration 0 did not complete in time' "$T/guard.log"; then
+elif grep -Eq "$REPORT" "$T/guard.log" || ! grep -q 'communicator setup before the first gradient allreduce did not complete in time' "$T/guard.log"; then
     bad "guard (see $T/guard.log)"; grep -E -m1 -A12 "$REPORT" "$T/guard.log" || tail -5 "$T/guard.log"
 else ok "guard: the stalled setup ends every rank, no sanitizer report"; fi
 for n in 1 2 3; do run "replica-np$n" $n -- "$TEST_BIN/test_replica" "$T"; done
