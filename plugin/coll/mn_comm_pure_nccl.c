@@ -96,35 +96,23 @@ static mn_status pure_nccl_setup(mn_comm *c)
     return MN_OK;
 }
 
-/* *buf (of *cap bytes) grown to hold bytes. */
-static mn_status grow(mn_comm *c, void **buf, size_t *cap, size_t bytes)
+/* *buf (of *cap bytes) grown to hold bytes: device memory, or page-locked
+ * host memory where pinned. */
+static mn_status grow(mn_comm *c, void **buf, size_t *cap, size_t bytes, int pinned)
 {
     if (bytes <= *cap) return MN_OK;
     void *old = *buf;
     *buf = NULL;
     *cap = 0;
-    if (old) MN_CUDA_CHECK(c, cudaFree(old));
-    MN_CUDA_CHECK(c, cudaMalloc(buf, bytes));
+    if (old) MN_CUDA_CHECK(c, pinned ? cudaFreeHost(old) : cudaFree(old));
+    MN_CUDA_CHECK(c, pinned ? cudaMallocHost(buf, bytes) : cudaMalloc(buf, bytes));
     *cap = bytes;
     return MN_OK;
 }
 
 static mn_status device_buffer(mn_comm *c, pure_nccl *s, size_t bytes)
 {
-    return grow(c, &s->dev, &s->dev_bytes, bytes);
-}
-
-/* The page-locked stage grown to hold bytes. */
-static mn_status host_stage(mn_comm *c, pure_nccl *s, size_t bytes)
-{
-    if (bytes <= s->host_bytes) return MN_OK;
-    void *old = s->host;
-    s->host = NULL;
-    s->host_bytes = 0;
-    if (old) MN_CUDA_CHECK(c, cudaFreeHost(old));
-    MN_CUDA_CHECK(c, cudaMallocHost(&s->host, bytes));
-    s->host_bytes = bytes;
-    return MN_OK;
+    return grow(c, &s->dev, &s->dev_bytes, bytes, 0);
 }
 
 /* Host piece -> stage -> device, ncclAllReduce in place, device -> stage
@@ -134,7 +122,7 @@ static mn_status reduce_on_device(mn_comm *c, pure_nccl *s, void *buf, int count
 {
     size_t bytes = (size_t)count * (w->half ? 2 : 4);
     MN_CHECK(device_buffer(c, s, bytes));
-    MN_CHECK(host_stage(c, s, bytes));
+    MN_CHECK(grow(c, &s->host, &s->host_bytes, bytes, 1));
     memcpy(s->host, buf, bytes);
     MN_CUDA_CHECK(c, cudaMemcpyAsync(s->dev, s->host, bytes, cudaMemcpyHostToDevice, s->nc.stream));
     MN_NCCL_CALL(c, &s->nc, ncclAllReduce(s->dev, s->dev, (size_t)count, w->half ? ncclFloat16 : ncclFloat32,
@@ -262,7 +250,7 @@ static mn_status pure_nccl_mean_packed(mn_comm *c, float *dev, size_t count)
         MN_NCCL_CALL(c, &s->nc, ncclAllReduce(dev, dev, count, ncclFloat32, ncclAvg, s->nc.comm, s->nc.stream));
         return MN_OK;
     }
-    MN_CHECK(grow(c, &s->packed_half, &s->packed_bytes, count * sizeof(uint16_t)));
+    MN_CHECK(grow(c, &s->packed_half, &s->packed_bytes, count * sizeof(uint16_t), 0));
     MN_CHECK(launched(c, mn_gpu_halves(s->packed_half, dev, count, 1.0f / (float)c->size, 1, s->nc.stream), "float16 cast"));
     MN_NCCL_CALL(c, &s->nc, ncclAllReduce(s->packed_half, s->packed_half, count, ncclFloat16, ncclSum, s->nc.comm, s->nc.stream));
     return launched(c, mn_gpu_halves(s->packed_half, dev, count, 1, 0, s->nc.stream), "float32 cast");

@@ -17,18 +17,20 @@ static mn_status collect_stats(mn_comm *c, network *net, mn_bn_arrays *s)
     return MN_ERR_NOMEM;
 }
 
-/* The device copies are the live ones in a GPU run: pull before, push after. */
-static void pull_stats(network *net, const mn_bn_arrays *s, int push)
+/* The device copies are the live ones in a GPU run: pull before, push after
+ * (once the rescue's copies in flight, which read them, are done). */
+static void pull_stats(network *net, const mn_bn_arrays *s, int push, mn_optimizer *o)
 {
 #ifdef GPU
     if (mn_net_get(net).gpu < 0) return;
+    if (push) mn_optimizer_drain(o);
     for (int i = 0; i < s->n; ++i) {
         if (!s->dev[i]) continue;
         if (push) mn_base_push(s->dev[i], s->host[i], s->lens[i]);
         else mn_base_pull(s->dev[i], s->host[i], s->lens[i]);
     }
 #else
-    (void)net; (void)s; (void)push;
+    (void)net; (void)s; (void)push; (void)o;
 #endif
 }
 
@@ -68,12 +70,11 @@ mn_status mn_average_bn_stats(mn_comm *c, network *net, mn_optimizer *o)
     if (w) mn_ways_fold(w);   /* a rank standing for several: their mean first */
     mn_status st = collect_stats(c, net, &s);
     if (st == MN_OK && s.n > 0) {
-        pull_stats(net, &s, 0);
+        pull_stats(net, &s, 0, o);
         mn_guard(c, "averaging batch-norm statistics");
         st = mean_arrays(c, s.host, s.lens, s.n, 0);
         mn_unguard(c);
-        mn_optimizer_drain(o);
-        pull_stats(net, &s, 1);
+        pull_stats(net, &s, 1, o);
     }
     if (w && st == MN_OK) mn_ways_spread(w);
     mn_bn_arrays_free(&s);
@@ -86,7 +87,7 @@ mn_status mn_bcast_bn_stats(mn_comm *c, network *net, mn_optimizer *o)
 {
     mn_bn_arrays s;
     mn_status st = collect_stats(c, net, &s);
-    if (st == MN_OK) pull_stats(net, &s, 0);
+    if (st == MN_OK) pull_stats(net, &s, 0, o);
     mn_guard(c, "broadcasting batch-norm statistics");
     for (int i = 0; st == MN_OK && i < s.n; ++i) {
         for (size_t done = 0; done < s.lens[i];) {
@@ -100,8 +101,7 @@ mn_status mn_bcast_bn_stats(mn_comm *c, network *net, mn_optimizer *o)
         }
     }
     mn_unguard(c);
-    if (st == MN_OK) mn_optimizer_drain(o);
-    if (st == MN_OK) pull_stats(net, &s, 1);
+    if (st == MN_OK) pull_stats(net, &s, 1, o);
     if (st == MN_OK && mn_optimizer_ways_of(o)) mn_ways_spread(mn_optimizer_ways_of(o));
     mn_bn_arrays_free(&s);
     return st;

@@ -159,15 +159,14 @@ static void sync_on_device(network *net, mn_optimizer *o)
 static void stats_copy(mn_optimizer *o, int restore)
 {
     size_t off = 0;
+    if (restore) mn_optimizer_drain(o);
     for (int i = 0; i < o->bn.n; off += o->bn.lens[i], ++i) {
         float *live = o->bn.host[i], *saved = o->stats_saved + off;
         size_t n = o->bn.lens[i];
 #ifdef GPU
         if (mn_base_gpu() >= 0) {   /* the device copies are the live ones */
-            if (restore) {
-                mn_optimizer_drain(o);
-                mn_base_push(o->bn.dev[i], saved, n);
-            } else mn_base_pull(o->bn.dev[i], saved, n);
+            if (restore) mn_base_push(o->bn.dev[i], saved, n);
+            else mn_base_pull(o->bn.dev[i], saved, n);
             continue;
         }
 #endif
