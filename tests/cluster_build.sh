@@ -38,11 +38,7 @@ if ! id "$U" > /dev/null 2>&1; then
 fi
 rm -rf "$H" && mkdir -p "$H"
 # The checkout without what a build made or fetched (a clone's content).
-copy_checkout() {
-    mkdir -p "$1"
-    tar -C "$top" --exclude=./.git --exclude=./build --exclude=./third_party --exclude=./darknet_mn --exclude=./gpubundle -cf - . | tar -C "$1" -xf -
-}
-copy_checkout "$H/darknet-mn"
+clean_copy "$H/darknet-mn"
 # pjreddie/darknet at the commit the patches are for: Debian's orig tarball is that commit's tree.
 orig=$(ls "$top"/third_party/dl/darknet_*.orig.tar.xz 2> /dev/null | head -1)
 mkdir -p "$H/pjreddie" && tar -C "$H/pjreddie" --strip-components=1 -xJf "$orig"
@@ -82,7 +78,7 @@ for b in dpkg dpkg-query dpkg-source apt apt-get apt-cache sudo; do
 done
 not_debian() { unshare -m --propagation private bash -c "$hide set +e; $(declare -f as_user); U=$U H=$H as_user \"\$1\"" - "$1"; }
 hide_os=$hide
-rm -rf "$H/darknet-mn" && copy_checkout "$H/darknet-mn" && chown -R "$U:" "$H/darknet-mn"
+rm -rf "$H/darknet-mn" && clean_copy "$H/darknet-mn" && chown -R "$U:" "$H/darknet-mn"
 
 not_debian "make MPICC=mpicc.none" > "$F/none.log" 2>&1
 rc=$?
@@ -173,7 +169,7 @@ for d in /usr/include/opencv4 /usr/lib/"$ma"/cmake/opencv4 /usr/include/"$ma"/op
     hide+=" mount --bind $F/empty $d;"
 done
 for l in /usr/lib/"$ma"/libopencv_*.so.4*; do [ -L "$l" ] || hide+=" mount --bind /dev/null $l;"; done
-rm -rf "$H/darknet-mn" && copy_checkout "$H/darknet-mn"
+rm -rf "$H/darknet-mn" && clean_copy "$H/darknet-mn"
 mkdir -p "$H/shared/third_party" && cp ../shared/third_party/darknet-hankai-*.tar.xz "$H/shared/third_party/"
 HS=$(shapes_set "$H/shapes" beside) || bad "hankai: mn_shapes could not write the set"
 mn_cfg "$H/y.cfg" detector max_batches=4
