@@ -3,11 +3,10 @@
 each darknet-mn's, AlexeyAB's ./darknet's or hank-ai's darknet's (told
 apart by their lines), agree as two decoders of the same JPEGs can: both
 find detections and an mAP above 0, OTHER's detection count is within 0.5%
-of REF's, and each class's AP within 15% of REF's + 0.1 points (10% held
-until a 2-core EPYC of 2026-11 read class 0 at 4.28% on darknet-mn's
-decoding against 3.78% on hank-ai's, the same weights bit for bit as the
-code before; at APs of a few percent a handful of boxes moves that much).
-Prints a
+of REF's, and each class's AP within 15% of REF's + 0.1 points (at APs
+of a few percent a handful of boxes moves that much: one machine read
+class 0 at 4.28% on darknet-mn's decoding against 3.78% on hank-ai's, the
+same weights bit for bit). Prints a
 summary line, or exits non-zero saying what is off (tests/run_hankai.sh,
 tests/run_hankai_build.sh)."""
 import re

@@ -162,8 +162,9 @@ for row in "fatal 65 bogus_layer_key" "memory 75 failed to calloc"; do
     set -- $row; name=$1 want=$2; shift 2; what="$*"
     on_ranks "$T/$name" 120 2 -- "$T/limited.sh" "$P" detector train "$T/y4.data" "$T/$name.cfg"
     # MPI_Abort may kill a rank's shell before it writes its exit code: none is
-    # 0, and the launcher's is the abort's.
-    if ! rcs "$T/$name" 2 | grep -qw 0 && [ "$(cat "$T/$name.rc")" = "$want" ] && grep -aq "$what" "$T/$name".out.0 "$T/$name".err.0 &&
+    # 0, and the launcher's is the abort's. Whichever rank meets the error
+    # first says it; the others are killed before they reach it.
+    if ! rcs "$T/$name" 2 | grep -qw 0 && [ "$(cat "$T/$name.rc")" = "$want" ] && grep -aq "$what" "$T/$name".out.* "$T/$name".err.* &&
        grep -aq "darknet-mn: rank [01] (.*): fatal: .*aborting all ranks" "$T/$name".err.* && ! ls core* > /dev/null 2>&1; then
         ok "hankai $name error of the fork: every rank ends, mpiexec $want ($(rcs "$T/$name" 2)): $(grep -ah 'fatal: ' "$T/$name".err.* | head -1 | cut -c1-160)"
     else bad "hankai $name error: exit $(rcs "$T/$name" 2), mpiexec $(cat "$T/$name.rc"), not $want: $(cat "$T/$name".err.* | head -3)"; fi
