@@ -1,18 +1,15 @@
 /* A convolutional layer's batch norm and activation in training, in three
- * passes over the tensor forward (mean, variance, the rest) and two backward
- * (the sums, the gradient) where Darknet's functions make about a dozen each
- * way (bench/results/profile-step.txt: they were half of a oneDNN step on
- * cfg/fashion.cfg). The formulas are the base's (mn_bn_base gives where they
- * differ), the synchronized batch norm hook is called at the same points with
- * the same arrays, and only the rounding of the sums differs: each plane
- * sums in eight float lanes, fixed in order, and the planes add up in double,
- * so a channel's sums do not depend on the compiler's vectorizing. */
+ * passes over the tensor forward and two backward where Darknet's functions
+ * make about a dozen each way. The formulas are the base's and the sync_bn
+ * hook is called at the same points; only the sums' rounding differs: each
+ * plane sums in eight fixed float lanes and planes add up in double, so the
+ * result does not depend on the compiler's vectorizing. */
 #include <math.h>
 #include "mn_engine.h"
 
 enum { LANES = 8 };
 
-/* sum of p[k] over one plane of n values, in eight fixed lanes. */
+/* The sum of one plane of n values. */
 static double plane_sum(const float *p, int n)
 {
     float a[LANES] = {0};
@@ -25,7 +22,7 @@ static double plane_sum(const float *p, int n)
     return s;
 }
 
-/* sum of (p[k] - m)^2 over one plane. */
+/* The sum of (p[k] - m)^2 over one plane. */
 static double plane_sq(const float *p, float m, int n)
 {
     float a[LANES] = {0};
@@ -38,12 +35,10 @@ static double plane_sq(const float *p, float m, int n)
     return s;
 }
 
-/* The per-plane loops, each inlined with constant leaky and dbl (leaky's
- * product in double) so that the compiler vectorizes each case whole. */
+/* Inlined with constant leaky and dbl so each case vectorizes whole. */
 #define PLANE static inline __attribute__((always_inline)) void
 
-/* x_norm and the output of one plane: Darknet's normalize, scale_bias,
- * add_bias and activation. */
+/* normalize, scale_bias, add_bias and the activation on one plane. */
 PLANE norm_plane(const float *x, float *xn, float *y, int n, float mean, float d, float sc, float bias, int leaky, int dbl)
 {
     for (int i = 0; i < n; ++i) {
@@ -55,11 +50,11 @@ PLANE norm_plane(const float *x, float *xn, float *y, int n, float mean, float d
     }
 }
 
-/* gradient_array's slope of leaky on the output y: .1 as a float. */
+/* gradient_array's slope of leaky at output y. */
 #define SLOPE(leaky, y) ((leaky) && !((y) > 0) ? .1f : 1.0f)
 
-/* Of one plane, with g the output's gradient through the activation: the
- * sums of g, g * x_norm and g * (x - mean) into s[0..2]. */
+/* With g the gradient through the activation, adds the plane's sums of g,
+ * g * x_norm and g * (x - mean) to s. */
 PLANE grad_sums(const float *dy, const float *y, const float *xn, const float *x, float mean, int n, int leaky,
                 double s[3])
 {
@@ -104,8 +99,7 @@ void mn_bn_forward(const mn_bn_base *k, const mn_bn_layer *l)
         l->variance[c] = (float)(s / (m - 1));
     }
     if (l->sync) {
-        /* Each rank's sum of squares over m - 1: the mean over the ranks times
-         * N(m-1)/(Nm-1) is the global batch's variance. */
+        /* The ranks' mean times N(m-1)/(Nm-1) is the global variance. */
         l->sync(l->net, l->variance, 0, C, 0);
         float r = (float)((double)l->ranks * (m - 1) / ((double)l->ranks * m - 1));
         for (int c = 0; c < C; ++c) l->variance[c] *= r;
@@ -135,9 +129,7 @@ void mn_bn_backward(const mn_bn_base *k, const mn_bn_layer *l)
     int leaky = l->leaky;
     int C = l->c, S = l->size, B = l->batch;
     int m = B * S;
-    /* One pass for the four sums Darknet takes in four: the shift's and the
-     * scale's gradients, and the sums behind mean_delta and variance_delta
-     * (before the scale, which multiplies them after). */
+    /* One pass for the four sums Darknet takes in four. */
     for (int c = 0; c < C; ++c) {
         double sum[3] = {0};
         for (int b = 0; b < B; ++b) {
@@ -153,8 +145,7 @@ void mn_bn_backward(const mn_bn_base *k, const mn_bn_layer *l)
         l->mean_delta[c] = (float)(sc * sg * (-1. / sqrt(v + .00001f)));
         l->variance_delta[c] = (float)(sc * sgx * (-.5 * pow(v + .00001f, (float)(-3. / 2.))));
     }
-    /* Both are sums over the batch: their means over the ranks make the
-     * division by this rank's count one by the global count. */
+    /* Averaged over the ranks, the division by m below is by the global count. */
     if (l->sync) l->sync(l->net, l->mean_delta, l->variance_delta, C, 0);
     for (int b = 0; b < B; ++b) {
         for (int c = 0; c < C; ++c) {

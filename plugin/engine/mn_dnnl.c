@@ -1,19 +1,10 @@
-/* oneDNN convolution for every base (mn_engine.h), on the mn_conv views the
- * adapters make: no Darknet struct is read here. Darknet's tensors stay
- * plain (NCHW, OIHW / GOIHW); each primitive is created with its layouts
- * left to oneDNN (blocked ones are its fast kernels), and reorders move the
- * tensors in and out of them around each call. The primitives take the
- * pass's whole batch (a subdivision's images) in one call: on a YOLO cfg's
- * deep layers one image is too small a problem for oneDNN's kernels, and
- * one call pays one reorder per tensor instead of one per image. oneDNN
- * then sums the batch's weight gradient itself, in its own order, so N
- * ranks x b images give what 1 x N*b gives to float rounding (as the
- * allreduce's sum does), not to the bit.
- * The weight gradient of a 3x3 (or larger) convolution over a small plane
- * with many inputs and filters is one sgemm instead (gemm_weights): oneDNN's
- * AVX2 backward-weights kernel runs those at about 55 GFLOP/s, where one
- * sgemm over the batch runs at about 80 (yolov3-tiny's 8x8 layers,
- * bench/results/step-layers.txt). */
+/* oneDNN convolution for every base. Each primitive picks its own (blocked,
+ * fast) layouts and reorders move Darknet's plain tensors in and out. A
+ * primitive takes the pass's whole batch: one image of a deep layer is too
+ * small for oneDNN's kernels. oneDNN sums the batch's weight gradient in its
+ * own order, so N ranks x b images match 1 x N*b only to rounding. Where its
+ * backward-weights kernel is slow one sgemm replaces it (docs/benchmarks.md,
+ * "Where a step goes"). */
 #include <stdlib.h>
 #include <string.h>
 #include "mn_engine.h"
@@ -22,11 +13,9 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
-/* One tensor of a primitive: user is Darknet's plain array (its handle set
- * per call); inner the primitive's layout with the reorder between them, or
- * NULL when the layouts agree. shared: inner belongs to another arg holding
- * the same tensor in the same layout, already reordered in this call or by
- * the forward call before it. */
+/* One tensor of a primitive: user wraps Darknet's array, inner the
+ * primitive's layout (NULL where they agree). shared: inner is another
+ * arg's, already reordered in this call or by the forward before it. */
 typedef struct {
     dnnl_memory_t user, inner;
     dnnl_primitive_t reorder;
@@ -40,11 +29,11 @@ typedef struct {
     arg f_src, f_wei, f_dst;
     arg d_src, d_wei, d_dst;   /* backward data: diff_src, weights, diff_dst */
     arg w_src, w_wei, w_dst;   /* backward weights: src, diff_weights, diff_dst */
-    float *dw;   /* one pass's weight gradient, added into weight_updates */
-    float *dx;   /* the batch's input gradient, added into the delta */
-    int gemm;    /* the weight gradient by gemm_weights, not bwd_weights */
-    float *rows; /* gemm_weights' input patches, one row per output pixel */
-    float *dy;   /* gemm_weights' output gradient, one row per filter */
+    float *dw;   /* gradients before they are added to Darknet's */
+    float *dx;
+    int gemm;    /* the weight gradient by gemm_weights */
+    float *rows; /* gemm_weights' input patches and output gradient */
+    float *dy;
 } conv;
 
 struct mn_dnnl {
@@ -52,9 +41,9 @@ struct mn_dnnl {
     dnnl_stream_t stream;
     const mn_comm *comm;
     int n, hooked;
-    int pools;   /* maxpool layers on mn_maxpool2 */
-    conv *convs;   /* per layer: its primitives, where on[i] */
-    char *on;    /* layer i is on the engine */
+    int pools;
+    conv *convs;
+    char *on;    /* layer i is hooked */
 };
 
 static void check(const mn_dnnl *d, int i, const char *what, dnnl_status_t s)
@@ -85,9 +74,8 @@ static void conv_free(conv *v)
     memset(v, 0, sizeof *v);
 }
 
-/* The arg of plain md for what the primitive pd wants at query q. out: the
- * primitive writes it (the reorder goes inner -> user). like: an arg of the
- * same tensor whose inner may be reused when the layouts agree. */
+/* Makes the arg for plain memory at pd's query q; out: the primitive writes
+ * it. like: an arg of the same tensor whose inner is reused if it fits. */
 static void arg_make(mn_dnnl *d, int i, arg *a, const dnnl_memory_desc_t *plain, const_dnnl_primitive_desc_t pd,
                      dnnl_query_t q, int out, const arg *like)
 {
@@ -118,7 +106,7 @@ static void run(mn_dnnl *d, int i, const char *what, dnnl_primitive_t p, int nar
     check(d, i, what, dnnl_primitive_execute(p, d->stream, nargs, args));
 }
 
-/* Points a's user memory at p; for an input, brings it into the inner layout. */
+/* Points a at Darknet's p and reorders it in. */
 static dnnl_memory_t arg_in(mn_dnnl *d, int i, arg *a, const float *p)
 {
     check(d, i, "memory_set_data_handle", dnnl_memory_set_data_handle(a->user, (void *)p));
@@ -146,28 +134,24 @@ static void arg_done(mn_dnnl *d, int i, arg *a)
 static size_t conv_inputs(const mn_conv *l) { return (size_t)l->c * l->h * l->w; }
 static size_t conv_nweights(const mn_conv *l) { return (size_t)l->c / l->groups * l->n * l->size * l->size; }
 
-/* Whether layer l's weight gradient goes through gemm_weights: where it
- * beat oneDNN's kernel in the measurement above (a patch of at least 2048
- * inputs, at most 256 output pixels an image, no groups). Copying the
- * patches costs as much for any filter count, so it pays from 512 filters
- * (yolov3-tiny's 16x16 layer of 256 ran slower). */
+/* Whether l's weight gradient goes through gemm_weights: where it measured
+ * faster than oneDNN's kernel. Copying the patches costs the same for any
+ * filter count, so it needs many filters to pay. */
 static int conv_gemm(const mn_conv *l)
 {
     return l->groups == 1 && l->size > 1 && l->n >= 512 && l->c * l->size * l->size >= 2048 &&
            l->out_h * l->out_w <= 256;
 }
 
-/* The images gemm_weights takes at once: its patches within about 16 MB. */
+/* The images gemm_weights takes at once, its patches within 16 MB. */
 static int gemm_images(const mn_conv *l)
 {
     int per = (int)((4u << 20) / ((size_t)l->out_h * l->out_w * (conv_nweights(l) / l->n)));
     return per < 1 ? 1 : per > l->batch ? l->batch : per;
 }
 
-/* The weight gradient as products over runs of images (gemm_images each),
- * added into Darknet's OIHW weight_updates: dW[n x R] += dY[n x Q] rows[Q x
- * R], Q a run's output pixels, R = c x size x size each pixel's input patch
- * (zero where it leaves the input), in the order of a filter's weights. */
+/* dW[n x R] += dY[n x Q] rows[Q x R] over runs of images: Q a run's output
+ * pixels, R = c x size x size each pixel's zero-padded input patch. */
 static void gemm_weights(mn_dnnl *d, int i, const mn_conv *l, conv *v, const float *input)
 {
     int hw = l->out_h * l->out_w, ks = l->size, r = l->c * ks * ks, run = gemm_images(l);
@@ -237,10 +221,9 @@ static void conv_make(mn_dnnl *d, int i, const mn_conv *l, conv *v)
     arg_make(d, i, &v->f_src, &s, fpd, dnnl_query_src_md, 0, NULL);
     arg_make(d, i, &v->f_wei, &w, fpd, dnnl_query_weights_md, 0, NULL);
     arg_make(d, i, &v->f_dst, &o, fpd, dnnl_query_dst_md, 1, NULL);
-    /* In backward the input and the weights are those forward reordered
-     * (Darknet's backward always follows its forward on the same input, and
-     * changes the weights only in the update); diff_dst is reordered once
-     * for both backward primitives. */
+    /* Backward reuses forward's reordered input and weights (Darknet's
+     * backward follows its forward and changes weights only in the update);
+     * diff_dst is reordered once for both backward primitives. */
     if (!v->gemm) {
         arg_make(d, i, &v->w_dst, &o, wpd, dnnl_query_diff_dst_md, 0, NULL);
         arg_make(d, i, &v->w_src, &s, wpd, dnnl_query_src_md, 0, &v->f_src);
@@ -305,8 +288,6 @@ int mn_dnnl_backward(void *engine, int i, const mn_conv *l, const float *input, 
         for (size_t k = 0; k < nweights; ++k) l->weight_updates[k] += v->dw[k];
     }
     if (!delta) return 1;
-    /* Forward reordered these weights (Darknet's backward always follows it,
-     * and changes them only in the update). */
     float *dx = overwrite ? delta : v->dx;
     dnnl_exec_arg_t x[3] = {{DNNL_ARG_DIFF_DST, arg_in(d, i, &v->d_dst, l->delta)},
                             {DNNL_ARG_WEIGHTS, arg_in(d, i, &v->d_wei, l->weights)},
@@ -358,8 +339,7 @@ void mn_dnnl_free(void *engine)
 
 int mn_dnnl_threads(void)
 {
-    /* libgomp read OMP_NUM_THREADS when it loaded; without it, OpenMP would
-     * start one thread per core in every rank. */
+    /* Without OMP_NUM_THREADS every rank would start a thread per core. */
     if (!getenv("OMP_NUM_THREADS")) omp_set_num_threads(1);
     return omp_get_max_threads();
 }

@@ -1,30 +1,21 @@
-/* Darknet's own per-element loops where its CPU code spends more time on
- * dispatch and bounds checks than on the arithmetic (bench/results/
- * profile-step.txt: activation and max pooling were 40% of a oneDNN step on
- * cfg/fashion-nobn.cfg). Each computes the base's own expression in the same
- * order, so on finite values the results are Darknet's to the bit; the layer
- * engine (mn_dnnl.c) calls them where a layer fits. */
+/* Darknet's loops without its per-element dispatch, the same expressions in
+ * the same order: finite results are Darknet's to the bit. */
 #include "mn_engine.h"
 
-/* pjreddie's leaky_activate: (x>0) ? x : .1*x, the product in double. */
+/* pjreddie's leaky_activate, the product in double. */
 void mn_leaky_double(float *x, size_t n)
 {
     for (size_t i = 0; i < n; ++i) x[i] = x[i] > 0 ? x[i] : (float)(.1 * x[i]);
 }
 
-/* gradient_array for leaky on the layer's output y (the slope .1 as a float
- * on both bases). */
+/* gradient_array for leaky on the output y. */
 void mn_leaky_gradient(const float *y, float *delta, size_t n)
 {
     for (size_t i = 0; i < n; ++i) delta[i] *= y[i] > 0 ? 1.0f : (float).1;
 }
 
-/* forward_maxpool_layer for size 2, stride 2 and even w and h, where no
- * window leaves the input: the four inputs in Darknet's order (row by row),
- * the first one, then any larger one or a NaN (patch 0007's rule; pjreddie's
- * -Ofast build folds its NaN test away, so there only a window's first NaN
- * reaches the output), its index kept for the backward pass when indexes is
- * set. planes = batch * channels. */
+/* forward_maxpool_layer for size 2, stride 2, even w and h; a NaN wins as
+ * in patch 0007. planes = batch * channels. */
 void mn_maxpool2(const float *in, float *out, int *indexes, int w, int h, int planes)
 {
     int ow = w / 2, oh = h / 2;
