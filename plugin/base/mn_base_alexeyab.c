@@ -1,8 +1,6 @@
-/* The adapter for AlexeyAB's Darknet (patches/alexeyab/). The fork passes
- * the network by value (its pointer fields, seen and the layers among them,
- * are shared by every copy, so a heap copy serves as the network *), keeps a
- * separate cur_iteration beside seen, writes seen from cur_iteration when it
- * saves, and has more parameter-carrying layer types. */
+/* The adapter for AlexeyAB's Darknet. The fork passes the network by value,
+ * but its pointer fields (seen, the layers) are shared by every copy, so a
+ * heap copy serves as the network *. It keeps cur_iteration beside seen. */
 #include <stdlib.h>
 #include <string.h>
 #include "mn_base_c_impl.h"
@@ -15,7 +13,7 @@ void replace_image_to_label(const char *input_path, char *output_path);
 int fill_truth_detection(const char *path, int num_boxes, int truth_size, float *truth, int classes, int flip,
                          float dx, float dy, float sx, float sy, int net_w, int net_h);
 
-/* parser.c:55 string_to_layer_type, activations.c get_activation, parser.c get_policy. */
+/* From string_to_layer_type, get_activation and get_policy. */
 const char *const mn_base_sections[] = {
     "[net]", "[network]", "[distributed]", "[shortcut]", "[scale_channels]", "[sam]", "[crop]", "[cost]",
     "[detection]", "[region]", "[yolo]", "[Gaussian_yolo]", "[local]", "[conv]", "[convolutional]",
@@ -68,9 +66,8 @@ void mn_base_free(network *net)
 size_t mn_base_iteration(const network *net) { return (size_t)get_current_batch(*net); }
 float mn_base_rate(const network *net) { return get_current_rate(*net); }
 
-/* cur_iteration follows seen (global with the patch's ranks), whatever load
- * or resume set seen to: the fork's EMA, its schedule-dependent layers and
- * save_weights read it. */
+/* cur_iteration follows seen, whatever load or resume set it to: the
+ * fork's EMA, schedule-dependent layers and save_weights read it. */
 static void sync_iteration(network *net)
 {
     *net->cur_iteration = get_current_batch(*net);
@@ -89,7 +86,7 @@ float mn_base_train(network *net, const mn_batch *b)
     return train_network(*net, *(const data *)b->own);
 }
 
-/* The fork writes seen = cur_iteration * batch * subdivisions (* ranks with the patch). */
+/* The fork writes seen from cur_iteration. */
 void mn_base_save_weights(network *net, const char *path, int cutoff)
 {
     sync_iteration(net);
@@ -99,9 +96,7 @@ void mn_base_save_weights(network *net, const char *path, int cutoff)
 float mn_base_cost(const network *net) { return get_network_cost(*net); }
 float *mn_base_predict(network *net, float *input) { return network_predict(*net, input); }
 
-/* As the fork's validate_detector_map: resized, letterboxed only with [net] letter_box=1. */
-/* validate_detector_map and test_detector fold batch norm into the
- * convolutions (detector.c:966, 1635): the same numbers as theirs. */
+/* Folds batch norm into the convolutions, as validate_detector_map does. */
 void mn_base_inference(network *net)
 {
     fuse_conv_batchnorm(*net);
@@ -122,12 +117,11 @@ detection *mn_base_boxes(network *net, int w, int h, float thresh, float hier, i
     return get_network_boxes(net, w, h, thresh, hier, 0, 1, num, letter);
 }
 
-/* The fork's replace_image_to_label (utils.c:275): COCO's and VOC's folders
- * only, so a label file usually lies beside its image. */
+/* The fork's replace_image_to_label, which writes without a bound. */
 int mn_base_label_path(const char *path, char *out, size_t cap)
 {
     char tmp[4096];
-    if (strlen(path) + 16 > sizeof tmp) {   /* it writes without a bound: let pjreddie's rule refuse */
+    if (strlen(path) + 16 > sizeof tmp) {   /* let pjreddie's rule refuse it */
         snprintf(out, cap, "%s", path);
         return 1;
     }
@@ -136,9 +130,8 @@ int mn_base_label_path(const char *path, char *out, size_t cap)
     return 1;
 }
 
-/* As validate_detector_map (detector.c:1075-1077), on the relative boxes
- * it uses (greedynms compares DIoU, which changes when x and y are scaled
- * apart); pixels after, as get_network_boxes would have made them. */
+/* As validate_detector_map, on relative boxes since DIoU changes when x and
+ * y are scaled apart; pixels after. */
 void mn_base_nms(const network *net, detection *dets, int n, int classes, float thresh, int w, int h, int relative)
 {
     layer l = net->layers[net->n - 1];
@@ -160,7 +153,7 @@ void mn_base_fill_truth(const network *net, const char *path, int boxes, float *
     fill_truth_detection(path, boxes, mn_base_truth_size(net), truth, classes, 0, 0, 0, 1, 1, net->w, net->h);
 }
 
-/* What else the fork's train_detector sets (detector.c:132-161), threads aside. */
+/* What else the fork's train_detector sets. */
 void mn_base_detector_args(network *net, load_args *a)
 {
     a->resize = net->layers[net->n - 1].resize;
@@ -177,11 +170,9 @@ void mn_base_detector_args(network *net, load_args *a)
     a->mosaic_bound = net->mosaic_bound;
 }
 
-/* The fork's CPU passes take the network_state its train_network_datum
- * makes; no truth boxes is a zero buffer (every loss layer stops at the
- * first empty box) of an image's truth floats, the most a loss layer reads:
- * a yolo layer's truths, the last layer's outputs for softmax or cost. On
- * a GPU its passes take device state: none there. */
+/* The fork's CPU passes on a network_state as train_network_datum makes it.
+ * No truth boxes is a zero buffer as large as any loss layer reads. On a
+ * GPU the passes need device state: none there. */
 int mn_base_forward(network *net, const float *input)
 {
     if (gpu_index >= 0) return -1;
@@ -215,8 +206,7 @@ int mn_base_update(network *net)
     return 0;
 }
 
-/* What the fork's train_classifier sets (classifier.c:91-111) beyond
- * get_base_args; its min_crop/max_crop stay (the fork has no min_ratio). */
+/* What the fork's train_classifier sets beyond get_base_args. */
 void mn_base_classifier_args(network *net, load_args *a)
 {
     a->c = net->c;
@@ -230,9 +220,8 @@ void mn_base_classifier_args(network *net, load_args *a)
 /* The order of the fork's save_weights_upto (parser.c). */
 int mn_layer_params(const layer *l, mn_param *o, int max)
 {
-    /* update_network skips a layer without l.train, which the fork's parser
-     * never sets for [connected] (and sets to 0 before stopbackward): such a
-     * layer is frozen, and its update arrays are not averaged. */
+    /* update_network skips a layer without l.train (frozen, or [connected]
+     * whose parser never sets it): its updates are not averaged. */
     int t = l->update != NULL && l->train;
     switch (l->type) {
     case CONVOLUTIONAL:
@@ -240,7 +229,7 @@ int mn_layer_params(const layer *l, mn_param *o, int max)
     case CONNECTED:
         return mn_params_connected(l, o, 0, max, t);
     case BATCHNORM: {
-        /* The fork does update a standalone batchnorm layer's biases and scales. */
+        /* The fork trains a standalone batchnorm layer. */
         size_t c = (size_t)l->c;
         int k = mn_params_add(o, 0, max, l->biases, t ? l->bias_updates : NULL, c);
         k = mn_params_add(o, k, max, l->scales, t ? l->scale_updates : NULL, c);
@@ -264,7 +253,7 @@ int mn_layer_params(const layer *l, mn_param *o, int max)
     }
 }
 
-/* Every type mn_layer_params lists here is moved by mn_layer_move (mn_base_net.c). */
+/* mn_layer_move moves every type listed here. */
 void mn_base_move_layer(const layer *l, int to_device)
 {
     (void)l;
@@ -276,7 +265,7 @@ const char *mn_base_refused_layer(const layer *l)
     switch (l->type) {
     case CONVOLUTIONAL:
 #ifndef GPU
-        /* forward_convolutional_layer's binarize_weights reads past its buffers (the fork's ./darknet crashes too). */
+        /* binarize_weights reads past its buffers on the CPU. */
         if (l->xnor) return "a convolutional layer with xnor=1 (the fork's CPU training of XNOR layers crashes)";
 #endif
         return l->share_layer ? "a convolutional layer with share_index (weights shared with another layer)" : NULL;
@@ -293,10 +282,8 @@ const char *mn_base_refused_layer(const layer *l)
 }
 
 #ifdef GPU
-/* sync_bn=1 in a GPU run: every batch-norm site must call the hook (patch
- * 0016) and have the arrays its backward uses. Half precision (cudnn_half
- * with a loss_scale) runs cuDNN's batch norm past 3 x burn_in, and
- * batch_normalize=2 (cross-iteration) its own kernel: neither calls it. */
+/* sync_bn=1 on a GPU needs every batch-norm site to call the hook (patch
+ * 0016); half precision and batch_normalize=2 run kernels that do not. */
 static const char *sync_bn_gpu(const network *net)
 {
     if (net->cudnn_half && net->loss_scale != 1)
@@ -313,13 +300,13 @@ static const char *sync_bn_gpu(const network *net)
 }
 #endif
 
-/* Keys of the fork's [net] whose effect differs between ranks or breaks the
+/* Keys of the fork's [net] that differ between ranks or break the
  * N x b = 1 x N*b equivalence. */
 const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 {
     if (!net) return NULL;   /* both tasks train here */
 #ifndef OPENCV
-    /* data.c's loader without OpenCV stops in error() at the first batch. */
+    /* The loader without OpenCV stops at the first batch. */
     if (detector && net->mixup == 2) return "[net] cutmix=1 (the fork's detection loader has no cutmix)";
     if (detector && net->mixup >= 3) return "[net] mosaic=1 in a build without OpenCV (set mosaic=0)";
 #else
@@ -328,7 +315,7 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
     if (net->adversarial_lr > 0) return "adversarial_lr (each rank would draw its own adversarial steps)";
     if (net->dynamic_minibatch) return "dynamic_minibatch (each rank's batch would change on its own)";
 #ifdef GPU
-    /* train_network_waitkey calls update_network_gpu in a GPU build whatever gpu_index says. */
+    /* A GPU build updates on the device whatever gpu_index says. */
     if (net->gpu_index < 0)
         return "-nogpu with its GPU build (the fork's training then updates on device -1, a fatal CUDA error at the "
                "first update); to train on the CPU, use the CPU build: make DARKNET=alexeyab";
@@ -339,9 +326,8 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
     return NULL;
 }
 
-/* The fork's forward_convolutional_layer and backward_convolutional_layer
- * (their float path) with the convolution through oneDNN (mn_dnnl.c): the
- * rest, its activations' dispatch included, is theirs. */
+/* The fork's convolutional forward and backward (float path) with the
+ * convolution through oneDNN; the rest is theirs. */
 #ifdef MN_DNNL
 #include "activations.h"
 #include "batchnorm_layer.h"
@@ -350,10 +336,9 @@ void backward_bias(float *bias_updates, float *delta, int batch, int n, int size
 void activate_array_cpu_custom(float *x, const int n, const ACTIVATION a);
 #include "mn_base_fork_impl.h"
 
-/* The fork's batch norm (batchnorm_layer.c) for mn_bn.c. */
+/* The fork's batch norm constants for mn_bn.c. */
 static const mn_bn_base bn_base = {.9f, .1f, 1, 0};
 
-/* The fork's activation of l's output, and its gradient into l's delta. */
 static mn_fork_act act_view(const layer *l)
 {
     return (mn_fork_act){l->activation, l->output, l->activation_input, l->delta, l->outputs * l->batch, l->batch,
@@ -362,7 +347,6 @@ static mn_fork_act act_view(const layer *l)
 static void act_forward(const layer *l) { mn_fork_act a = act_view(l); mn_fork_act_forward(&a); }
 static void act_backward(const layer *l) { mn_fork_act a = act_view(l); mn_fork_act_backward(&a); }
 
-/* The engine's view of convolutional layer l. */
 static mn_conv conv_view(const layer *l)
 {
     int dilation = l->dilation < 1 ? 1 : l->dilation;
@@ -373,7 +357,7 @@ static mn_conv conv_view(const layer *l)
 
 static void dnnl_forward(layer l, network_state state)
 {
-    if (l.train == 0) state.train = 0;   /* frozen, without statistics buffers (patch 0011) */
+    if (l.train == 0) state.train = 0;   /* frozen: no statistics buffers */
     int bn = l.batch_normalize && state.train;
     mn_conv v = conv_view(&l);
     mn_dnnl_forward(state.net.layer_engine, state.index, &v, state.input, bn ? l.x : l.output);
@@ -399,8 +383,7 @@ static void dnnl_backward(layer l, network_state state)
         if (l.batch_normalize) backward_batchnorm_layer(l, state);
         else backward_bias(l.bias_updates, l.delta, l.batch, l.n, l.out_w * l.out_h);
     }
-    /* The fork's col2im_cpu_ext zeroes the input gradient before writing it,
-     * 1x1 or not (a route's share there is lost, as in its own backward). */
+    /* The fork's backward writes over the input gradient, 1x1 or not. */
     mn_conv v = conv_view(&l);
     mn_dnnl_backward(state.net.layer_engine, state.index, &v, state.input, state.delta, 1);
 }

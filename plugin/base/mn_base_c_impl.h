@@ -1,15 +1,11 @@
-/* What the C adapters share inside base/ and nothing above it includes:
- * the functions that take Darknet's load_args, whose fields differ between
- * the bases (the loader in mn_base_net.c calls them; mn_base.h's
- * mn_base_loader is what the rest of the plugin sees), and the engine's
- * hooks and views over their struct layer (MN_DNNL_OPS, mn_bn_view). */
+/* What the C adapters share, private to base/: the load_args functions,
+ * whose fields differ by base, and the engine's hooks and views. */
 #ifndef MN_BASE_C_IMPL_H
 #define MN_BASE_C_IMPL_H
 
 #include "mn_base_impl.h"
 #ifdef MN_BASE_ALEXEYAB
-/* The fork keeps these out of darknet.h (its network.h would bring utils.h,
- * whose names collide with the plugin's). */
+/* Out of the fork's darknet.h; its network.h would bring colliding names. */
 int resize_network(network *net, int w, int h);
 #ifdef GPU
 /* pjreddie's names of the fork's blas kernels and device arrays. */
@@ -24,11 +20,8 @@ void load_weights(network *net, char *filename);
 #endif
 
 #if defined MN_DNNL && !defined MN_BASE_HANKAI
-/* The C bases' ops, whose struct layer and network agree: refuse(l) says
- * why convolutional layer l stays on Darknet's path (NULL: it goes),
- * conv_fwd and conv_bwd replace its forward and backward; pool2(l) whether
- * maxpool layer l is a plain 2x2 stride-2 pooling of an even input,
- * pool_fwd replaces its forward. */
+/* The C bases' engine ops: refuse(l) keeps a convolutional layer on
+ * Darknet's path, pool2(l) accepts a maxpool; the others replace passes. */
 #define MN_DNNL_OPS(refuse, conv_fwd, conv_bwd, pool2, pool_fwd) \
     static int mn_dnnl_layers_(const network *net) { return net->n; } \
     static void **mn_dnnl_state_(network *net) { return &net->layer_engine; } \
@@ -54,8 +47,7 @@ void load_weights(network *net, char *filename);
 #ifdef MN_DNNL
 /* Whether mn_bn.c runs l's activation inside its batch norm. */
 static inline int mn_bn_fuses(const layer *l) { return l->activation == LEAKY || l->activation == LINEAR; }
-/* mn_bn.c's view of convolutional layer l in a pass of net (the pass's own
- * network, whose bn_sync hook sync_bn installed). */
+/* mn_bn.c's view of l in a pass of net, whose bn_sync hook it calls. */
 static inline mn_bn_layer mn_bn_view(const layer *l, network *net)
 {
     mn_bn_layer v = {
@@ -71,13 +63,8 @@ static inline mn_bn_layer mn_bn_view(const layer *l, network *net)
 }
 #endif
 
-/* The base's own detector loader arguments (augmentation keys of [net] and
- * the last layer) on top of get_base_args and the last layer's coords,
- * classes, jitter and max_boxes. */
+/* The base's own loader arguments on top of get_base_args. */
 void mn_base_detector_args(network *net, load_args *a);
-/* The base's classifier loader arguments (crop range, flip, size) on top of
- * get_base_args: pjreddie scales min_ratio/max_ratio by the width, the fork
- * reads min_crop/max_crop (its get_base_args already did) and has no ratios. */
 void mn_base_classifier_args(network *net, load_args *a);
 
 #endif

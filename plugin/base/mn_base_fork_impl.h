@@ -1,20 +1,17 @@
-/* What the two forks' adapters share, AlexeyAB's in C and hank-ai's in C++,
- * whose activation functions and ACTIVATION values are named alike: the
- * activation forward_convolutional_layer applies to a layer's output and
- * the gradient backward_convolutional_layer takes of it, over a view each
- * adapter fills from its own layer. The includer declares the fork's
- * functions (its activations header). Private to base/. */
+/* The two forks' convolutional activation, forward and gradient, over a
+ * view each adapter fills; their activation functions are named alike. The
+ * includer declares them. Private to base/. */
 #ifndef MN_BASE_FORK_IMPL_H
 #define MN_BASE_FORK_IMPL_H
 
 #include <stddef.h>
-#include "mn_engine.h"   /* mn_leaky_gradient */
+#include "mn_engine.h"
 
 typedef struct {
     int activation;                            /* the fork's ACTIVATION */
     float *output, *activation_input, *delta;
-    int n;                                     /* floats of output: outputs x batch */
-    int batch, out_c, wh;                      /* images, channels, and pixels of a channel */
+    int n;                                     /* outputs x batch */
+    int batch, out_c, wh;
 } mn_fork_act;
 
 static inline void mn_fork_act_forward(const mn_fork_act *a)
@@ -41,7 +38,7 @@ static inline void mn_fork_act_backward(const mn_fork_act *a)
     else if (f == NORM_CHAN_SOFTMAX || f == NORM_CHAN_SOFTMAX_MAXVAL)
         gradient_array_normalize_channels_softmax(a->output, a->n, a->batch, a->out_c, a->wh, a->delta);
     else if (f == NORM_CHAN) gradient_array_normalize_channels(a->output, a->n, a->batch, a->out_c, a->wh, a->delta);
-    else if (f == LEAKY) mn_leaky_gradient(a->output, a->delta, (size_t)a->n);   /* gradient_array's, to the bit */
+    else if (f == LEAKY) mn_leaky_gradient(a->output, a->delta, (size_t)a->n);
     else gradient_array(a->output, a->n, f, a->delta);
 }
 

@@ -1,10 +1,8 @@
-/* The adapter for hank-ai's Darknet V5 (patches/hankai/; docs/hankai.md):
- * mn_base.h over the fork's C++ API. The plugin's C sees network and layer
- * as opaque structs (mn_base_hankai.h); they are Darknet::Network and
- * Darknet::Layer here. The fork descends from AlexeyAB's, so this follows
- * mn_base_alexeyab.c (and mn_base_net.c, which the C bases share) function
- * by function; where the fork differs it says so. */
-/* The plugin's MPI is its C API: no C++ bindings to link. */
+/* The adapter for hank-ai's Darknet V5 (docs/hankai.md) over the fork's C++
+ * API. The fork descends from AlexeyAB's, so this follows
+ * mn_base_alexeyab.c and mn_base_net.c function by function and says where
+ * the fork differs. */
+/* No MPI C++ bindings to link. */
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
@@ -27,18 +25,15 @@ extern "C" {
 #include "mn_fault.h"
 }
 
-/* The plugin's C reads device fields and calls the device helpers under
- * GPU (the Makefile's), the fork under DARKNET_GPU (its CMake's). */
+/* The plugin's GPU and the fork's DARKNET_GPU must agree. */
 #if defined(GPU) != defined(DARKNET_GPU)
 #error "GPU=1 needs the fork's CUDA build (DARKNET_GPU), and only then"
 #endif
 
 #ifdef DARKNET_GPU
-/* The fork's one driver-API call (cuda_get_context, for yolo_v2_class.cpp's
- * Detector, which darknet-mn never makes), looked up in the driver when
- * called instead of linked: without -lcuda the program starts where no
- * driver is installed and says why (mn_gpu_place), as pjreddie's GPU build
- * does, instead of the loader stopping on libcuda.so.1. */
+/* The fork's one driver-API call, looked up when called instead of linked,
+ * so that without a driver the program starts and says why instead of the
+ * loader stopping on libcuda.so.1. */
 extern "C" CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
 {
     using fn = CUresult (*)(CUcontext *);
@@ -50,7 +45,6 @@ extern "C" CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
 }
 #endif
 
-/* image, box and detection are the fork's own C header's, in C and here. */
 static_assert(std::is_same<image, Darknet::Image>::value && std::is_same<box, Darknet::Box>::value &&
               std::is_same<detection, Darknet::Detection>::value, "the fork's C types are its C++ ones");
 
@@ -76,7 +70,7 @@ mn_layer_kind kind_of(T t)
     }
 }
 
-/* The fork's name of a type (its map outlives every caller), the longest of its aliases. */
+/* The longest of the fork's names for a type. */
 const char *type_name(T t)
 {
     const std::string *best = nullptr;
@@ -85,7 +79,7 @@ const char *type_name(T t)
     return best ? best->c_str() : "unknown";
 }
 
-/* cur_iteration follows seen (global with patch 0005's ranks), as on AlexeyAB's. */
+/* cur_iteration follows seen, as on AlexeyAB's. */
 void sync_iteration(Darknet::Network &n) { *n.cur_iteration = get_current_batch(n); }
 
 int add(mn_param *o, int k, int max, float *data, float *grad, size_t n)
@@ -94,16 +88,14 @@ int add(mn_param *o, int k, int max, float *data, float *grad, size_t n)
     return k + 1;
 }
 
-/* The fork's plugin hooks take a context each; the plugin's image hook
- * comes with its own, so both travel in one of these. */
+/* The plugin's image hook and its context, as the fork's hook context. */
 struct image_hook {
     mn_base_image_hook f;
     void *ctx;
 };
 
-/* The plugin's decoded image (planes of floats in [0, 1]) as the 8-bit
- * interleaved RGB Mat that load_rgb_mat_image returns; the values came
- * from 8-bit samples, which round(v * 255) gives back. */
+/* The plugin's decoded image as the 8-bit RGB Mat load_rgb_mat_image
+ * returns; round(v * 255) gives back the 8-bit samples it came from. */
 int on_load_image(void *ctx, const char *file, int channels, cv::Mat &out)
 {
     const image_hook *h = static_cast<const image_hook *>(ctx);
@@ -122,13 +114,13 @@ int on_load_image(void *ctx, const char *file, int channels, cv::Mat &out)
     return 1;
 }
 
-/* darknet_fatal_error has logged its message: the job ends through ours. */
+/* After darknet_fatal_error logs, the job ends through mn_fatal. */
 void on_fatal(void *, const char *message) { mn_fatal(mn_base_fatal_exit(message), message); }
 }   // namespace
 
 extern "C" {
 
-/* darknet_enums.cpp's layer, activation and policy names. */
+/* From darknet_enums.cpp. */
 const char *const mn_base_sections[] = {
     "[net]", "[network]", "[distributed]", "[shortcut]", "[scale_channels]", "[sam]", "[cost]", "[region]",
     "[yolo]", "[Gaussian_yolo]", "[conv]", "[convolutional]", "[crnn]", "[lstm]", "[rnn]", "[conn]", "[connected]",
@@ -143,8 +135,8 @@ const char *const mn_base_policies[] = {"random", "poly", "constant", "step", "e
 const char *mn_base_name(void) { return "hank-ai's"; }
 int mn_base_shortcut_same_size(void) { return 1; }
 
-/* The fork ends on a fatal error with its own abort past any handler, and
- * asks "Type yes" before CPU training: neither for a job of ranks. */
+/* Neither the fork's own abort on a fatal error nor its prompt before CPU
+ * training suits a job of ranks. */
 void mn_base_init(void)
 {
     darknet_fatal_error_hook_ctx = nullptr;
@@ -152,7 +144,7 @@ void mn_base_init(void)
     darknet_ask_before_cpu_training = 0;
 }
 
-/* Also rand(); each thread's engines restart from (seed, its stream). */
+/* Also rand(); each thread's engine restarts from (seed, its stream). */
 void mn_base_seed(unsigned seed) { darknet_set_random_seed(seed); }
 
 mn_net_info mn_net_get(const network *net)
@@ -185,7 +177,7 @@ void mn_net_set_seen(network *net, uint64_t seen) { *N(net).seen = seen; }
 void mn_net_set_subdivisions(network *net, int subdivisions) { N(net).subdivisions = subdivisions; }
 void mn_net_set_train(network *net, int train) { N(net).train = train; }
 
-/* The plugin's hooks take a network *: the same pointer, so the same call. */
+/* The hooks' network * is the same pointer as the fork's. */
 void mn_net_set_hooks(network *net, const mn_net_hooks *h)
 {
     Darknet::Network &n = N(net);
@@ -259,12 +251,8 @@ void mn_layer_set_update(network *net, int i, int which, float *p)
 }
 
 #ifdef DARKNET_GPU
-/* In a GPU run the device copies are the live ones. mn_layer_params lists
- * parameters of convolutional and connected layers only, which the fork's
- * own push and pull functions move (they check every CUDA status and end
- * through darknet_fatal_error, hence mn_fatal; the pulls wait for the
- * stream). They take a mutable layer but write only its host arrays
- * (pull) or device arrays (push). */
+/* The fork's push and pull functions for the layer types mn_layer_params
+ * lists; they take a mutable layer but write only one side of it. */
 void mn_layer_move(const layer *lp, int to_device)
 {
     if (Darknet::CfgAndState::get().gpu_index < 0) return;
@@ -274,26 +262,20 @@ void mn_layer_move(const layer *lp, int to_device)
     else mn_base_move_layer(lp, to_device);
 }
 
-/* The fork computes on its get_cuda_stream() (non-blocking under CUDNN, so
- * not ordered with the legacy stream): the plugin's device work goes there. */
 void *mn_base_stream(void)
 {
     return Darknet::CfgAndState::get().gpu_index >= 0 ? static_cast<void *>(get_cuda_stream()) : nullptr;
 }
 
-/* The fork's helpers, on its stream, each CUDA status checked there. The
- * push is asynchronous, as AlexeyAB's: later device work on the stream is
- * ordered after it; the pull waits for the stream. */
+/* The push is asynchronous on the stream; the pull waits for it. */
 void mn_base_push(float *dev, float *host, size_t n) { cuda_push_array(dev, host, n); }
 void mn_base_pull(float *dev, float *host, size_t n) { cuda_pull_array(dev, host, n); }
 void mn_base_fill_gpu(int n, float value, float *x) { fill_ongpu(n, value, x, 1); }
 void mn_base_copy_gpu(int n, const float *x, float *y) { copy_ongpu(n, const_cast<float *>(x), 1, y, 1); }
 #else
-/* CPU builds: the host arrays are the live ones. */
 void mn_layer_move(const layer *l, int to_device) { (void)l, (void)to_device; }
 void *mn_base_stream(void) { return nullptr; }
 #endif
-/* Every type mn_layer_params lists is moved by mn_layer_move. */
 void mn_base_move_layer(const layer *l, int to_device) { (void)l, (void)to_device; }
 
 network *mn_base_parse(const char *cfgfile) { return C(new Darknet::Network(parse_network_cfg(cfgfile))); }
@@ -322,7 +304,6 @@ float mn_base_train(network *net, const mn_batch *b)
     return train_network(N(net), *static_cast<const data *>(b->own));
 }
 
-/* The fork writes seen from cur_iteration, as AlexeyAB's does. */
 void mn_base_save_weights(network *net, const char *path, int cutoff)
 {
     sync_iteration(N(net));
@@ -629,11 +610,7 @@ void mn_base_load_weights(network *net, const char *path) { load_weights(&N(net)
 void mn_base_resize(network *net, int w, int h) { resize_network(&N(net), w, h); }
 void mn_base_set_batch(network *net, int batch) { set_batch_network(&N(net), batch); }
 
-/* The fork's CPU passes take the NetworkState its train_network_datum
- * makes; no truth boxes is a zero buffer (every loss layer stops at the
- * first empty box) of an image's truth floats, the most a loss layer reads:
- * a yolo layer's truths, the last layer's outputs for softmax or cost. On
- * a GPU its passes take device state: none there. */
+/* As on AlexeyAB's: a zero truth buffer, and none on a GPU. */
 int mn_base_forward(network *net, const float *input)
 {
     Darknet::Network &n = N(net);
@@ -670,7 +647,7 @@ int mn_base_update(network *net)
 int mn_base_gpu(void) { return Darknet::CfgAndState::get().gpu_index; }
 void mn_base_set_gpu(int device) { Darknet::CfgAndState::get().gpu_index = device; }
 
-/* The order of the fork's save_weights_upto (weights.cpp), as AlexeyAB's. */
+/* The order of the fork's save_weights_upto. */
 int mn_layer_params(const layer *lp, mn_param *o, int max)
 {
     const Darknet::Layer &l = L(lp);
@@ -724,28 +701,22 @@ const char *mn_base_refused_layer(const layer *lp)
     }
 }
 
-/* The fork has no classifier loader (CLASSIFICATION_DATA is gone), and the
- * same keys as AlexeyAB's that break N x b = 1 x N*b. sync_bn=1 is allowed
- * on the CPU: patch 0006 hooks its CPU batch norm and sums the statistics in
- * double; its CUDA batch norm has no hook, so a GPU run would not average. */
+/* The fork has no classifier loader, and the same keys as AlexeyAB's break
+ * N x b = 1 x N*b. */
 const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 {
-    /* Says where it works: the caller ends "... is not supported on hank-ai's Darknet". Judged
-     * before the cfg is parsed (net NULL): the fork's parser stops on the stock classifier
-     * cfgs' crop keys (min_crop, max_crop), which it no longer reads. */
+    /* Before the parse: the fork's parser stops on the stock classifier
+     * cfgs' crop keys. */
     if (!detector)
         return "classifier training (the fork has no classifier loader: train classifiers with darknet-mn built on "
                "AlexeyAB's Darknet, make DARKNET=alexeyab, or pjreddie's, make; detector train works here)";
     if (!net) return nullptr;
 #ifdef GPU
-    /* train_network_waitkey calls update_network_gpu in a GPU build whatever gpu_index says. */
     if (N(net).gpu_index < 0)
         return "-nogpu with its GPU build (the fork's training then updates on device -1, a fatal CUDA error at the "
                "first update); to train on the CPU, use the CPU build: make DARKNET=hankai";
     if (sync_bn) {
-        /* Every batch-norm site must call the hook (patch 0022) and have the arrays its backward
-         * uses. Half precision (cudnn_half with a loss_scale) runs cuDNN's batch norm past
-         * 3 x burn_in, and batch_normalize=2 (cross-iteration) its own kernel: neither calls it. */
+        /* As on AlexeyAB's, with patch 0022. */
         const Darknet::Network &n = N(net);
         if (n.cudnn_half && n.loss_scale != 1)
             return "sync_bn=1 with loss_scale (half precision: cuDNN's own batch norm, which calls no hook)";
@@ -761,8 +732,7 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 #else
     (void)sync_bn;
 #endif
-    /* The fork's load_data_detection stops on these at the first batch (data.cpp), after the
-     * ranks' setup; its stock cfgs (yolov4-csp, -p5, -p6, yolov4x-mish...) ship mosaic with letter_box. */
+    /* The fork's loader would stop on these at the first batch. */
     if (N(net).mixup == 2 || N(net).mixup == 4) return "[net] cutmix=1 (the fork's detection loader has no cutmix; remove it)";
     if (N(net).mixup == 3 && N(net).letter_box)
         return "[net] mosaic=1 with letter_box=1 (the fork's detection loader cannot combine them; set mosaic=0)";
@@ -774,16 +744,8 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 }   // extern "C"
 
 #ifdef MN_DNNL
-/* The layer engine (mn_dnnl.c) as on AlexeyAB's base: a convolutional layer
- * the engine takes gets the plugin's forward and backward, the fork's
- * forward_ and backward_convolutional_layer's float path with the
- * convolution on oneDNN and, in training, batch norm with leaky or linear
- * on mn_bn.c (the fork's formulas are AlexeyAB's); the other activations,
- * and batch norm outside training, are the fork's own functions. A plain
- * 2x2 stride-2 maxpool of an even input gets mn_maxpool2. The state hangs
- * off the network's layer_engine (patch 0018). */
+/* The layer engine's hooks, as on AlexeyAB's base. */
 namespace {
-/* What the engine does not take, as on AlexeyAB's (and xnor, binary). */
 bool engine_refuses(const Darknet::Layer &l)
 {
     return l.type != T::CONVOLUTIONAL || l.xnor || l.binary || l.antialiasing || l.assisted_excitation ||
@@ -797,7 +759,6 @@ mn_conv conv_view(Darknet::Layer &l)
                    l.stride_y, l.stride_x, dilation, l.pad * dilation, l.weights, l.delta, l.weight_updates};
 }
 
-/* The fork's batch norm (batchnorm_layer.cpp) for mn_bn.c. */
 const mn_bn_base bn_base = {.9f, .1f, 1, 0};
 
 bool bn_fuses(const Darknet::Layer &l) { return l.activation == LEAKY || l.activation == LINEAR; }
@@ -810,13 +771,12 @@ mn_bn_layer bn_view(Darknet::Layer &l, Darknet::Network &net)
     v.mean = l.mean, v.variance = l.variance, v.rolling_mean = l.rolling_mean, v.rolling_variance = l.rolling_variance;
     v.scales = l.scales, v.biases = l.biases, v.bias_updates = l.bias_updates, v.scale_updates = l.scale_updates;
     v.mean_delta = l.mean_delta, v.variance_delta = l.variance_delta;
-    v.sync = reinterpret_cast<mn_net_bn_sync>(net.bn_sync);   /* the same pointer, as the hooks' */
+    v.sync = reinterpret_cast<mn_net_bn_sync>(net.bn_sync);
     v.net = reinterpret_cast<network *>(&net);
     v.ranks = net.ranks;
     return v;
 }
 
-/* The fork's activation of l's output, and its gradient into l's delta. */
 mn_fork_act act_view(Darknet::Layer &l)
 {
     return mn_fork_act{l.activation, l.output, l.activation_input, l.delta, l.outputs * l.batch, l.batch, l.out_c,
@@ -827,7 +787,7 @@ void act_backward(Darknet::Layer &l) { mn_fork_act a = act_view(l); mn_fork_act_
 
 void engine_forward(Darknet::Layer &l, Darknet::NetworkState state)
 {
-    if (l.train == 0) state.train = 0;   /* frozen, without statistics buffers (patch 0013) */
+    if (l.train == 0) state.train = 0;   /* frozen: no statistics buffers */
     bool bn = l.batch_normalize && state.train;
     mn_conv v = conv_view(l);
     mn_dnnl_forward(state.net.layer_engine, state.index, &v, state.input, bn ? l.x : l.output);
@@ -853,7 +813,7 @@ void engine_backward(Darknet::Layer &l, Darknet::NetworkState state)
         if (l.batch_normalize) backward_batchnorm_layer(l, state);
         else backward_bias(l.bias_updates, l.delta, l.batch, l.n, l.out_w * l.out_h);
     }
-    /* The fork's col2im_cpu_ext writes the input gradient over delta (1x1 too). */
+    /* The fork's backward writes over the input gradient, 1x1 or not. */
     mn_conv v = conv_view(l);
     mn_dnnl_backward(state.net.layer_engine, state.index, &v, state.input, state.delta, 1);
 }

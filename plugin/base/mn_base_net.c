@@ -1,13 +1,7 @@
-/* mn_base.h's network accessors for the two C bases: pjreddie's and
- * AlexeyAB's struct network name these fields alike, and the patches add
- * the same hook fields to both, so one file serves both adapters. Where
- * their types differ it is here: seen is size_t * on pjreddie's and
- * uint64_t * on the fork, both converted to and from uint64_t. The layer
- * types are numbered differently but named alike, so one switch maps both
- * to mn_layer_kind (and random is an int on one, a float on the other:
- * read into a float). A C++ base
- * (hank-ai's Darknet V5) will define these functions in its own adapter
- * and leave this file out. */
+/* mn_base.h's network accessors and wrappers for the two C bases, whose
+ * struct network and layer name these fields alike (the patches add the
+ * same hooks to both). Where their types differ (seen, random) the values
+ * are converted here. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,9 +148,7 @@ void mn_layer_move(const layer *l, int to_device) { (void)l; (void)to_device; }
 #endif
 
 /* ------------------------------------------------ Darknet's functions, wrapped
- * Both C bases name these alike and take the same arguments (but for
- * constness: Darknet's take char * where they only read), so the wrappers
- * live here once; the rest of the plugin calls only these. */
+ * Both C bases name them alike; Darknet's take char * where they only read. */
 
 struct mn_base_loader {
     load_args args;
@@ -372,9 +364,8 @@ void mn_base_load_weights(network *net, const char *path) { load_weights(net, (c
 void mn_base_resize(network *net, int w, int h) { resize_network(net, w, h); }
 void mn_base_set_batch(network *net, int batch) { set_batch_network(net, batch); }
 
-/* Darknet's error() and file_error() (patched: they call the hook once
- * their message is out) end the job through ours, with the exit table's
- * status for the cause, not AlexeyAB's exit(1) or pjreddie's abort (70). */
+/* Darknet's error() and file_error() (patched to call the hook) end the job
+ * through mn_fatal with the exit table's status for the cause. */
 static void on_error(const char *message) { mn_fatal(mn_base_fatal_exit(message), message); }
 void mn_base_init(void) { darknet_error_hook = on_error; }
 void mn_base_seed(unsigned seed) { srand(seed); }

@@ -11,7 +11,7 @@
 void fill_truth_detection(char *path, int num_boxes, float *truth, int classes, int flip,
                           float dx, float dy, float sx, float sy);
 
-/* parser.c's string_to_layer_type, activations.c's get_activation, parser.c's get_policy. */
+/* From string_to_layer_type, get_activation and get_policy. */
 const char *const mn_base_sections[] = {
     "[net]", "[network]", "[distributed]", "[shortcut]", "[crop]", "[cost]", "[detection]", "[region]",
     "[yolo]", "[iseg]", "[local]", "[conv]", "[convolutional]", "[deconv]", "[deconvolutional]",
