@@ -1,19 +1,12 @@
-/* ./darknet_mn bench allreduce [cfg] [-iters K]
- *
- * With a cfg: the full gradient of that model (its update arrays, in the
- * optimizer's arena) is averaged by every communicator, next to a bare
- * MPI_Allreduce of the same bytes, in the same run. Without a cfg: a size
- * sweep, 4 B .. 256 MiB, in the manner of nccl-tests. A call's time is the
- * slowest rank's; each variant shows the median, min and max over K calls
- * after two warm-up rounds, variants interleaved in a fresh order each round,
- * and its page faults per call; busbw = algbw*2(N-1)/N. The reference row
- * `memcpy` is every rank copying the same bytes at once (time_all).
- * Every algorithm runs in float32 and in float16 ("<name>/f16"; bytes and
- * bandwidths still count the float32 gradient, so they show the effective
- * rate); one that this node layout or build refuses is left out, after its
- * setup has said why. The buffer is a gradient arena as training has one
- * (mn_comm_arena_alloc: in a node-shared window where there is one), shared
- * by every variant, the bare MPI_Allreduce included. */
+/* ./darknet_mn bench allreduce [cfg] [-iters K]: with a cfg, its whole
+ * gradient in a training arena averaged by every communicator beside a bare
+ * MPI_Allreduce of the same bytes; without, a size sweep in the manner of
+ * nccl-tests. Each variant, in float32 and float16, shows the slowest
+ * rank's median, min and max over K calls after two warm-up rounds,
+ * variants interleaved in a fresh order each round, and busbw =
+ * algbw*2(N-1)/N; `memcpy` is the reference of every rank copying the same
+ * bytes at once. docs/benchmarks.md, "The allreduce on one node", reads the
+ * figures. */
 #include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -29,12 +22,12 @@
 #include "mn_checkpoint.h"
 
 /* The guard of bench allreduce (per size) and bench replica (the run), in
- * seconds; NCCL's waits take twice it (mn_nccl_open). */
+ * seconds. */
 #define BENCH_TIMEOUT 600
 static const char *const algos[] = {"naive", "flat", "hierarchical", "two_dimensional", "single_node", "pure_nccl"};
 #define MAX_VARIANTS 16
 
-/* One timed variant: a name and a communicator of its own (variant 0: c itself,
+/* One timed variant: a name and its own communicator (variant 0: c itself,
  * for the bare MPI_Allreduce). */
 typedef struct {
     char name[40];
@@ -86,9 +79,8 @@ static void fill(float *p, size_t n, int rank)
     for (size_t i = 0; i < n; ++i) p[i] = (float)((i + (size_t)rank) % 7) - 3.0f;
 }
 
-/* The call-by-call order of one round: a fresh permutation (the same on every
- * rank), so that no variant always follows the same one; a fixed order once
- * put flat after naive/f16 in every round. */
+/* One round's order: a fresh permutation, the same on every rank, so no
+ * variant always follows the same one. */
 static void shuffle(int *ord, int nv, unsigned *seed)
 {
     for (int i = 0; i < nv; ++i) ord[i] = i;
@@ -101,10 +93,9 @@ static void shuffle(int *ord, int nv, unsigned *seed)
 }
 
 /* The reference: every rank copies the same bytes at once between two
- * buffers of its own, touched beforehand. An in-node allreduce moves at least
- * 2(N-1)/N of its bytes through each rank's memory, so at 2 ranks its busbw
- * cannot beat this copy's; unlike the bare MPI_Allreduce it does not depend
- * on Open MPI's choice of algorithm by size. */
+ * buffers of its own. An in-node allreduce moves at least 2(N-1)/N of its
+ * bytes through each rank's memory, so at 2 ranks its busbw cannot beat
+ * this copy's. */
 typedef struct {
     unsigned char *src, *dst;
 } copy_ref;
@@ -134,16 +125,14 @@ static long minor_faults(void)
     return getrusage(RUSAGE_SELF, &u) ? 0 : u.ru_minflt;
 }
 
-/* One variant's figures over the counted calls: the slowest rank's time of
- * each call, its min, median and max, and the page faults a call took (the
- * most of any rank, averaged over calls). */
+/* One variant's figures: the slowest rank's min, median and max time per
+ * call, and the most page faults of any rank per call. */
 typedef struct {
     double min, med, max, faults;
 } stats;
 
-/* Times the bare MPI_Allreduce (variant 0), every algorithm (1..nv-1) and
- * the memcpy reference (nv) on the same arrays, two uncounted warm-up rounds
- * first, each round in a fresh order (shuffle). */
+/* Times every variant and the memcpy reference on the same arrays, two
+ * uncounted warm-up rounds first, each round in a fresh order. */
 static mn_status time_all(mn_comm *c, const variant *vs, int nv, float **arrays, size_t *lens, int n,
                           int iters, const copy_ref *ref, stats *out)
 {
@@ -187,8 +176,7 @@ static mn_status time_all(mn_comm *c, const variant *vs, int nv, float **arrays,
     return s;
 }
 
-/* x / y with 3 decimals, or "-" where y is 0 (a copy of a few bytes can
- * finish within the clock's resolution). */
+/* x / y with 3 decimals, or "-" where y is 0. */
 static const char *ratio(char *buf, size_t cap, double x, double y)
 {
     if (y > 0) snprintf(buf, cap, "%.3f", x / y);
@@ -222,12 +210,10 @@ static void rows(const mn_comm *c, const variant *vs, int nv, size_t bytes, cons
     row(c, "memcpy", bytes, &s[nv], &s[0], &s[nv]);
 }
 
-/* glibc maps an allocation above its mmap threshold (at most 32 MiB) fresh
- * on every call and trims freed heap tops, so the temporaries of a large bare
- * MPI_Allreduce page-fault on every call: 4324 faults (17 MiB) per call at
- * yolov3-tiny's 35 MB on 2 ranks, 10x the call's time on the test VM. A
- * training step, in 1 MiB pieces, never pays that; the bench keeps freed
- * memory for the next call so that its reference does not either. */
+/* glibc maps large allocations fresh on every call and trims freed heap
+ * tops, so a large bare MPI_Allreduce page-faults on every call, which a
+ * training step in pieces never does; the bench keeps freed memory so that
+ * its reference does not either. */
 static void keep_freed_memory(void)
 {
     mallopt(M_MMAP_MAX, 0);
@@ -305,7 +291,7 @@ mn_status mn_bench_allreduce(mn_comm *c, int argc, char **argv)
     const char *cfg = NULL, *bad = NULL;
     for (int i = 3; i < argc && !bad; ++i) {
         long *num = !strcmp(argv[i], "-iters") ? &iters : !strcmp(argv[i], "-max") ? &max_bytes : NULL;
-        /* -iters 1..1000000; -max 4 B (the sweep's first size) .. 4 GiB */
+        /* -iters 1..1000000; -max 4 B .. 4 GiB */
         long lo = num == &iters ? 1 : 4, hi = num == &iters ? 1000000 : 4L << 30;
         char *end;
         if (num && i + 1 < argc) {
@@ -329,12 +315,10 @@ mn_status mn_bench_allreduce(mn_comm *c, int argc, char **argv)
     return s;
 }
 
-/* ./darknet_mn bench replica <cfg> [-iters K]: what the replica check costs.
- * On the cfg's model with its optimizer attached (so the momentum arena is
- * hashed too), K checks and K gradient allreduces (the job's communicator)
- * interleaved; the slowest rank's median of each, and their ratio. A check
- * runs once per save (backup_interval, 100 by default), the allreduce once
- * per iteration. */
+/* ./darknet_mn bench replica <cfg> [-iters K]: what the replica check costs
+ * against a gradient allreduce, on the cfg's model with its optimizer
+ * attached: K of each interleaved, the slowest rank's median of each and
+ * their ratio. */
 static double median_of_slowest(mn_comm *c, double *t, int k)
 {
     qsort(t, (size_t)k, sizeof *t, mn_cmp_double);
@@ -411,19 +395,11 @@ mn_status mn_bench_replica(mn_comm *c, int argc, char **argv)
 }
 
 /* ./darknet_mn bench step <cfg> [-iters K] [-batch N] [-layers]: one rank's
- * compute per forward/backward pass, the scale model's input
- * (bench/scale_model.py).
- * Forward, backward and update timed apart (the backward share bounds what
- * an overlapped allreduce can hide), medians of K after one warm-up, on
- * constant input with zero truth (detection layers see no objects). N
- * images per pass, at most the cfg's batch/subdivisions (a slow CPU can
- * time yolov3 one image at a time). No allreduce: the hook is not attached.
- * Wall and CPU times both: on a shared machine the CPU time is the compute.
- * -layers (CPU passes): each layer's forward and backward wall time too,
- * from the network's per-layer hooks, with GFLOP/s where the layer has
- * multiply-adds, and the whole step's GFLOP/s against one thread of this
- * core's sgemm timed in the same run: the gap to the limit, on this
- * machine and cfg. */
+ * forward, backward and update times apart, medians of K after one warm-up,
+ * on constant input with zero truth and no allreduce, in wall and CPU time
+ * (the compute on a shared machine). It feeds bench/scale_model.py. -layers
+ * adds each layer's times and GFLOP/s against this core's single-thread
+ * sgemm. */
 static void sync_device(const mn_comm *c)
 {
 #ifdef GPU
@@ -442,9 +418,9 @@ static double thread_cpu_now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* -layers: the hooks' clock. Layer i's time is from the previous hook (or
- * the pass's start) to its own, so Darknet's work between layers (clearing
- * a delta) counts to the layer it is for. */
+/* -layers: layer i's time runs from the previous hook (or the pass's start)
+ * to its own, so Darknet's work between layers counts to the layer it is
+ * for. */
 typedef struct {
     int n, it;
     double last;
@@ -475,9 +451,8 @@ static double median_of(double *t, int n, int stride)
     return v[n / 2];
 }
 
-/* Rank 0's table of -layers: a layer's backward multiply-adds are twice its
- * forward's (weights and input gradients), once for layer 0 (no input
- * gradient); the step's GFLOP/s is all layers' over forward + backward. */
+/* Rank 0's -layers table: a layer's backward multiply-adds are twice its
+ * forward's, once for layer 0 (no input gradient). */
 static void print_layers(const network *net, const layer_clock *k, int iters, int batch, double sgemm)
 {
     double f_all = 0, b_all = 0, flop_all = 0;
@@ -534,8 +509,8 @@ static mn_status step(mn_comm *c, const char *cfg, int iters, int batch, int per
     mn_net_info in = mn_net_get(net);   /* after mn_base_set_batch */
     float *input = malloc(sizeof(float) * (size_t)in.inputs * in.batch);
     for (int i = 0; input && i < in.inputs * in.batch; ++i) input[i] = (float)(i % 255) / 255.0f;
-    /* t: wall seconds of forward, backward, update; then the same in this
-     * thread's CPU time, which other jobs sharing the core do not inflate. */
+    /* t: wall seconds of forward, backward, update, then the same in this
+     * thread's CPU time, which other jobs on the core do not inflate. */
     double *t = calloc(6 * (size_t)iters, sizeof *t);
     if (!t || !input) s = MN_ERR_NOMEM;
     for (int it = -1; s == MN_OK && it < iters; ++it) {

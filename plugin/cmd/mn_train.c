@@ -1,11 +1,9 @@
-/* The one training driver, for the classifier and the detector alike.
- *
- * Each rank runs the same loop: get b*subdivisions images, train_network()
- * (which reaches update_network once, where the optimizer hook averages the
- * gradients over all ranks), report on rank 0. The data come from the rank's
- * own shard of the list (random sampling with Darknet's loaders and
- * augmentation), or in deterministic mode from fixed global positions: the
- * global batch is the next N*b paths of the list and rank r takes its slice. */
+/* The training driver for classifier and detector alike. Each rank runs the
+ * same loop: load b*subdivisions images, train_network (whose update hook
+ * averages the gradients over the ranks), report on rank 0. Data come from
+ * the rank's shard of the list with Darknet's loaders and augmentation, or
+ * in deterministic mode from fixed global positions, rank r taking its
+ * slice of the next N*b paths. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,8 +24,8 @@
 #include "mn_eval.h"
 #include "mn_output.h"
 
-/* Deterministic batch: rows[j*b + i] is global position
- * first + j*N*b + r*b + i of the list (mod its length); no augmentation. */
+/* Deterministic batch: rows[j*b + i] is list position first + j*N*b + r*b +
+ * i (mod its length); no augmentation. */
 static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_data_cfg *dc,
                             const mn_list *l, size_t first, mn_batch *out)
 {
@@ -53,9 +51,10 @@ static mn_status load_fixed(mn_comm *c, network *net, mn_task task, const mn_dat
                 }
                 d.y[j * b + i][cls] = 1;
             } else {
-                /* Darknet shuffles an image's boxes with rand(), and box order
-                 * decides which of two boxes in one cell trains: a stream of the
-                 * image's path keeps that the same however ranks split the batch. */
+                /* Darknet shuffles an image's boxes with rand(), and box
+                 * order decides which of two boxes in one cell trains: a
+                 * stream per path keeps that the same however ranks split
+                 * the batch. */
                 mn_base_seed(mn_stream_seed(0, -2, mn_fnv1a(MN_FNV_SEED, path, strlen(path))));
                 mn_base_fill_truth(net, path, boxes ? boxes : 90, d.y[j * b + i], dc->classes);
             }
@@ -89,15 +88,15 @@ static mn_status ensure_dir(mn_comm *c, const char *dir)
     return mn_agree(c, s);
 }
 
-/* Rank 0, before training: every name the run may write into dir fits the
- * file system's limit, the temporary name beside it (mn_tmp_path: host,
- * pid, thread) included, so that no save fails at the end for its name. */
+/* Rank 0, before training: every name the run may write into dir, its
+ * temporary name included, fits the file system's limit, so no save fails
+ * at the end. */
 static mn_status check_names(mn_comm *c, const char *dir, const char *base, int max_batches)
 {
     if (c->rank != 0) return mn_agree(c, MN_OK);
     char digits[32], longest[512] = "";
     snprintf(digits, sizeof digits, "%d", max_batches > 0 ? max_batches : 1);
-    /* Each name is base + a word, an iteration where one is written, and an ending. */
+    /* Each name is base + a word, an iteration and an ending. */
     const char *names[][3] = {{".ckpt-", digits, ""}, {"_", digits, ".weights"}, {"_final.weights", "", ""},
                               {"_best.weights", "", ""}, {".backup", "", ""}, {"_log.csv", "", ""},
                               {"_chart.png", "", ""}};
@@ -128,18 +127,16 @@ static mn_status check_names(mn_comm *c, const char *dir, const char *base, int 
 }
 
 /* Before anything is saved: one model on every rank (double_buffering_local
- * lets them drift apart until then), and the check that they hold it. */
+ * lets them drift apart) and the check that they hold it. */
 static mn_status one_model(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, size_t it)
 {
     MN_CHECK(mn_optimizer_align(c, net, mo));
     return mn_replica_check(c, net, mo, opt->sync_bn, it, NULL);
 }
 
-/* A stop signal reached `signaled` ranks (all agree through the loss
- * allreduce): this update's state goes to a checkpoint, unless the
- * iteration wrote one, and the job ends with MN_ERR_STOPPED, whose exit
- * status asks for a rerun; the same command then resumes here, as if never
- * stopped. */
+/* A stop signal reached `signaled` ranks: checkpoint this update unless the
+ * iteration wrote one, and end with MN_ERR_STOPPED, whose exit status asks
+ * for a rerun that resumes here. */
 static mn_status stop_here(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, const char *dir,
                            const char *base, const char *experiment, const mn_best *best, size_t it, int sig,
                            int signaled, int checked, int written)
@@ -156,8 +153,7 @@ static mn_status stop_here(mn_comm *c, network *net, mn_optimizer *mo, const mn_
     return MN_ERR_STOPPED;
 }
 
-/* <dir>/<base>_final.weights, after the replica check: at the end of training,
- * or from a checkpoint at max_batches (resume's START_FINAL_ONLY). */
+/* <dir>/<base>_final.weights, after the replica check. */
 static mn_status write_final(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, const char *dir,
                              const char *base)
 {
@@ -169,13 +165,8 @@ static mn_status write_final(mn_comm *c, network *net, mn_optimizer *mo, const m
     return MN_OK;
 }
 
-/* One training run, what its phases share. run_open sets it up (the
- * banner, the image cache, the loader); each iteration is then run_load
- * (its batch, after a random resize), run_step (the passes, the loss and
- * the ranks' stop and takeover flags, the NaN policy), run_report (rank
- * 0's progress line) and run_save (the replica check, the evaluation, the
- * chart, the weights files, the checkpoint, a stop); run_close hands it all
- * back and writes the final weights. */
+/* One training run, what its phases share: run_open, then each iteration
+ * run_load, run_step, run_report and run_save, then run_close. */
 typedef struct {
     mn_comm *c;
     mn_task task;
@@ -188,15 +179,15 @@ typedef struct {
     mn_timeline *tl;
     mn_lock *lock;
     mn_best best;
-    mn_net_info in;       /* w and h as parsed: mn_base_resize changes them */
+    mn_net_info in;       /* w and h as parsed */
     long global_imgs;     /* images per update, all ranks */
     size_t cache_mb;
     mn_cache *cache;
     mn_base_loader *loader;
-    int resizes, count;   /* random=1: every rank draws a new size every 10 iterations */
+    int resizes, count;   /* random=1's resizes */
     double start, avg_loss;
-    double checkpointed;  /* rank 0's clock at the last checkpoint (or the start) */
-    int timed;            /* checkpoint_minutes wrote one: so is the end, as checkpoint_interval's */
+    double checkpointed;  /* rank 0's clock at the last checkpoint */
+    int timed;            /* checkpoint_minutes wrote one */
     size_t first_batch, last_eval;
     mn_eval_state *ev;
     mn_report *rep;
@@ -206,16 +197,16 @@ typedef struct {
 /* An iteration, as its phases hand it on. */
 typedef struct {
     double t0, tstep;   /* its start; the end of the loss allreduce */
-    double now;         /* when the step was done: the img/s of the line and the chart */
+    double now;         /* when the step was done */
     float loss;         /* the mean over the ranks */
     int signaled;       /* ranks a stop signal reached */
-    int stop_sig;       /* the signal that reached the most of them */
+    int stop_sig;       /* the signal that reached most */
     int lost;           /* another job took the backup folder over */
-    int due;            /* checkpoint_minutes have passed on rank 0's clock */
+    int due;            /* checkpoint_minutes passed on rank 0's clock */
 } train_step;
 
-/* The banner, the image cache and the loader (on error, what was made is
- * released). */
+/* The banner, the image cache and the loader; on error what was made is
+ * released. */
 static mn_status run_open(train_run *r)
 {
     mn_comm *c = r->c;
@@ -237,7 +228,7 @@ static mn_status run_open(train_run *r)
         if (blas) snprintf(gemm, sizeof gemm, "OpenBLAS sgemm, %d thread%s", blas, blas > 1 ? "s" : "");
         else snprintf(gemm, sizeof gemm, "Darknet's own (BLAS=0)");
         char conv[160] = "", what[128];
-        /* Which engine runs the convolutions on the CPU, even where it is not oneDNN. */
+        /* The CPU's convolution engine, even where it is not oneDNN. */
         int cpu = mn_gpu_device(c) < 0;
         if (mn_dnnl_describe(r->net, mn_base_dnnl_ops(), what, sizeof what) || (cpu && !mn_dnnl_engine(what, sizeof what)))
             snprintf(conv, sizeof conv, "; convolution %s", what);
@@ -267,9 +258,9 @@ static mn_status run_open(train_run *r)
     s = mn_agree(c, r->loader ? MN_OK : MN_ERR_NOMEM);
     if (s != MN_OK) { mn_cache_uninstall(); mn_cache_free(r->cache); mn_base_loader_free(r->loader); return s; }
     r->resizes = r->task == MN_TASK_DETECTOR && mn_layer_last(r->net).random && !opt->deterministic;
-    /* Each batch's random draws (which images, their augmentation) start
-     * from a seed of (seed, rank, iteration), so a resumed run goes on with
-     * new data rather than replaying the first batches of its shard. */
+    /* Each batch's random draws start from a seed of (seed, rank,
+     * iteration), so a resumed run goes on with new data instead of
+     * replaying its first batches. */
     if (!opt->deterministic && !r->resizes) {
         mn_base_seed(mn_stream_seed(opt->seed, c->rank, mn_base_iteration(r->net)));
         mn_base_loader_start(r->loader, 0, 0);
@@ -290,9 +281,8 @@ static mn_status run_load(train_run *r, mn_batch *train, train_step *o)
     mn_output_trim();
     if (r->resizes && r->count++ % 10 == 0) {
         /* Every rank draws the same size from the job's own stream, so no
-         * rank waits on a larger one. Stock's 320..608 range (and 608 for
-         * the last 200 iterations) for a 416 cfg, scaled to the cfg's
-         * own width. */
+         * rank waits on a larger one: stock's range for a 416 cfg, scaled
+         * to the cfg's width. */
         size_t now = mn_base_iteration(r->net);
         int d = (int)(mn_stream_seed(opt->seed, -1, now) % 10 + 10) * 32;
         if (now + 200 > (size_t)r->in.max_batches) d = 608;
@@ -318,8 +308,7 @@ static mn_status run_load(train_run *r, mn_batch *train, train_step *o)
     return MN_OK;
 }
 
-/* The passes (the optimizer's hook averages the gradients), the loss over
- * the ranks, and what a NaN or Inf does. */
+/* The passes, the loss over the ranks, and what a NaN or Inf does. */
 static mn_status run_step(train_run *r, mn_batch *train, train_step *o)
 {
     mn_comm *c = r->c;
@@ -329,13 +318,11 @@ static mn_status run_step(train_run *r, mn_batch *train, train_step *o)
     double tu = mn_now();
     mn_timeline_add(r->tl, 0, MN_TL_UPDATE, mn_optimizer_synced_at(r->mo), tu, 0, 0, 0);
     mn_base_free_batch(train);
-    /* The loss's sum carries how many ranks each stop signal reached, and
-     * whether another job took the backup folder over (rank 0's lease
-     * thread found out), and whether a checkpoint is due by rank 0's clock
-     * (one clock decides, so every rank writes its part at the same
-     * iteration), so every rank learns of each at no extra message;
-     * a count per signal lets rank 0 name one it has not had itself
-     * (scancel's SIGTERM reaches the nodes at different moments). */
+    /* The loss allreduce also carries how many ranks each stop signal
+     * reached, whether another job took the backup folder over, and whether
+     * rank 0's clock says a checkpoint is due, so every rank learns each at
+     * the same iteration with no extra message. A count per signal lets
+     * rank 0 name one it did not get itself. */
     enum { LOST = 1 + MN_STOP_SIGNALS, DUE };
     float sum[DUE + 1] = {loss};
     for (int i = 0; i < MN_STOP_SIGNALS; ++i) sum[1 + i] = mn_stop_signal() == mn_stop_signals[i];
@@ -360,8 +347,8 @@ static mn_status run_step(train_run *r, mn_batch *train, train_step *o)
     o->tstep = mn_now();
     mn_timeline_add(r->tl, 0, MN_TL_LOSS, tu, o->tstep, 0, 0, 0);
     if (mn_optimizer_nonfinite(r->mo) || !isfinite(o->loss)) {
-        /* nonfinite=skip: the hook dropped the update, the model is as
-         * before this step; stop: the job ends without writing it. */
+        /* nonfinite=skip: the hook dropped the update; stop: the job ends
+         * without writing it. */
         size_t at = mn_base_iteration(r->net);
         if (!r->opt->nonfinite_skip) {
             if (c->rank == 0)
@@ -404,10 +391,9 @@ static mn_status run_save(train_run *r, const train_step *o)
     size_t it = mn_base_iteration(r->net);
     double rate = r->global_imgs / (o->now - o->t0);
     int stopping = o->signaled > 0;
-    /* Before anything is saved, every rank must still hold rank 0's model. */
-    /* Every K iterations, once checkpoint_minutes have passed, and at
-     * max_batches where either wrote checkpoints: a training extended later
-     * resumes at its end instead of repeating the iterations since the last. */
+    /* Every K iterations, when checkpoint_minutes have passed, and at
+     * max_batches where either wrote checkpoints, so an extended training
+     * resumes at the end. */
     int periodic = opt->checkpoint_interval > 0 || r->timed;
     int ckpt = o->due || (opt->checkpoint_interval > 0 && it % (size_t)opt->checkpoint_interval == 0) ||
                (periodic && it == (size_t)r->in.max_batches);
@@ -417,7 +403,7 @@ static mn_status run_save(train_run *r, const train_step *o)
     int saves = ckpt || it % (size_t)opt->backup_interval == 0 || it % (size_t)opt->save_interval == 0 || eval;
     double ts = mn_now();
     mn_status s = MN_OK;
-    /* Nothing is written into a folder another job took over since the last renewal. */
+    /* Nothing is written into a folder another job took over. */
     if (saves || stopping) s = mn_backup_check(c, r->lock);
     if (s == MN_OK && saves) s = one_model(c, r->net, r->mo, opt, it);
     double te = mn_now();
@@ -425,9 +411,8 @@ static mn_status run_save(train_run *r, const train_step *o)
         s = mn_eval_during_training(c, r->net, r->mo, r->task, dc, opt, it, r->base, r->cfgfile, &r->ev, &r->best);
     double tw = mn_now();
     mn_timeline_add(r->tl, 0, MN_TL_EVAL, te, tw, 0, 0, 0);
-    /* Rank 0 writes the log and chart only into a folder still its own (just
-     * checked where the iteration saves or stops); once it is not, the next
-     * loss allreduce stops every rank (mn_backup_check). */
+    /* Rank 0 writes the log and chart only into a folder still its own;
+     * once it is not, the next loss allreduce stops every rank. */
     if (s == MN_OK && (saves || stopping || mn_backup_mine(r->lock)))
         mn_report_iteration(&r->rep, c, r->net, opt, dc->backup, r->base, o->loss, r->avg_loss, rate,
                             mn_eval_score(r->ev, it));
@@ -477,8 +462,7 @@ static mn_status run_close(train_run *r, mn_status s)
     return s;
 }
 
-/* The loop itself: load, step, report, save, until max_batches; r holds
- * the run's setup (mn_train's), the rest of it is filled here. */
+/* The loop: load, step, report, save, until max_batches. */
 static mn_status train_loop(train_run *r)
 {
     r->in = mn_net_get(r->net);   /* after resume, which may change subdivisions */
@@ -503,12 +487,11 @@ static mn_status train_loop(train_run *r)
 }
 
 
-/* A checkpoint of another rank count: its global batch is kept by setting
- * subdivisions (passes of the cfg's batch/subdivisions images) to what the
- * rank count needs, which the equivalence contract makes the same training
- * (global_batch=keep); where the passes do not divide it, say what changes,
- * or stop for a rerun on more ranks (strict). Every rank computes the same
- * from the same numbers. */
+/* A checkpoint of another rank count keeps its global batch by setting
+ * subdivisions to what this rank count needs, the same training by the
+ * equivalence contract (global_batch=keep); where the passes do not divide
+ * it, say what changes, or stop for a rerun on more ranks (strict). Every
+ * rank computes the same. */
 static mn_status keep_global_batch(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt,
                                    const mn_resumed *r)
 {
@@ -520,12 +503,11 @@ static mn_status keep_global_batch(mn_comm *c, network *net, mn_optimizer *mo, c
         int s = (int)(was / pass);
         mn_net_set_subdivisions(net, s);
         mn_net_set_seen(net, (uint64_t)r->iteration * was);
-        /* Darknet keeps the momentum as a sum over the rank's images of an
-         * update (its step divides by them): more images a rank, a larger sum. */
+        /* Darknet's momentum is a sum over a rank's images of an update, so
+         * more images a rank make a larger sum. */
         mn_optimizer_rescale(mo, net, (float)((double)in.batch * s * r->ranks / (double)was));
-        /* Where each rank stands for a whole number of ranks of the cfg's
-         * passes (s a multiple of them), the batch-norm running statistics
-         * of each are kept apart. */
+        /* Where each rank stands for a whole number of the cfg's ranks,
+         * their batch-norm running statistics are kept apart. */
         int ways = s % in.subdivisions == 0 ? s / in.subdivisions : 1, kept = 0;
         MN_CHECK(mn_agree(c, mn_optimizer_ways(c, mo, net, ways, &kept)));
         if (c->rank == 0) {
@@ -557,8 +539,8 @@ static mn_status keep_global_batch(mn_comm *c, network *net, mn_optimizer *mo, c
     return MN_OK;
 }
 
-/* Whether <dir>/<base>_final.weights was written after the checkpoint at
- * path (rank 0): the run it belongs to finished. */
+/* Whether the final weights were written after the checkpoint at path (rank
+ * 0). */
 static int finished_after(const char *dir, const char *base, const char *path)
 {
     char final[4096];
@@ -572,9 +554,8 @@ static int finished_after(const char *dir, const char *base, const char *path)
 /* What a run does once resume() has found where it starts. */
 enum { START_TRAIN, START_FINAL_ONLY, START_DONE };
 
-/* Rank 0: into list (up to cap bytes), the files an earlier training of
- * base left in dir that a run starting over would replace: its final and
- * best weights. 0 where there are none. */
+/* Rank 0: the files an earlier training of base left in dir that a run
+ * starting over would replace, into list; 0 where there are none. */
 static int earlier_training(const char *dir, const char *base, char *list, size_t cap)
 {
     static const char *const kinds[] = {"_final.weights", "_best.weights"};
@@ -591,22 +572,14 @@ static int earlier_training(const char *dir, const char *base, char *list, size_
     return n;
 }
 
-/* Where training starts: the newest checkpoint of this experiment in the
- * backup folder, with or without -clear (which, as in Darknet, sets the
- * weights file's seen to 0: a job whose flags hold it goes on from its
- * checkpoints when submitted again), else the weights file as loaded, else
- * the initial weights. Nothing an earlier training wrote is replaced by a
- * run that starts over: where none of the checkpoints there loads
- * (mn_checkpoint_resume), or where a run would start at iteration 0 beside
- * an earlier training's final or best weights, the run is refused
- * (MN_ERR_USAGE) before it writes anything, saying how to start anew. Rank
- * 0 says which start it takes; a start at or past max_batches is refused
- * too, except from a checkpoint at max_batches: where its run ended before
- * its final weights, *start is START_FINAL_ONLY (they are written from it,
- * nothing is trained); where they were written and an earlier run of this
- * same job wrote them (a requeue or rerun after a run that finished but
- * whose launcher still failed, a node lost at the end), START_DONE: nothing
- * to do, exit 0. */
+/* Where training starts: the experiment's newest checkpoint in the backup
+ * folder (with or without -clear, so a job resubmitted with the same flags
+ * goes on), else the weights file, else the initial weights. A run that
+ * would replace an earlier training's files (no checkpoint loads, or
+ * iteration 0 beside its final or best weights) is refused before it writes
+ * anything. At max_batches: START_FINAL_ONLY where the run ended before its
+ * final weights, START_DONE where this job already wrote them (a requeue
+ * after a run that finished), else refused. */
 static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *opt, const char *dir,
                         const char *base, const char *cfgfile, const char *weightfile, int clear, mn_lock *lock,
                         const char *experiment, mn_resumed *r, int *start)
@@ -616,7 +589,7 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
     *start = START_TRAIN;
     int given = weightfile && *weightfile;
     if (c->rank == 0) mn_backup_remove_tmp(c, dir, base);   /* the folder is this job's now */
-    /* Without checkpoint_interval a checkpoint is there only where a signal stopped the run. */
+    /* Without checkpoint_interval only a stopped run leaves a checkpoint. */
     MN_CHECK(mn_checkpoint_resume(c, net, mo, dir, base, lock, experiment, r));
     if (r->found) MN_CHECK(keep_global_batch(c, net, mo, opt, r));
     size_t it = mn_base_iteration(net);
@@ -686,7 +659,7 @@ static mn_status resume(mn_comm *c, network *net, mn_optimizer *mo, const mn_opt
 /* What the loaded cfg asks that this version or base cannot train. Collective. */
 static mn_status refuse_net(mn_comm *c, mn_task task, const char *cfgfile, network *net, const mn_options *opt)
 {
-    if (mn_net_get(net).adam) {   /* what holds instead: docs/troubleshooting.md, "Limits of this version" */
+    if (mn_net_get(net).adam) {   /* docs/troubleshooting.md, "Limits of this version" */
         if (c->rank == 0)
             mn_error(c, "%s: adam=1 is not supported: Darknet's CPU update ignores it, and on a GPU the mean over "
                         "N ranks would turn Adam's eps into N*eps; remove it to train with momentum SGD", cfgfile);
@@ -724,8 +697,8 @@ static mn_status check_outputs(mn_comm *c, mn_task task, const char *datacfg, co
 mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cfgfile,
                    const char *weightfile, int clear, int map_epochs)
 {
-    /* Every step below is collective and agreed, so all ranks leave together;
-     * what was set up so far is released on the way out. */
+    /* Every step below is collective and agreed, so all ranks leave
+     * together, releasing what was set up. */
     mn_data_cfg dc;
     network *net = NULL;
     mn_optimizer *mo = NULL;
@@ -744,7 +717,8 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
         s = mn_agree(c, MN_ERR_USER);
         goto out;
     }
-    /* What the task alone rules out, before a fork's parser can stop on the cfg without the reason. */
+    /* What the task alone rules out, before a fork's parser can stop on the
+     * cfg without a reason. */
     const char *early = mn_base_refuse(NULL, 0, task == MN_TASK_DETECTOR);
     if (early) {
         if (c->rank == 0) mn_error(c, "%s: %s is not supported on %s Darknet", cfgfile, early, mn_base_name());
@@ -753,9 +727,9 @@ mn_status mn_train(mn_comm *c, mn_task task, const char *datacfg, const char *cf
     }
     if ((s = mn_load_network(c, cfgfile, weightfile, clear ? MN_LOAD_CLEAR : 0, &net, &opt)) != MN_OK) goto out;
     opt.eval_epochs = map_epochs;
-    /* The watchdog, as soon as the cfg gave its timeout: every setup
-     * collective from here on (the communicator's, NCCL's creation among
-     * them) is guarded, so a rank that stalls in one ends the job. */
+    /* The watchdog starts as soon as the cfg gave its timeout: every setup
+     * collective from here on is guarded, so a rank that stalls in one ends
+     * the job. */
     if ((s = mn_agree(c, mn_watchdog_open(c, opt.collective_timeout))) != MN_OK) goto out;
     if ((s = refuse_net(c, task, cfgfile, net, &opt)) != MN_OK) goto out;
     if ((s = mn_comm_select(c, opt.communicator)) != MN_OK) goto out;
