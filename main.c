@@ -53,9 +53,8 @@ static const command commands[] = {
     {"bench", "step", 1, 0, "-iters -batch -layers -nogpu"},
     {"info", NULL, 0, 1, "-nogpu"},
 };
-/* Every command takes these: -log FILE (hank-ai's: rank 0's output into
- * FILE) and -dont_show (the tutorials' flag: Darknet's windows stay shut;
- * darknet-mn opens none). */
+/* Every command takes -log FILE (hank-ai's: rank 0's output into FILE) and
+ * -dont_show (darknet-mn opens no window). */
 static const char *const everywhere = "-log -dont_show";
 /* Darknet's flags that cannot apply under MPI, and why; the value is skipped. */
 static const struct { const char *flag, *why; } refused[] = {
@@ -66,8 +65,8 @@ static const struct { const char *flag, *why; } refused[] = {
     {"-http_post_host", "posts detections of Darknet's video demo, which darknet-mn does not run: use the fork's "
                         "own darknet detector demo on the weights darknet-mn trained"},
 };
-/* Flags followed by a value; Darknet's -gpus and -i (its GPU index) are
- * known so that their value is not taken for a file. */
+/* Flags followed by a value; Darknet's -gpus and -i are known so that their
+ * value is not taken for a file. */
 static const char *const valued[] = {"-out", "-thresh", "-iters", "-max", "-batch", "-gpus", "-i", "-log",
                                      "-mAP_epochs", "-mjpeg_port", "-json_port", "-http_post_host"};
 #define MAX_POS 8
@@ -175,11 +174,9 @@ static void parse(int argc, char **argv, cmdline *l)
 
 static const char *arg(const cmdline *l, int k) { return k < l->npos && k < MAX_POS ? l->pos[k] : NULL; }
 
-/* Until every rank has joined (MPI_Init and the communicator's setup) no
- * watchdog runs, and a rank lost at launch would leave the others in
- * MPI_Init for ever (srun without --kill-on-bad-exit, a node whose old step
- * was still being cleaned up). The cfg's collective_timeout (300 s without
- * one; 0: no limit) bounds that wait too. */
+/* Until every rank has joined no watchdog runs, and a rank lost at launch
+ * would leave the others in MPI_Init for ever. The cfg's collective_timeout
+ * (300 s without one; 0: no limit) bounds that wait too. */
 static void on_start_timeout(int sig)
 {
     (void)sig;
@@ -209,12 +206,11 @@ int main(int argc, char **argv)
     parse(argc, argv, &l);
     const char *sub = arg(&l, 1), *a = arg(&l, 2), *b = arg(&l, 3), *w = arg(&l, 4);
     int version = arg(&l, 0) && !strcmp(arg(&l, 0), "version") && l.npos == 1;
-    /* double_buffering=1 and overlap=1 average gradients on a thread of their
-     * own (which checks the level it got); otherwise only the main thread
-     * calls MPI (the watchdog thread aborts only), and the cheaper level
-     * serves. That thread shares the rank's core with the compute, and Open
-     * MPI's waits spin: yielding when idle gave the compute its core back
-     * (bench/results/testbed-overlap.txt), unless the user chose otherwise. */
+    /* double_buffering=1 and overlap=1 average gradients on a thread of
+     * their own, which needs MPI_THREAD_MULTIPLE; otherwise only the main
+     * thread calls MPI. That thread shares the rank's core with the compute
+     * while Open MPI's waits spin, so it yields when idle unless the user
+     * chose otherwise. */
     int threads = l.cmd && !l.why[0] && l.cmd->sub && !strcmp(l.cmd->sub, "train") && mn_cfg_wants_threads(b);
     if (threads) setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
     int provided;

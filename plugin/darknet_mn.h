@@ -1,11 +1,8 @@
-/* darknet-mn: synchronous data-parallel training for Darknet over MPI.
- *
- * One MPI process per core (or GPU). A communicator sums the gradients of all
- * processes before every weight update, so N processes with batch b train
- * like one process with batch N*b. This header is the whole public API: the
- * public header of each layer that has one (docs/design.md), none of which
- * names Darknet: a network is an opaque handle, and a program built against
- * this header needs no Darknet header. */
+/* darknet-mn: synchronous data-parallel training for Darknet over MPI, one
+ * process per core or GPU: the gradients are averaged before every update,
+ * so N processes with batch b train like one with batch N*b. The whole
+ * public API, the public header of each layer that has one (docs/design.md);
+ * a network is an opaque handle, so a program needs no Darknet header. */
 #ifndef DARKNET_MN_H
 #define DARKNET_MN_H
 
