@@ -20,10 +20,10 @@ extern const int mn_stop_signals[MN_STOP_SIGNALS];
 const char *mn_signal_name(int sig);
 /* Seconds mn_die gives MPI_Abort before _exit. */
 #define MN_ABORT_DEADLINE 10
-/* What a rank writes when the job is being lost (the checkpoint's rescue):
- * fn(arg) runs once, on its own thread at a SIGTERM or in
- * mn_die(MN_EXIT_RERUN), within MN_RESCUE_DEADLINE seconds. fn NULL
- * unregisters it, waiting for a write in progress. */
+/* The rescue (the checkpoint's): fn(arg) runs once when the job is being
+ * lost, on its own thread at a SIGTERM or in mn_die(MN_EXIT_RERUN), within
+ * MN_RESCUE_DEADLINE seconds. NULL unregisters it, waiting for a write in
+ * progress. */
 void mn_rescue_register(void (*fn)(void *), void *arg);
 #define MN_RESCUE_DEADLINE 60
 

@@ -6,8 +6,8 @@
 
 /* Called once, before anything prints: other ranks' stdout goes to
  * /dev/null and their stderr to a buffer a crash replays, or both to
- * <dir>/rank-<N>.log under MN_RANK_LOG=<dir>; log0 (-log FILE) takes rank
- * 0's. 0, or -1 with why set. */
+ * <dir>/rank-<N>.log with MN_RANK_LOG=<dir>; log0 (-log) takes rank 0's.
+ * 0, or -1 with why set. */
 int mn_output_rank0_only(int rank, const char *log0, char *why, size_t cap);
 /* Where darknet-mn's errors go: the terminal's stderr on every rank. */
 FILE *mn_output_errors(void);

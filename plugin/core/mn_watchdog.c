@@ -1,11 +1,10 @@
 /* The collective watchdog. Before each gradient allreduce every rank sends
- * rank 0 an arrival token on a private communicator; rank 0 waits for all
- * with a deadline, so it can name the ranks that did not arrive. Then the
- * collective runs under a timer thread that aborts the job if it outlives
- * the deadline. Other collectives run under the timer alone (mn_guard):
- * tokens for sync_bn's many small allreduces would cost more than they
- * tell. The timer thread never calls MPI (MPI_THREAD_FUNNELED): mn_die ends
- * the process, and the launcher the job. */
+ * rank 0 an arrival token on a private communicator, so that rank 0 can
+ * name the ranks that did not arrive; the collective then runs under a
+ * timer thread that aborts the job past the deadline. Other collectives
+ * get the timer alone: tokens for sync_bn's many small allreduces would
+ * cost more than they tell. The timer thread never calls MPI
+ * (MPI_THREAD_FUNNELED): mn_die ends the process, and the launcher the job. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
