@@ -1,5 +1,4 @@
-/* Agreement: every rank leaves with the worst status of any rank, so that
- * all take the same branch after a step that may fail on some. */
+/* Agreement on a status, and the exit status a status becomes. */
 #include "mn_core.h"
 
 mn_status mn_agree(mn_comm *c, mn_status mine)

@@ -31,5 +31,5 @@ void mn_abort(const mn_comm *c, const char *fmt, ...)
     va_start(ap, fmt);
     report(c, "fatal: ", fmt, ap);
     va_end(ap);
-    mn_die(MN_EXIT_RERUN);   /* MPI, the device or memory failed under a collective */
+    mn_die(MN_EXIT_RERUN);
 }

@@ -1,6 +1,6 @@
-/* Fatal signals on any rank end the whole job at once. Without this a rank
- * that crashes (SIGSEGV in a layer, Darknet's error() -> assert -> SIGABRT)
- * can leave the others blocked in the next allreduce until mpiexec notices. */
+/* Fatal signals on any rank end the whole job at once: otherwise a crashed
+ * rank (a SIGSEGV in a layer, Darknet's error() through assert) leaves the
+ * others blocked in the next allreduce. */
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -12,18 +12,15 @@
 #include "mn_fault.h"
 #include "mn_output.h"
 
-/* A signal handler can only reach static storage: the rank/host prefix, the
- * main thread and the MPI thread level are recorded once here, the one piece
- * of process-wide state the plugin keeps. */
+/* A signal handler can reach only static storage: the one process-wide
+ * state of the plugin, set once. */
 static char fault_prefix[160];
 static pthread_t main_thread;
 static int thread_level = MPI_THREAD_SINGLE, installed;
 static volatile sig_atomic_t exit_code = MN_EXIT_FAULT;
-/* The first of SIGTERM, SIGUSR1, SIGINT that reached this process (0: none). */
 static volatile sig_atomic_t stop_signal;
-/* The rescue (mn_rescue_register): what writes the last completed update
- * when the job is being lost, its thread, which a SIGTERM wakes, and where
- * it is (0 idle, 1 writing, 2 done): it runs once. */
+/* The rescue, its thread, which a SIGTERM wakes, and its state: 0 idle,
+ * 1 writing, 2 done. */
 static void (*rescue_fn)(void *);
 static void *rescue_arg;
 static sem_t rescue_wake;
@@ -88,8 +85,8 @@ void mn_die(int code)
         run_rescue();
     }
     alarm(MN_ABORT_DEADLINE);
-    /* MPI_Abort from a thread that may not call MPI, or interrupting MPI on
-     * this thread, can block for ever: the alarm ends that. */
+    /* MPI_Abort interrupting MPI on this thread can block for ever: the
+     * alarm ends that. */
     if (!installed || thread_level == MPI_THREAD_MULTIPLE || pthread_equal(pthread_self(), main_thread))
         MPI_Abort(MPI_COMM_WORLD, code);
     _exit(code);
@@ -100,10 +97,9 @@ static void append(char *buf, size_t *n, size_t cap, const char *s)
     while (*s && *n + 1 < cap) buf[(*n)++] = *s++;
 }
 
-/* One write, so that another thread's output cannot split the line. A second
- * fatal signal while the first is handled (Darknet's loader threads often
- * fail together) waits for the first to take the job down; if it came from
- * the handling thread itself (MPI_Abort crashed), it exits after the wait. */
+/* One write, so that another thread's output cannot split the line. A
+ * second fatal signal (Darknet's loader threads often fail together) waits
+ * for the first to end the job, then exits: MPI_Abort itself crashed. */
 static void on_fatal(int sig)
 {
     static volatile int busy;
@@ -158,10 +154,8 @@ void mn_install_fault_handlers(const mn_comm *c)
     }
 }
 
-/* Slurm's time limit and preemption (SIGTERM, or the --signal asked for),
- * mpiexec's forwarded SIGUSR1, a user's SIGINT: training stops at the end
- * of the iteration, saved. A second SIGTERM or SIGINT ends the process at
- * once, as it would have without us. */
+/* Slurm's time limit or preemption, mpiexec's forwarded SIGUSR1, a user's
+ * SIGINT. */
 static void on_stop(int sig)
 {
     if (stop_signal && sig != SIGUSR1) {

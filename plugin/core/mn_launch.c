@@ -1,8 +1,6 @@
-/* srun and mpiexec tell each process how many they started. When MPI then
- * sees a job of one process, the launcher and the library did not meet
- * (srun --mpi=none, or Open MPI's mpiexec running an MPICH build, or the
- * reverse): each process would train alone on the same backup folder.
- * Said once, before anything else, with what to change. */
+/* When the launcher started several processes but MPI sees a job of one,
+ * the two did not meet (srun --mpi=none, another MPI's mpiexec): each
+ * process would train alone on the same backup folder. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +32,7 @@ int mn_launch_mismatch(int world_size, char *why, size_t cap, int *speaks)
         char lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
         int len = 0;
         MPI_Get_library_version(lib, &len);
-        lib[strcspn(lib, ",\n")] = 0;   /* its first line: "Open MPI v4.1.4", "MPICH Version:\t4.0.2" */
+        lib[strcspn(lib, ",\n")] = 0;   /* its first line, e.g. "Open MPI v4.1.4" */
         for (char *t = lib; *t; ++t) if (*t == '\t') *t = ' ';
         snprintf(why, cap, "%s started %ld processes, but each is alone in an MPI job of 1 (this darknet_mn's MPI: %s): %s",
                  l[i].who, n, lib, l[i].fix);

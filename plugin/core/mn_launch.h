@@ -1,14 +1,12 @@
-/* The launcher against MPI (mn_launch.c): one job, or N lone processes. */
+/* A launcher and an MPI library that did not meet (mn_launch.c). */
 #ifndef MN_LAUNCH_H
 #define MN_LAUNCH_H
 
 #include <stddef.h>
 
-/* After MPI_Init, with MPI_COMM_WORLD's size: 1 when the launcher says it
- * started more processes than MPI sees (each alone in a job of 1: srun's
- * --mpi plugin or mpiexec of another MPI than the build's), with why set
- * to the one line to print and *speaks 1 on the launcher's first process
- * only; else 0. Reads the environment the launcher sets. */
+/* After MPI_Init: 1 when the launcher started more processes than
+ * world_size, with why set to the line to print and *speaks 1 on its first
+ * process only; else 0. */
 int mn_launch_mismatch(int world_size, char *why, size_t cap, int *speaks);
 
 #endif

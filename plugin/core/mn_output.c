@@ -1,8 +1,6 @@
-/* Only rank 0 reports. Darknet prints from inside its layers (each yolo
- * layer's "Region ..." line, every iteration) and its parser, on every
- * rank: at 64 ranks that is 64 copies of each line. So the other ranks'
- * stdout and stderr leave the terminal, while darknet-mn's own errors,
- * and the last words Darknet wrote before a crash, still reach it. */
+/* Only rank 0 reports: Darknet prints from its layers and parser on every
+ * rank. Other ranks' output leaves the terminal; darknet-mn's errors and
+ * Darknet's last words before a crash still reach it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -13,16 +11,16 @@
 #include <unistd.h>
 #include "mn_output.h"
 
-/* A fatal-signal handler can reach only static storage: these are set once,
- * before any other thread exists, and only read after. */
-static int terminal_fd = -1;     /* the terminal's stderr, where this rank is redirected */
-static int captured_fd = -1;     /* the buffer (or rank log) stderr writes into */
-static int captured_is_log;      /* MN_RANK_LOG: a file the user keeps, never trimmed */
+/* A fatal-signal handler can reach only static storage: set once, before
+ * any other thread exists. */
+static int terminal_fd = -1;     /* the terminal's stderr */
+static int captured_fd = -1;     /* where stderr writes: the buffer or a log */
+static int captured_is_log;      /* a file the user keeps, never trimmed */
 static FILE *terminal;
-static int log_failing;          /* rank 0's -log file refused its last write: said once on the terminal */
+static int log_failing;          /* the log refused its last write */
 static char log_path[4096];
 
-/* Above this the buffer starts over: the tail a crash replays is a few lines. */
+/* Above this the buffer starts over: a crash replays only its tail. */
 #define MN_CAPTURE_MAX (1 << 20)
 #define MN_REPLAY_BYTES 2048
 
@@ -35,7 +33,7 @@ int mn_output_rank0_only(int rank, const char *log0, char *why, size_t cap)
     if (rank == 0) snprintf(path, sizeof path, "%s", log0);   /* -log FILE: hank-ai's flag */
     else if (dir && *dir) snprintf(path, sizeof path, "%s/rank-%d.log", dir, rank);
     snprintf(log_path, sizeof log_path, "%s", path);
-    if (path[0]) {   /* both streams into a file the user keeps: appended, so a requeued job's runs are all there */
+    if (path[0]) {   /* appended, so a requeued job's runs all stay */
         out = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (out < 0) {
             snprintf(why, cap, "%s: cannot write %s: %s", rank == 0 ? "-log" : "MN_RANK_LOG", path, strerror(errno));
@@ -73,8 +71,8 @@ int mn_output_error_fd(void) { return terminal_fd >= 0 ? terminal_fd : 2; }
 
 void mn_output_trim(void)
 {
-    /* A log file that refuses a write (a full disk): said once on the
-     * terminal, and once more when it takes the output again. */
+    /* A log refusing writes (a full disk): said once, and again when it
+     * takes them. */
     if (captured_is_log && terminal) {
         errno = 0;
         int bad = fflush(stdout) != 0 || ferror(stdout) || ferror(stderr);

@@ -1,17 +1,10 @@
-/* The collective watchdog: a collective that does not complete in time is
- * reported and the job aborted, instead of hanging forever.
- *
- * Before each gradient allreduce every rank sends rank 0 a tiny arrival token
- * (on a private communicator). Rank 0 waits for all tokens with a deadline,
- * so it can name exactly the ranks that did not arrive. Every rank then runs
- * the blocking collective under a timer thread that aborts the job if the
- * collective itself outlives the deadline (rank 0 stalled, or a rank died in
- * the middle). Every other collective of the training loop runs under the
- * timer alone (mn_guard): tokens for each of sync_bn's many small allreduces
- * would cost more than they tell.
- *
- * The timer thread never calls MPI under MPI_THREAD_FUNNELED: mn_die ends
- * the process, and mpiexec the job. */
+/* The collective watchdog. Before each gradient allreduce every rank sends
+ * rank 0 an arrival token on a private communicator, so that rank 0 can
+ * name the ranks that did not arrive; the collective then runs under a
+ * timer thread that aborts the job past the deadline. Other collectives
+ * get the timer alone: tokens for sync_bn's many small allreduces would
+ * cost more than they tell. The timer thread never calls MPI
+ * (MPI_THREAD_FUNNELED): mn_die ends the process, and the launcher the job. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -32,13 +25,13 @@ struct mn_watchdog {
     pthread_cond_t wake;
     int depth, quit;      /* depth: guards entered and not left; armed while > 0 */
     double deadline;
-    size_t step;          /* the newest gradient allreduce's iteration (its step's, as its loss line names it) */
-    int in_step;          /* armed by that allreduce, not by a guard between two of them */
+    size_t step;          /* the newest gradient allreduce's iteration */
+    int in_step;          /* armed by that allreduce, not by a guard */
     const char *what;
     MPI_Request *reqs;    /* rank 0: one Irecv per other rank */
-    unsigned long long *incoming;   /* their receive buffers, read only once complete */
+    unsigned long long *incoming;   /* their receive buffers */
     unsigned long long *got;        /* the newest token of each rank */
-    char *hosts;          /* rank 0: each rank's host, 64 bytes apart, to name a late one */
+    char *hosts;          /* rank 0: each rank's host, to name a late one */
 };
 
 static void *timer_main(void *arg)
@@ -57,7 +50,7 @@ static void *timer_main(void *arg)
                      "another rank stalled or died; aborting the job", w->what, when, w->timeout);
             mn_die(MN_EXIT_RERUN);
         }
-        struct timespec ts;   /* the condition waits on the monotonic clock too (mn_watchdog_start) */
+        struct timespec ts;   /* the condition's clock is monotonic too */
         clock_gettime(CLOCK_MONOTONIC, &ts);
         double until = ts.tv_sec + ts.tv_nsec * 1e-9 + (left < 0.5 ? left : 0.5);
         ts.tv_sec = (time_t)until;
@@ -148,14 +141,12 @@ static void wait_tokens(mn_watchdog *w, size_t iteration)
                      w->what, iteration, count > 1 ? "s" : "", late, w->timeout);
             mn_die(MN_EXIT_RERUN);
         }
-        /* Poll like MPI's own blocking wait does, rather than sleep: a sleep
-         * would delay every step by its wake-up latency. */
+        /* Poll, as MPI's blocking wait does: a sleep would delay every step. */
         sched_yield();
     }
 }
 
-/* Arms the timer (the outermost guard sets what, whether it is a step's
- * allreduce, and the deadline). */
+/* Arms the timer; the outermost guard sets what, in_step and the deadline. */
 static void arm(mn_watchdog *w, const char *what, int in_step, double timeout)
 {
     pthread_mutex_lock(&w->lock);

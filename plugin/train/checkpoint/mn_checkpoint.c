@@ -1,11 +1,8 @@
-/* Multi-node checkpoints: everything needed to continue exactly, which stock
- * weights files lose: parameters and running statistics, the momentum Darknet
- * keeps in its update arrays (and double buffering's mean in flight), seen
- * and the iteration. All of it is the same on every rank, so rank 0 alone
- * writes ONE file <dir>/<base>.ckpt-<iteration> and on resume reads it and
- * broadcasts: only rank 0's host needs the backup folder, and a checkpoint
- * resumes on any number of ranks. Files are committed durably (mn_commit_file)
- * under rank 0's lock on the folder. */
+/* Checkpoints hold everything needed to continue exactly, which weights
+ * files lose: the momentum, double buffering's mean in flight, seen and the
+ * iteration. It is the same on every rank, so rank 0 alone writes one file
+ * and on resume reads and broadcasts it: only rank 0's host needs the
+ * backup folder, and any rank count resumes. */
 #include <dirent.h>
 #include <stddef.h>
 #include <errno.h>
@@ -24,7 +21,7 @@
 #include "mn_optimizer.h"
 
 #define CKPT_MAGIC "MNCKPT03"
-#define CKPT_MAGIC_02 "MNCKPT02"   /* before the experiment was recorded: refused, it may be another's */
+#define CKPT_MAGIC_02 "MNCKPT02"   /* no experiment recorded: refused, it may be another's */
 #define MAX_GENERATIONS 256
 #define MAX_EXPERIMENT (64u << 20)   /* a larger experiment text is a corrupt header */
 #define LOCK_NAME ".darknet_mn.lock"
@@ -32,12 +29,12 @@
 
 typedef struct {
     char magic[8];
-    uint32_t ranks, images;   /* the writer's rank count and images per rank per update */
+    uint32_t ranks, images;   /* the writer's rank count, images per rank per update */
     uint64_t iteration, seen, nparams, nmomentum;
     uint64_t run;             /* the run that wrote it: pruning touches only its own */
-    uint64_t written;         /* ns since the epoch, on the writer's clock: compared between runs only */
+    uint64_t written;         /* ns since the epoch, on the writer's clock */
     /* MNCKPT02 ends here. */
-    uint64_t experiment;      /* bytes of the experiment's text, which follows the header */
+    uint64_t experiment;      /* bytes of the experiment's text, after the header */
     double best;              /* the best evaluation score so far (-1: none) */
     uint64_t best_iteration;
 } ckpt_header;
@@ -72,10 +69,8 @@ static uint64_t holder_run(const char *holder)
     return sscanf(holder, "%*s %*s %llx", &run) == 1 ? run : 0;
 }
 
-/* The holder the lock file's record names: "<host> <pid> <run>", its first
- * three words, into buf (HOLDER bytes; "" where there is none), and its
- * run id. A job that took the folder over and resumed this run's
- * checkpoint carries the same run, with its own host and pid. */
+/* The lock record's "<host> <pid> <run>" into buf ("" for none), and its
+ * run id. */
 static uint64_t lock_holder(const char *dir, char *buf)
 {
     char path[4096], host[256] = "", pid[32] = "", run[32] = "";
@@ -88,9 +83,8 @@ static uint64_t lock_holder(const char *dir, char *buf)
     return holder_run(buf);
 }
 
-/* A checkpoint's header, either format (*old: MNCKPT02), and its experiment
- * text (exp, NUL-terminated, the caller frees; NULL for MNCKPT02); the
- * file's size must be what the header says. 0 when it is not whole. */
+/* A checkpoint's header (*old: MNCKPT02) and its experiment text (NULL
+ * for MNCKPT02), which the caller frees. 0 when the file is not whole. */
 static int read_head(FILE *f, ckpt_header *h, int *old, char **exp)
 {
     struct stat st;
@@ -114,9 +108,8 @@ static int read_head(FILE *f, ckpt_header *h, int *old, char **exp)
     return 1;
 }
 
-/* Reads a whole checkpoint and verifies its checksum: header and experiment
- * as read_head; the body goes into buf when it holds exactly n floats,
- * else it is only read through. 0 when it does not verify. */
+/* Reads a whole checkpoint, its body into buf when that holds exactly n
+ * floats; 0 when its checksum does not verify. */
 static int read_ckpt(const char *path, ckpt_header *h, int *old, char **exp, float *buf, size_t n)
 {
     *exp = NULL;
@@ -143,7 +136,7 @@ static int read_ckpt(const char *path, ckpt_header *h, int *old, char **exp, flo
     return ok;
 }
 
-/* The header alone (no checksum): for the listing and for pruning. */
+/* The header alone, unverified: for listing and pruning. */
 static int peek_ckpt(const char *path, ckpt_header *h, int *old)
 {
     FILE *f = fopen(path, "rb");
@@ -197,8 +190,7 @@ void mn_backup_remove_tmp(const mn_comm *c, const char *dir, const char *base)
                   n > 1 ? "s" : "", bytes / (1 << 20), dir);
 }
 
-/* Whether the generation at path loads: its whole body read through and
- * its checksum verified. */
+/* Whether the generation at path loads: its checksum verifies. */
 static int verifies(const char *path)
 {
     ckpt_header h;
@@ -209,12 +201,9 @@ static int verifies(const char *path)
     return ok;
 }
 
-/* Rank 0, after writing generation `written`: of this run's generations,
- * newest first, the `keep` that load stay, and older ones that load go. A
- * generation that does not load (a flipped bit in its body) neither counts
- * towards `keep`, so that it never costs a good one, nor is removed. Within
- * a run the iteration orders them: the writers' clocks (a rescue's host may
- * run ahead) do not. */
+/* Rank 0: of this run's generations, newest first, the `keep` that load
+ * stay and older ones that load go; one that does not load neither counts
+ * nor is removed. The iteration orders them, not the writers' clocks. */
 static void prune(const mn_comm *c, const char *dir, const char *base, uint64_t run, int keep, uint64_t written)
 {
     uint64_t gens[MAX_GENERATIONS];
@@ -239,11 +228,8 @@ static void prune(const mn_comm *c, const char *dir, const char *base, uint64_t 
     }
 }
 
-/* A checkpoint file's body in the layout read_ckpt expects (header,
- * experiment, parameters, momentum, checksum), streamed from the arrays
- * themselves so that no packed copy of the model is made; the running
- * statistics from stats where it is set (mn_params_each). Closes f; 1 when
- * every byte was written. */
+/* Writes a checkpoint file, streamed from the arrays so that no copy of
+ * the model is made. Closes f; 1 when every byte was written. */
 typedef struct {
     FILE *f;
     uint64_t sum;
@@ -258,8 +244,7 @@ static void put(ckpt_out *w, const void *p, size_t n)
 
 static void put_floats(const float *p, size_t n, void *arg) { put(arg, p, n * sizeof(float)); }
 
-/* The parameters are the network's, or params (all of them in its order: a
- * GPU run's rescue, which must not touch the device). */
+/* params, where set: a GPU run's rescue must not touch the device. */
 static int write_ckpt(FILE *f, const ckpt_header *h, const char *experiment, network *net, const float *params,
                       const float *stats, const float *momentum)
 {
@@ -318,21 +303,20 @@ mn_status mn_checkpoint_save(mn_comm *c, network *net, mn_optimizer *o, const mn
                                     : MN_OK);
 }
 
-/* The rescue: the checkpoint save writes (write_ckpt), from the arrays the
+/* The rescue writes what a checkpoint save writes, from the arrays the
  * last completed update left (mn_optimizer_hold). */
 struct mn_rescue {
     mn_comm *c;
     network *net;
     mn_optimizer *o;
-    const char *dir, *base;   /* the caller's, which outlive the rescue */
+    const char *dir, *base;   /* the caller's */
     char *experiment;     /* rank 0's, on every rank */
     const mn_best *best;
     uint64_t start;       /* the iteration the run started at */
-    char holder[HOLDER];  /* rank 0's record in the backup folder's lock file, "<host> <pid> <run>"
-                             (lock_holder), on every rank; the run id is its third word */
-    int stopping;         /* every rank reached a stop's iteration end: the orderly checkpoint follows */
-    int64_t noted_us;     /* when the last iteration ended (mn_now, microseconds; 0: none yet) */
-    int64_t step_us;      /* the iterations' mean length (0: not measured yet) */
+    char holder[HOLDER];  /* rank 0's lock record (lock_holder), on every rank */
+    int stopping;         /* every rank reached a stop's iteration end */
+    int64_t noted_us;     /* when the last iteration ended (mn_now, us; 0: none yet) */
+    int64_t step_us;      /* the iterations' mean length (0: not measured) */
 };
 
 void mn_rescue_note(mn_rescue *r, int stopping)
@@ -346,9 +330,9 @@ void mn_rescue_note(mn_rescue *r, int stopping)
     __atomic_store_n(&r->noted_us, now, __ATOMIC_RELEASE);
 }
 
-/* The launcher's time between its SIGTERM and its SIGKILL: Open MPI's
- * odls_base_sigkill_timeout where set (1 s by default), Slurm's KillWait
- * under srun (30 s by default; a task cannot read it). */
+/* The launcher's delay between SIGTERM and SIGKILL: Open MPI's
+ * odls_base_sigkill_timeout, else Slurm's KillWait (a task cannot read it:
+ * its default). */
 static double kill_delay(void)
 {
     const char *v = getenv("OMPI_MCA_odls_base_sigkill_timeout");
@@ -356,14 +340,10 @@ static double kill_delay(void)
     return getenv("SLURM_JOB_ID") ? 30.0 : 1.0;
 }
 
-/* Whether the ranks are stopping together (mn_rescue_note): at the end of
- * the iteration in progress, which the iterations' mean length predicts.
- * Where it is due before the launcher's kill, the rescue waits for it up to
- * 70% of the kill delay, leaving the rest for its own write should it not
- * come (a peer lost); where it is due later, the rescue writes at once, the
- * orderly checkpoint being out of reach. Before a length is measured: 30%,
- * leaving 70% for the write. Without a SIGTERM (the watchdog ends the job)
- * no stop is coming. */
+/* Whether the ranks stop together with the orderly checkpoint: the rescue
+ * waits for it up to 70% of the kill delay where the iteration in progress
+ * ends before the kill, else writes at once. Without a SIGTERM no stop
+ * comes. */
 static int stopping_together(mn_rescue *r)
 {
     if (mn_stop_signal() != SIGTERM) return 0;
@@ -384,8 +364,8 @@ static void rescue_write(void *arg)
     mn_rescue *r = arg;
     mn_snapshot s;
     if (stopping_together(r)) return;
-    /* A job frozen past its lease may find the folder another's: its files
-     * are not ours to add to. Read before the hold, which the update waits on. */
+    /* A job frozen past its lease may find the folder another's. Read
+     * before the hold, which the update waits on. */
     char holder[HOLDER];
     lock_holder(r->dir, holder);
     if (strcmp(holder, r->holder)) {
@@ -423,9 +403,8 @@ static void rescue_write(void *arg)
         mn_optimizer_release(r->o);
     }
     free(buf);
-    /* Each rank holds its own batch-norm running statistics (without
-     * sync_bn), and every checkpoint holds rank 0's: rank 0's file replaces
-     * another writer's, another's goes only where none is. */
+    /* Without sync_bn each rank has its own running statistics, and a
+     * checkpoint holds rank 0's: rank 0's file replaces another writer's. */
     int written = 1;
     if (ok && (r->c->rank == 0 ? mn_commit_file(r->c, tmp, path) : mn_commit_file_once(r->c, tmp, path, &written)) == MN_OK)
         fprintf(mn_output_errors(), "darknet-mn: rank %d (%s): ending: the last completed update, iteration %llu, "
@@ -434,11 +413,8 @@ static void rescue_write(void *arg)
     else if (opened) remove(tmp);
 }
 
-/* Who writes a rescue: the node's ranks 0 and 1 on the first and the last
- * node, so at most 4 model-sized writes whatever the job's size (a rank is
- * lost with its node: two nodes, two ranks each, are unlikely all gone),
- * where every node's would be 2 x nodes within the launcher's kill delay.
- * A rank's inter_rank among the ranks of its intra_rank orders the nodes. */
+/* Who writes a rescue: ranks 0 and 1 of the first and the last node, at
+ * most 4 model-sized writes within the kill delay, unlikely all lost. */
 static int rescue_writer(const mn_comm *c)
 {
     return c->intra_rank < 2 && (c->inter_rank == 0 || c->inter_rank == c->inter_size - 1);
@@ -479,10 +455,9 @@ char *mn_experiment(const mn_comm *c, const char *cfgfile, const mn_options *opt
 {
     if (c->rank != 0) return NULL;
     char *t = mn_cfg_experiment(cfgfile), tail[4400];
-    /* The list's path is kept for messages only: moved, the same paths are the same data.
-     * Delay compensation adds two arrays to the state, prediction one: named
-     * only where on, so that checkpoints without them stay of the same
-     * experiment. */
+    /* The list's path is only for messages. Delay compensation and
+     * prediction are named only where on, so that checkpoints without them
+     * stay of the same experiment. */
     int dc = opt->double_buffering && opt->dbuf_compensation > 0, wp = opt->double_buffering && opt->dbuf_prediction > 0;
     int k = snprintf(tail, sizeof tail, "distributed\tdouble_buffering\t%d\n%s%sdata\ttrain\t%zu %016llx\npath\ttrain\t%s\n",
                      opt->double_buffering, dc ? "distributed\tdouble_buffering_compensation\ton\n" : "",
@@ -512,8 +487,8 @@ static int xlines(char *t, xline *v, int max)
     return n;
 }
 
-/* An experiment's text parsed: its copy *t, which the lines point into, and
- * the lines *v (both freed by the caller); the line count, -1 out of memory. */
+/* An experiment's text parsed: its copy *t, which the lines *v point into
+ * (the caller frees both); the line count, -1 out of memory. */
 static int xparse(const char *text, char **t, xline **v)
 {
     int n = 1;
@@ -530,9 +505,9 @@ static const char *xget(const xline *v, int n, const char *scope, const char *ke
     return NULL;
 }
 
-/* The [net] keys of the learning-rate schedule: a user extends a finished
- * training by changing them (with max_batches, which is not in the
- * experiment), as Darknet users do, so they resume with a word, not a refusal. */
+/* The [net] keys of the learning-rate schedule: Darknet users extend a
+ * finished training by changing them, so they resume with a word, not a
+ * refusal. */
 static const char *const schedule_keys[] = {"learning_rate", "policy", "steps", "scales", "step", "scale", "gamma",
                                             "power", "burn_in", "sgdr_cycle", "sgdr_mult", NULL};
 
@@ -544,9 +519,8 @@ static int is_schedule_key(const char *scope, const char *key)
     return 0;
 }
 
-/* The first key of scope (from the start-th line of a's and b's, then on)
- * whose value differs (one side may lack it), skipping the schedule's keys
- * or taking only them; 0 when none. */
+/* The first key of scope from the start-th line on whose value differs,
+ * among the schedule's keys or the others; 0 when none. */
 static int xkey_differs_from(const xline *a, int na, const xline *b, int nb, const char *scope, int schedule,
                              int *start, const char **key, const char **va, const char **vb)
 {
@@ -605,8 +579,8 @@ static const char *bare(const char *type, char *buf, size_t cap)
     return buf;
 }
 
-/* What differs between the checkpoint's experiment (then) and this run's
- * (now), in words; 0 when nothing does. */
+/* What differs between the checkpoint's experiment and this run's, in
+ * words; 0 when nothing does. */
 static int experiment_differs(const char *then, const char *now, char *what, size_t cap)
 {
     char *ta, *tb;
@@ -666,12 +640,10 @@ out:
     return found;
 }
 
-/* Which of m checkpoints to try first: of the run the lock's record named
- * (the folder's last job, last_run) where that run wrote any, else of the
- * run of the most recently written; within the run, the highest iteration.
- * So two hosts' clocks are compared only between runs, never within one,
- * where a rescue written by a host whose clock runs ahead could otherwise
- * pass a later update or be resumed in its place. */
+/* Which checkpoint to try first: the newest of the run the lock's record
+ * named, else of the run written last. Hosts' clocks are compared only
+ * between runs: within one, a rescue from a host whose clock runs ahead
+ * could pass a later update. */
 static int first_to_try(const uint64_t *gens, const uint64_t *runs, const uint64_t *written, int m, uint64_t last_run)
 {
     int newest = 0, has_last = 0, best = -1;
@@ -691,11 +663,9 @@ void mn_backup_anew(const char *dir, const char *base, char *buf, size_t cap)
              "this run anew there, or give the data cfg another backup= folder", dir, dir, base, dir, base, dir);
 }
 
-/* Rank 0: the checkpoint that verifies and comes first (first_to_try), into
- * buf (np + nmom floats) and *h; corrupt ones are named and skipped. 1
- * found, 0 none there, -1 refused (it is another experiment's or of the
- * older format), -2 checkpoints there but none loads: a start from the
- * weights would be a silent start over. Rank 0 has said which and why. */
+/* Rank 0: the first checkpoint that verifies, into buf and *h, naming
+ * corrupt ones. 1 found, 0 none there, -1 another experiment's, -2 none
+ * loads; rank 0 has said why. */
 static int find_rank0(const mn_comm *c, const char *dir, const char *base, const char *experiment,
                       uint64_t last_run, size_t np, size_t nmom, float *buf, ckpt_header *h, char *path, size_t cap)
 {
@@ -773,8 +743,8 @@ mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const 
     if (s == MN_OK && info[0]) {
         mn_params_unpack(net, buf);
         memcpy(state, buf + np, nmom * sizeof(float));
-        /* The iteration (the schedule) is kept; seen follows this job's
-         * global batch. Set first: the optimizer's state reads it. */
+        /* seen follows this job's global batch; set first: the optimizer's
+         * state reads it. */
         mn_net_info in = mn_net_get(net);
         mn_net_set_seen(net, (size_t)info[1] * (size_t)in.batch * in.subdivisions * c->size);
         mn_base_set_iteration(net, (size_t)info[1]);
@@ -790,12 +760,12 @@ mn_status mn_checkpoint_resume(mn_comm *c, network *net, mn_optimizer *o, const 
     return s;
 }
 
-/* ------------------------------------------------------------------ the folder every node sees */
+/* The folder every node sees. */
 
 mn_status mn_backup_shared(mn_comm *c, const char *dir, int checkpoint_interval)
 {
-    /* A fresh name each run: no host has looked it up before, so none holds
-     * a cached "no such file" for it (NFS). */
+    /* A fresh name each run, so that no host holds a cached "no such file"
+     * for it (NFS). */
     char token[128] = "", path[4352];
     if (c->rank == 0) {
         uint64_t t = now_ns();

@@ -1,19 +1,15 @@
-/* The backup folder's lock. An flock on <dir>/.darknet_mn.lock is not
- * enough on its own: on NFS (until the server's lease ends) and Lustre
- * (until the client is evicted) a dead host's flock outlives it, which would
- * stop that job's own rerun; where flock is node-local (NFS local_lock=flock,
- * Lustre localflock) or a no-op, two jobs would both get it and one would
- * prune the other's checkpoints. So the file also holds a record of the job
- * that owns the folder, with a lease that a thread of rank 0 renews, and the
- * record decides (mn_checkpoint.h).
+/* The backup folder's lock. An flock alone is not enough: on NFS and
+ * Lustre a dead host's flock outlives it, and where flock is node-local or
+ * a no-op two jobs both get it. So the lock file also holds a record of the
+ * owning job, with a lease that a thread of rank 0 renews, and the record
+ * decides.
  *
- * The record is one line at offset 0, padded to RECORD bytes, so a rewrite
- * never truncates the file (a reader never finds it empty), and ends in a
- * checksum, so a reader that catches a rewrite half done reads again:
+ * The record is one line padded to RECORD bytes, so that a rewrite never
+ * truncates the file, ending in a checksum, so that a reader catching a
+ * rewrite half done reads again:
  *   <host> <pid> <run> job=<id|-> lease=<s> renewed=<epoch s> held|released token=<hex> sum=<hex>
- * Its first three fields are those an older darknet-mn wrote and reads.
- * Every read opens the file anew: NFS's close-to-open consistency then gives
- * the last record written (each write is fsync'ed). */
+ * Every read opens the file anew: NFS's close-to-open consistency then
+ * gives the last record written. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +32,7 @@ typedef struct {
     char host[64], job[64], state[16];
     long pid;
     uint64_t run, token;
-    int lease;        /* seconds without renewal after which the holder counts as gone */
+    int lease;        /* seconds unrenewed until the holder counts as gone */
     double renewed;   /* seconds since the epoch, on the holder's clock */
 } lock_rec;
 
@@ -50,8 +46,8 @@ struct mn_lock {
     lock_rec mine;      /* this job's record */
     lock_rec other;     /* the record that replaced it, once lost */
     int lost;           /* another job took the folder over (atomic: read every iteration) */
-    int rerun;          /* the record found was an earlier run of this job's, released or not */
-    uint64_t last_run;  /* the run id of the record found (0: none), which its checkpoints carry */
+    int rerun;          /* the record found was an earlier run of this job */
+    uint64_t last_run;  /* the run id of the record found (0: none) */
     int told, write_failed;
     long long interval_ms;   /* between renewals */
     pthread_t thread;
@@ -136,26 +132,24 @@ static int is_mine(const mn_lock *l, const lock_rec *r)
     return r->token == l->mine.token && r->pid == l->mine.pid && !strcmp(r->host, l->mine.host);
 }
 
-/* "job J, host H, pid P" (no job part for a job without an identity). */
+/* "job J, host H, pid P", without the job part for no identity. */
 static void describe(const lock_rec *r, char *buf, size_t n)
 {
     if (strcmp(r->job, "-")) snprintf(buf, n, "job %s, host %s, pid %ld", r->job, r->host, r->pid);
     else snprintf(buf, n, "host %s, pid %ld", r->host, r->pid);
 }
 
-/* Whether the file still holds this job's record; when another's (or one no
- * longer readable as a record), the lock is lost. A read that fails (an NFS
- * error) proves nothing: 1. Called with l->mu held, or before the thread. */
+/* Whether the file still holds this job's record; else the lock is lost.
+ * A failed read (an NFS error) proves nothing: 1. With l->mu held, or
+ * before the thread. */
 static int verify(mn_lock *l)
 {
     lock_rec r;
     int st = read_rec(l->path, &r, 20);
     if (st == REC_ERR || (st == REC_OK && is_mine(l, &r))) return 1;
     if (st == REC_MISSING) {
-        /* Removed (by hand, a cleaner): re-taken at once with this job's
-         * record in a new file, so that no check reads it empty, unless
-         * another job made one meanwhile (its flock held: the next check
-         * reads its record). */
+        /* Removed by hand or by a cleaner: re-taken at once with this job's
+         * record in a new file, unless another job made one meanwhile. */
         int fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
         if (fd < 0) return 1;
         int got = flock(fd, LOCK_EX | LOCK_NB) == 0;
@@ -192,7 +186,7 @@ static void *renew_main(void *arg)
     mn_lock *l = arg;
     pthread_mutex_lock(&l->mu);
     while (!l->quit && !l->lost) {
-        /* From now, not from the last deadline: after a SIGSTOP one renewal, not a burst. */
+        /* From now, not from the last deadline: after a SIGSTOP, one renewal, not a burst. */
         struct timespec at;
         clock_gettime(CLOCK_MONOTONIC, &at);
         long long ns = (long long)at.tv_nsec + l->interval_ms * 1000000LL;
@@ -205,8 +199,8 @@ static void *renew_main(void *arg)
     return NULL;
 }
 
-/* This job's identity, the same in every run of one Slurm job (requeues and
- * reruns in its allocation) or one scripts/mn_rerun.sh invocation; "-": none. */
+/* This job's identity, the same in every run of one Slurm job or one
+ * scripts/mn_rerun.sh invocation; "-": none. */
 static void job_identity(char *out, size_t n)
 {
     const char *slurm = getenv("SLURM_JOB_ID"), *cluster = getenv("SLURM_CLUSTER_NAME"), *rerun = getenv("MN_RERUN_ID");
@@ -218,9 +212,8 @@ static void job_identity(char *out, size_t n)
         if (!isalnum((unsigned char)*p) && !strchr("._:-@", *p)) *p = '_';
 }
 
-/* A process of this host that still runs: a zombie (killed, its parent not
- * yet reaping it: mpiexec's daemon a moment after a kill) has closed its
- * files and renews nothing. */
+/* A process of this host that still runs: a zombie (a killed rank that
+ * mpiexec's daemon has not yet reaped) renews nothing. */
 static int pid_alive(long pid)
 {
     if (pid <= 0 || pid == (long)getpid() || (kill((pid_t)pid, 0) != 0 && errno != EPERM)) return 0;
@@ -235,9 +228,8 @@ static int pid_alive(long pid)
     return !(end && end[1] == ' ' && end[2] == 'Z');
 }
 
-/* Whether dir may be shared between hosts, where flock can be node-local
- * or a no-op: any file system but the local ones, which no other host can
- * reach (so there the flock decides, and a start need not wait). */
+/* Whether dir may be shared between hosts, where flock may be node-local
+ * or a no-op: any but a local file system, where the flock decides. */
 static int shared_fs(const char *dir)
 {
     struct statfs s;
@@ -322,10 +314,9 @@ static mn_status acquire(mn_comm *c, mn_lock *l, const char *dir, int lease_s)
         mn_error(c, "cannot write the lock file %s: %s", l->path, strerror(errno));
         return MN_ERR_USER;
     }
-    /* Two jobs that both found the lock stale, or free or released on a
-     * file system where flock may be node-local or a no-op (it says yes to
-     * both), both wrote: the one whose record is there after a while wins,
-     * before either writes anything into the folder. */
+    /* Two jobs that both found the lock stale or free, where flock may say
+     * yes to both, both wrote: the record still there after a while wins,
+     * before either writes into the folder. */
     if (taken || !l->flocked || shared_fs(dir)) {
         sleep_s(lease_s / 4.0 < 1 ? lease_s / 4.0 : 1);
         if (!verify(l)) {
@@ -393,7 +384,6 @@ void mn_backup_unlock(mn_lock *l)
     pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&l->mu);
     if (l->started) pthread_join(l->thread, NULL);
-    /* The next job need not wait out the lease. */
     if (!l->lost && verify(l)) write_rec(l, "released");
     lock_free(l);
 }

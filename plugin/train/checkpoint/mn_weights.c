@@ -44,9 +44,9 @@ size_t mn_weights_bytes(const network *net)
     return b;
 }
 
-/* A file may hold fewer layers than the cfg (a pretrained backbone such as
- * darknet53.conv.74: the rest keep their init), but it must end on a layer
- * boundary and must not be longer than the whole network. */
+/* A file may hold fewer layers than the cfg (a pretrained backbone: the
+ * rest keep their init), but it must end on a layer boundary and not pass
+ * the network's end. */
 mn_status mn_check_weights_file(const mn_comm *c, const network *net, const char *path)
 {
     FILE *fp = fopen(path, "rb");
@@ -57,9 +57,9 @@ mn_status mn_check_weights_file(const mn_comm *c, const network *net, const char
     int ok = fstat(fileno(fp), &st) == 0;
     fclose(fp);
     if (!ok || got != 3) { mn_error(c, "weights file %s is too short for a header", path); return MN_ERR_USER; }
-    /* Darknet has written versions 0.1.0 (int seen) and 0.2.0 (size_t seen);
-     * its loader takes major or minor > 1000 for a transposed format that
-     * no Darknet writes, so anything else is no weights file of ours. */
+    /* Darknet writes versions 0.1.0 and 0.2.0; its loader takes major or
+     * minor > 1000 for a transposed format no Darknet writes, so anything
+     * else is not a weights file. */
     if (hdr[0] < 0 || hdr[1] < 0 || hdr[2] < 0 || hdr[0] > 1000 || hdr[1] > 1000) {
         mn_error(c, "weights file %s has header version %d.%d.%d; Darknet writes 0.1.0 or 0.2.0 (is it a weights file?)",
                  path, hdr[0], hdr[1], hdr[2]);
@@ -125,8 +125,6 @@ mn_status mn_save_weights(const mn_comm *c, network *net, const char *path, doub
     return mn_write_retried(c, "weights", path, retry_s, write_weights, &w);
 }
 
-/* Collective: every rank calls it at the same point; with bn_average the
- * running statistics are averaged first; rank 0 writes. */
 mn_status mn_save_weights_all(mn_comm *c, network *net, mn_optimizer *mo, const mn_options *o, const char *path)
 {
     if (o->bn_average) MN_CHECK(mn_agree(c, mn_average_bn_stats(c, net, mo)));

@@ -1,16 +1,15 @@
 /* The wire format of gathered detections: how each rank's detections (and,
- * for mAP, the truth boxes) of its shard travel to rank 0.
+ * for mAP, the truth boxes) travel to rank 0.
  *
  * Each image becomes one record (native 32-bit ints and floats):
  *   path length, path bytes, image w, h,
  *   truth count, {class, x, y, w, h} relative,
  *   row count, {class, prob, x, y, w, h} in pixels: one row per detection and
  *   class with a non-zero probability, in stock's printing order.
- * Ranks ship these records rather than finished boxes because rank 0 does
- * both jobs from them: it writes the VOC files with stock's own expressions
- * (print_detector_detections needs the image size and path), and it turns the
- * same records into mn_box arrays for mAP, so both see the same numbers. One
- * gather in rank order is list order: rank 0 reads what a one-rank run makes. */
+ * Ranks ship records rather than finished boxes because rank 0 both writes
+ * the VOC files with stock's expressions, which need the image's size and
+ * path, and turns the same records into mn_box arrays for mAP: both see
+ * the same numbers. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* The wire format of gathered detections (mn_detwire.c): records built on
- * every rank, gathered to rank 0 and read back there by the evaluator. */
+ * every rank, gathered to rank 0 and read back there. */
 #ifndef MN_MN_DETWIRE_H
 #define MN_MN_DETWIRE_H
 
@@ -8,7 +8,7 @@
 #include "mn_base.h"
 #include "mn_base_util.h"
 
-/* A growing byte buffer: the wire format of gathered detections. */
+/* A growing byte buffer. */
 typedef struct {
     unsigned char *p;
     size_t n, cap;
@@ -22,17 +22,16 @@ typedef struct {
     const unsigned char *truth, *row;
 } mn_record;
 
-/* Appends one image's record (the layout is in mn_detwire.c): its truth
- * boxes and one row per detection and class with a non-zero probability.
- * Out of memory sets b->failed. */
+/* Appends one image's record: its truth boxes and one row per detection
+ * and class with a non-zero probability. Out of memory sets b->failed. */
 void mn_put_record(mn_bytes *b, const char *path, int w, int h, const mn_truth *truth, int ntruth,
                    const detection *dets, int ndets, int classes);
 /* Rank 0 receives every rank's bytes, in rank order (MPI counts are int). */
 mn_status mn_gather_bytes(mn_comm *c, const mn_bytes *mine, mn_bytes *all);
 /* Reads the record at *p and advances; 0 at the end. */
 int mn_next_record(const unsigned char **p, const unsigned char *end, mn_record *r);
-/* Row i of a record: class, probability and stock's printed corners (1-based
- * pixels, clipped to the image), computed with stock's expressions. */
+/* Row i of a record: class, probability and stock's printed corners
+ * (1-based pixels, clipped to the image). */
 int mn_get_row(const mn_record *r, int i, float *prob, float *x0, float *y0, float *x1, float *y1);
 /* Rank 0: the gathered records as boxes in 1-based pixel corners, the same
  * numbers the VOC files hold. */

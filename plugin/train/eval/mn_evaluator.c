@@ -1,12 +1,9 @@
-/* The multi-node evaluator (ChainerMN's create_multi_node_evaluator).
- *
- * The valid list is scattered in contiguous shards (no shuffle) and each rank
- * runs the network on its own images, exactly as stock Darknet's validate_*
- * commands do for one image. Counts are summed with an allreduce; detections
- * are serialized and gathered to rank 0 in rank order, which is list order, so
- * rank 0 writes the same files a one-rank run writes. The commands and
- * evaluation during training are here; the records and their gather are in
- * mn_detwire.c, the VOC mAP maths in mn_voc.c. */
+/* The multi-node evaluator (ChainerMN's create_multi_node_evaluator). The
+ * valid list is scattered in contiguous shards and each rank runs the
+ * network on its own images as stock Darknet's validate_* commands do.
+ * Counts are summed with an allreduce; detections are gathered to rank 0
+ * in rank order, which is list order, so rank 0 writes the same files a
+ * one-rank run writes. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -362,10 +359,10 @@ mn_status mn_detector_valid(mn_comm *c, const char *datacfg, const char *cfgfile
 
 /* ------------------------------------------------------------------ recall */
 
-/* Stock validate_detector_recall on one shard: resize (no letterbox), boxes
- * relative to the image, do_nms_obj. sums: images, truth boxes, found (best
- * IoU > .5), proposals, sum of best IoUs. The best IoU is taken over the boxes
- * returned (stock reads l.w*l.h*l.n of them, past the end for a yolo layer). */
+/* Stock validate_detector_recall on one shard. sums: images, truth boxes,
+ * found (best IoU > .5), proposals, sum of best IoUs. The best IoU is over
+ * the boxes returned (stock reads l.w*l.h*l.n of them, past the end for a
+ * yolo layer). */
 static mn_status recall_shard(mn_comm *c, network *net, const mn_list *shard, mn_label_skip *skip, double sums[5])
 {
     int classes = mn_layer_last(net).classes;

@@ -1,8 +1,7 @@
-/* VOC mean average precision (mn_voc_map, declared in darknet_mn.h): pure
- * maths over mn_box arrays, with no MPI, no files and no network, so rank 0
- * of `detector map`, evaluation during training and tests/test_map.c all
- * score the same boxes the same way (the rules, VOC 2010+, are at its
- * declaration). */
+/* VOC mean average precision: pure maths over mn_box arrays, with no MPI,
+ * files or network, so that `detector map`, evaluation during training and
+ * tests/test_map.c score the same boxes the same way (the rules are at
+ * mn_voc_map's declaration). */
 #include <stdlib.h>
 #include "mn_training.h"
 

@@ -84,8 +84,6 @@ void mn_free_data_cfg(mn_data_cfg *d)
     memset(d, 0, sizeof *d);
 }
 
-/* The class of a path: the one label it contains (Darknet matches labels as
- * substrings). -1 when none or several match. */
 int mn_path_class(char **labels, int k, const char *path, int *matches)
 {
     int cls = -1;

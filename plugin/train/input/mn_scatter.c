@@ -34,8 +34,8 @@ void mn_shuffle_paths(char **paths, size_t n, int seed)
     }
 }
 
-/* Three splitmix64 steps fold seed, stream and iteration into one value;
- * no product of ints that can overflow (seed*7919 did for large seeds). */
+/* Three splitmix64 steps fold seed, stream and iteration into one value,
+ * with no int product that can overflow. */
 unsigned mn_stream_seed(int seed, int stream, size_t iteration)
 {
     uint64_t s = (uint64_t)(unsigned)seed;

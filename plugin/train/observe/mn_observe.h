@@ -1,6 +1,6 @@
 /* Watching training (plugin/train/observe): the per-iteration log and chart
- * (mn_report.c) and where every rank's time goes (mn_timeline.c). Below
- * every other part of training: it reads nothing of theirs. */
+ * (mn_report.c) and where every rank's time goes (mn_timeline.c). It reads
+ * nothing of training's other parts. */
 #ifndef MN_OBSERVE_H
 #define MN_OBSERVE_H
 
@@ -8,41 +8,37 @@
 #include "mn_training.h"
 
 /* The log and the chart (mn_report.c): rank 0 appends every iteration to
- * <backup>/<base>_log.csv and, unless chart=0 or the build has no cairo,
- * keeps <backup>/<base>_chart.png up to date (redrawn at most every
- * MN_CHART_SECONDS, and at evaluations and the last iteration), both
- * written so a reader never sees half a file. */
+ * <backup>/<base>_log.csv and, with cairo and chart=1, redraws
+ * <backup>/<base>_chart.png at most every MN_CHART_SECONDS. Neither is
+ * ever seen half written. */
 #define MN_CHART_SECONDS 5.0
 #define MN_CHART_W 800
 #define MN_CHART_H 480
 
 typedef struct mn_report mn_report;
-/* Every rank calls it once per iteration (only rank 0 acts); *r starts NULL.
- * eval is the evaluation metric of this iteration or NAN. A file that cannot
- * be written is reported once and training goes on without it. */
+/* Every rank calls it once per iteration; only rank 0 acts. *r starts
+ * NULL; eval is this iteration's metric or NAN. A file that cannot be
+ * written is reported once and left out. */
 void mn_report_iteration(mn_report **r, const mn_comm *c, network *net, const mn_options *opt,
                          const char *backup, const char *base, float loss, double avg_loss, double img_s,
                          double eval);
 void mn_report_free(mn_report *r);
 
-/* The cairo that draws the chart, the timeline's picture and detector
- * test's predictions.png ("1.16.0"), or NULL in a CAIRO=0 build, which
- * draws none of them: each place says so once, with MN_NO_CAIRO as why. */
+/* The version of the cairo that draws the pictures, or NULL in a CAIRO=0
+ * build, which draws none: each place says so once, with MN_NO_CAIRO. */
 const char *mn_report_cairo(void);
 #ifdef MN_CAIRO
-/* The one PNG writer (the chart, the timeline's picture, predictions.png):
- * sf into a temporary file beside path, committed (mn_commit_file), so a
- * reader sees the old picture or the new one, never half of one. A failure
- * names the file (mn_error), removes the temporary one and returns nonzero. */
+/* The one PNG writer: sf into a temporary file committed to path, so that
+ * a reader never sees half a picture. A failure is reported; nonzero. */
 struct _cairo_surface;
 mn_status mn_report_png(const mn_comm *c, struct _cairo_surface *sf, const char *path);
 #endif
 #define MN_NO_CAIRO "this darknet_mn was built without cairo (make CAIRO=1 with libcairo2-dev)"
 
-/* Where every rank's time goes (mn_timeline.c): the split of a step printed
- * every MN_TL_EVERY iterations, and with timeline=<file> (or MN_TIMELINE) a
- * Chrome-trace JSON of every rank's phases, plus <file>.png of the last
- * steps where the build has cairo. */
+/* Where every rank's time goes (mn_timeline.c): the split of a step
+ * printed every MN_TL_EVERY iterations and, with timeline=<file> or
+ * MN_TIMELINE, a Chrome-trace JSON of every rank's phases and its picture
+ * <file>.png. */
 typedef struct mn_timeline mn_timeline;
 
 /* What a phase is; a row of the trace per rank and thread. */
@@ -63,8 +59,7 @@ typedef enum {
 #define MN_TL_EVERY 20
 
 /* Collective. path: the cfg's timeline=, else rank 0's MN_TIMELINE, else
- * the split only, with no file. Rank 0 measures every rank's clock offset
- * to its own. */
+ * the split only, with no file. */
 mn_status mn_timeline_open(mn_comm *c, const char *path, mn_timeline **out);
 /* Whether phases are recorded for a file (else only the split). */
 int mn_timeline_file(const mn_timeline *t);

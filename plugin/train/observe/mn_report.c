@@ -69,8 +69,7 @@ static mn_report *open_report(const mn_comm *c, network *net, const mn_options *
     return r;
 }
 
-/* The drawing: cairo is a build option (CAIRO=0 where a cluster has no
- * libcairo2-dev), and without it the log is all there is. */
+/* The drawing, where the build has cairo. */
 #ifdef MN_CAIRO
 #include <cairo.h>
 

@@ -1,17 +1,14 @@
-/* Where every rank's time goes.
- *
- * Each rank keeps the phases of its current window of MN_TL_EVERY
- * iterations in memory; at the window's end one gather brings them to rank
- * 0, which prints the split of a step and, with a file, appends the events
- * to it: memory stays bounded however long the run. Times are each rank's
- * own clock, moved onto rank 0's by an offset rank 0 measured at the start
- * (the ping-pong with the shortest round trip of several), so rows of
- * different hosts line up.
+/* Where every rank's time goes. Each rank keeps the phases of its current
+ * window of MN_TL_EVERY iterations in memory; at the window's end one
+ * gather brings them to rank 0, which prints the split and appends the
+ * events to the file: memory stays bounded however long the run. Times
+ * move onto rank 0's clock by an offset it measured at the start, so that
+ * rows of different hosts line up.
  *
  * The split, per rank and step: the update's wait at the gradient sync is
- * "waiting for the slowest rank" up to the moment the last rank arrived
- * there, and "communication not hidden" after it; compute is the rest of
- * the step less the wait for data. */
+ * "waiting for the slowest rank" until the last rank arrived, and
+ * "communication not hidden" after; compute is the rest of the step less
+ * the wait for data. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -304,8 +301,7 @@ static mn_status flush_window(mn_timeline *t)
     return s;
 }
 
-/* The picture: cairo is a build option (CAIRO=0 where a cluster has no
- * libcairo2-dev), and without it the trace is all there is. */
+/* The picture, where the build has cairo. */
 #ifdef MN_CAIRO
 #include <cairo.h>
 
