@@ -92,6 +92,23 @@ if [ $rc != 0 ] && grep -q '^communicator: two_dimensional: REFUSED' "$T/info-2d
    grep -q "needs the same number of ranks on every node, but this job has 3 ranks on 2 nodes (2+1)" "$T/info-2d.err"; then
     ok "info with a cfg naming two_dimensional on 2+1 ranks: refused with the reason, exit $rc"
 else bad "info with an uneven two_dimensional: exit $rc"; tail -n 20 "$T/info-2d.out" "$T/info-2d.err"; fi
+# docs/config.md's keys against info's listing of the one options table
+# (tests/config_doc.py): every key, its default and its values; and a page
+# planted with a wrong default, wrong bounds, a missing row, a wrong block
+# line and a key the binary lacks fails, naming each.
+if python3 tests/config_doc.py "$T/info-np1.out" > "$T/config-doc.out" 2>&1; then ok "$(tail -1 "$T/config-doc.out")"
+else bad "config_doc: $(tail -1 "$T/config-doc.out")"; sed 's/^/     /' "$T/config-doc.out" | head -20; fi
+sed -e 's/^| `seed` | 1 |/| `seed` | 2 |/' -e 's/^\(| `lock_lease` | [^|]*| \)1 to/\10 to/' -e '/^| `rescue` |/d' \
+    -e 's/^chart=1 /chart=0 /' -e 's/^| `shuffle` |.*/&\n| `shuffled` | 1 | 0, 1 | 0\/1 |/' docs/config.md > "$T/config-plant.md"
+python3 tests/config_doc.py "$T/info-np1.out" "$T/config-plant.md" > "$T/config-plant.out" 2>&1; rc=$?
+want="seed's default is '2', the binary's '1'
+lock_lease's values are '0 to 2147483647', the binary's '1 to 2147483647'
+chart=0 in the block, the binary's default is '1'
+rescue has no row in the table of every key
+shuffled in the table is no key of the binary"
+missing=$(echo "$want" | while read -r w; do grep -qF "$w" "$T/config-plant.out" || echo "$w"; done)
+if [ $rc != 0 ] && [ -z "$missing" ] && [ "$(grep -c '^FAIL' "$T/config-plant.out")" = 5 ]; then ok "config_doc: the 5 planted disagreements of the page with the binary are named"
+else bad "config_doc: planted disagreements (rc $rc): missing '$missing'; $(head -3 "$T/config-plant.out")"; fi
 # A small real data set: 512 training and 200 test images of Fashion-MNIST.
 fashion_slice "$D" 512 200 "$T/fashion.log" || bad "mn_fashion (see $T/fashion.log)"
 

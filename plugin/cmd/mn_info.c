@@ -2,8 +2,8 @@
  * troubleshooting chapters ask of a setup, in one report from rank 0: the
  * MPI library, its thread level and CUDA awareness; this build, its
  * CUDA/cuDNN/NCCL versions, engine and chart; every rank's host, node,
- * local rank and GPU; the node map; the communicator a cfg would get and
- * why; and proof that every rank can talk (a ping from rank 0 with a
+ * local rank and GPU; the node map; the cfg's [distributed] keys with their
+ * defaults; the communicator a cfg would get and why; and proof that every rank can talk (a ping from rank 0 with a
  * deadline, then an allreduce with a known result through that
  * communicator). Exit status 0 only when all is well. */
 #include <stdio.h>
@@ -125,6 +125,15 @@ static void print_build(void)
     else printf("chart: none (built without cairo: no training chart, timeline picture or predictions.png)\n");
 }
 
+/* The [distributed] keys from the table that reads them (mn_options.c);
+ * tests/config_doc.py holds docs/config.md to these lines. */
+static void print_options(void)
+{
+    char line[512];
+    printf("options: the cfg's [distributed] keys (docs/config.md): key=default | values | what it sets\n");
+    for (size_t i = 0; mn_option_line(i, line, sizeof line); ++i) printf("  %s\n", line);
+}
+
 /* Rank 0 sends each rank a token and waits for it back, up to a deadline;
  * returns the number of ranks that did not answer (named on rank 0). */
 static int ping(mn_comm *c, double timeout, double *worst)
@@ -217,6 +226,7 @@ static mn_status info(mn_comm *c, const char *cfgfile)
     MN_CHECK(mn_comm_layout(c, layout, sizeof layout, &even));
     if (c->rank == 0) {
         print_build();
+        print_options();
         printf("ranks: %s\n", layout);
         for (int node = 0; node < c->nodes; ++node) {
             const char *host = "?";

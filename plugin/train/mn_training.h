@@ -16,7 +16,7 @@ typedef enum { MN_TASK_CLASSIFIER, MN_TASK_DETECTOR } mn_task;
 
 /* The cfg's [distributed] options (docs/config.md). */
 typedef struct {
-    char communicator[32];   /* naive | flat | ... ; "" = the build's default */
+    char communicator[32];   /* naive | flat | ... | auto (the default) */
     int grad_dtype_half;     /* allreduce_grad_dtype=float16 */
     int double_buffering;
     int dbuf_fresh;          /* double_buffering_fresh: iterations averaged fresh first; -1: burn_in */
@@ -65,6 +65,8 @@ void mn_default_options(mn_options *opt);
 /* One [distributed] key=value into opt: 1, or 0 with what is wrong in why
  * (the cfg's reader adds the file and line). */
 int mn_option_set(mn_options *opt, const char *key, const char *value, char *why, size_t cap);
+/* Key i's line of info's listing, "key=default | values | what it sets"; NULL past the last. */
+const char *mn_option_line(size_t i, char *buf, size_t cap);
 /* Once every key is read: the defaults that depend on other keys. NULL,
  * or the key whose value the others refuse, with why. */
 const char *mn_options_resolve(mn_options *opt, char *why, size_t cap);

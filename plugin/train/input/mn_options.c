@@ -1,41 +1,85 @@
-/* The keys of the cfg's [distributed] section, their defaults and what a bad
- * value gets told; mn_cfg.c, which reads the cfg, calls this for each line
- * and reports with the file and line. */
+/* The cfg's [distributed] keys in one table, from which reading, bounds,
+ * defaults, the valid keys of an error and info's listing are made
+ * (tests/config_doc.py holds docs/config.md to it). mn_cfg.c adds the line. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mn_input.h"
 #include "mn_coll.h"
 
-void mn_default_options(mn_options *opt)
-{
-    memset(opt, 0, sizeof *opt);
-    opt->shuffle = 1;
-    opt->seed = 1;
-    opt->backup_interval = 100;
-    opt->save_interval = 1000;
-    opt->checkpoint_keep = 3;
-    opt->collective_timeout = 300;
-    opt->lock_lease = 60;
-    opt->chart = 1;
-    opt->bucket_mb = 1;
-    opt->cache_mb = -1;
-    opt->dbuf_fresh = -1;
-    opt->dbuf_local = 1;
-    opt->dbuf_handover = -1;
-    opt->dbuf_compensation = -1;
-    opt->dbuf_prediction = -1;
-    opt->rescue = 1;
-    opt->save_retry = 120;
-    opt->checkpoint_minutes = 30;
-}
+/* 0 or 1; an integer from lo; a number; the i-th word of says, as i. */
+typedef enum { OPT_FLAG, OPT_INT, OPT_REAL, OPT_WORD, OPT_PATH, OPT_COMM } opt_kind;
+/* EMPTY: an empty value is -1, decided later; ABOVE: lo itself is out. */
+enum { EMPTY = 1, ABOVE = 2, STALE = 4 };
 
-double mn_save_retry_s(const mn_options *o)
-{
-    double bound = o->save_retry;
-    if (o->collective_timeout > 0 && bound > 0.8 * o->collective_timeout) bound = 0.8 * o->collective_timeout;
-    return bound;
-}
+typedef struct {
+    const char *name;
+    opt_kind kind;
+    size_t off, size;   /* the field */
+    const char *def;    /* as a cfg spells it */
+    double lo, hi;
+    int flags;
+    const char *says;   /* the words; a real's bounds in its error (a format of lo, hi) */
+    double stale;       /* STALE: the default with double_buffering_local=0 */
+    const char *help;
+} option;
+
+/* A field's place and size; a number's must be its type's (else no compile). */
+#define SIZE(field) sizeof ((mn_options *)0)->field
+#define AT(field) offsetof(mn_options, field), SIZE(field)
+#define OF(field, type) \
+    offsetof(mn_options, field) + 0 * sizeof(char[SIZE(field) == sizeof(type) ? 1 : -1]), SIZE(field)
+#define TOP 2147483647.0
+#define FLAG(key, field, def, help) {key, OPT_FLAG, OF(field, int), def, 0, 1, 0, NULL, 0, help}
+#define INT(key, field, def, lo, flags, help) {key, OPT_INT, OF(field, int), def, lo, TOP, flags, NULL, 0, help}
+#define WORD(key, field, def, words, help) {key, OPT_WORD, OF(field, int), def, 0, 0, 0, words, 0, help}
+#define PATH(key, field, help) {key, OPT_PATH, AT(field), "", 0, 0, 0, NULL, 0, help}
+
+/* In the order the valid keys are listed. */
+static const option options[] = {
+    {"communicator", OPT_COMM, AT(communicator), "auto", 0, 0, 0, NULL, 0,
+     "the allreduce algorithm (auto: chosen for the job's shape)"},
+    WORD("allreduce_grad_dtype", grad_dtype_half, "float32", "float32, float16", "the type gradients travel in"),
+    FLAG("double_buffering", double_buffering, "0", "step t's mean is computed during step t+1 and applied then"),
+    INT("double_buffering_fresh", dbuf_fresh, "", 0, EMPTY, "iterations averaged fresh first (empty: burn_in)"),
+    FLAG("double_buffering_local", dbuf_local, "1", "each rank's own gradient is applied fresh"),
+    {"double_buffering_handover", OPT_INT, OF(dbuf_handover, int), "", 0, TOP, EMPTY | STALE, NULL, 300,
+     "stale steps whose rate climbs back to the cfg's"},
+    {"double_buffering_compensation", OPT_REAL, OF(dbuf_compensation, double), "", 0, 1e6, EMPTY | STALE,
+     "a number from %.15g (none) to %.15g (100 by default with double_buffering_local=0)", 100,
+     "delay compensation's lambda"},
+    {"double_buffering_prediction", OPT_REAL, OF(dbuf_prediction, double), "", 0, 1, EMPTY | STALE,
+     "a number from %.15g (none) to %.15g (1 by default with double_buffering_local=0)", 1,
+     "weight prediction's k"},
+    FLAG("overlap", overlap, "0", "buckets are averaged while backward goes on"),
+    {"bucket_mb", OPT_REAL, OF(bucket_mb, double), "1", 0, 1048576, ABOVE,
+     "a number of MiB above %.15g and at most %.15g (e.g. 4 or 0.5)", 0, "overlap's bucket size in MiB"},
+    PATH("timeline", timeline, "a Chrome trace of every rank's phases (empty: none)"),
+    FLAG("bn_average", bn_average, "0", "batch-norm statistics averaged over ranks before saves"),
+    FLAG("sync_bn", sync_bn, "0", "batch norm uses the global batch's statistics"),
+    INT("eval_interval", eval_interval, "0", 0, 0, "iterations between evaluations (0: none)"),
+    PATH("eval_list", eval_list, "the list evaluated (empty: the data cfg's valid)"),
+    FLAG("deterministic", deterministic, "0", "the global batch in list order, no augmentation"),
+    FLAG("shuffle", shuffle, "1", "rank 0 shuffles the list"),
+    INT("seed", seed, "1", 0, 0, "initial weights, the shuffle and the random streams"),
+    INT("backup_interval", backup_interval, "100", 1, 0, "iterations between <cfg>.backup saves"),
+    INT("save_interval", save_interval, "1000", 1, 0, "iterations between <cfg>_<iteration>.weights saves"),
+    INT("checkpoint_interval", checkpoint_interval, "0", 0, 0, "iterations between checkpoints (0: none)"),
+    INT("checkpoint_keep", checkpoint_keep, "3", 1, 0, "checkpoint generations kept"),
+    WORD("nonfinite", nonfinite_skip, "stop", "stop, skip", "NaN/Inf in the loss or mean: stop, or skip the update"),
+    WORD("bad_labels", bad_labels_skip, "stop", "stop, skip", "a bad label line: stop, or skip the line"),
+    INT("collective_timeout", collective_timeout, "300", 0, 0, "seconds a collective may wait (0: forever)"),
+    INT("lock_lease", lock_lease, "60", 1, 0, "seconds the backup folder's lease lasts unrenewed"),
+    FLAG("chart", chart, "1", "rank 0 keeps <cfg>_chart.png"),
+    INT("cache_mb", cache_mb, "", 0, EMPTY, "MiB of decoded images a rank keeps (empty: from the node's memory)"),
+    WORD("global_batch", global_batch, "keep", "keep, strict, cfg", "resumed on other ranks: its batch, stop or cfg's"),
+    FLAG("rescue", rescue, "1", "a job losing a rank writes its last update"),
+    INT("save_retry", save_retry, "120", 0, 0, "seconds a refused save is retried"),
+    {"checkpoint_minutes", OPT_REAL, OF(checkpoint_minutes, double), "30", 0, 1e6, 0,
+     "a number of minutes from %.15g (none) to %.15g (e.g. 30 or 0.5)", 0, "minutes between checkpoints (0: none)"},
+};
+#define NOPT (sizeof options / sizeof *options)
 
 static int parse_int(const char *v, long lo, long hi, int *out)
 {
@@ -54,6 +98,19 @@ static int parse_real(const char *v, double *out)
     return end != v && !*end;
 }
 
+/* Which of the comma-separated words v is, or -1. */
+static int word_index(const char *words, const char *v)
+{
+    size_t n = strlen(v);
+    for (int i = 0;; ++i) {
+        const char *e = strchr(words, ',');
+        size_t len = e ? (size_t)(e - words) : strlen(words);
+        if (n && len == n && !strncmp(words, v, n)) return i;
+        if (!e) return -1;
+        words = e + 2;
+    }
+}
+
 /* A path value, kept in the options (the cfg's text is freed once read). */
 static int copy_path(char *dst, size_t n, const char *k, const char *v, char *why, size_t cap)
 {
@@ -65,136 +122,130 @@ static int copy_path(char *dst, size_t n, const char *k, const char *v, char *wh
     return 1;
 }
 
-static const char *const keys =
-    "communicator, allreduce_grad_dtype, double_buffering, double_buffering_fresh, double_buffering_local, double_buffering_handover, double_buffering_compensation, double_buffering_prediction, overlap, bucket_mb, timeline, bn_average, sync_bn, eval_interval, eval_list, deterministic, "
-    "shuffle, seed, backup_interval, save_interval, checkpoint_interval, checkpoint_keep, nonfinite, bad_labels, collective_timeout, lock_lease, chart, "
-    "cache_mb, global_batch, rescue, save_retry, checkpoint_minutes";
-
-/* A real key of [distributed] within [lo, hi] into *out; range says so. */
-static int real_key(const char *k, const char *v, double lo, double hi, const char *range, double *out, char *why,
-                    size_t cap)
+static int set_comm(char *dst, size_t n, const char *v, char *why, size_t cap)
 {
-    double x;
-    if (!parse_real(v, &x) || !(x >= lo && x <= hi)) {
-        snprintf(why, cap, "[distributed] %s='%s' must be %s", k, v, range);
+    const char *bad = *v ? mn_comm_check_name(v) : "is empty";
+    if (bad) {
+        snprintf(why, cap, "[distributed] communicator '%s' %s; valid communicators: %s", v, bad, mn_comm_names());
         return 0;
     }
-    *out = x;
+    snprintf(dst, n, "%s", v);
     return 1;
+}
+
+/* What a bad number must be. */
+static int must_be(const option *o, const char *v, char *why, size_t cap)
+{
+    char range[160];
+    if (o->kind == OPT_REAL) snprintf(range, sizeof range, o->says, o->lo, o->hi);
+    else snprintf(range, sizeof range, "%s", o->kind == OPT_FLAG ? "0 or 1" : o->lo ? "a positive integer"
+                                                                 : "a non-negative integer");
+    snprintf(why, cap, "[distributed] %s='%s' must be %s", o->name, v, range);
+    return 0;
+}
+
+/* A number's field as a double. */
+static double value_of(const mn_options *opt, const option *o)
+{
+    const void *f = (const char *)opt + o->off;
+    return o->kind == OPT_REAL ? *(const double *)f : *(const int *)f;
+}
+
+static void store(mn_options *opt, const option *o, double x)
+{
+    void *f = (char *)opt + o->off;
+    if (o->kind == OPT_REAL) *(double *)f = x;
+    else *(int *)f = (int)x;
+}
+
+/* v into o's field of opt: 1, or 0 with why. */
+static int set(mn_options *opt, const option *o, const char *v, char *why, size_t cap)
+{
+    void *f = (char *)opt + o->off;
+    double x;
+    int i;
+    if (!*v && o->flags & EMPTY) {
+        store(opt, o, -1);
+        return 1;
+    }
+    switch (o->kind) {
+    case OPT_FLAG:
+    case OPT_INT: return parse_int(v, (long)o->lo, (long)o->hi, f) || must_be(o, v, why, cap);
+    case OPT_REAL:
+        if (!parse_real(v, &x) || !((o->flags & ABOVE ? x > o->lo : x >= o->lo) && x <= o->hi))
+            return must_be(o, v, why, cap);
+        store(opt, o, x);
+        return 1;
+    case OPT_WORD:
+        if ((i = word_index(o->says, v)) < 0) break;
+        store(opt, o, i);
+        return 1;
+    case OPT_PATH: return copy_path(f, o->size, o->name, v, why, cap);
+    case OPT_COMM: return set_comm(f, o->size, v, why, cap);
+    }
+    snprintf(why, cap, "[distributed] %s='%s' is invalid; valid: %s", o->name, v, o->says);
+    return 0;
+}
+
+void mn_default_options(mn_options *opt)
+{
+    char why[256];
+    memset(opt, 0, sizeof *opt);
+    for (size_t i = 0; i < NOPT; ++i) set(opt, &options[i], options[i].def, why, sizeof why);
 }
 
 int mn_option_set(mn_options *opt, const char *k, const char *v, char *why, size_t cap)
 {
-    int ok = 1, *flag = NULL, *num = NULL;
-    long lo = 0, hi = 2147483647L;
-    if (!strcmp(k, "communicator")) {
-        const char *bad = *v ? mn_comm_check_name(v) : "is empty";
-        if (bad) {
-            snprintf(why, cap, "[distributed] communicator '%s' %s; valid communicators: %s", v, bad, mn_comm_names());
-            return 0;
-        }
-        snprintf(opt->communicator, sizeof opt->communicator, "%s", v);
-    } else if (!strcmp(k, "allreduce_grad_dtype")) {
-        if (!strcmp(v, "float32")) opt->grad_dtype_half = 0;
-        else if (!strcmp(v, "float16")) opt->grad_dtype_half = 1;
-        else {
-            snprintf(why, cap, "[distributed] allreduce_grad_dtype='%s' is invalid; valid: float32, float16", v);
-            return 0;
-        }
-    } else if (!strcmp(k, "double_buffering")) flag = &opt->double_buffering;
-    else if (!strcmp(k, "double_buffering_fresh")) num = *v ? &opt->dbuf_fresh : NULL;   /* empty: burn_in */
-    else if (!strcmp(k, "double_buffering_local")) flag = &opt->dbuf_local;
-    /* The corrections' empty value: their default, mn_options_resolve's. */
-    else if (!*v && !strcmp(k, "double_buffering_handover")) opt->dbuf_handover = -1;
-    else if (!*v && !strcmp(k, "double_buffering_compensation")) opt->dbuf_compensation = -1;
-    else if (!*v && !strcmp(k, "double_buffering_prediction")) opt->dbuf_prediction = -1;
-    else if (!strcmp(k, "double_buffering_handover")) num = &opt->dbuf_handover;
-    else if (!strcmp(k, "double_buffering_compensation"))
-        ok = real_key(k, v, 0, 1e6, "a number from 0 (none) to 1000000 (100 by default with double_buffering_local=0)",
-                      &opt->dbuf_compensation, why, cap);
-    else if (!strcmp(k, "double_buffering_prediction"))
-        ok = real_key(k, v, 0, 1, "a number from 0 (none) to 1 (1 by default with double_buffering_local=0)",
-                      &opt->dbuf_prediction, why, cap);
-    else if (!strcmp(k, "overlap")) flag = &opt->overlap;
-    else if (!strcmp(k, "bucket_mb")) {   /* above 0, not from 0 */
-        double x;
-        if (!parse_real(v, &x) || !(x > 0 && x <= 1048576)) {
-            snprintf(why, cap, "[distributed] bucket_mb='%s' must be a number of MiB above 0 and at most 1048576 "
-                     "(e.g. 4 or 0.5)", v);
-            return 0;
-        }
-        opt->bucket_mb = x;
-    } else if (!strcmp(k, "timeline")) ok = copy_path(opt->timeline, sizeof opt->timeline, k, v, why, cap);   /* empty: none */
-    else if (!strcmp(k, "bn_average")) flag = &opt->bn_average;
-    else if (!strcmp(k, "sync_bn")) flag = &opt->sync_bn;
-    else if (!strcmp(k, "eval_interval")) num = &opt->eval_interval;
-    else if (!strcmp(k, "eval_list")) ok = copy_path(opt->eval_list, sizeof opt->eval_list, k, v, why, cap);   /* empty: the data cfg's valid list */
-    else if (!strcmp(k, "deterministic")) flag = &opt->deterministic;
-    else if (!strcmp(k, "shuffle")) flag = &opt->shuffle;
-    else if (!strcmp(k, "seed")) num = &opt->seed;
-    else if (!strcmp(k, "backup_interval")) { num = &opt->backup_interval; lo = 1; }
-    else if (!strcmp(k, "save_interval")) { num = &opt->save_interval; lo = 1; }
-    else if (!strcmp(k, "checkpoint_interval")) num = &opt->checkpoint_interval;
-    else if (!strcmp(k, "checkpoint_minutes"))
-        ok = real_key(k, v, 0, 1e6, "a number of minutes from 0 (none) to 1000000 (e.g. 30 or 0.5)",
-                      &opt->checkpoint_minutes, why, cap);
-    else if (!strcmp(k, "checkpoint_keep")) { num = &opt->checkpoint_keep; lo = 1; }
-    else if (!strcmp(k, "collective_timeout")) num = &opt->collective_timeout;
-    else if (!strcmp(k, "lock_lease")) { num = &opt->lock_lease; lo = 1; }
-    else if (!strcmp(k, "chart")) flag = &opt->chart;
-    else if (!strcmp(k, "rescue")) flag = &opt->rescue;
-    else if (!strcmp(k, "save_retry")) num = &opt->save_retry;
-    else if (!strcmp(k, "cache_mb")) num = *v ? &opt->cache_mb : NULL;   /* empty: the default */
-    else if (!strcmp(k, "nonfinite") || !strcmp(k, "bad_labels")) {
-        if (strcmp(v, "stop") && strcmp(v, "skip")) {
-            snprintf(why, cap, "[distributed] %s='%s' is invalid; valid: stop, skip", k, v);
-            return 0;
-        }
-        int *skip = !strcmp(k, "nonfinite") ? &opt->nonfinite_skip : &opt->bad_labels_skip;
-        *skip = !strcmp(v, "skip");
-    } else if (!strcmp(k, "global_batch")) {
-        if (!strcmp(v, "keep")) opt->global_batch = MN_GLOBAL_BATCH_KEEP;
-        else if (!strcmp(v, "strict")) opt->global_batch = MN_GLOBAL_BATCH_STRICT;
-        else if (!strcmp(v, "cfg")) opt->global_batch = MN_GLOBAL_BATCH_CFG;
-        else {
-            snprintf(why, cap, "[distributed] global_batch='%s' is invalid; valid: keep, strict, cfg", v);
-            return 0;
-        }
-    } else {
-        snprintf(why, cap, "unknown key '%s' in [distributed]; valid keys: %s", k, keys);
-        return 0;
-    }
-    if (flag) ok = parse_int(v, 0, 1, flag);
-    if (num) ok = parse_int(v, lo, hi, num);
-    if (!ok && (flag || num))
-        snprintf(why, cap, "[distributed] %s='%s' must be %s", k, v,
-                 flag ? "0 or 1" : lo ? "a positive integer" : "a non-negative integer");
-    return ok;
+    for (size_t i = 0; i < NOPT; ++i)
+        if (!strcmp(k, options[i].name)) return set(opt, &options[i], v, why, cap);
+    size_t len = (size_t)snprintf(why, cap, "unknown key '%s' in [distributed]; valid keys: ", k);
+    for (size_t i = 0; i < NOPT && len < cap; ++i)
+        len += (size_t)snprintf(why + len, cap - len, "%s%s", i ? ", " : "", options[i].name);
+    return 0;
+}
+
+const char *mn_option_line(size_t i, char *buf, size_t cap)
+{
+    if (i >= NOPT) return NULL;
+    const option *o = &options[i];
+    char values[160], help[256];
+    if (o->kind == OPT_FLAG) snprintf(values, sizeof values, "0, 1");
+    else if (o->kind == OPT_INT || o->kind == OPT_REAL)
+        snprintf(values, sizeof values, "%s%.15g to %.15g%s", o->flags & ABOVE ? "above " : "", o->lo, o->hi,
+                 o->flags & EMPTY ? ", or empty" : "");
+    else snprintf(values, sizeof values, "%s", o->kind == OPT_WORD ? o->says : o->kind == OPT_PATH ? "a file"
+                                                                             : mn_comm_names());
+    if (o->flags & STALE)
+        snprintf(help, sizeof help, "%s (empty: %.15g with double_buffering_local=0, else 0)", o->help, o->stale);
+    else snprintf(help, sizeof help, "%s", o->help);
+    snprintf(buf, cap, "%s=%s | %s | %s", o->name, o->def, values, help);
+    return buf;
+}
+
+double mn_save_retry_s(const mn_options *o)
+{
+    double bound = o->save_retry;
+    if (o->collective_timeout > 0 && bound > 0.8 * o->collective_timeout) bound = 0.8 * o->collective_timeout;
+    return bound;
 }
 
 /* double_buffering_local=1 applies each rank's own gradient fresh and only
- * the rest of the mean one step late, so nothing is left for the three
- * corrections of a stale mean to correct (bench/results/accuracy-dbuf-local.txt):
+ * the rest of the mean one step late, so the corrections of a stale mean
+ * (STALE) have nothing to correct (bench/results/accuracy-dbuf-local.txt):
  * unset they are off, set they are refused. With double_buffering_local=0
  * (ChainerMN's stale mean) they default to what measured best there. */
 const char *mn_options_resolve(mn_options *opt, char *why, size_t cap)
 {
-    static const char *const names[] = {"double_buffering_handover", "double_buffering_compensation",
-                                        "double_buffering_prediction"};
-    double set[3] = {opt->dbuf_handover, opt->dbuf_compensation, opt->dbuf_prediction};
-    static const double defaults[3] = {300, 100, 1};
-    for (int i = 0; i < 3; ++i) {
-        if (opt->double_buffering && opt->dbuf_local && set[i] > 0) {
+    for (size_t i = 0; i < NOPT; ++i)
+        if (options[i].flags & STALE && opt->double_buffering && opt->dbuf_local && value_of(opt, &options[i]) > 0) {
             snprintf(why, cap, "[distributed] %s=%g corrects a stale mean, which double_buffering_local=1 (the "
                      "default) does not apply: each rank's own gradient is applied fresh; set "
-                     "double_buffering_local=0 to use it", names[i], set[i]);
-            return names[i];
+                     "double_buffering_local=0 to use it", options[i].name, value_of(opt, &options[i]));
+            return options[i].name;
         }
-        if (set[i] < 0) set[i] = opt->dbuf_local ? 0 : defaults[i];
-    }
-    opt->dbuf_handover = (int)set[0];
-    opt->dbuf_compensation = set[1];
-    opt->dbuf_prediction = set[2];
+    for (size_t i = 0; i < NOPT; ++i)
+        if (options[i].flags & STALE && value_of(opt, &options[i]) < 0)
+            store(opt, &options[i], opt->dbuf_local ? 0 : options[i].stale);
     return NULL;
 }
 
