@@ -12,10 +12,31 @@
  * and divide the float32 result by w->div. */
 typedef mn_status (*mn_sum_fn)(mn_comm *c, void *buf, int count, const mn_wire *w);
 
+/* What a query sees of the job: the same on every rank but the rank's own
+ * placement (gpu, device, own). */
+typedef struct {
+    int ranks, nodes;
+    int per_node;          /* ranks on every node; 0 where nodes differ in size */
+    char layout[256];      /* "3 ranks on 2 nodes (2+1)" (mn_comm_layout) */
+    char said[96];         /* "2 nodes of 4 ranks", or "3 ranks on 2 nodes of unequal size" */
+    mn_gpu_in gpu;         /* this rank's placement (mn_gpu_place; zero before it) */
+    int device, own;       /* its device (-1: the CPU), and whether no rank of the host shares it */
+} mn_comm_shape;
+
+/* A query's answer. */
+typedef struct {
+    int priority;          /* communicator=auto picks the algorithm every rank accepts with the highest */
+    mn_status refused;     /* MN_OK: accepted; else the status a cfg naming it gets */
+    char why[512];         /* accepted: auto's reason to pick it; refused: the message */
+    const char *needs;     /* where it can be refused by the job's shape: what it needs, for auto's reason */
+} mn_comm_answer;
+
 /* One communicator algorithm. Each lives in its own mn_comm_<name>.c and is
  * registered in mn_comm.c. */
 typedef struct mn_comm_ops {
     const char *name;
+    /* Whether it runs on this job (pure; may be NULL: accepted, never auto's). */
+    void (*query)(const mn_comm_shape *s, mn_comm_answer *a);
     /* Build the algorithm's state (sub-communicators, buffers) or refuse the
      * topology with a message. Collective; may be NULL. */
     mn_status (*setup)(mn_comm *c);

@@ -180,53 +180,78 @@ const char *mn_comm_check_name(const char *name)
     return "is unknown";
 }
 
-/* communicator=auto, also the default: the algorithm the measurements put
- * first for this job's shape. It reads only what every rank holds alike (the
- * node layout, agreed by split_nodes and mn_comm_layout, and the default
- * mn_gpu_check agreed on), never a timing, so every rank chooses the same.
- * pure_nccl where every rank has a GPU of its own in an NCCL build (NCCL
- * picks its own algorithm; nothing here simulates it). Else flat: on one
- * node it is single_node's shared-memory allreduce, and across nodes it was
- * fastest or tied at every shape simulated, hierarchical and two_dimensional
- * behind it: their in-node legs cost more than the network time they save
- * (the shapes and figures: docs/benchmarks.md, simulated clusters). Where
- * nothing was simulated (over 256 ranks, nodes of 1 or over 16 ranks, or of
- * unequal size) flat stays, as it runs on any layout, and the reason says so. */
-static mn_status choose_auto(mn_comm *c, const char *fallback, const mn_comm_ops **ops, char *why, size_t cap)
+/* The job's shape as the queries see it. Collective. */
+static mn_status shape_of(mn_comm *c, mn_comm_shape *s)
 {
-    char layout[256], shape[96];
     int even, per = c->intra_size;   /* the same on every rank where even */
-    MN_CHECK(mn_comm_layout(c, layout, sizeof layout, &even));
+    memset(s, 0, sizeof *s);
+    MN_CHECK(mn_comm_layout(c, s->layout, sizeof s->layout, &even));
+    s->ranks = c->size;
+    s->nodes = c->nodes;
+    s->per_node = even ? per : 0;
     if (even)
-        snprintf(shape, sizeof shape, "%d node%s of %d rank%s", c->nodes, c->nodes > 1 ? "s" : "", per, per > 1 ? "s" : "");
+        snprintf(s->said, sizeof s->said, "%d node%s of %d rank%s", c->nodes, c->nodes > 1 ? "s" : "", per,
+                 per > 1 ? "s" : "");
     else
-        snprintf(shape, sizeof shape, "%d ranks on %d nodes of unequal size", c->size, c->nodes);
-    *ops = &mn_comm_flat_ops;
-    if (!strcmp(fallback, "pure_nccl")) {
-        *ops = &mn_comm_pure_nccl_ops;
-        snprintf(why, cap, "%s, each rank on a GPU of its own in an NCCL build: NCCL's allreduce; not simulated", shape);
-    } else if (c->nodes == 1) {
-        snprintf(why, cap, "%s: one allreduce in the node's shared memory, as single_node", shape);
-    } else if (even && per >= 2 && per <= 16 && c->size <= 256) {
-        snprintf(why, cap, "%s: fastest or tied on every cluster simulated, 2 to 32 nodes of 2 to 16 ranks "
-                           "(docs/benchmarks.md, simulated clusters)", shape);
-    } else {
-        snprintf(why, cap, "%s: not simulated (up to 256 ranks in equal nodes of 2 to 16 were); "
-                           "flat runs on any layout", shape);
-    }
-    size_t n = strlen(why);
-    if (c->gpu.nccl && *ops != &mn_comm_pure_nccl_ops && n < cap)   /* an NCCL build: why not NCCL */
-        snprintf(why + n, cap - n, "; pure_nccl would need a GPU of its own on every rank");
+        snprintf(s->said, sizeof s->said, "%d ranks on %d nodes of unequal size", c->size, c->nodes);
+    s->gpu = *mn_gpu_placement(c);
+    mn_gpu_out o;
+    mn_gpu_select(&s->gpu, &o);
+    s->device = o.device;
+    s->own = o.own;
     return MN_OK;
+}
+
+static void ask(const mn_comm_ops *ops, const mn_comm_shape *s, mn_comm_answer *a)
+{
+    memset(a, 0, sizeof *a);
+    if (ops->query) ops->query(s, a);
+}
+
+/* communicator=auto, also the default: every algorithm answers the shape,
+ * and the one every rank accepts with the highest priority is chosen (the
+ * first registered on a tie). The answers read only what the ranks hold
+ * alike, and the placement, whose acceptance is agreed here, so every rank
+ * chooses the same. Its reason names each algorithm ranked above it that
+ * the job's shape refused, and what that one would need. */
+static mn_status choose_auto(mn_comm *c, const mn_comm_ops **ops, char *why, size_t cap)
+{
+    mn_comm_shape s;
+    mn_comm_answer a[NREG];
+    int agreed[NREG], best = 0;
+    MN_CHECK(mn_agree(c, shape_of(c, &s)));
+    for (int i = 0; i < NREG; ++i) {
+        ask(registry[i], &s, &a[i]);
+        agreed[i] = a[i].refused == MN_OK ? a[i].priority : -1;
+    }
+    MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, agreed, NREG, MPI_INT, MPI_MIN, c->world));
+    for (int i = 1; i < NREG; ++i)
+        if (agreed[i] > agreed[best]) best = i;
+    *ops = registry[best];
+    size_t n = (size_t)snprintf(why, cap, "%s", a[best].why);
+    for (int i = 0; i < NREG; ++i)
+        if (agreed[i] < 0 && a[i].needs && a[i].priority > a[best].priority && n < cap)
+            n += (size_t)snprintf(why + n, cap - n, "; %s would need %s", registry[i]->name, a[i].needs);
+    return MN_OK;
+}
+
+/* Whether every rank's shape accepts ops; the first rank that refuses says
+ * why, and every rank gets its status. Collective. */
+static mn_status accepted(mn_comm *c, const mn_comm_ops *ops)
+{
+    mn_comm_shape s;
+    mn_comm_answer a;
+    MN_CHECK(mn_agree(c, shape_of(c, &s)));
+    ask(ops, &s, &a);
+    if (mn_first_with(c, a.refused != MN_OK)) mn_error(c, "%s", a.why);
+    return mn_agree(c, a.refused);
 }
 
 static mn_status select_named(mn_comm *c, const char *name)
 {
-    const char *fallback;
-    MN_CHECK(mn_gpu_check(c, name, &fallback));
     char why[sizeof c->auto_why] = "";
     const mn_comm_ops *ops;
-    if (is_auto(name)) MN_CHECK(choose_auto(c, fallback, &ops, why, sizeof why));
+    if (is_auto(name)) MN_CHECK(choose_auto(c, &ops, why, sizeof why));
     else ops = lookup(name);
     if (!ops) {
         if (c->rank == 0)
@@ -255,7 +280,8 @@ mn_status mn_comm_select_ops(mn_comm *c, const mn_comm_ops *ops)
 {
     if (ops == c->ops) return MN_OK;
     mn_guard(c, "communicator setup");
-    mn_status s = setup_ops(c, ops);
+    mn_status s = accepted(c, ops);
+    if (s == MN_OK) s = setup_ops(c, ops);
     mn_unguard(c);
     return s;
 }

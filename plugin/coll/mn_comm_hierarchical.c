@@ -12,6 +12,7 @@
  * (mn_nccl_node.c) where every rank has a GPU of its own. */
 #include "mn_coll.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct {
@@ -27,6 +28,14 @@ static void hierarchical_teardown(mn_comm *c)
     mn_nccl_node_close(h->nccl);
     free(h);
     c->state = NULL;
+}
+
+/* Any shape; ranked below flat, whose single pass beat its in-node legs
+ * wherever simulated. */
+static void hierarchical_query(const mn_comm_shape *s, mn_comm_answer *a)
+{
+    a->priority = 20;
+    snprintf(a->why, sizeof a->why, "%s: the node's sum, then an allreduce among the node leaders", s->said);
 }
 
 static mn_status hierarchical_setup(mn_comm *c)
@@ -87,6 +96,7 @@ static mn_status hierarchical_sum(mn_comm *c, void *buf, int count, const mn_wir
 
 const mn_comm_ops mn_comm_hierarchical_ops = {
     .name = "hierarchical",
+    .query = hierarchical_query,
     .setup = hierarchical_setup,
     .sum = hierarchical_sum,
     .mean_grad_device = hierarchical_mean_grad_device,

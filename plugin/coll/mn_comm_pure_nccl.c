@@ -30,7 +30,51 @@
  * (mn_nccl_node.c), shared with the node legs of hierarchical and
  * two_dimensional. A build without NCCL=1 and GPU=1 compiles the stub at the
  * end, which refuses the algorithm by name. */
+#include <stdio.h>
 #include "mn_coll.h"
+
+#if defined(MN_NCCL) && defined(GPU)
+#define NOT_BUILT "NCCL needs a GPU of its own per rank, and this rank has none"   /* placed nowhere yet */
+#elif defined(MN_NCCL)
+#define NOT_BUILT "communicator 'pure_nccl' needs a build with GPU=1 NCCL=1 (this build has NCCL=1 but no GPU)"
+#else
+#define NOT_BUILT "communicator 'pure_nccl' needs a build with NCCL=1 (this build has none)"
+#endif
+
+/* Every rank on a GPU of its own in a GPU=1 NCCL=1 build: ranked first, as
+ * ChainerMN recommends NCCL wherever it is. Ranks that share a GPU or run
+ * on the CPU are refused, each saying why (NCCL takes one GPU per rank). */
+static void pure_nccl_query(const mn_comm_shape *s, mn_comm_answer *a)
+{
+    const mn_gpu_in *g = &s->gpu;
+    const char *they = g->visible > 1 ? "s" : "";
+    a->priority = 50;
+    a->refused = MN_ERR_USER;
+    if (!g->nccl) {
+        a->refused = MN_ERR_UNAVAILABLE;
+        snprintf(a->why, sizeof a->why, "%s", NOT_BUILT);
+        return;
+    }
+    a->needs = "a GPU of its own on every rank";
+    if (s->device < 0)
+        snprintf(a->why, sizeof a->why, "communicator 'pure_nccl' needs a GPU per rank; this rank runs on the CPU (%s)",
+                 g->nogpu ? "-nogpu" : "no CUDA device visible");
+    else if (g->local_size > g->visible)
+        snprintf(a->why, sizeof a->why,
+                 "communicator 'pure_nccl' needs a GPU of its own per rank: %d ranks of this host share %d visible GPU%s; "
+                 "start at most %d rank%s per host, or use flat, hierarchical or two_dimensional",
+                 g->local_size, g->visible, they, g->visible, they);
+    else if (!s->own)
+        snprintf(a->why, sizeof a->why,
+                 "communicator 'pure_nccl' needs a GPU of its own per rank: %d ranks of this host are on this rank's GPU "
+                 "(their CUDA_VISIBLE_DEVICES overlap); give each rank other devices, or use flat, hierarchical or "
+                 "two_dimensional", g->sharers);
+    else {
+        a->refused = MN_OK;
+        snprintf(a->why, sizeof a->why, "%s, each rank on a GPU of its own in an NCCL build: NCCL's allreduce; "
+                                         "not simulated", s->said);
+    }
+}
 
 #if defined(MN_NCCL) && defined(GPU)
 #include <limits.h>
@@ -265,6 +309,7 @@ static mn_status pure_nccl_device_wait(mn_comm *c, const char *what)
 
 const mn_comm_ops mn_comm_pure_nccl_ops = {
     .name = "pure_nccl",
+    .query = pure_nccl_query,
     .setup = pure_nccl_setup,
     .mean_grad = pure_nccl_mean_grad,
     .mean_grad_device = pure_nccl_mean_grad_device,
@@ -274,19 +319,7 @@ const mn_comm_ops mn_comm_pure_nccl_ops = {
     .teardown = pure_nccl_teardown,
 };
 
-#else /* no NCCL: the algorithm is named, and refused when selected */
-
-static mn_status pure_nccl_setup(mn_comm *c)
-{
-    if (c->rank == 0) {
-#ifdef MN_NCCL
-        mn_error(c, "communicator 'pure_nccl' needs a build with GPU=1 NCCL=1 (this build has NCCL=1 but no GPU)");
-#else
-        mn_error(c, "communicator 'pure_nccl' needs a build with NCCL=1 (this build has none)");
-#endif
-    }
-    return MN_ERR_UNAVAILABLE;
-}
+#else /* no NCCL: the algorithm is named, and its query refuses it */
 
 static mn_status pure_nccl_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int n)
 {
@@ -297,7 +330,7 @@ static mn_status pure_nccl_mean_grad(mn_comm *c, float **arrays, const size_t *l
 
 const mn_comm_ops mn_comm_pure_nccl_ops = {
     .name = "pure_nccl",
-    .setup = pure_nccl_setup,
+    .query = pure_nccl_query,
     .mean_grad = pure_nccl_mean_grad,
 };
 #endif

@@ -12,6 +12,7 @@
  * refused at setup, naming its layout. In GPU runs legs (1) and (3) go
  * through NCCL on the device (mn_nccl_node.c) where every rank has a GPU of
  * its own. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mn_coll.h"
@@ -37,17 +38,23 @@ static void two_dimensional_teardown(mn_comm *c)
     c->state = NULL;
 }
 
+/* Nodes of equal size only; ranked below flat and hierarchical, behind
+ * them wherever simulated. */
+static void two_dimensional_query(const mn_comm_shape *s, mn_comm_answer *a)
+{
+    a->priority = 10;
+    if (s->per_node) {
+        snprintf(a->why, sizeof a->why, "%s: the node's reduce-scatter, an allreduce per shard across nodes, "
+                                         "the node's allgather", s->said);
+        return;
+    }
+    a->refused = MN_ERR_USER;
+    snprintf(a->why, sizeof a->why, "communicator 'two_dimensional' needs the same number of ranks on every node, "
+                                     "but this job has %s; use hierarchical or flat", s->layout);
+}
+
 static mn_status two_dimensional_setup(mn_comm *c)
 {
-    char layout[256];
-    int even;
-    MN_CHECK(mn_comm_layout(c, layout, sizeof layout, &even));
-    if (!even) {
-        if (c->rank == 0)
-            mn_error(c, "communicator 'two_dimensional' needs the same number of ranks on every node, "
-                        "but this job has %s; use hierarchical or flat", layout);
-        return MN_ERR_USER;
-    }
     two_dimensional *s = calloc(1, sizeof *s);
     if (s) {
         c->state = s;
@@ -149,6 +156,7 @@ static mn_status two_dimensional_sum(mn_comm *c, void *buf, int count, const mn_
 
 const mn_comm_ops mn_comm_two_dimensional_ops = {
     .name = "two_dimensional",
+    .query = two_dimensional_query,
     .setup = two_dimensional_setup,
     .sum = two_dimensional_sum,
     .mean_grad_device = two_dimensional_mean_grad_device,

@@ -67,6 +67,9 @@ struct mn_comm {
 };
 
 /* Agreement (mn_agree), errors and mn_abort are declared in darknet_mn.h. */
+/* Collective: whether this rank is the lowest where cond holds (the one
+ * that says why, where several would say the same). */
+int mn_first_with(mn_comm *c, int cond);
 
 /* Seconds on the monotonic clock (durations, deadlines: mn_util.c). */
 double mn_now(void);

@@ -17,61 +17,28 @@
 #include <mpi-ext.h>
 #endif
 
-void mn_gpu_select(const mn_gpu_in *in, const char *requested, mn_gpu_out *out)
+void mn_gpu_select(const mn_gpu_in *in, mn_gpu_out *out)
 {
     out->device = in->nogpu || in->visible <= 0 || in->local_size <= 0 ? -1 : in->local_rank % in->visible;
     out->own = out->device >= 0 && in->local_size <= in->visible && in->sharers <= 1;
-    out->fallback = in->nccl && out->own ? "pure_nccl" : "flat";
-    out->error[0] = 0;
-    /* A build without NCCL refuses pure_nccl by its own message (mn_comm_pure_nccl.c). */
-    if (!requested || strcmp(requested, "pure_nccl") || !in->nccl) return;
-    if (out->device < 0)
-        snprintf(out->error, sizeof out->error, "communicator 'pure_nccl' needs a GPU per rank; this rank runs on the CPU (%s)",
-                 in->nogpu ? "-nogpu" : "no CUDA device visible");
-    else if (in->local_size > in->visible)
-        snprintf(out->error, sizeof out->error,
-                 "communicator 'pure_nccl' needs a GPU of its own per rank: %d ranks of this host share %d visible GPU%s; "
-                 "start at most %d rank%s per host, or use flat, hierarchical or two_dimensional",
-                 in->local_size, in->visible, in->visible > 1 ? "s" : "", in->visible, in->visible > 1 ? "s" : "");
-    else if (!out->own)
-        snprintf(out->error, sizeof out->error,
-                 "communicator 'pure_nccl' needs a GPU of its own per rank: %d ranks of this host are on this rank's GPU "
-                 "(their CUDA_VISIBLE_DEVICES overlap); give each rank other devices, or use flat, hierarchical or "
-                 "two_dimensional", in->sharers);
 }
 
-/* Collective: whether this rank is the lowest one where cond holds. */
-static int first_with(mn_comm *c, int cond)
+const mn_gpu_in *mn_gpu_placement(const mn_comm *c)
 {
-    int r = cond ? c->rank : c->size;
-    if (MPI_Allreduce(MPI_IN_PLACE, &r, 1, MPI_INT, MPI_MIN, c->world) != MPI_SUCCESS)
-        mn_abort(c, "MPI_Allreduce failed while placing ranks on GPUs");
-    return cond && r == c->rank;
-}
-
-mn_status mn_gpu_check(mn_comm *c, const char *requested, const char **fallback)
-{
-    mn_gpu_out o;
-    mn_gpu_select(&c->gpu, requested, &o);
-    if (first_with(c, o.error[0] != 0)) mn_error(c, "%s", o.error);
-    MN_CHECK(mn_agree(c, o.error[0] ? MN_ERR_USER : MN_OK));
-    int nccl = !strcmp(o.fallback, "pure_nccl");
-    MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &nccl, 1, MPI_INT, MPI_MIN, c->world));
-    *fallback = nccl ? "pure_nccl" : "flat";
-    return MN_OK;
+    return &c->gpu;
 }
 
 int mn_gpu_device(const mn_comm *c)
 {
     mn_gpu_out o;
-    mn_gpu_select(&c->gpu, NULL, &o);
+    mn_gpu_select(&c->gpu, &o);
     return o.device;
 }
 
 int mn_nccl_usable(const mn_comm *c)
 {
     mn_gpu_out o;
-    mn_gpu_select(&c->gpu, NULL, &o);
+    mn_gpu_select(&c->gpu, &o);
     return c->gpu.nccl && o.own;
 }
 
@@ -155,7 +122,7 @@ mn_status mn_gpu_place(mn_comm *c, int nogpu)
 #endif
     st = visible_devices(&g->visible, &key, &why);
 #endif
-    if (first_with(c, st != MN_OK))
+    if (mn_first_with(c, st != MN_OK))
         mn_error(c, "this GPU build needs a CUDA device, also with -nogpu (Darknet's layers keep device buffers), "
                     "and CUDA has none usable: %s; run the CPU build (make) instead", why);
     MN_CHECK(mn_agree(c, st));
@@ -163,7 +130,7 @@ mn_status mn_gpu_place(mn_comm *c, int nogpu)
     /* With -nogpu Darknet computes on the CPU, but a GPU build's layers still
      * allocate on the current device: the rank's own, never GPU 0 for all. */
     mn_gpu_out home, o;
-    mn_gpu_select(g, NULL, &home);
+    mn_gpu_select(g, &home);
 #ifdef GPU
     uint64_t on = MN_FNV_SEED;   /* the physical device, which overlapping visible sets may share */
     int unused;
@@ -175,10 +142,10 @@ mn_status mn_gpu_place(mn_comm *c, int nogpu)
     st = use_device(c, home.device, g->visible);
 #endif
     g->nogpu = nogpu != 0;
-    mn_gpu_select(g, NULL, &o);
+    mn_gpu_select(g, &o);
     mn_base_set_gpu(o.device);   /* Darknet's: networks parsed from now on compute there (-1: the CPU) */
     MN_CHECK(mn_agree(c, st));
-    if (first_with(c, o.device >= 0 && !o.own))
+    if (mn_first_with(c, o.device >= 0 && !o.own))
         printf("darknet-mn: rank %d (%s): %d ranks of this host use its GPU (device %d of the %d it sees; "
                "rank k of the ranks that see the same devices takes device k mod %d)\n",
                c->rank, c->host, g->sharers, o.device, g->visible, g->visible);

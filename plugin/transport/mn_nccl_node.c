@@ -198,7 +198,7 @@ void mn_nccl_close(mn_nccl *n)
 
 static mn_status open_on_device(mn_comm *c, mn_nccl *n)
 {
-    if (!mn_nccl_usable(c)) {   /* mn_gpu_check refuses this first; kept so no device 0 is ever touched */
+    if (!mn_nccl_usable(c)) {   /* pure_nccl's query refuses this first; kept so no device 0 is ever touched */
         mn_error(c, "NCCL needs a GPU of its own per rank, and this rank has none");
         return MN_ERR_UNAVAILABLE;
     }
