@@ -8,6 +8,14 @@
 #include "mn_transport.h"
 #include "mn_comm.h"
 
+/* A communicator's collective state (c->coll). */
+struct mn_coll {
+    void *state;                  /* the algorithm's own */
+    size_t net_piece_floats;      /* the piece where the job spans nodes (MN_NET_PIECE_BYTES) */
+    long ranks_per_node;          /* MN_RANKS_PER_NODE, 0 when unset (nodes are hosts) */
+    char auto_why[320];           /* why communicator=auto chose ops; "" where a cfg named it */
+};
+
 /* One algorithm's core: sum count elements of buf over all ranks, in place,
  * and divide the float32 result by w->div. */
 typedef mn_status (*mn_sum_fn)(mn_comm *c, void *buf, int count, const mn_wire *w);
@@ -43,7 +51,7 @@ typedef struct mn_comm_ops {
     /* Replace each array by its mean over all ranks. Every rank passes the
      * same n and lens; arrays may be empty. Collective. NULL: the arrays go
      * through mn_mean_by_pieces with `sum`, in pieces of c->piece_floats
-     * (c->net_piece_floats where the job spans nodes). */
+     * (c->coll->net_piece_floats where the job spans nodes). */
     mn_status (*mean_grad)(mn_comm *c, float **arrays, const size_t *lens, int n);
     /* The algorithm's core when mean_grad is NULL: sum one piece of wire
      * elements over all ranks, in place, and divide by w->div where the last
@@ -97,6 +105,12 @@ mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int 
 mn_status mn_sum_world(mn_comm *c, void *buf, int count, const mn_wire *w);
 /* "3 ranks on 2 nodes (2+1)" into out; *even = every node has as many ranks. Collective. */
 mn_status mn_comm_layout(mn_comm *c, char *out, size_t cap, int *even);
+/* flat's and single_node's setup, teardown and sum: c->coll->state is the
+ * node's window (or NULL) when the job is one node; the sum goes through
+ * it, else over the world (by node across nodes). */
+mn_status mn_shm_setup_job(mn_comm *c);
+void mn_shm_teardown_job(mn_comm *c);
+mn_status mn_sum_job(mn_comm *c, void *buf, int count, const mn_wire *w);
 /* Grow c->fused to hold n floats. */
 mn_status mn_comm_fused(mn_comm *c, size_t n);
 

@@ -137,7 +137,7 @@ static mn_status mean_packed(mn_comm *c, cursor *cu, size_t k, size_t piece, flo
  * rank takes the same branch without another message. */
 mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int n, size_t piece, mn_sum_fn sum)
 {
-    const mn_wire f32 = {MPI_FLOAT, MPI_SUM, 0, (float)c->size}, f16 = {MPI_UINT16_T, c->half_sum, 1, 1.0f};
+    const mn_wire f32 = {MPI_FLOAT, MPI_SUM, 0, (float)c->size}, f16 = {MPI_UINT16_T, c->transport->half_sum, 1, 1.0f};
     size_t total = 0;
     for (int i = 0; i < n; ++i) total += lens[i];
     if (total == 0 || c->size == 1) return MN_OK;
@@ -176,4 +176,28 @@ mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int 
         MN_CHECK(mean_packed(c, &cu, k, piece, f, sum));
     }
     return MN_OK;
+}
+
+/* flat and single_node: the window, kept in c->coll->state, when the whole job is
+ * one node; their sum then never leaves shared memory. */
+mn_status mn_shm_setup_job(mn_comm *c)
+{
+    mn_shm *s = NULL;
+    if (c->nodes == 1) MN_CHECK(mn_shm_open(c, &s));
+    c->coll->state = s;
+    return MN_OK;
+}
+
+void mn_shm_teardown_job(mn_comm *c)
+{
+    mn_shm_close(c->coll->state);
+    c->coll->state = NULL;
+}
+
+mn_status mn_sum_job(mn_comm *c, void *buf, int count, const mn_wire *w)
+{
+    mn_shm *s = c->coll->state;
+    if (s && mn_shm_fits(s, count, w)) return mn_shm_allreduce(c, s, buf, count, w);
+    if (c->nodes > 1) return mn_allreduce_rsag(c, c->transport->by_node, buf, count, w);
+    return mn_allreduce_wire(c, c->world, buf, count, w);
 }

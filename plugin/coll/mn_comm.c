@@ -32,8 +32,8 @@ const char *mn_comm_names(void)
  * r/k form a node), so that one machine can test multi-node algorithms. */
 static mn_status split_nodes(mn_comm *c)
 {
-    if (c->ranks_per_node > 0) {
-        MN_MPI(c, MPI_Comm_split(c->world, (int)(c->rank / c->ranks_per_node), c->rank, &c->intra));
+    if (c->coll->ranks_per_node > 0) {
+        MN_MPI(c, MPI_Comm_split(c->world, (int)(c->rank / c->coll->ranks_per_node), c->rank, &c->intra));
     } else {
         MN_MPI(c, MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &c->intra));
     }
@@ -50,7 +50,7 @@ static mn_status split_nodes(mn_comm *c)
      * node share a key (their leader's rank) and keep their order. */
     int leader = c->rank;
     MN_MPI(c, MPI_Bcast(&leader, 1, MPI_INT, 0, c->intra));
-    MN_MPI(c, MPI_Comm_split(c->world, 0, leader, &c->by_node));
+    MN_MPI(c, MPI_Comm_split(c->world, 0, leader, &c->transport->by_node));
     return MN_OK;
 }
 
@@ -106,22 +106,33 @@ static mn_status env_settings(mn_comm *c, int report)
     int log_p = 0;
     while ((2 << log_p) <= c->size) ++log_p;
     size_t net_bytes = (size_t)(log_p < 2 ? 2 : log_p) << 19;
-    c->net_piece_floats = v[3] ? (size_t)v[3] / sizeof(float) : v[0] ? c->piece_floats : net_bytes / sizeof(float);
-    c->ranks_per_node = v[1];
-    c->shm_off = (int)v[2];
+    c->coll->net_piece_floats = v[3] ? (size_t)v[3] / sizeof(float) : v[0] ? c->piece_floats : net_bytes / sizeof(float);
+    c->coll->ranks_per_node = v[1];
+    c->transport->shm_off = (int)v[2];
     return (mn_status)v[4];
 }
 
+/* One allocation: the handle first (mn_comm_free frees it), then the state
+ * it points to. */
+typedef struct {
+    mn_comm c;
+    struct mn_coll coll;
+    struct mn_transport transport;
+} comm_block;
+
 static mn_comm *create(MPI_Comm world, const mn_comm *like, mn_status *status)
 {
-    mn_comm *c = calloc(1, sizeof *c);
-    if (!c) { *status = MN_ERR_NOMEM; return NULL; }
+    comm_block *b = calloc(1, sizeof *b);
+    if (!b) { *status = MN_ERR_NOMEM; return NULL; }
+    mn_comm *c = &b->c;
+    c->coll = &b->coll;
+    c->transport = &b->transport;
     MPI_Comm_dup(world, &c->world);
     MPI_Comm_rank(c->world, &c->rank);
     MPI_Comm_size(c->world, &c->size);
     if (gethostname(c->host, sizeof c->host - 1) != 0) strcpy(c->host, "?");
-    c->half_sum = MPI_OP_NULL;
-    if (like) c->gpu = like->gpu;
+    c->transport->half_sum = MPI_OP_NULL;
+    if (like) c->transport->gpu = like->transport->gpu;
     mn_status s = env_settings(c, !like);
     if (s == MN_OK) s = mn_agree(c, split_nodes(c));
     if (s == MN_OK) s = mn_comm_select(c, "flat");
@@ -249,7 +260,7 @@ static mn_status accepted(mn_comm *c, const mn_comm_ops *ops)
 
 static mn_status select_named(mn_comm *c, const char *name)
 {
-    char why[sizeof c->auto_why] = "";
+    char why[sizeof c->coll->auto_why] = "";
     const mn_comm_ops *ops;
     if (is_auto(name)) MN_CHECK(choose_auto(c, &ops, why, sizeof why));
     else ops = lookup(name);
@@ -259,7 +270,7 @@ static mn_status select_named(mn_comm *c, const char *name)
         return MN_ERR_USER;
     }
     mn_status s = mn_comm_select_ops(c, ops);
-    if (s == MN_OK) memcpy(c->auto_why, why, sizeof why);
+    if (s == MN_OK) memcpy(c->coll->auto_why, why, sizeof why);
     return s;
 }
 
@@ -289,32 +300,32 @@ mn_status mn_comm_select_ops(mn_comm *c, const mn_comm_ops *ops)
 static mn_status setup_ops(mn_comm *c, const mn_comm_ops *ops)
 {
     const mn_comm_ops *old_ops = c->ops;
-    void *old_state = c->state;
+    void *old_state = c->coll->state;
     int old_f32 = c->device_f32, old_f16 = c->device_f16;
     c->ops = ops;
-    c->state = NULL;
+    c->coll->state = NULL;
     c->device_f32 = c->device_f16 = 0;
     mn_status s = mn_agree(c, ops->setup ? ops->setup(c) : MN_OK);
-    void *new_state = c->state;
+    void *new_state = c->coll->state;
     if (s != MN_OK) {
         if (ops->teardown) ops->teardown(c);
         c->ops = old_ops;
-        c->state = old_state;
+        c->coll->state = old_state;
         c->device_f32 = old_f32;
         c->device_f16 = old_f16;
         return s;
     }
     if (old_ops && old_ops->teardown) {
-        c->state = old_state;
+        c->coll->state = old_state;
         old_ops->teardown(c);
     }
-    c->state = new_state;
+    c->coll->state = new_state;
     return MN_OK;
 }
 
 mn_status mn_comm_set_dtype(mn_comm *c, int half)
 {
-    if (half && c->half_sum == MPI_OP_NULL) MN_CHECK(mn_half_op_create(c, &c->half_sum));
+    if (half && c->transport->half_sum == MPI_OP_NULL) MN_CHECK(mn_half_op_create(c, &c->transport->half_sum));
     c->half = half != 0;
     return MN_OK;
 }
@@ -326,18 +337,18 @@ void mn_comm_free(mn_comm *c)
     mn_comm_arena_release(c);
     if (c->intra != MPI_COMM_NULL && c->intra) MPI_Comm_free(&c->intra);
     if (c->inter != MPI_COMM_NULL && c->inter) MPI_Comm_free(&c->inter);
-    if (c->by_node != MPI_COMM_NULL && c->by_node) MPI_Comm_free(&c->by_node);
+    if (c->transport->by_node != MPI_COMM_NULL && c->transport->by_node) MPI_Comm_free(&c->transport->by_node);
     if (c->world != MPI_COMM_NULL && c->world) MPI_Comm_free(&c->world);
-    if (c->half_sum != MPI_OP_NULL) MPI_Op_free(&c->half_sum);
+    if (c->transport->half_sum != MPI_OP_NULL) MPI_Op_free(&c->transport->half_sum);
     free(c->fused);
-    free(c->wire_tmp);
+    free(c->transport->wire_tmp);
     free(c);
 }
 
 mn_status mn_comm_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int n)
 {
     if (c->ops->mean_grad) return c->ops->mean_grad(c, arrays, lens, n);
-    return mn_mean_by_pieces(c, arrays, lens, n, c->nodes > 1 ? c->net_piece_floats : c->piece_floats, c->ops->sum);
+    return mn_mean_by_pieces(c, arrays, lens, n, c->nodes > 1 ? c->coll->net_piece_floats : c->piece_floats, c->ops->sum);
 }
 
 int mn_comm_rank(const mn_comm *c) { return c->rank; }
@@ -347,5 +358,5 @@ int mn_comm_intra_size(const mn_comm *c) { return c->intra_size; }
 int mn_comm_inter_rank(const mn_comm *c) { return c->inter_rank; }
 int mn_comm_inter_size(const mn_comm *c) { return c->inter_size; }
 const char *mn_comm_name(const mn_comm *c) { return c->ops->name; }
-const char *mn_comm_auto_why(const mn_comm *c) { return c->auto_why; }
+const char *mn_comm_auto_why(const mn_comm *c) { return c->coll->auto_why; }
 MPI_Comm mn_comm_world(const mn_comm *c) { return c->world; }

@@ -1,5 +1,5 @@
 /* flat: one allreduce over all ranks of the fused gradient (in pieces of
- * c->piece_floats, c->net_piece_floats across nodes; see mn_mean_by_pieces):
+ * c->piece_floats, c->coll->net_piece_floats across nodes; see mn_mean_by_pieces):
  * across nodes our own reduce-scatter and allgather over the ranks ordered
  * node by node (mn_rsag.c), one MPI_Allreduce on one node without a window,
  * or, when the whole job is one node, the node's shared-memory window

@@ -22,12 +22,12 @@ typedef struct {
 
 static void hierarchical_teardown(mn_comm *c)
 {
-    hierarchical *h = c->state;
+    hierarchical *h = c->coll->state;
     if (!h) return;
     mn_shm_close(h->shm);
     mn_nccl_node_close(h->nccl);
     free(h);
-    c->state = NULL;
+    c->coll->state = NULL;
 }
 
 /* Any shape; ranked below flat, whose single pass beat its in-node legs
@@ -41,7 +41,7 @@ static void hierarchical_query(const mn_comm_shape *s, mn_comm_answer *a)
 static mn_status hierarchical_setup(mn_comm *c)
 {
     hierarchical *h = calloc(1, sizeof *h);
-    c->state = h;
+    c->coll->state = h;
     MN_CHECK(mn_agree(c, h ? MN_OK : MN_ERR_NOMEM));
     MN_CHECK(mn_shm_open(c, &h->shm));
     MN_CHECK(mn_nccl_node_open(c, &h->nccl));
@@ -51,24 +51,24 @@ static mn_status hierarchical_setup(mn_comm *c)
 
 static mn_status hierarchical_mean_grad_device(mn_comm *c, float **dev, const size_t *lens, int n)
 {
-    return mn_nccl_node_mean(c, ((hierarchical *)c->state)->nccl, dev, lens, n, 0);
+    return mn_nccl_node_mean(c, ((hierarchical *)c->coll->state)->nccl, dev, lens, n, 0);
 }
 
 #if defined(MN_NCCL) && defined(GPU)
 static void *hierarchical_device_stream(mn_comm *c)
 {
-    return mn_nccl_node_stream(((hierarchical *)c->state)->nccl);
+    return mn_nccl_node_stream(((hierarchical *)c->coll->state)->nccl);
 }
 #endif
 
 static mn_status hierarchical_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
 {
-    mn_shm *s = ((hierarchical *)c->state)->shm;
+    mn_shm *s = ((hierarchical *)c->coll->state)->shm;
     mn_wire sum_only = *w;   /* the in-node legs sum; the leader divides at the end */
     sum_only.div = 1.0f;
     if (s && c->nodes == 1 && mn_shm_fits(s, count, w)) return mn_shm_allreduce(c, s, buf, count, w);
     if (s && c->nodes > 1) {
-        /* A network piece is larger than the window (c->net_piece_floats):
+        /* A network piece is larger than the window (c->coll->net_piece_floats):
          * the in-node legs walk it in window-sized parts, the leaders' leg
          * takes it whole, paying the network's latency once. */
         int span = mn_shm_span(s, w), size;

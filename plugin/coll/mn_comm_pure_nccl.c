@@ -115,7 +115,7 @@ static void forget_tables(mn_comm *c, pure_nccl *s)
 
 static void pure_nccl_teardown(mn_comm *c)
 {
-    pure_nccl *s = c->state;
+    pure_nccl *s = c->coll->state;
     if (!s) return;
     mn_nccl_close(&s->nc);
     if (s->dev) mn_cuda_ok(c, cudaFree(s->dev), "cudaFree");
@@ -125,13 +125,13 @@ static void pure_nccl_teardown(mn_comm *c)
     if (s->packed_half) mn_cuda_ok(c, cudaFree(s->packed_half), "cudaFree");
     forget_tables(c, s);
     free(s);
-    c->state = NULL;
+    c->coll->state = NULL;
 }
 
 static mn_status pure_nccl_setup(mn_comm *c)
 {
     pure_nccl *s = calloc(1, sizeof *s);
-    c->state = s;
+    c->coll->state = s;
     MN_CHECK(mn_agree(c, s ? MN_OK : MN_ERR_NOMEM));
     MN_CHECK(mn_nccl_open(c, c->world, c->size, c->rank, &s->nc));
     MN_CUDA_CHECK(c, cudaMalloc((void **)&s->flag, sizeof(int)));
@@ -180,7 +180,7 @@ static mn_status reduce_on_device(mn_comm *c, pure_nccl *s, void *buf, int count
 
 static mn_status pure_nccl_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
 {
-    pure_nccl *s = c->state;
+    pure_nccl *s = c->coll->state;
     MN_CHECK(mn_nccl_enter(c, &s->nc));
     return reduce_on_device(c, s, buf, count, w);
 }
@@ -271,7 +271,7 @@ static mn_status mean_float16(mn_comm *c, pure_nccl *s, float **dev, const size_
 
 static mn_status pure_nccl_mean_grad_device(mn_comm *c, float **dev, const size_t *lens, int n)
 {
-    pure_nccl *s = c->state;
+    pure_nccl *s = c->coll->state;
     MN_CHECK(mn_nccl_enter(c, &s->nc));
     MN_CHECK(mn_nccl_after_darknet(c, &s->nc));
     MN_CHECK(c->half ? mean_float16(c, s, dev, lens, n) : mean_float32(c, s, dev, lens, n));
@@ -280,14 +280,14 @@ static mn_status pure_nccl_mean_grad_device(mn_comm *c, float **dev, const size_
 
 static void *pure_nccl_device_stream(mn_comm *c)
 {
-    return ((pure_nccl *)c->state)->nc.stream;
+    return ((pure_nccl *)c->coll->state)->nc.stream;
 }
 
 /* Issued behind what the stream holds; the half buffer is reused only
  * after device_wait, which the optimizer calls before the next one. */
 static mn_status pure_nccl_mean_packed(mn_comm *c, float *dev, size_t count)
 {
-    pure_nccl *s = c->state;
+    pure_nccl *s = c->coll->state;
     MN_CHECK(mn_nccl_enter(c, &s->nc));
     if (!count) return MN_OK;
     if (!c->half) {
@@ -302,7 +302,7 @@ static mn_status pure_nccl_mean_packed(mn_comm *c, float *dev, size_t count)
 
 static mn_status pure_nccl_device_wait(mn_comm *c, const char *what)
 {
-    pure_nccl *s = c->state;
+    pure_nccl *s = c->coll->state;
     MN_CHECK(mn_nccl_enter(c, &s->nc));
     return mn_nccl_sync(c, &s->nc, what);
 }

@@ -27,7 +27,7 @@ typedef struct {
 
 static void two_dimensional_teardown(mn_comm *c)
 {
-    two_dimensional *s = c->state;
+    two_dimensional *s = c->coll->state;
     if (!s) return;
     free(s->counts);
     free(s->displs);
@@ -35,7 +35,7 @@ static void two_dimensional_teardown(mn_comm *c)
     mn_shm_close(s->shm);
     mn_nccl_node_close(s->nccl);
     free(s);
-    c->state = NULL;
+    c->coll->state = NULL;
 }
 
 /* Nodes of equal size only; ranked below flat and hierarchical, behind
@@ -57,7 +57,7 @@ static mn_status two_dimensional_setup(mn_comm *c)
 {
     two_dimensional *s = calloc(1, sizeof *s);
     if (s) {
-        c->state = s;
+        c->coll->state = s;
         s->counts = calloc((size_t)c->intra_size, sizeof(int));
         s->displs = calloc((size_t)c->intra_size, sizeof(int));
     }
@@ -75,13 +75,13 @@ static mn_status two_dimensional_setup(mn_comm *c)
 
 static mn_status two_dimensional_mean_grad_device(mn_comm *c, float **dev, const size_t *lens, int n)
 {
-    return mn_nccl_node_mean(c, ((two_dimensional *)c->state)->nccl, dev, lens, n, 1);
+    return mn_nccl_node_mean(c, ((two_dimensional *)c->coll->state)->nccl, dev, lens, n, 1);
 }
 
 #if defined(MN_NCCL) && defined(GPU)
 static void *two_dimensional_device_stream(mn_comm *c)
 {
-    return mn_nccl_node_stream(((two_dimensional *)c->state)->nccl);
+    return mn_nccl_node_stream(((two_dimensional *)c->coll->state)->nccl);
 }
 #endif
 
@@ -96,7 +96,7 @@ static mn_status shard_room(mn_comm *c, two_dimensional *s, int n, int size)
     return MN_OK;
 }
 
-/* A network piece larger than the window (c->net_piece_floats): the
+/* A network piece larger than the window (c->coll->net_piece_floats): the
  * in-node legs take it in window-sized parts, and leg (2) takes this rank's
  * chunks of every part at once, packed into the shard, so the network's
  * latency is paid once per piece rather than once per part. */
@@ -131,7 +131,7 @@ static mn_status windowed_parts(mn_comm *c, two_dimensional *s, void *buf, int c
 
 static mn_status two_dimensional_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
 {
-    two_dimensional *s = c->state;
+    two_dimensional *s = c->coll->state;
     int m = c->intra_size, size;
     if (m == 1) return mn_allreduce_rsag(c, c->inter, buf, count, w);
     MN_MPI(c, MPI_Type_size(w->type, &size));

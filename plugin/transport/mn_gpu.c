@@ -25,21 +25,21 @@ void mn_gpu_select(const mn_gpu_in *in, mn_gpu_out *out)
 
 const mn_gpu_in *mn_gpu_placement(const mn_comm *c)
 {
-    return &c->gpu;
+    return &c->transport->gpu;
 }
 
 int mn_gpu_device(const mn_comm *c)
 {
     mn_gpu_out o;
-    mn_gpu_select(&c->gpu, &o);
+    mn_gpu_select(&c->transport->gpu, &o);
     return o.device;
 }
 
 int mn_nccl_usable(const mn_comm *c)
 {
     mn_gpu_out o;
-    mn_gpu_select(&c->gpu, &o);
-    return c->gpu.nccl && o.own;
+    mn_gpu_select(&c->transport->gpu, &o);
+    return c->transport->gpu.nccl && o.own;
 }
 
 #ifdef GPU
@@ -111,7 +111,7 @@ static mn_status group(mn_comm *c, uint64_t key, int *local_rank, int *local_siz
 
 mn_status mn_gpu_place(mn_comm *c, int nogpu)
 {
-    mn_gpu_in *g = &c->gpu;
+    mn_gpu_in *g = &c->transport->gpu;
     memset(g, 0, sizeof *g);
     uint64_t key = 0;
     const char *why = "";

@@ -4,6 +4,19 @@
 
 #include "mn_core.h"
 
+/* What decides a rank's GPU. A rank's group: the ranks of its host that see
+ * the same devices (the same CUDA_VISIBLE_DEVICES, or each its own under
+ * Slurm's --gpus-per-task=1 with device cgroups). */
+typedef struct {
+    int visible;      /* CUDA devices this rank sees: 0 with -nogpu, without any, in CPU builds */
+    int local_rank;   /* this rank within its group */
+    int local_size;   /* ranks in the group */
+    int nogpu;        /* -nogpu */
+    int nccl;         /* the build has GPU=1 NCCL=1 */
+    int sharers;      /* ranks of the host on this rank's physical device, counted once it
+                         is chosen (0: not counted); more than 1 where visible sets overlap */
+} mn_gpu_in;
+
 typedef struct {
     int device;   /* index among the visible devices; -1: the CPU */
     int own;      /* no other rank of the host uses that device */

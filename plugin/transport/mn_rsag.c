@@ -4,7 +4,7 @@
  * doubling, partners nearest first:
  * at step k a rank swaps half of what it still holds with the rank 2^k away
  * and adds the half it keeps. On a communicator ordered node by node
- * (c->by_node), the first steps stay inside a node while the halves are
+ * (c->transport->by_node), the first steps stay inside a node while the halves are
  * large, and a node's link carries the gradient about once each way in all
  * (2(1 - 1/nodes) of it), where a ring carries 2(p-1)/p of it over every
  * edge and pays 2(p-1) latencies rather than 2 log2 p. Open MPI 4.1 picks
@@ -23,14 +23,14 @@
 
 enum { RSAG_TAG = 7701 };
 
-/* c->wire_tmp holds at least bytes. */
+/* c->transport->wire_tmp holds at least bytes. */
 static mn_status tmp_room(mn_comm *c, size_t bytes)
 {
-    if (bytes <= c->wire_tmp_cap) return MN_OK;
-    void *p = realloc(c->wire_tmp, bytes);
+    if (bytes <= c->transport->wire_tmp_cap) return MN_OK;
+    void *p = realloc(c->transport->wire_tmp, bytes);
     if (!p) { mn_error(c, "out of memory for a %zu-byte receive buffer", bytes); return MN_ERR_NOMEM; }
-    c->wire_tmp = p;
-    c->wire_tmp_cap = bytes;
+    c->transport->wire_tmp = p;
+    c->transport->wire_tmp_cap = bytes;
     return MN_OK;
 }
 
@@ -38,11 +38,11 @@ static mn_status tmp_room(mn_comm *c, size_t bytes)
 static int real_rank(int v, int rem) { return v < rem ? 2 * v + 1 : v + rem; }
 
 /* One exchange with peer: ns elements from out, nr into in; with sum set,
- * they arrive in c->wire_tmp and are added into in. */
+ * they arrive in c->transport->wire_tmp and are added into in. */
 static mn_status swap(mn_comm *c, MPI_Comm comm, int peer, const char *out, int ns, char *in, int nr, int sum,
                       const mn_wire *w)
 {
-    void *to = sum ? c->wire_tmp : in;
+    void *to = sum ? c->transport->wire_tmp : in;
     MN_MPI(c, MPI_Sendrecv(out, ns, w->type, peer, RSAG_TAG, to, nr, w->type, peer, RSAG_TAG, comm,
                            MPI_STATUS_IGNORE));
     if (sum && nr) MN_MPI(c, MPI_Reduce_local(to, in, nr, w->type, w->op));

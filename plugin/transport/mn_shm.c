@@ -60,7 +60,7 @@ static mn_status node_shares_memory(mn_comm *c, int *all)
     MN_MPI(c, MPI_Comm_split_type(c->intra, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared));
     MPI_Comm_size(shared, &ssize);
     MPI_Comm_free(&shared);
-    *all = ssize == c->intra_size && !c->shm_off;
+    *all = ssize == c->intra_size && !c->transport->shm_off;
     MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, all, 1, MPI_INT, MPI_MIN, c->intra));
     return MN_OK;
 }
@@ -255,7 +255,7 @@ static mn_status arena_sync(mn_comm *c, mn_arena *a)
 /* buf's offset in this rank's arena, or -1 when it does not lie in it. */
 static long arena_offset(const mn_comm *c, const void *buf, int count, const mn_wire *w)
 {
-    const mn_arena *a = c->arena;
+    const mn_arena *a = c->transport->arena;
     const unsigned char *b = buf, *mine = a ? a->at[c->intra_rank] : NULL;
     if (!a || w->half || b < mine || b + (size_t)count * sizeof(float) > mine + a->bytes) return -1;
     return (long)(b - mine);
@@ -263,7 +263,7 @@ static long arena_offset(const mn_comm *c, const void *buf, int count, const mn_
 
 static mn_status arena_allreduce(mn_comm *c, float *buf, int count, const mn_wire *w, long at)
 {
-    mn_arena *a = c->arena;
+    mn_arena *a = c->transport->arena;
     int p = c->intra_size, me = c->intra_rank, off, n;
     MN_CHECK(arena_sync(c, a));
     mn_split(count, p, me, &off, &n);
@@ -280,7 +280,7 @@ static mn_status arena_allreduce(mn_comm *c, float *buf, int count, const mn_wir
 
 mn_status mn_shm_arena_fence(mn_comm *c)
 {
-    mn_arena *a = c->arena;
+    mn_arena *a = c->transport->arena;
     if (!a || !a->fence) return MN_OK;
     a->fence = 0;
     return arena_sync(c, a);
@@ -300,7 +300,7 @@ mn_status mn_comm_arena_alloc(mn_comm *c, size_t n, float **out)
 {
     *out = NULL;
     int all = 0;
-    if (!c->arena) MN_CHECK(node_shares_memory(c, &all));
+    if (!c->transport->arena) MN_CHECK(node_shares_memory(c, &all));
     if (!all) return private_arena(c, n, out);
     mn_arena *a = calloc(1, sizeof *a);
     if (a) a->at = calloc((size_t)c->intra_size, sizeof *a->at);
@@ -320,34 +320,34 @@ mn_status mn_comm_arena_alloc(mn_comm *c, size_t n, float **out)
         return st != MN_OK ? st : private_arena(c, n, out);
     }
     memset(a->at[c->intra_rank], 0, a->bytes);
-    c->arena = a;
+    c->transport->arena = a;
     *out = (float *)a->at[c->intra_rank];
     return MN_OK;
 }
 
 void mn_comm_arena_free(mn_comm *c, float *p)
 {
-    mn_arena *a = c->arena;
-    if (!a || c->arena_borrowed || p != (float *)a->at[c->intra_rank]) { free(p); return; }
+    mn_arena *a = c->transport->arena;
+    if (!a || c->transport->arena_borrowed || p != (float *)a->at[c->intra_rank]) { free(p); return; }
     MPI_Win_unlock_all(a->win);
     MPI_Win_free(&a->win);
     free(a->at);
     free(a);
-    c->arena = NULL;
+    c->transport->arena = NULL;
 }
 
 void mn_comm_arena_borrow(mn_comm *c, const mn_comm *owner)
 {
-    if (!owner->arena || c->arena) return;
-    c->arena = owner->arena;
-    c->arena_borrowed = 1;
+    if (!owner->transport->arena || c->transport->arena) return;
+    c->transport->arena = owner->transport->arena;
+    c->transport->arena_borrowed = 1;
 }
 
 void mn_comm_arena_release(mn_comm *c)
 {
-    if (c->arena && !c->arena_borrowed) mn_comm_arena_free(c, (float *)c->arena->at[c->intra_rank]);
-    c->arena = NULL;
-    c->arena_borrowed = 0;
+    if (c->transport->arena && !c->transport->arena_borrowed) mn_comm_arena_free(c, (float *)c->transport->arena->at[c->intra_rank]);
+    c->transport->arena = NULL;
+    c->transport->arena_borrowed = 0;
 }
 
 mn_status mn_shm_allreduce(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w)
@@ -356,28 +356,4 @@ mn_status mn_shm_allreduce(mn_comm *c, mn_shm *s, void *buf, int count, const mn
     if (at >= 0) return arena_allreduce(c, buf, count, w, at);
     MN_CHECK(mn_shm_reduce_scatter(c, s, buf, count, w));
     return mn_shm_allgather(c, s, buf, count, w, -1);
-}
-
-/* flat and single_node: the window, kept in c->state, when the whole job is
- * one node; their sum then never leaves shared memory. */
-mn_status mn_shm_setup_job(mn_comm *c)
-{
-    mn_shm *s = NULL;
-    if (c->nodes == 1) MN_CHECK(mn_shm_open(c, &s));
-    c->state = s;
-    return MN_OK;
-}
-
-void mn_shm_teardown_job(mn_comm *c)
-{
-    mn_shm_close(c->state);
-    c->state = NULL;
-}
-
-mn_status mn_sum_job(mn_comm *c, void *buf, int count, const mn_wire *w)
-{
-    mn_shm *s = c->state;
-    if (s && mn_shm_fits(s, count, w)) return mn_shm_allreduce(c, s, buf, count, w);
-    if (c->nodes > 1) return mn_allreduce_rsag(c, c->by_node, buf, count, w);
-    return mn_allreduce_wire(c, c->world, buf, count, w);
 }

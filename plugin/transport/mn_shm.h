@@ -37,11 +37,4 @@ void mn_comm_arena_borrow(mn_comm *c, const mn_comm *owner);
 void mn_comm_arena_release(mn_comm *c);
 /* Ends a mean over the arena: the last barrier before any arena may change. */
 mn_status mn_shm_arena_fence(mn_comm *c);
-/* flat's and single_node's setup, teardown and sum: c->state is the window
- * (or NULL) when the job is one node; the sum goes through it, else through
- * one MPI_Allreduce over c->world. */
-mn_status mn_shm_setup_job(mn_comm *c);
-void mn_shm_teardown_job(mn_comm *c);
-mn_status mn_sum_job(mn_comm *c, void *buf, int count, const mn_wire *w);
-
 #endif

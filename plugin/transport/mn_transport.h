@@ -9,7 +9,7 @@
 #include "mn_base.h"
 
 /* How a piece of gradient travels: float32 (MPI_FLOAT, MPI_SUM) or IEEE half
- * (MPI_UINT16_T summed by c->half_sum). A float32 sum is divided by div on
+ * (MPI_UINT16_T summed by c->transport->half_sum). A float32 sum is divided by div on
  * its last leg, by whichever rank finishes that part of it (1: a plain sum);
  * halves travel already divided (div = 1). */
 typedef struct {
@@ -44,5 +44,17 @@ void mn_split(int count, int parts, int k, int *off, int *n);
 #include "mn_nccl.h"
 #include "mn_queue.h"
 #include "mn_wait.h"
+
+/* A communicator's transport state (c->transport). */
+struct mn_transport {
+    MPI_Comm by_node;             /* world ordered node by node (made where nodes > 1) */
+    int shm_off;                  /* MN_SHM=0 */
+    mn_gpu_in gpu;                /* this rank's GPU placement (mn_gpu_place; zero: the CPU) */
+    void *wire_tmp;               /* mn_allreduce_rsag's receive buffer */
+    size_t wire_tmp_cap;
+    MPI_Op half_sum;              /* the MPI op summing halves; MPI_OP_NULL until needed */
+    struct mn_arena *arena;       /* the gradient arena's node-shared window, or NULL (mn_shm.c) */
+    int arena_borrowed;           /* arena is another communicator's (mn_comm_arena_borrow) */
+};
 
 #endif
