@@ -116,25 +116,16 @@ static mn_status mean_packed(mn_comm *c, cursor *cu, size_t k, size_t piece, flo
     return MN_OK;
 }
 
-/* Pieces keep each collective's buffer in cache for the division and bound
- * the scratch; float32 arrays that lie back to back (the optimizer's arena)
- * are reduced in place with no copy. The division by the rank count is the
- * wire's (mn_wire.div): each algorithm does it on its last leg, where only
- * the rank that finishes a part of the piece touches it.
+/* Pieces keep each collective's buffer in cache for the division (the
+ * wire's, done on the last leg) and bound the scratch; float32 arrays that
+ * lie back to back (the arena) are reduced in place.
  *
- * float16: a piece holds as many bytes as a float32 one, so twice the
- * elements: half the bytes and half the collectives, which is what makes it
- * pay off where each collective costs latency. Each rank divides by the rank
- * count BEFORE rounding to half, so
- * the halves summed are x/N and every partial sum is bounded by the largest
- * |x| of any rank: gradients up to 65504 cannot overflow in the sum however
- * many ranks there are (dividing after the sum would overflow once the sum of
- * N gradients passes 65504, e.g. 4 ranks of 20000). The price is at the small
- * end: x/N goes subnormal below 2^-14*N, keeping fewer bits there. A piece
- * whose reduced halves still hold Inf or NaN (a gradient beyond the half
- * range, or a rounding up past 65504) is summed again in float32, so nothing
- * turns into Inf silently; every rank holds the same reduced bytes, so every
- * rank takes the same branch without another message. */
+ * float16: a piece holds twice the elements, so half the collectives. Each
+ * rank divides by N BEFORE rounding to half, so no partial sum exceeds the
+ * largest |x| and cannot overflow however many ranks there are (the price:
+ * x/N goes subnormal below 2^-14*N). A piece whose reduced halves hold Inf
+ * or NaN is summed again in float32; every rank holds the same bytes, so
+ * all take that branch without a message. */
 mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int n, size_t piece, mn_sum_fn sum)
 {
     const mn_wire f32 = {MPI_FLOAT, MPI_SUM, 0, (float)c->size}, f16 = {MPI_UINT16_T, c->transport->half_sum, 1, 1.0f};
@@ -178,8 +169,7 @@ mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int 
     return MN_OK;
 }
 
-/* flat and single_node: the window, kept in c->coll->state, when the whole job is
- * one node; their sum then never leaves shared memory. */
+/* Their sum never leaves shared memory where the job is one node. */
 mn_status mn_shm_setup_job(mn_comm *c)
 {
     mn_shm *s = NULL;

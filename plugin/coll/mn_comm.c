@@ -20,8 +20,6 @@ static const mn_comm_ops *const registry[] = {
     &mn_comm_pure_nccl_ops,
 };
 #define NREG ((int)(sizeof(registry) / sizeof(registry[0])))
-/* Every algorithm of ChainerMN's table is registered; pure_nccl is always
- * named, and a build without NCCL says so when it is selected. */
 
 const char *mn_comm_names(void)
 {
@@ -92,17 +90,10 @@ static mn_status env_settings(mn_comm *c, int report)
     long v[5] = {0, 0, 0, 0, MN_OK};   /* piece bytes, ranks per node, shm off, network piece bytes, rank 0's status */
     if (c->rank == 0) v[4] = read_env(c, v, report);
     MN_MPI(c, MPI_Bcast(v, 5, MPI_LONG, 0, c->world));
-    /* 1 MiB pieces measured best-or-near on 2-rank shared memory (bench/results);
-       MN_PIECE_BYTES overrides it for tuning on other fabrics. */
+    /* 1 MiB pieces (why: docs/benchmarks.md) */
     c->piece_floats = (size_t)(v[0] ? v[0] : 1 << 20) / sizeof(float);
-    /* Across nodes each piece pays the network legs' 2 log2(p) latencies
-     * (mn_rsag.c), so the piece grows with log2(p): 1 MiB up to 7 ranks,
-     * half a MiB more per doubling (3 MiB at 64, 5 at 1,024), keeping the
-     * latency's share what it is at 4 ranks. Whole gradients are no answer:
-     * on the 2-host testbed pieces were faster, by our algorithm or Open
-     * MPI's alike, while SimGrid, whose links carry a large message at full
-     * rate, prefers them whole (the figures: docs/benchmarks.md, two hosts).
-     * MN_NET_PIECE_BYTES sets the network piece alone, MN_PIECE_BYTES both. */
+    /* Across nodes a piece pays 2 log2(p) latencies (mn_rsag.c), so it grows
+     * half a MiB per doubling of p past 4 ranks, keeping their share. */
     int log_p = 0;
     while ((2 << log_p) <= c->size) ++log_p;
     size_t net_bytes = (size_t)(log_p < 2 ? 2 : log_p) << 19;
@@ -219,12 +210,9 @@ static void ask(const mn_comm_ops *ops, const mn_comm_shape *s, mn_comm_answer *
     if (ops->query) ops->query(s, a);
 }
 
-/* communicator=auto, also the default: every algorithm answers the shape,
- * and the one every rank accepts with the highest priority is chosen (the
- * first registered on a tie). The answers read only what the ranks hold
- * alike, and the placement, whose acceptance is agreed here, so every rank
- * chooses the same. Its reason names each algorithm ranked above it that
- * the job's shape refused, and what that one would need. */
+/* communicator=auto: the algorithm every rank accepts with the highest
+ * priority (the first registered on a tie); no timing enters, so every rank
+ * chooses the same. The reason names what each one ranked above it lacks. */
 static mn_status choose_auto(mn_comm *c, const mn_comm_ops **ops, char *why, size_t cap)
 {
     mn_comm_shape s;
@@ -274,9 +262,8 @@ static mn_status select_named(mn_comm *c, const char *name)
     return s;
 }
 
-/* Setup is collective (NCCL's creation, shared memory, agreements): under
- * the guard (c->watch), a rank that stalls in it ends the job after the
- * collective timeout instead of leaving the others waiting. */
+/* Setup is collective: under the guard, a rank that stalls in it ends the
+ * job after the collective timeout. */
 mn_status mn_comm_select(mn_comm *c, const char *name)
 {
     mn_guard(c, "communicator setup");

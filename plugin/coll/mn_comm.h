@@ -14,8 +14,9 @@
  * mn_gpu_place chooses this rank's GPU (none with nogpu or in a CPU build),
  * makes it current and sets Darknet's gpu_index: call it before loading a
  * network. mn_comm_select switches to the algorithm a cfg names ("" or
- * "auto", the default: the one whose query ranks the job's shape highest,
- * mn_comm.c). All are collective over world; on error they print why and
+ * "auto", the default: the one chosen for the job's shape, mn_comm.c; today
+ * pure_nccl where every rank has a GPU of its own in a GPU=1 NCCL=1 build,
+ * else flat). All are collective over world; on error they print why and
  * every rank gets the same non-OK status. */
 mn_comm *mn_comm_create(MPI_Comm world, mn_status *status);
 mn_status mn_gpu_place(mn_comm *c, int nogpu);
@@ -28,8 +29,8 @@ int mn_comm_intra_size(const mn_comm *c);
 int mn_comm_inter_rank(const mn_comm *c);
 int mn_comm_inter_size(const mn_comm *c);
 const char *mn_comm_name(const mn_comm *c);
-/* Why auto chose mn_comm_name (the job's shape and the chosen one's
- * reason); "" where the cfg named the communicator. */
+/* Why auto chose mn_comm_name (the job's shape and the measurements); ""
+ * where the cfg named the communicator. */
 const char *mn_comm_auto_why(const mn_comm *c);
 /* NULL when a cfg may name this communicator, else why not ("is unknown"). */
 const char *mn_comm_check_name(const char *name);

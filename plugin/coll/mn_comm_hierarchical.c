@@ -1,23 +1,17 @@
-/* hierarchical: three legs per piece. (1) The node's sum at its leader
- * (intra_rank 0); (2) an allreduce among the node leaders only (c->inter of
- * intra_rank 0; mn_rsag.c's, whose cost does not hang on MPI's choice of
- * algorithm), so each node puts one copy of the gradient on the network
- * instead of one per rank; (3) the result to every rank of the node. Legs
- * (1) and (3) go through the node's shared-memory window where there is one
- * (mn_shm.c: reduce-scatter, the leader gathers the chunks; the leader
- * publishes, the others copy), else MPI_Reduce and MPI_Bcast over c->intra.
- * Nodes may hold different rank counts (2+1): the leaders' communicator has
- * one member per node either way. For a node with one NIC, as in ChainerMN's
- * table. In GPU runs legs (1) and (3) go through NCCL on the device
- * (mn_nccl_node.c) where every rank has a GPU of its own. */
+/* hierarchical: per piece, (1) the node's sum at its leader, (2) an
+ * allreduce among the leaders only (mn_rsag.c), (3) the result to the
+ * node's ranks: each node puts one copy of the gradient on the network, for
+ * nodes with one NIC (ChainerMN's table). Legs (1) and (3) use the node's
+ * shared window, else MPI over c->intra, or NCCL on the device where every
+ * rank has a GPU of its own. Nodes may differ in size. */
 #include "mn_coll.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 typedef struct {
-    mn_shm *shm;          /* the node's window, or NULL */
-    mn_nccl_node *nccl;   /* GPU runs: the in-node legs through NCCL (mn_nccl_node.c), or NULL */
+    mn_shm *shm;          /* or NULL */
+    mn_nccl_node *nccl;   /* or NULL */
 } hierarchical;
 
 static void hierarchical_teardown(mn_comm *c)
@@ -30,8 +24,7 @@ static void hierarchical_teardown(mn_comm *c)
     c->coll->state = NULL;
 }
 
-/* Any shape; ranked below flat, whose single pass beat its in-node legs
- * wherever simulated. */
+/* Below flat, which beat it wherever simulated. */
 static void hierarchical_query(const mn_comm_shape *s, mn_comm_answer *a)
 {
     a->priority = 20;
@@ -68,9 +61,8 @@ static mn_status hierarchical_sum(mn_comm *c, void *buf, int count, const mn_wir
     sum_only.div = 1.0f;
     if (s && c->nodes == 1 && mn_shm_fits(s, count, w)) return mn_shm_allreduce(c, s, buf, count, w);
     if (s && c->nodes > 1) {
-        /* A network piece is larger than the window (c->coll->net_piece_floats):
-         * the in-node legs walk it in window-sized parts, the leaders' leg
-         * takes it whole, paying the network's latency once. */
+        /* A network piece outgrows the window: the node's legs walk it in
+         * parts, the leaders' leg takes it whole (one latency). */
         int span = mn_shm_span(s, w), size;
         MN_MPI(c, MPI_Type_size(w->type, &size));
         char *b = buf;

@@ -1,6 +1,5 @@
-/* naive: one MPI_Allreduce per array, in place, then a division by size. The
- * reference every other algorithm is tested against: simple, but it pays the
- * latency of one collective per layer array. */
+/* naive: one MPI_Allreduce per array: the reference the others are tested
+ * against; ranked last. */
 #include <limits.h>
 #include <stdio.h>
 #include "mn_coll.h"
@@ -12,7 +11,6 @@ static mn_status naive_mean_grad(mn_comm *c, float **arrays, const size_t *lens,
     return MN_OK;
 }
 
-/* Any shape; ranked last, as the slowest. */
 static void naive_query(const mn_comm_shape *s, mn_comm_answer *a)
 {
     snprintf(a->why, sizeof a->why, "%s: one MPI_Allreduce per array", s->said);

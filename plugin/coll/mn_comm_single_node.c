@@ -1,11 +1,9 @@
-/* single_node: one allreduce inside the node, through the node's
- * shared-memory window (mn_shm.c) or, where there is none, one MPI_Allreduce;
- * for a job on one machine. A job on several nodes is refused at setup
- * rather than averaged over part of the ranks. */
+/* single_node: one allreduce inside the node (its shared window, else MPI),
+ * for a job on one machine; several nodes are refused, not half averaged. */
 #include <stdio.h>
 #include "mn_coll.h"
 
-/* One node only; ranked below flat, which is the same there. */
+/* Below flat, which is the same there. */
 static void single_node_query(const mn_comm_shape *s, mn_comm_answer *a)
 {
     a->priority = 30;

@@ -1,28 +1,21 @@
-/* two_dimensional: three legs per piece, every rank busy in each. (1) A
- * reduce-scatter inside the node: intra-rank k ends with the node's sum of
- * shard k (near-equal shards; sizes differ by at most one element, so any
- * length works); (2) an allreduce (mn_rsag.c) of shard k among the ranks with
- * intra_rank k on every node (c->inter), all shards at once, so each node
- * sends its whole gradient across as many links as it has ranks; (3) an
- * allgather of the shards inside the node. Legs (1) and (3) go through the
- * node's shared-memory window where there is one (mn_shm.c), else
- * MPI_Reduce_scatter and MPI_Allgatherv over c->intra. For nodes with several NICs,
- * as in ChainerMN's table. Leg (2) needs every node to hold the same number of
- * ranks (else shard k has no partner on a smaller node): an uneven job is
- * refused at setup, naming its layout. In GPU runs legs (1) and (3) go
- * through NCCL on the device (mn_nccl_node.c) where every rank has a GPU of
- * its own. */
+/* two_dimensional: per piece, (1) a reduce-scatter in the node, leaving
+ * intra-rank k the node's sum of shard k; (2) an allreduce of shard k among
+ * the ranks with intra_rank k (c->inter, mn_rsag.c), so a node sends its
+ * gradient over as many links as it has ranks, for nodes with several NICs
+ * (ChainerMN's table); (3) the node's allgather. Legs (1) and (3) use the
+ * node's window, else MPI, or NCCL where every rank has a GPU of its own.
+ * Leg (2) needs nodes of equal size. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mn_coll.h"
 
 typedef struct {
-    int *counts, *displs;   /* shard sizes and offsets, one per intra-rank */
-    void *shard;            /* this rank's shard */
+    int *counts, *displs;   /* per intra-rank */
+    void *shard;
     size_t shard_bytes;
-    mn_shm *shm;            /* the node's window, or NULL */
-    mn_nccl_node *nccl;     /* GPU runs: the in-node legs through NCCL (mn_nccl_node.c), or NULL */
+    mn_shm *shm;            /* or NULL */
+    mn_nccl_node *nccl;     /* or NULL */
 } two_dimensional;
 
 static void two_dimensional_teardown(mn_comm *c)
@@ -96,10 +89,8 @@ static mn_status shard_room(mn_comm *c, two_dimensional *s, int n, int size)
     return MN_OK;
 }
 
-/* A network piece larger than the window (c->coll->net_piece_floats): the
- * in-node legs take it in window-sized parts, and leg (2) takes this rank's
- * chunks of every part at once, packed into the shard, so the network's
- * latency is paid once per piece rather than once per part. */
+/* A network piece outgrowing the window: legs (1) and (3) by parts, leg (2)
+ * once on this rank's chunks of every part, packed (one latency). */
 static mn_status windowed_parts(mn_comm *c, two_dimensional *s, void *buf, int count, const mn_wire *w, int size)
 {
     int span = mn_shm_span(s->shm, w), m = c->intra_size, me = c->intra_rank, mine = 0, off, n;
