@@ -1,14 +1,8 @@
-/* GPU placement: which device each rank uses, decided once at start by a
- * pure function of what the rank sees (mn_gpu_select), and what that allows.
- *
- * Order of CUDA calls: until mn_gpu_place has chosen this rank's device,
- * only cudaGetDeviceCount and cudaGetDeviceProperties run, which query the
- * driver and create no context. The first call that needs one is
- * cudaSetDevice on the rank's own device; any call before it would create a
- * context on device 0 in every rank, which a GPU in EXCLUSIVE_PROCESS mode
- * (common on clusters) refuses to all ranks but one. After it, the plugin
- * never selects another device. A CUDA error that is tolerated is cleared
- * (cudaGetLastError): Darknet's next check_error would abort on it. */
+/* GPU placement: which device each rank uses, by a pure function of what
+ * it sees (mn_gpu_select). Until a rank's device is chosen only queries
+ * that create no context run: any other call would make a context on
+ * device 0 in every rank, which EXCLUSIVE_PROCESS mode refuses to all but
+ * one. A tolerated CUDA error is cleared, or Darknet's next check aborts. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +11,9 @@
 #include <mpi-ext.h>
 #endif
 
+/* Pure. Ranks beyond the visible devices share them; a rank owns its
+ * device where its group fits and no overlapping visible set shares it
+ * (sharers, counted once chosen). */
 void mn_gpu_select(const mn_gpu_in *in, mn_gpu_out *out)
 {
     out->device = in->nogpu || in->visible <= 0 || in->local_size <= 0 ? -1 : in->local_rank % in->visible;
@@ -52,10 +49,8 @@ static cudaError_t device_key(int d, uint64_t *h)
     return e;
 }
 
-/* The number of visible devices and a hash of their UUIDs, from queries that
- * create no context. A GPU build needs a device even with -nogpu: Darknet's
- * layers (maxpool, connected, ...) keep device buffers whatever gpu_index
- * says, and would abort on their first allocation. */
+/* The visible devices and a hash of their UUIDs. A GPU build needs one
+ * even with -nogpu: Darknet's layers keep device buffers regardless. */
 static mn_status visible_devices(int *count, uint64_t *key, const char **why)
 {
     int n = 0;
@@ -73,8 +68,7 @@ static mn_status visible_devices(int *count, uint64_t *key, const char **why)
     return MN_OK;
 }
 
-/* The device's context is made here, so that a device that is busy
- * (EXCLUSIVE_PROCESS) or broken is reported now, with the rank. */
+/* The context is made here, so a busy or broken device is named now. */
 static mn_status use_device(mn_comm *c, int device, int visible)
 {
     cudaError_t e = cudaSetDevice(device);
