@@ -34,7 +34,7 @@ STREAM_ARG = {
     "cudnnSetStream": 1, "cublasSetStream": 1,
 }
 # mn_gpu_* functions that are no kernel wrappers (GPU placement).
-NOT_KERNELS = {"mn_gpu_select", "mn_gpu_check", "mn_gpu_device", "mn_gpu_place"}
+NOT_KERNELS = {"mn_gpu_select", "mn_gpu_placement", "mn_gpu_device", "mn_gpu_place"}
 LEGACY = {"cudaMemcpy", "cudaMemset", "cudaMemcpy2D", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol"}
 NULL_STREAM = re.compile(r"^\(?\s*(\(\s*(cudaStream_t|void\s*\*)\s*\)\s*)?(NULL|0|0L|nullptr|cudaStreamLegacy)\s*\)?$")
 CALL = re.compile(r"\b((?:cuda|cudnn|nccl)[A-Z]\w*|mn_gpu_\w+)\s*\(")

@@ -1,9 +1,12 @@
-/* GPU placement (mn_gpu_select, a pure function): the device, whether the
- * rank has it to itself, the default communicator and the refusals, for a
- * table of cases with the exact outputs expected. No MPI, no CUDA. */
+/* GPU placement (mn_gpu_select, a pure function): the device and whether
+ * the rank has it to itself; and what the communicators' queries make of
+ * it: auto's choice for a job of ranks like this one (pure_nccl where it
+ * may, else flat), the communicator requested accepted, or pure_nccl's
+ * refusal; for a table of cases with the exact outputs expected. No MPI,
+ * no CUDA. */
 #include <stdio.h>
 #include <string.h>
-#include "mn_gpu.h"
+#include "mn_coll.h"
 
 typedef struct {
     mn_gpu_in in;
@@ -43,22 +46,52 @@ static const gpu_case cases[] = {
     {{1, 0, 1, 0, 1, 3}, "flat", 0, 0, "flat", ""},
 };
 
+static const mn_comm_ops *const all[] = {&mn_comm_naive_ops, &mn_comm_flat_ops, &mn_comm_hierarchical_ops,
+                                         &mn_comm_two_dimensional_ops, &mn_comm_single_node_ops, &mn_comm_pure_nccl_ops};
+#define NALL ((int)(sizeof all / sizeof *all))
+
+/* The answer of the algorithm named (NULL, "": auto's) on one node of
+ * local_size ranks like k; *chosen: the one a job of such ranks gets. */
+static void answer(const gpu_case *k, const mn_gpu_out *o, mn_comm_answer *a, const char **chosen)
+{
+    mn_comm_shape s = {.ranks = k->in.local_size, .nodes = 1, .per_node = k->in.local_size, .gpu = k->in,
+                       .device = o->device, .own = o->own};
+    int best = -1;
+    mn_comm_answer mine[NALL];
+    for (int i = 0; i < NALL; ++i) {
+        memset(&mine[i], 0, sizeof mine[i]);
+        all[i]->query(&s, &mine[i]);
+        if (mine[i].refused == MN_OK && (best < 0 || mine[i].priority > mine[best].priority)) best = i;
+        if (k->requested && !strcmp(k->requested, all[i]->name)) *a = mine[i];
+    }
+    *chosen = all[best]->name;
+    if (!k->requested || !*k->requested) *a = mine[best];
+}
+
 int main(void)
 {
     int failures = 0, n = (int)(sizeof cases / sizeof *cases);
     for (int i = 0; i < n; ++i) {
         const gpu_case *k = &cases[i];
         mn_gpu_out o;
+        mn_comm_answer a;
+        const char *chosen = "";
         memset(&o, 0x5a, sizeof o);
-        mn_gpu_select(&k->in, k->requested, &o);
-        int good = o.device == k->device && o.own == k->own && !strcmp(o.fallback, k->fallback) &&
-                   (k->error[0] ? strstr(o.error, k->error) != NULL : o.error[0] == 0);
+        memset(&a, 0x5a, sizeof a);
+        mn_gpu_select(&k->in, &o);
+        answer(k, &o, &a, &chosen);
+        /* pure_nccl where NCCL is not in the build is refused by the build's message instead */
+        int by_build = k->requested && !strcmp(k->requested, "pure_nccl") && !k->in.nccl;
+        const char *error = a.refused == MN_OK ? "" : a.why;
+        int good = o.device == k->device && o.own == k->own && !strcmp(chosen, k->fallback) &&
+                   (by_build ? a.refused == MN_ERR_UNAVAILABLE
+                    : k->error[0] ? a.refused == MN_ERR_USER && strstr(error, k->error) != NULL : a.refused == MN_OK);
         if (!good) {
             ++failures;
             fprintf(stderr, "FAIL case %d (visible %d, local %d/%d, nogpu %d, nccl %d, sharers %d, '%s'): device %d own %d "
                             "default %s error '%s'; want %d %d %s '%s'\n", i, k->in.visible, k->in.local_rank,
                     k->in.local_size, k->in.nogpu, k->in.nccl, k->in.sharers, k->requested ? k->requested : "(null)", o.device,
-                    o.own, o.fallback, o.error, k->device, k->own, k->fallback, k->error);
+                    o.own, chosen, error, k->device, k->own, k->fallback, k->error);
         }
     }
     printf("test_gpu_select: %d cases, %d failed\n", n, failures);

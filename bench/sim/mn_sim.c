@@ -159,7 +159,7 @@ static mn_status plain_allreduce(mn_comm *c, const mn_sim_opts *o, mn_sim_grad *
     if (o->half) {   /* the bytes the communicators send, summed by the plugin's half op */
         for (size_t done = 0, k; done < o->floats; done += k) {
             k = o->floats - done > (size_t)1 << 30 ? (size_t)1 << 30 : o->floats - done;
-            MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, g->halves + done, (int)k, MPI_UINT16_T, c->half_sum, w));
+            MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, g->halves + done, (int)k, MPI_UINT16_T, c->transport->half_sum, w));
         }
         return MN_OK;
     }

@@ -116,28 +116,19 @@ static mn_status mean_packed(mn_comm *c, cursor *cu, size_t k, size_t piece, flo
     return MN_OK;
 }
 
-/* Pieces keep each collective's buffer in cache for the division and bound
- * the scratch; float32 arrays that lie back to back (the optimizer's arena)
- * are reduced in place with no copy. The division by the rank count is the
- * wire's (mn_wire.div): each algorithm does it on its last leg, where only
- * the rank that finishes a part of the piece touches it.
+/* Pieces keep each collective's buffer in cache for the division (the
+ * wire's, done on the last leg) and bound the scratch; float32 arrays that
+ * lie back to back (the arena) are reduced in place.
  *
- * float16: a piece holds as many bytes as a float32 one, so twice the
- * elements: half the bytes and half the collectives, which is what makes it
- * pay off where each collective costs latency. Each rank divides by the rank
- * count BEFORE rounding to half, so
- * the halves summed are x/N and every partial sum is bounded by the largest
- * |x| of any rank: gradients up to 65504 cannot overflow in the sum however
- * many ranks there are (dividing after the sum would overflow once the sum of
- * N gradients passes 65504, e.g. 4 ranks of 20000). The price is at the small
- * end: x/N goes subnormal below 2^-14*N, keeping fewer bits there. A piece
- * whose reduced halves still hold Inf or NaN (a gradient beyond the half
- * range, or a rounding up past 65504) is summed again in float32, so nothing
- * turns into Inf silently; every rank holds the same reduced bytes, so every
- * rank takes the same branch without another message. */
+ * float16: a piece holds twice the elements, so half the collectives. Each
+ * rank divides by N BEFORE rounding to half, so no partial sum exceeds the
+ * largest |x| and cannot overflow however many ranks there are (the price:
+ * x/N goes subnormal below 2^-14*N). A piece whose reduced halves hold Inf
+ * or NaN is summed again in float32; every rank holds the same bytes, so
+ * all take that branch without a message. */
 mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int n, size_t piece, mn_sum_fn sum)
 {
-    const mn_wire f32 = {MPI_FLOAT, MPI_SUM, 0, (float)c->size}, f16 = {MPI_UINT16_T, c->half_sum, 1, 1.0f};
+    const mn_wire f32 = {MPI_FLOAT, MPI_SUM, 0, (float)c->size}, f16 = {MPI_UINT16_T, c->transport->half_sum, 1, 1.0f};
     size_t total = 0;
     for (int i = 0; i < n; ++i) total += lens[i];
     if (total == 0 || c->size == 1) return MN_OK;
@@ -176,4 +167,27 @@ mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int 
         MN_CHECK(mean_packed(c, &cu, k, piece, f, sum));
     }
     return MN_OK;
+}
+
+/* Their sum never leaves shared memory where the job is one node. */
+mn_status mn_shm_setup_job(mn_comm *c)
+{
+    mn_shm *s = NULL;
+    if (c->nodes == 1) MN_CHECK(mn_shm_open(c, &s));
+    c->coll->state = s;
+    return MN_OK;
+}
+
+void mn_shm_teardown_job(mn_comm *c)
+{
+    mn_shm_close(c->coll->state);
+    c->coll->state = NULL;
+}
+
+mn_status mn_sum_job(mn_comm *c, void *buf, int count, const mn_wire *w)
+{
+    mn_shm *s = c->coll->state;
+    if (s && mn_shm_fits(s, count, w)) return mn_shm_allreduce(c, s, buf, count, w);
+    if (c->nodes > 1) return mn_allreduce_rsag(c, c->transport->by_node, buf, count, w);
+    return mn_allreduce_wire(c, c->world, buf, count, w);
 }

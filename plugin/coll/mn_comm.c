@@ -20,8 +20,6 @@ static const mn_comm_ops *const registry[] = {
     &mn_comm_pure_nccl_ops,
 };
 #define NREG ((int)(sizeof(registry) / sizeof(registry[0])))
-/* Every algorithm of ChainerMN's table is registered; pure_nccl is always
- * named, and a build without NCCL says so when it is selected. */
 
 const char *mn_comm_names(void)
 {
@@ -32,8 +30,8 @@ const char *mn_comm_names(void)
  * r/k form a node), so that one machine can test multi-node algorithms. */
 static mn_status split_nodes(mn_comm *c)
 {
-    if (c->ranks_per_node > 0) {
-        MN_MPI(c, MPI_Comm_split(c->world, (int)(c->rank / c->ranks_per_node), c->rank, &c->intra));
+    if (c->coll->ranks_per_node > 0) {
+        MN_MPI(c, MPI_Comm_split(c->world, (int)(c->rank / c->coll->ranks_per_node), c->rank, &c->intra));
     } else {
         MN_MPI(c, MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &c->intra));
     }
@@ -50,7 +48,7 @@ static mn_status split_nodes(mn_comm *c)
      * node share a key (their leader's rank) and keep their order. */
     int leader = c->rank;
     MN_MPI(c, MPI_Bcast(&leader, 1, MPI_INT, 0, c->intra));
-    MN_MPI(c, MPI_Comm_split(c->world, 0, leader, &c->by_node));
+    MN_MPI(c, MPI_Comm_split(c->world, 0, leader, &c->transport->by_node));
     return MN_OK;
 }
 
@@ -92,36 +90,40 @@ static mn_status env_settings(mn_comm *c, int report)
     long v[5] = {0, 0, 0, 0, MN_OK};   /* piece bytes, ranks per node, shm off, network piece bytes, rank 0's status */
     if (c->rank == 0) v[4] = read_env(c, v, report);
     MN_MPI(c, MPI_Bcast(v, 5, MPI_LONG, 0, c->world));
-    /* 1 MiB pieces measured best-or-near on 2-rank shared memory (bench/results);
-       MN_PIECE_BYTES overrides it for tuning on other fabrics. */
+    /* 1 MiB pieces (why: docs/benchmarks.md) */
     c->piece_floats = (size_t)(v[0] ? v[0] : 1 << 20) / sizeof(float);
-    /* Across nodes each piece pays the network legs' 2 log2(p) latencies
-     * (mn_rsag.c), so the piece grows with log2(p): 1 MiB up to 7 ranks,
-     * half a MiB more per doubling (3 MiB at 64, 5 at 1,024), keeping the
-     * latency's share what it is at 4 ranks. Whole gradients are no answer:
-     * on the 2-host testbed pieces were faster, by our algorithm or Open
-     * MPI's alike, while SimGrid, whose links carry a large message at full
-     * rate, prefers them whole (the figures: docs/benchmarks.md, two hosts).
-     * MN_NET_PIECE_BYTES sets the network piece alone, MN_PIECE_BYTES both. */
+    /* Across nodes a piece pays 2 log2(p) latencies (mn_rsag.c), so it grows
+     * half a MiB per doubling of p past 4 ranks, keeping their share. */
     int log_p = 0;
     while ((2 << log_p) <= c->size) ++log_p;
     size_t net_bytes = (size_t)(log_p < 2 ? 2 : log_p) << 19;
-    c->net_piece_floats = v[3] ? (size_t)v[3] / sizeof(float) : v[0] ? c->piece_floats : net_bytes / sizeof(float);
-    c->ranks_per_node = v[1];
-    c->shm_off = (int)v[2];
+    c->coll->net_piece_floats = v[3] ? (size_t)v[3] / sizeof(float) : v[0] ? c->piece_floats : net_bytes / sizeof(float);
+    c->coll->ranks_per_node = v[1];
+    c->transport->shm_off = (int)v[2];
     return (mn_status)v[4];
 }
 
+/* One allocation: the handle first (mn_comm_free frees it), then the state
+ * it points to. */
+typedef struct {
+    mn_comm c;
+    struct mn_coll coll;
+    struct mn_transport transport;
+} comm_block;
+
 static mn_comm *create(MPI_Comm world, const mn_comm *like, mn_status *status)
 {
-    mn_comm *c = calloc(1, sizeof *c);
-    if (!c) { *status = MN_ERR_NOMEM; return NULL; }
+    comm_block *b = calloc(1, sizeof *b);
+    if (!b) { *status = MN_ERR_NOMEM; return NULL; }
+    mn_comm *c = &b->c;
+    c->coll = &b->coll;
+    c->transport = &b->transport;
     MPI_Comm_dup(world, &c->world);
     MPI_Comm_rank(c->world, &c->rank);
     MPI_Comm_size(c->world, &c->size);
     if (gethostname(c->host, sizeof c->host - 1) != 0) strcpy(c->host, "?");
-    c->half_sum = MPI_OP_NULL;
-    if (like) c->gpu = like->gpu;
+    c->transport->half_sum = MPI_OP_NULL;
+    if (like) c->transport->gpu = like->transport->gpu;
     mn_status s = env_settings(c, !like);
     if (s == MN_OK) s = mn_agree(c, split_nodes(c));
     if (s == MN_OK) s = mn_comm_select(c, "flat");
@@ -180,53 +182,75 @@ const char *mn_comm_check_name(const char *name)
     return "is unknown";
 }
 
-/* communicator=auto, also the default: the algorithm the measurements put
- * first for this job's shape. It reads only what every rank holds alike (the
- * node layout, agreed by split_nodes and mn_comm_layout, and the default
- * mn_gpu_check agreed on), never a timing, so every rank chooses the same.
- * pure_nccl where every rank has a GPU of its own in an NCCL build (NCCL
- * picks its own algorithm; nothing here simulates it). Else flat: on one
- * node it is single_node's shared-memory allreduce, and across nodes it was
- * fastest or tied at every shape simulated, hierarchical and two_dimensional
- * behind it: their in-node legs cost more than the network time they save
- * (the shapes and figures: docs/benchmarks.md, simulated clusters). Where
- * nothing was simulated (over 256 ranks, nodes of 1 or over 16 ranks, or of
- * unequal size) flat stays, as it runs on any layout, and the reason says so. */
-static mn_status choose_auto(mn_comm *c, const char *fallback, const mn_comm_ops **ops, char *why, size_t cap)
+/* The job's shape as the queries see it. Collective. */
+static mn_status shape_of(mn_comm *c, mn_comm_shape *s)
 {
-    char layout[256], shape[96];
     int even, per = c->intra_size;   /* the same on every rank where even */
-    MN_CHECK(mn_comm_layout(c, layout, sizeof layout, &even));
+    memset(s, 0, sizeof *s);
+    MN_CHECK(mn_comm_layout(c, s->layout, sizeof s->layout, &even));
+    s->ranks = c->size;
+    s->nodes = c->nodes;
+    s->per_node = even ? per : 0;
     if (even)
-        snprintf(shape, sizeof shape, "%d node%s of %d rank%s", c->nodes, c->nodes > 1 ? "s" : "", per, per > 1 ? "s" : "");
+        snprintf(s->said, sizeof s->said, "%d node%s of %d rank%s", c->nodes, c->nodes > 1 ? "s" : "", per,
+                 per > 1 ? "s" : "");
     else
-        snprintf(shape, sizeof shape, "%d ranks on %d nodes of unequal size", c->size, c->nodes);
-    *ops = &mn_comm_flat_ops;
-    if (!strcmp(fallback, "pure_nccl")) {
-        *ops = &mn_comm_pure_nccl_ops;
-        snprintf(why, cap, "%s, each rank on a GPU of its own in an NCCL build: NCCL's allreduce; not simulated", shape);
-    } else if (c->nodes == 1) {
-        snprintf(why, cap, "%s: one allreduce in the node's shared memory, as single_node", shape);
-    } else if (even && per >= 2 && per <= 16 && c->size <= 256) {
-        snprintf(why, cap, "%s: fastest or tied on every cluster simulated, 2 to 32 nodes of 2 to 16 ranks "
-                           "(docs/benchmarks.md, simulated clusters)", shape);
-    } else {
-        snprintf(why, cap, "%s: not simulated (up to 256 ranks in equal nodes of 2 to 16 were); "
-                           "flat runs on any layout", shape);
-    }
-    size_t n = strlen(why);
-    if (c->gpu.nccl && *ops != &mn_comm_pure_nccl_ops && n < cap)   /* an NCCL build: why not NCCL */
-        snprintf(why + n, cap - n, "; pure_nccl would need a GPU of its own on every rank");
+        snprintf(s->said, sizeof s->said, "%d ranks on %d nodes of unequal size", c->size, c->nodes);
+    s->gpu = *mn_gpu_placement(c);
+    mn_gpu_out o;
+    mn_gpu_select(&s->gpu, &o);
+    s->device = o.device;
+    s->own = o.own;
     return MN_OK;
+}
+
+static void ask(const mn_comm_ops *ops, const mn_comm_shape *s, mn_comm_answer *a)
+{
+    memset(a, 0, sizeof *a);
+    if (ops->query) ops->query(s, a);
+}
+
+/* communicator=auto: the algorithm every rank accepts with the highest
+ * priority (the first registered on a tie); no timing enters, so every rank
+ * chooses the same. The reason names what each one ranked above it lacks. */
+static mn_status choose_auto(mn_comm *c, const mn_comm_ops **ops, char *why, size_t cap)
+{
+    mn_comm_shape s;
+    mn_comm_answer a[NREG];
+    int agreed[NREG], best = 0;
+    MN_CHECK(mn_agree(c, shape_of(c, &s)));
+    for (int i = 0; i < NREG; ++i) {
+        ask(registry[i], &s, &a[i]);
+        agreed[i] = a[i].refused == MN_OK ? a[i].priority : -1;
+    }
+    MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, agreed, NREG, MPI_INT, MPI_MIN, c->world));
+    for (int i = 1; i < NREG; ++i)
+        if (agreed[i] > agreed[best]) best = i;
+    *ops = registry[best];
+    size_t n = (size_t)snprintf(why, cap, "%s", a[best].why);
+    for (int i = 0; i < NREG; ++i)
+        if (agreed[i] < 0 && a[i].needs && a[i].priority > a[best].priority && n < cap)
+            n += (size_t)snprintf(why + n, cap - n, "; %s would need %s", registry[i]->name, a[i].needs);
+    return MN_OK;
+}
+
+/* Whether every rank's shape accepts ops; the first rank that refuses says
+ * why, and every rank gets its status. Collective. */
+static mn_status accepted(mn_comm *c, const mn_comm_ops *ops)
+{
+    mn_comm_shape s;
+    mn_comm_answer a;
+    MN_CHECK(mn_agree(c, shape_of(c, &s)));
+    ask(ops, &s, &a);
+    if (mn_first_with(c, a.refused != MN_OK)) mn_error(c, "%s", a.why);
+    return mn_agree(c, a.refused);
 }
 
 static mn_status select_named(mn_comm *c, const char *name)
 {
-    const char *fallback;
-    MN_CHECK(mn_gpu_check(c, name, &fallback));
-    char why[sizeof c->auto_why] = "";
+    char why[sizeof c->coll->auto_why] = "";
     const mn_comm_ops *ops;
-    if (is_auto(name)) MN_CHECK(choose_auto(c, fallback, &ops, why, sizeof why));
+    if (is_auto(name)) MN_CHECK(choose_auto(c, &ops, why, sizeof why));
     else ops = lookup(name);
     if (!ops) {
         if (c->rank == 0)
@@ -234,13 +258,12 @@ static mn_status select_named(mn_comm *c, const char *name)
         return MN_ERR_USER;
     }
     mn_status s = mn_comm_select_ops(c, ops);
-    if (s == MN_OK) memcpy(c->auto_why, why, sizeof why);
+    if (s == MN_OK) memcpy(c->coll->auto_why, why, sizeof why);
     return s;
 }
 
-/* Setup is collective (NCCL's creation, shared memory, agreements): under
- * the guard (c->watch), a rank that stalls in it ends the job after the
- * collective timeout instead of leaving the others waiting. */
+/* Setup is collective: under the guard, a rank that stalls in it ends the
+ * job after the collective timeout. */
 mn_status mn_comm_select(mn_comm *c, const char *name)
 {
     mn_guard(c, "communicator setup");
@@ -255,7 +278,8 @@ mn_status mn_comm_select_ops(mn_comm *c, const mn_comm_ops *ops)
 {
     if (ops == c->ops) return MN_OK;
     mn_guard(c, "communicator setup");
-    mn_status s = setup_ops(c, ops);
+    mn_status s = accepted(c, ops);
+    if (s == MN_OK) s = setup_ops(c, ops);
     mn_unguard(c);
     return s;
 }
@@ -263,32 +287,32 @@ mn_status mn_comm_select_ops(mn_comm *c, const mn_comm_ops *ops)
 static mn_status setup_ops(mn_comm *c, const mn_comm_ops *ops)
 {
     const mn_comm_ops *old_ops = c->ops;
-    void *old_state = c->state;
+    void *old_state = c->coll->state;
     int old_f32 = c->device_f32, old_f16 = c->device_f16;
     c->ops = ops;
-    c->state = NULL;
+    c->coll->state = NULL;
     c->device_f32 = c->device_f16 = 0;
     mn_status s = mn_agree(c, ops->setup ? ops->setup(c) : MN_OK);
-    void *new_state = c->state;
+    void *new_state = c->coll->state;
     if (s != MN_OK) {
         if (ops->teardown) ops->teardown(c);
         c->ops = old_ops;
-        c->state = old_state;
+        c->coll->state = old_state;
         c->device_f32 = old_f32;
         c->device_f16 = old_f16;
         return s;
     }
     if (old_ops && old_ops->teardown) {
-        c->state = old_state;
+        c->coll->state = old_state;
         old_ops->teardown(c);
     }
-    c->state = new_state;
+    c->coll->state = new_state;
     return MN_OK;
 }
 
 mn_status mn_comm_set_dtype(mn_comm *c, int half)
 {
-    if (half && c->half_sum == MPI_OP_NULL) MN_CHECK(mn_half_op_create(c, &c->half_sum));
+    if (half && c->transport->half_sum == MPI_OP_NULL) MN_CHECK(mn_half_op_create(c, &c->transport->half_sum));
     c->half = half != 0;
     return MN_OK;
 }
@@ -300,18 +324,18 @@ void mn_comm_free(mn_comm *c)
     mn_comm_arena_release(c);
     if (c->intra != MPI_COMM_NULL && c->intra) MPI_Comm_free(&c->intra);
     if (c->inter != MPI_COMM_NULL && c->inter) MPI_Comm_free(&c->inter);
-    if (c->by_node != MPI_COMM_NULL && c->by_node) MPI_Comm_free(&c->by_node);
+    if (c->transport->by_node != MPI_COMM_NULL && c->transport->by_node) MPI_Comm_free(&c->transport->by_node);
     if (c->world != MPI_COMM_NULL && c->world) MPI_Comm_free(&c->world);
-    if (c->half_sum != MPI_OP_NULL) MPI_Op_free(&c->half_sum);
+    if (c->transport->half_sum != MPI_OP_NULL) MPI_Op_free(&c->transport->half_sum);
     free(c->fused);
-    free(c->wire_tmp);
+    free(c->transport->wire_tmp);
     free(c);
 }
 
 mn_status mn_comm_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int n)
 {
     if (c->ops->mean_grad) return c->ops->mean_grad(c, arrays, lens, n);
-    return mn_mean_by_pieces(c, arrays, lens, n, c->nodes > 1 ? c->net_piece_floats : c->piece_floats, c->ops->sum);
+    return mn_mean_by_pieces(c, arrays, lens, n, c->nodes > 1 ? c->coll->net_piece_floats : c->piece_floats, c->ops->sum);
 }
 
 int mn_comm_rank(const mn_comm *c) { return c->rank; }
@@ -321,5 +345,5 @@ int mn_comm_intra_size(const mn_comm *c) { return c->intra_size; }
 int mn_comm_inter_rank(const mn_comm *c) { return c->inter_rank; }
 int mn_comm_inter_size(const mn_comm *c) { return c->inter_size; }
 const char *mn_comm_name(const mn_comm *c) { return c->ops->name; }
-const char *mn_comm_auto_why(const mn_comm *c) { return c->auto_why; }
+const char *mn_comm_auto_why(const mn_comm *c) { return c->coll->auto_why; }
 MPI_Comm mn_comm_world(const mn_comm *c) { return c->world; }

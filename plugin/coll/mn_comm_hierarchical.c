@@ -1,38 +1,40 @@
-/* hierarchical: three legs per piece. (1) The node's sum at its leader
- * (intra_rank 0); (2) an allreduce among the node leaders only (c->inter of
- * intra_rank 0; mn_rsag.c's, whose cost does not hang on MPI's choice of
- * algorithm), so each node puts one copy of the gradient on the network
- * instead of one per rank; (3) the result to every rank of the node. Legs
- * (1) and (3) go through the node's shared-memory window where there is one
- * (mn_shm.c: reduce-scatter, the leader gathers the chunks; the leader
- * publishes, the others copy), else MPI_Reduce and MPI_Bcast over c->intra.
- * Nodes may hold different rank counts (2+1): the leaders' communicator has
- * one member per node either way. For a node with one NIC, as in ChainerMN's
- * table. In GPU runs legs (1) and (3) go through NCCL on the device
- * (mn_nccl_node.c) where every rank has a GPU of its own. */
+/* hierarchical: per piece, (1) the node's sum at its leader, (2) an
+ * allreduce among the leaders only (mn_rsag.c), (3) the result to the
+ * node's ranks: each node puts one copy of the gradient on the network, for
+ * nodes with one NIC (ChainerMN's table). Legs (1) and (3) use the node's
+ * shared window, else MPI over c->intra, or NCCL on the device where every
+ * rank has a GPU of its own. Nodes may differ in size. */
 #include "mn_coll.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct {
-    mn_shm *shm;          /* the node's window, or NULL */
-    mn_nccl_node *nccl;   /* GPU runs: the in-node legs through NCCL (mn_nccl_node.c), or NULL */
+    mn_shm *shm;          /* or NULL */
+    mn_nccl_node *nccl;   /* or NULL */
 } hierarchical;
 
 static void hierarchical_teardown(mn_comm *c)
 {
-    hierarchical *h = c->state;
+    hierarchical *h = c->coll->state;
     if (!h) return;
     mn_shm_close(h->shm);
     mn_nccl_node_close(h->nccl);
     free(h);
-    c->state = NULL;
+    c->coll->state = NULL;
+}
+
+/* Below flat, which beat it wherever simulated. */
+static void hierarchical_query(const mn_comm_shape *s, mn_comm_answer *a)
+{
+    a->priority = 20;
+    snprintf(a->why, sizeof a->why, "%s: the node's sum, then an allreduce among the node leaders", s->said);
 }
 
 static mn_status hierarchical_setup(mn_comm *c)
 {
     hierarchical *h = calloc(1, sizeof *h);
-    c->state = h;
+    c->coll->state = h;
     MN_CHECK(mn_agree(c, h ? MN_OK : MN_ERR_NOMEM));
     MN_CHECK(mn_shm_open(c, &h->shm));
     MN_CHECK(mn_nccl_node_open(c, &h->nccl));
@@ -42,26 +44,25 @@ static mn_status hierarchical_setup(mn_comm *c)
 
 static mn_status hierarchical_mean_grad_device(mn_comm *c, float **dev, const size_t *lens, int n)
 {
-    return mn_nccl_node_mean(c, ((hierarchical *)c->state)->nccl, dev, lens, n, 0);
+    return mn_nccl_node_mean(c, ((hierarchical *)c->coll->state)->nccl, dev, lens, n, 0);
 }
 
 #if defined(MN_NCCL) && defined(GPU)
 static void *hierarchical_device_stream(mn_comm *c)
 {
-    return mn_nccl_node_stream(((hierarchical *)c->state)->nccl);
+    return mn_nccl_node_stream(((hierarchical *)c->coll->state)->nccl);
 }
 #endif
 
 static mn_status hierarchical_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
 {
-    mn_shm *s = ((hierarchical *)c->state)->shm;
+    mn_shm *s = ((hierarchical *)c->coll->state)->shm;
     mn_wire sum_only = *w;   /* the in-node legs sum; the leader divides at the end */
     sum_only.div = 1.0f;
     if (s && c->nodes == 1 && mn_shm_fits(s, count, w)) return mn_shm_allreduce(c, s, buf, count, w);
     if (s && c->nodes > 1) {
-        /* A network piece is larger than the window (c->net_piece_floats):
-         * the in-node legs walk it in window-sized parts, the leaders' leg
-         * takes it whole, paying the network's latency once. */
+        /* A network piece outgrows the window: the node's legs walk it in
+         * parts, the leaders' leg takes it whole (one latency). */
         int span = mn_shm_span(s, w), size;
         MN_MPI(c, MPI_Type_size(w->type, &size));
         char *b = buf;
@@ -87,6 +88,7 @@ static mn_status hierarchical_sum(mn_comm *c, void *buf, int count, const mn_wir
 
 const mn_comm_ops mn_comm_hierarchical_ops = {
     .name = "hierarchical",
+    .query = hierarchical_query,
     .setup = hierarchical_setup,
     .sum = hierarchical_sum,
     .mean_grad_device = hierarchical_mean_grad_device,

@@ -1,36 +1,61 @@
-/* pure_nccl: one ncclAllReduce over all ranks, each rank on a GPU of its own
- * (mn_gpu_place; refused where ranks share one) and its own CUDA stream. Rank 0 makes the NCCL unique
- * id and broadcasts it over MPI; NCCL then builds its rings and trees over
- * NVLink, PCIe and the network by itself, which is why ChainerMN recommends
- * it wherever NCCL 2 is available.
+/* pure_nccl: one ncclAllReduce over all ranks, each on a GPU of its own;
+ * NCCL builds its rings and trees over NVLink, PCIe and the network itself,
+ * which is why ChainerMN recommends it wherever NCCL is.
  *
- * In a GPU run the optimizer hands mean_grad_device Darknet's DEVICE update
- * arrays: float32 goes as one ncclGroup of in-place ncclAllReduce calls with
- * ncclAvg (no host copy, no extra pass); float16 is cast on the device into
- * one half buffer with the 1/N scale folded in (mn_kernels.cu), reduced with
- * one ncclAllReduce of ncclFloat16, checked for Inf/NaN and cast back, or,
- * when the check finds any, reduced again in float32 from the untouched
- * arrays. Darknet computes on the base's stream (mn_base_stream: the legacy
- * default stream on pjreddie's, its own non-blocking one on the fork's);
- * ours waits for it through an event recorded there, and the host polls
- * ours and NCCL's asynchronous error, with a deadline, before returning
- * (mn_nccl_sync).
- * mean_grad (host arrays, as the tests, the bench and the alignment before
- * each save pass) copies a host piece through a page-locked stage to the
- * device, reduces it and copies it back the same way.
- * Double buffering on the device issues the mean of one packed buffer onto
- * the communicator's stream and returns (mean_packed): the optimizer ordered
- * the stream after the buffer was filled, and waits for it a step later
- * (device_wait). float16 casts it into a half buffer of its own, reduces
- * and casts back; a half that overflowed is found by the optimizer's check
- * of the float32 mean, and that step is dropped as a non-finite mean rather
- * than redone in float32, which would mean waiting for it at once.
- *
- * The NCCL communicator, stream and ordering event are mn_nccl's
- * (mn_nccl_node.c), shared with the node legs of hierarchical and
- * two_dimensional. A build without NCCL=1 and GPU=1 compiles the stub at the
- * end, which refuses the algorithm by name. */
+ * Device arrays (mean_grad_device): float32 as one group of in-place
+ * ncclAvg allreduces; float16 cast with the 1/N scale into one half buffer,
+ * reduced, checked for Inf/NaN and cast back, or redone in float32 from the
+ * untouched arrays. Our stream waits for Darknet's through an event, and the
+ * host polls it with a deadline (mn_nccl_sync). Host arrays (mean_grad)
+ * pass through a page-locked stage. Double buffering (mean_packed) issues
+ * one packed buffer's mean and returns; device_wait waits a step later, and
+ * an overflowed half is dropped as a non-finite mean. The communicator,
+ * stream and event are mn_nccl's (mn_nccl_node.c). Builds without NCCL=1
+ * GPU=1 compile the stub at the end. */
+#include <stdio.h>
 #include "mn_coll.h"
+
+#if defined(MN_NCCL) && defined(GPU)
+#define NOT_BUILT "NCCL needs a GPU of its own per rank, and this rank has none"   /* placed nowhere yet */
+#elif defined(MN_NCCL)
+#define NOT_BUILT "communicator 'pure_nccl' needs a build with GPU=1 NCCL=1 (this build has NCCL=1 but no GPU)"
+#else
+#define NOT_BUILT "communicator 'pure_nccl' needs a build with NCCL=1 (this build has none)"
+#endif
+
+/* Ranked first where every rank has a GPU of its own in an NCCL build; a
+ * rank on the CPU or a shared GPU refuses, saying why. */
+static void pure_nccl_query(const mn_comm_shape *s, mn_comm_answer *a)
+{
+    const mn_gpu_in *g = &s->gpu;
+    const char *they = g->visible > 1 ? "s" : "";
+    a->priority = 50;
+    a->refused = MN_ERR_USER;
+    if (!g->nccl) {
+        a->refused = MN_ERR_UNAVAILABLE;
+        snprintf(a->why, sizeof a->why, "%s", NOT_BUILT);
+        return;
+    }
+    a->needs = "a GPU of its own on every rank";
+    if (s->device < 0)
+        snprintf(a->why, sizeof a->why, "communicator 'pure_nccl' needs a GPU per rank; this rank runs on the CPU (%s)",
+                 g->nogpu ? "-nogpu" : "no CUDA device visible");
+    else if (g->local_size > g->visible)
+        snprintf(a->why, sizeof a->why,
+                 "communicator 'pure_nccl' needs a GPU of its own per rank: %d ranks of this host share %d visible GPU%s; "
+                 "start at most %d rank%s per host, or use flat, hierarchical or two_dimensional",
+                 g->local_size, g->visible, they, g->visible, they);
+    else if (!s->own)
+        snprintf(a->why, sizeof a->why,
+                 "communicator 'pure_nccl' needs a GPU of its own per rank: %d ranks of this host are on this rank's GPU "
+                 "(their CUDA_VISIBLE_DEVICES overlap); give each rank other devices, or use flat, hierarchical or "
+                 "two_dimensional", g->sharers);
+    else {
+        a->refused = MN_OK;
+        snprintf(a->why, sizeof a->why, "%s, each rank on a GPU of its own in an NCCL build: NCCL's allreduce; "
+                                         "not simulated", s->said);
+    }
+}
 
 #if defined(MN_NCCL) && defined(GPU)
 #include <limits.h>
@@ -38,23 +63,20 @@
 #include <string.h>
 
 typedef struct {
-    mn_nccl nc;             /* over c->world */
-    void *dev;              /* the device copy of one piece, or the float16 buffer */
+    mn_nccl nc;
+    void *dev;              /* one piece, or the float16 buffer */
     size_t dev_bytes;
-    void *host;             /* a host piece's page-locked stage: a copy back into pageable memory returns
-                             * only once done, behind the allreduce, past mn_nccl_sync's deadline */
+    void *host;             /* page-locked: a copy to pageable memory would block past the deadline */
     size_t host_bytes;
-    int *flag;              /* device: a reduced half was Inf or NaN */
-    int *flag_host;         /* its page-locked copy: a copy into pageable memory would block the host in the
-                             * call, behind the allreduce, past the deadline of mn_nccl_sync */
-    /* float16: the device tables of each set of arrays seen (overlap hands
-     * over one set a bucket, the same ones every step) */
+    int *flag;              /* a reduced half was Inf or NaN */
+    int *flag_host;
+    /* float16: the device tables of each set of arrays seen */
     struct half_tables {
-        float **seen;       /* host: the arrays they were made for */
+        float **seen;
         mn_pack_tables tab;
     } *tabs;
     int ntabs;
-    void *packed_half;      /* mean_packed's float16 buffer (in flight until device_wait, so not dev) */
+    void *packed_half;      /* in flight until device_wait */
     size_t packed_bytes;
 } pure_nccl;
 
@@ -71,7 +93,7 @@ static void forget_tables(mn_comm *c, pure_nccl *s)
 
 static void pure_nccl_teardown(mn_comm *c)
 {
-    pure_nccl *s = c->state;
+    pure_nccl *s = c->coll->state;
     if (!s) return;
     mn_nccl_close(&s->nc);
     if (s->dev) mn_cuda_ok(c, cudaFree(s->dev), "cudaFree");
@@ -81,13 +103,13 @@ static void pure_nccl_teardown(mn_comm *c)
     if (s->packed_half) mn_cuda_ok(c, cudaFree(s->packed_half), "cudaFree");
     forget_tables(c, s);
     free(s);
-    c->state = NULL;
+    c->coll->state = NULL;
 }
 
 static mn_status pure_nccl_setup(mn_comm *c)
 {
     pure_nccl *s = calloc(1, sizeof *s);
-    c->state = s;
+    c->coll->state = s;
     MN_CHECK(mn_agree(c, s ? MN_OK : MN_ERR_NOMEM));
     MN_CHECK(mn_nccl_open(c, c->world, c->size, c->rank, &s->nc));
     MN_CUDA_CHECK(c, cudaMalloc((void **)&s->flag, sizeof(int)));
@@ -96,8 +118,7 @@ static mn_status pure_nccl_setup(mn_comm *c)
     return MN_OK;
 }
 
-/* *buf (of *cap bytes) grown to hold bytes: device memory, or page-locked
- * host memory where pinned. */
+/* *buf grown to bytes: device memory, or page-locked where pinned. */
 static mn_status grow(mn_comm *c, void **buf, size_t *cap, size_t bytes, int pinned)
 {
     if (bytes <= *cap) return MN_OK;
@@ -115,9 +136,8 @@ static mn_status device_buffer(mn_comm *c, pure_nccl *s, size_t bytes)
     return grow(c, &s->dev, &s->dev_bytes, bytes, 0);
 }
 
-/* Host piece -> stage -> device, ncclAllReduce in place, device -> stage
- * -> host. Both copies are queued on the stream and return at once, so the
- * host waits only in mn_nccl_sync, which a lost peer cannot stall. */
+/* Host -> stage -> device, allreduce, and back: the host waits only in
+ * mn_nccl_sync, which a lost peer cannot stall. */
 static mn_status reduce_on_device(mn_comm *c, pure_nccl *s, void *buf, int count, const mn_wire *w)
 {
     size_t bytes = (size_t)count * (w->half ? 2 : 4);
@@ -136,19 +156,18 @@ static mn_status reduce_on_device(mn_comm *c, pure_nccl *s, void *buf, int count
 
 static mn_status pure_nccl_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
 {
-    pure_nccl *s = c->state;
+    pure_nccl *s = c->coll->state;
     MN_CHECK(mn_nccl_enter(c, &s->nc));
     return reduce_on_device(c, s, buf, count, w);
 }
 
-/* The whole gradient as one piece: one ncclAllReduce per update. */
+/* One piece: one ncclAllReduce per update. */
 static mn_status pure_nccl_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int n)
 {
     return mn_mean_by_pieces(c, arrays, lens, n, INT_MAX, pure_nccl_sum);
 }
 
-/* Every array in place, float32, averaged by NCCL itself (ncclAvg). The
- * group is always ended, also after a failed call inside it. */
+/* The group is ended also after a failed call inside it. */
 static mn_status mean_float32(mn_comm *c, pure_nccl *s, float **dev, const size_t *lens, int n)
 {
     MN_NCCL_CALL(c, &s->nc, ncclGroupStart());
@@ -160,7 +179,7 @@ static mn_status mean_float32(mn_comm *c, pure_nccl *s, float **dev, const size_
     return MN_OK;
 }
 
-/* A launch's error (mn_kernels.cu returns it, already cleared). */
+/* A launch's error, already cleared. */
 static mn_status launched(mn_comm *c, int e, const char *what)
 {
     if (e == cudaSuccess) return MN_OK;
@@ -168,15 +187,11 @@ static mn_status launched(mn_comm *c, int e, const char *what)
     return MN_ERR_UNAVAILABLE;
 }
 
-/* Sets of arrays whose tables are kept; past it (arrays that moved, as a
- * resize may do) all are made anew. */
+/* Past it (arrays moved by a resize) all tables are made anew. */
 #define MAX_HALF_TABLES 256
 
-/* The device tables of the n arrays, made at the first call with them and
- * kept (the optimizer hands over the same sets every step, one a bucket
- * with overlap): the casts are one launch each way whatever the layer
- * count, and making tables, which waits for the stream, is not done again
- * behind another bucket's allreduce. */
+/* The n arrays' device tables, kept: the same sets come every step, and
+ * making them waits for the stream. */
 static mn_status tables(mn_comm *c, pure_nccl *s, float **dev, const size_t *lens, int n, const mn_pack_tables **out)
 {
     for (int i = 0; i < s->ntabs; ++i)
@@ -203,8 +218,7 @@ static mn_status tables(mn_comm *c, pure_nccl *s, float **dev, const size_t *len
     return r;
 }
 
-/* Cast (x/N) into one half buffer, one reduction, check, cast back; or, if
- * the reduced halves hold Inf/NaN, float32 from the arrays, untouched so far. */
+/* x/N to halves, reduce, check, cast back; float32 on Inf/NaN. */
 static mn_status mean_float16(mn_comm *c, pure_nccl *s, float **dev, const size_t *lens, int n)
 {
     size_t total = 0;
@@ -227,7 +241,7 @@ static mn_status mean_float16(mn_comm *c, pure_nccl *s, float **dev, const size_
 
 static mn_status pure_nccl_mean_grad_device(mn_comm *c, float **dev, const size_t *lens, int n)
 {
-    pure_nccl *s = c->state;
+    pure_nccl *s = c->coll->state;
     MN_CHECK(mn_nccl_enter(c, &s->nc));
     MN_CHECK(mn_nccl_after_darknet(c, &s->nc));
     MN_CHECK(c->half ? mean_float16(c, s, dev, lens, n) : mean_float32(c, s, dev, lens, n));
@@ -236,14 +250,13 @@ static mn_status pure_nccl_mean_grad_device(mn_comm *c, float **dev, const size_
 
 static void *pure_nccl_device_stream(mn_comm *c)
 {
-    return ((pure_nccl *)c->state)->nc.stream;
+    return ((pure_nccl *)c->coll->state)->nc.stream;
 }
 
-/* Issued behind what the stream holds; the half buffer is reused only
- * after device_wait, which the optimizer calls before the next one. */
+/* The half buffer is reused only after device_wait. */
 static mn_status pure_nccl_mean_packed(mn_comm *c, float *dev, size_t count)
 {
-    pure_nccl *s = c->state;
+    pure_nccl *s = c->coll->state;
     MN_CHECK(mn_nccl_enter(c, &s->nc));
     if (!count) return MN_OK;
     if (!c->half) {
@@ -258,13 +271,14 @@ static mn_status pure_nccl_mean_packed(mn_comm *c, float *dev, size_t count)
 
 static mn_status pure_nccl_device_wait(mn_comm *c, const char *what)
 {
-    pure_nccl *s = c->state;
+    pure_nccl *s = c->coll->state;
     MN_CHECK(mn_nccl_enter(c, &s->nc));
     return mn_nccl_sync(c, &s->nc, what);
 }
 
 const mn_comm_ops mn_comm_pure_nccl_ops = {
     .name = "pure_nccl",
+    .query = pure_nccl_query,
     .setup = pure_nccl_setup,
     .mean_grad = pure_nccl_mean_grad,
     .mean_grad_device = pure_nccl_mean_grad_device,
@@ -274,19 +288,7 @@ const mn_comm_ops mn_comm_pure_nccl_ops = {
     .teardown = pure_nccl_teardown,
 };
 
-#else /* no NCCL: the algorithm is named, and refused when selected */
-
-static mn_status pure_nccl_setup(mn_comm *c)
-{
-    if (c->rank == 0) {
-#ifdef MN_NCCL
-        mn_error(c, "communicator 'pure_nccl' needs a build with GPU=1 NCCL=1 (this build has NCCL=1 but no GPU)");
-#else
-        mn_error(c, "communicator 'pure_nccl' needs a build with NCCL=1 (this build has none)");
-#endif
-    }
-    return MN_ERR_UNAVAILABLE;
-}
+#else /* no NCCL: the algorithm is named, and its query refuses it */
 
 static mn_status pure_nccl_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int n)
 {
@@ -297,7 +299,7 @@ static mn_status pure_nccl_mean_grad(mn_comm *c, float **arrays, const size_t *l
 
 const mn_comm_ops mn_comm_pure_nccl_ops = {
     .name = "pure_nccl",
-    .setup = pure_nccl_setup,
+    .query = pure_nccl_query,
     .mean_grad = pure_nccl_mean_grad,
 };
 #endif

@@ -1,26 +1,25 @@
-/* single_node: one allreduce inside the node, through the node's
- * shared-memory window (mn_shm.c) or, where there is none, one MPI_Allreduce;
- * for a job on one machine. A job on several nodes is refused at setup
- * rather than averaged over part of the ranks. */
+/* single_node: one allreduce inside the node (its shared window, else MPI),
+ * for a job on one machine; several nodes are refused, not half averaged. */
+#include <stdio.h>
 #include "mn_coll.h"
 
-static mn_status single_node_setup(mn_comm *c)
+/* Below flat, which is the same there. */
+static void single_node_query(const mn_comm_shape *s, mn_comm_answer *a)
 {
-    char layout[256];
-    int even;
-    MN_CHECK(mn_comm_layout(c, layout, sizeof layout, &even));
-    if (c->nodes > 1) {
-        if (c->rank == 0)
-            mn_error(c, "communicator 'single_node' works inside one node, but this job has %s; "
-                        "use hierarchical, two_dimensional or flat", layout);
-        return MN_ERR_USER;
+    a->priority = 30;
+    if (s->nodes == 1) {
+        snprintf(a->why, sizeof a->why, "%s: one allreduce in the node's shared memory", s->said);
+        return;
     }
-    return mn_shm_setup_job(c);
+    a->refused = MN_ERR_USER;
+    snprintf(a->why, sizeof a->why, "communicator 'single_node' works inside one node, but this job has %s; "
+                                     "use hierarchical, two_dimensional or flat", s->layout);
 }
 
 const mn_comm_ops mn_comm_single_node_ops = {
     .name = "single_node",
-    .setup = single_node_setup,
+    .query = single_node_query,
+    .setup = mn_shm_setup_job,
     .sum = mn_sum_job,
     .teardown = mn_shm_teardown_job,
 };

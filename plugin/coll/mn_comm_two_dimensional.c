@@ -1,32 +1,26 @@
-/* two_dimensional: three legs per piece, every rank busy in each. (1) A
- * reduce-scatter inside the node: intra-rank k ends with the node's sum of
- * shard k (near-equal shards; sizes differ by at most one element, so any
- * length works); (2) an allreduce (mn_rsag.c) of shard k among the ranks with
- * intra_rank k on every node (c->inter), all shards at once, so each node
- * sends its whole gradient across as many links as it has ranks; (3) an
- * allgather of the shards inside the node. Legs (1) and (3) go through the
- * node's shared-memory window where there is one (mn_shm.c), else
- * MPI_Reduce_scatter and MPI_Allgatherv over c->intra. For nodes with several NICs,
- * as in ChainerMN's table. Leg (2) needs every node to hold the same number of
- * ranks (else shard k has no partner on a smaller node): an uneven job is
- * refused at setup, naming its layout. In GPU runs legs (1) and (3) go
- * through NCCL on the device (mn_nccl_node.c) where every rank has a GPU of
- * its own. */
+/* two_dimensional: per piece, (1) a reduce-scatter in the node, leaving
+ * intra-rank k the node's sum of shard k; (2) an allreduce of shard k among
+ * the ranks with intra_rank k (c->inter, mn_rsag.c), so a node sends its
+ * gradient over as many links as it has ranks, for nodes with several NICs
+ * (ChainerMN's table); (3) the node's allgather. Legs (1) and (3) use the
+ * node's window, else MPI, or NCCL where every rank has a GPU of its own.
+ * Leg (2) needs nodes of equal size. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mn_coll.h"
 
 typedef struct {
-    int *counts, *displs;   /* shard sizes and offsets, one per intra-rank */
-    void *shard;            /* this rank's shard */
+    int *counts, *displs;   /* per intra-rank */
+    void *shard;
     size_t shard_bytes;
-    mn_shm *shm;            /* the node's window, or NULL */
-    mn_nccl_node *nccl;     /* GPU runs: the in-node legs through NCCL (mn_nccl_node.c), or NULL */
+    mn_shm *shm;            /* or NULL */
+    mn_nccl_node *nccl;     /* or NULL */
 } two_dimensional;
 
 static void two_dimensional_teardown(mn_comm *c)
 {
-    two_dimensional *s = c->state;
+    two_dimensional *s = c->coll->state;
     if (!s) return;
     free(s->counts);
     free(s->displs);
@@ -34,23 +28,29 @@ static void two_dimensional_teardown(mn_comm *c)
     mn_shm_close(s->shm);
     mn_nccl_node_close(s->nccl);
     free(s);
-    c->state = NULL;
+    c->coll->state = NULL;
+}
+
+/* Nodes of equal size only; ranked below flat and hierarchical, behind
+ * them wherever simulated. */
+static void two_dimensional_query(const mn_comm_shape *s, mn_comm_answer *a)
+{
+    a->priority = 10;
+    if (s->per_node) {
+        snprintf(a->why, sizeof a->why, "%s: the node's reduce-scatter, an allreduce per shard across nodes, "
+                                         "the node's allgather", s->said);
+        return;
+    }
+    a->refused = MN_ERR_USER;
+    snprintf(a->why, sizeof a->why, "communicator 'two_dimensional' needs the same number of ranks on every node, "
+                                     "but this job has %s; use hierarchical or flat", s->layout);
 }
 
 static mn_status two_dimensional_setup(mn_comm *c)
 {
-    char layout[256];
-    int even;
-    MN_CHECK(mn_comm_layout(c, layout, sizeof layout, &even));
-    if (!even) {
-        if (c->rank == 0)
-            mn_error(c, "communicator 'two_dimensional' needs the same number of ranks on every node, "
-                        "but this job has %s; use hierarchical or flat", layout);
-        return MN_ERR_USER;
-    }
     two_dimensional *s = calloc(1, sizeof *s);
     if (s) {
-        c->state = s;
+        c->coll->state = s;
         s->counts = calloc((size_t)c->intra_size, sizeof(int));
         s->displs = calloc((size_t)c->intra_size, sizeof(int));
     }
@@ -68,13 +68,13 @@ static mn_status two_dimensional_setup(mn_comm *c)
 
 static mn_status two_dimensional_mean_grad_device(mn_comm *c, float **dev, const size_t *lens, int n)
 {
-    return mn_nccl_node_mean(c, ((two_dimensional *)c->state)->nccl, dev, lens, n, 1);
+    return mn_nccl_node_mean(c, ((two_dimensional *)c->coll->state)->nccl, dev, lens, n, 1);
 }
 
 #if defined(MN_NCCL) && defined(GPU)
 static void *two_dimensional_device_stream(mn_comm *c)
 {
-    return mn_nccl_node_stream(((two_dimensional *)c->state)->nccl);
+    return mn_nccl_node_stream(((two_dimensional *)c->coll->state)->nccl);
 }
 #endif
 
@@ -89,10 +89,8 @@ static mn_status shard_room(mn_comm *c, two_dimensional *s, int n, int size)
     return MN_OK;
 }
 
-/* A network piece larger than the window (c->net_piece_floats): the
- * in-node legs take it in window-sized parts, and leg (2) takes this rank's
- * chunks of every part at once, packed into the shard, so the network's
- * latency is paid once per piece rather than once per part. */
+/* A network piece outgrowing the window: legs (1) and (3) by parts, leg (2)
+ * once on this rank's chunks of every part, packed (one latency). */
 static mn_status windowed_parts(mn_comm *c, two_dimensional *s, void *buf, int count, const mn_wire *w, int size)
 {
     int span = mn_shm_span(s->shm, w), m = c->intra_size, me = c->intra_rank, mine = 0, off, n;
@@ -124,7 +122,7 @@ static mn_status windowed_parts(mn_comm *c, two_dimensional *s, void *buf, int c
 
 static mn_status two_dimensional_sum(mn_comm *c, void *buf, int count, const mn_wire *w)
 {
-    two_dimensional *s = c->state;
+    two_dimensional *s = c->coll->state;
     int m = c->intra_size, size;
     if (m == 1) return mn_allreduce_rsag(c, c->inter, buf, count, w);
     MN_MPI(c, MPI_Type_size(w->type, &size));
@@ -149,6 +147,7 @@ static mn_status two_dimensional_sum(mn_comm *c, void *buf, int count, const mn_
 
 const mn_comm_ops mn_comm_two_dimensional_ops = {
     .name = "two_dimensional",
+    .query = two_dimensional_query,
     .setup = two_dimensional_setup,
     .sum = two_dimensional_sum,
     .mean_grad_device = two_dimensional_mean_grad_device,

@@ -11,6 +11,14 @@ mn_status mn_agree(mn_comm *c, mn_status mine)
     return (mn_status)out;
 }
 
+int mn_first_with(mn_comm *c, int cond)
+{
+    int r = cond ? c->rank : c->size;
+    if (MPI_Allreduce(MPI_IN_PLACE, &r, 1, MPI_INT, MPI_MIN, c->world) != MPI_SUCCESS)
+        mn_abort(c, "MPI_Allreduce failed while finding the first rank to speak");
+    return cond && r == c->rank;
+}
+
 int mn_exit_status(mn_status s)
 {
     switch (s) {

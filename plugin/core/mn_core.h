@@ -19,26 +19,13 @@
     mn_error((c), "%s failed (MPI error %d) at %s:%d", #call, mn_e_, __FILE__, __LINE__); \
     return MN_ERR_MPI; } } while (0)
 
-/* What decides a rank's GPU. A rank's group: the ranks of its host that see
- * the same devices (the same CUDA_VISIBLE_DEVICES, or each its own under
- * Slurm's --gpus-per-task=1 with device cgroups). */
-typedef struct {
-    int visible;      /* CUDA devices this rank sees: 0 with -nogpu, without any, in CPU builds */
-    int local_rank;   /* this rank within its group */
-    int local_size;   /* ranks in the group */
-    int nogpu;        /* -nogpu */
-    int nccl;         /* the build has GPU=1 NCCL=1 */
-    int sharers;      /* ranks of the host on this rank's physical device, counted once it
-                         is chosen (0: not counted); more than 1 where visible sets overlap */
-} mn_gpu_in;
-
 /* The job's handle, passed to every layer: the process's identity (world,
  * rank, node, host, the watchdog) is this layer's; the fields from ops on
- * belong to the collectives (plugin/coll) and the transports under them,
- * which this layer never reads. */
+ * are the collectives' (plugin/coll) and the transports' that the layers
+ * above read, and coll and transport keep the rest behind their own
+ * pointers, which this layer never follows. */
 struct mn_comm {
     MPI_Comm world, intra, inter;
-    MPI_Comm by_node;             /* world ordered node by node (made where nodes > 1) */
     int rank, size;
     int intra_rank, intra_size;   /* within the node */
     int inter_rank, inter_size;   /* among ranks with the same intra_rank */
@@ -46,27 +33,20 @@ struct mn_comm {
     char host[64];
     struct mn_watchdog *watch;    /* the training job's watchdog (mn_guard), or NULL */
     const struct mn_comm_ops *ops; /* the algorithm (plugin/coll) */
-    void *state;                  /* the algorithm's own */
-    size_t piece_floats;          /* a fused reduction's piece inside one node, and a shared window's area (MN_PIECE_BYTES) */
-    size_t net_piece_floats;      /* the piece where the job spans nodes (mn_comm.c; MN_NET_PIECE_BYTES) */
-    long ranks_per_node;          /* MN_RANKS_PER_NODE, 0 when unset (nodes are hosts) */
-    int shm_off;                  /* MN_SHM=0 (these three: rank 0's environment, on every rank) */
-    mn_gpu_in gpu;                /* this rank's GPU placement (mn_gpu_place; zero: the CPU) */
+    size_t piece_floats;          /* a fused reduction's piece inside one node (MN_PIECE_BYTES) */
     float *fused;                 /* scratch shared by algorithms that pack */
     size_t fused_cap;
-    void *wire_tmp;               /* mn_allreduce_rsag's receive buffer */
-    size_t wire_tmp_cap;
     int half;                     /* gradients travel as IEEE half (mn_comm_set_dtype) */
-    MPI_Op half_sum;              /* the MPI op summing halves; MPI_OP_NULL until needed */
-    struct mn_arena *arena;       /* the gradient arena's node-shared window, or NULL (mn_shm.c) */
-    int arena_borrowed;           /* arena is another communicator's (mn_comm_arena_borrow) */
     int device_f32, device_f16;   /* set up by the algorithm: mean_grad_device takes float32 / float16 jobs */
-    int device_ordered;           /* the caller orders the device stream after Darknet's work itself
-                                   * (overlap's handover marks): mean_grad_device records no wait of its own */
-    char auto_why[320];           /* why communicator=auto chose ops (mn_comm.c); "" where a cfg named it */
+    int device_ordered;           /* the caller orders the device stream after Darknet's work itself */
+    struct mn_coll *coll;         /* the collectives' own (mn_coll.h) */
+    struct mn_transport *transport; /* the transports' own (mn_transport.h) */
 };
 
 /* Agreement (mn_agree), errors and mn_abort are declared in darknet_mn.h. */
+/* Collective: whether this rank is the lowest where cond holds (the one
+ * that says why, where several would say the same). */
+int mn_first_with(mn_comm *c, int cond);
 
 /* Seconds on the monotonic clock (durations, deadlines: mn_util.c). */
 double mn_now(void);

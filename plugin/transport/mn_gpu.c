@@ -1,14 +1,8 @@
-/* GPU placement: which device each rank uses, decided once at start by a
- * pure function of what the rank sees (mn_gpu_select), and what that allows.
- *
- * Order of CUDA calls: until mn_gpu_place has chosen this rank's device,
- * only cudaGetDeviceCount and cudaGetDeviceProperties run, which query the
- * driver and create no context. The first call that needs one is
- * cudaSetDevice on the rank's own device; any call before it would create a
- * context on device 0 in every rank, which a GPU in EXCLUSIVE_PROCESS mode
- * (common on clusters) refuses to all ranks but one. After it, the plugin
- * never selects another device. A CUDA error that is tolerated is cleared
- * (cudaGetLastError): Darknet's next check_error would abort on it. */
+/* GPU placement: which device each rank uses, by a pure function of what
+ * it sees (mn_gpu_select). Until a rank's device is chosen only queries
+ * that create no context run: any other call would make a context on
+ * device 0 in every rank, which EXCLUSIVE_PROCESS mode refuses to all but
+ * one. A tolerated CUDA error is cleared, or Darknet's next check aborts. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,62 +11,32 @@
 #include <mpi-ext.h>
 #endif
 
-void mn_gpu_select(const mn_gpu_in *in, const char *requested, mn_gpu_out *out)
+/* Pure. Ranks beyond the visible devices share them; a rank owns its
+ * device where its group fits and no overlapping visible set shares it
+ * (sharers, counted once chosen). */
+void mn_gpu_select(const mn_gpu_in *in, mn_gpu_out *out)
 {
     out->device = in->nogpu || in->visible <= 0 || in->local_size <= 0 ? -1 : in->local_rank % in->visible;
     out->own = out->device >= 0 && in->local_size <= in->visible && in->sharers <= 1;
-    out->fallback = in->nccl && out->own ? "pure_nccl" : "flat";
-    out->error[0] = 0;
-    /* A build without NCCL refuses pure_nccl by its own message (mn_comm_pure_nccl.c). */
-    if (!requested || strcmp(requested, "pure_nccl") || !in->nccl) return;
-    if (out->device < 0)
-        snprintf(out->error, sizeof out->error, "communicator 'pure_nccl' needs a GPU per rank; this rank runs on the CPU (%s)",
-                 in->nogpu ? "-nogpu" : "no CUDA device visible");
-    else if (in->local_size > in->visible)
-        snprintf(out->error, sizeof out->error,
-                 "communicator 'pure_nccl' needs a GPU of its own per rank: %d ranks of this host share %d visible GPU%s; "
-                 "start at most %d rank%s per host, or use flat, hierarchical or two_dimensional",
-                 in->local_size, in->visible, in->visible > 1 ? "s" : "", in->visible, in->visible > 1 ? "s" : "");
-    else if (!out->own)
-        snprintf(out->error, sizeof out->error,
-                 "communicator 'pure_nccl' needs a GPU of its own per rank: %d ranks of this host are on this rank's GPU "
-                 "(their CUDA_VISIBLE_DEVICES overlap); give each rank other devices, or use flat, hierarchical or "
-                 "two_dimensional", in->sharers);
 }
 
-/* Collective: whether this rank is the lowest one where cond holds. */
-static int first_with(mn_comm *c, int cond)
+const mn_gpu_in *mn_gpu_placement(const mn_comm *c)
 {
-    int r = cond ? c->rank : c->size;
-    if (MPI_Allreduce(MPI_IN_PLACE, &r, 1, MPI_INT, MPI_MIN, c->world) != MPI_SUCCESS)
-        mn_abort(c, "MPI_Allreduce failed while placing ranks on GPUs");
-    return cond && r == c->rank;
-}
-
-mn_status mn_gpu_check(mn_comm *c, const char *requested, const char **fallback)
-{
-    mn_gpu_out o;
-    mn_gpu_select(&c->gpu, requested, &o);
-    if (first_with(c, o.error[0] != 0)) mn_error(c, "%s", o.error);
-    MN_CHECK(mn_agree(c, o.error[0] ? MN_ERR_USER : MN_OK));
-    int nccl = !strcmp(o.fallback, "pure_nccl");
-    MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, &nccl, 1, MPI_INT, MPI_MIN, c->world));
-    *fallback = nccl ? "pure_nccl" : "flat";
-    return MN_OK;
+    return &c->transport->gpu;
 }
 
 int mn_gpu_device(const mn_comm *c)
 {
     mn_gpu_out o;
-    mn_gpu_select(&c->gpu, NULL, &o);
+    mn_gpu_select(&c->transport->gpu, &o);
     return o.device;
 }
 
 int mn_nccl_usable(const mn_comm *c)
 {
     mn_gpu_out o;
-    mn_gpu_select(&c->gpu, NULL, &o);
-    return c->gpu.nccl && o.own;
+    mn_gpu_select(&c->transport->gpu, &o);
+    return c->transport->gpu.nccl && o.own;
 }
 
 #ifdef GPU
@@ -85,10 +49,8 @@ static cudaError_t device_key(int d, uint64_t *h)
     return e;
 }
 
-/* The number of visible devices and a hash of their UUIDs, from queries that
- * create no context. A GPU build needs a device even with -nogpu: Darknet's
- * layers (maxpool, connected, ...) keep device buffers whatever gpu_index
- * says, and would abort on their first allocation. */
+/* The visible devices and a hash of their UUIDs. A GPU build needs one
+ * even with -nogpu: Darknet's layers keep device buffers regardless. */
 static mn_status visible_devices(int *count, uint64_t *key, const char **why)
 {
     int n = 0;
@@ -106,8 +68,7 @@ static mn_status visible_devices(int *count, uint64_t *key, const char **why)
     return MN_OK;
 }
 
-/* The device's context is made here, so that a device that is busy
- * (EXCLUSIVE_PROCESS) or broken is reported now, with the rank. */
+/* The context is made here, so a busy or broken device is named now. */
 static mn_status use_device(mn_comm *c, int device, int visible)
 {
     cudaError_t e = cudaSetDevice(device);
@@ -144,7 +105,7 @@ static mn_status group(mn_comm *c, uint64_t key, int *local_rank, int *local_siz
 
 mn_status mn_gpu_place(mn_comm *c, int nogpu)
 {
-    mn_gpu_in *g = &c->gpu;
+    mn_gpu_in *g = &c->transport->gpu;
     memset(g, 0, sizeof *g);
     uint64_t key = 0;
     const char *why = "";
@@ -155,7 +116,7 @@ mn_status mn_gpu_place(mn_comm *c, int nogpu)
 #endif
     st = visible_devices(&g->visible, &key, &why);
 #endif
-    if (first_with(c, st != MN_OK))
+    if (mn_first_with(c, st != MN_OK))
         mn_error(c, "this GPU build needs a CUDA device, also with -nogpu (Darknet's layers keep device buffers), "
                     "and CUDA has none usable: %s; run the CPU build (make) instead", why);
     MN_CHECK(mn_agree(c, st));
@@ -163,7 +124,7 @@ mn_status mn_gpu_place(mn_comm *c, int nogpu)
     /* With -nogpu Darknet computes on the CPU, but a GPU build's layers still
      * allocate on the current device: the rank's own, never GPU 0 for all. */
     mn_gpu_out home, o;
-    mn_gpu_select(g, NULL, &home);
+    mn_gpu_select(g, &home);
 #ifdef GPU
     uint64_t on = MN_FNV_SEED;   /* the physical device, which overlapping visible sets may share */
     int unused;
@@ -175,10 +136,10 @@ mn_status mn_gpu_place(mn_comm *c, int nogpu)
     st = use_device(c, home.device, g->visible);
 #endif
     g->nogpu = nogpu != 0;
-    mn_gpu_select(g, NULL, &o);
+    mn_gpu_select(g, &o);
     mn_base_set_gpu(o.device);   /* Darknet's: networks parsed from now on compute there (-1: the CPU) */
     MN_CHECK(mn_agree(c, st));
-    if (first_with(c, o.device >= 0 && !o.own))
+    if (mn_first_with(c, o.device >= 0 && !o.own))
         printf("darknet-mn: rank %d (%s): %d ranks of this host use its GPU (device %d of the %d it sees; "
                "rank k of the ranks that see the same devices takes device k mod %d)\n",
                c->rank, c->host, g->sharers, o.device, g->visible, g->visible);

@@ -1,9 +1,5 @@
-/* IEEE 754 binary16 ("half") for allreduce_grad_dtype=float16: conversions
- * from and to float, and the MPI reduction that sums halves.
- *
- * float -> half rounds to nearest, ties to even, like a hardware conversion:
- * magnitudes from 65520 up become Inf, NaN stays NaN, magnitudes below 2^-14
- * become subnormal halves (multiples of 2^-24) and below 2^-25 signed zero. */
+/* IEEE binary16 for float16 gradients: conversions, rounding to nearest
+ * even as hardware does, and the MPI op that sums halves. */
 #include <string.h>
 #include "mn_transport.h"
 
@@ -31,12 +27,9 @@ static uint32_t pick(int cond, uint32_t x, uint32_t y)
 static inline uint16_t to_half(float f)
 {
     uint32_t x = bits_of(f), sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
-    /* Normal: rebias the exponent (127 -> 15) and round away the 13 low
-     * mantissa bits, to even on a tie; a carry moves into the exponent. */
+    /* Normal: rebias (127 -> 15), round away 13 mantissa bits to even. */
     uint32_t normal = (a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13;
-    /* Below 2^-14: in 0.5 + |f| the float's last mantissa bit weighs 2^-24,
-     * so the FPU rounds |f| to a multiple of 2^-24 (ties to even) and the
-     * count of them is the sum's mantissa: the subnormal half (or zero). */
+    /* Below 2^-14: 0.5 + |f| makes the FPU round |f| to multiples of 2^-24. */
     uint32_t subnormal = bits_of(float_of(a) + 0.5f) - 0x3f000000u;
     /* 65520 and up round to Inf; NaN stays a (quiet) NaN. */
     uint32_t huge = pick(a > 0x7f800000u, 0x7e00u | ((a >> 13) & 0x3ffu), 0x7c00u);
@@ -55,16 +48,13 @@ static inline float to_float(uint16_t h)
 uint16_t mn_float_to_half(float f) { return to_half(f); }
 float mn_half_to_float(uint16_t h) { return to_float(h); }
 
-/* F16C (x86 since 2012) converts 8 floats per instruction with the same
- * rounding as to_half/to_float (tests/test_comm.c checks every float);
- * chosen at run time, so the build stays portable. */
+/* F16C converts 8 floats at once, rounding alike (tests/test_comm.c);
+ * chosen at run time. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 #include <immintrin.h>
 #define F16C __attribute__((target("avx,f16c")))
-/* CPUID.1:ECX F16C (29), AVX (28), OSXSAVE (27), and the OS saving the
- * YMM registers (XCR0 bits 1-2); asked directly, as clang 14's
- * __builtin_cpu_supports does not know "f16c". */
+/* CPUID's F16C, AVX and OSXSAVE bits, and XCR0's YMM state. */
 static int have_f16c(void)
 {
     unsigned a, b, c, d, lo, hi;
@@ -108,9 +98,7 @@ static void to_floats_f16c(float *out, const uint16_t *in, size_t n) { (void)out
 static void sum_halves_f16c(const uint16_t *a, uint16_t *b, size_t n) { (void)a; (void)b; (void)n; }
 #endif
 
-/* x / div is rounded to half right after, so multiplying by 1/div (exact
- * for a power of two, within a float ulp otherwise) loses nothing that
- * matters and keeps the loop free of divisions. */
+/* x * (1/div): rounded to half right after, so the ulp lost is not seen. */
 void mn_floats_to_halves(uint16_t *out, const float *in, size_t n, float div)
 {
     const float s = 1.0f / div;
@@ -131,10 +119,8 @@ int mn_halves_finite(const uint16_t *h, size_t n)
     return !any;
 }
 
-/* inout[i] = half(in[i] + inout[i]). The float sum of two halves rounds, if
- * at all, only in bits far below half precision, so the one rounding to half
- * that follows is the correctly rounded half sum: the op is commutative and
- * the same on every rank. */
+/* inout[i] = half(in[i] + inout[i]): the float sum of two halves is exact
+ * enough that this is the correctly rounded half sum on every rank. */
 static void sum_halves(void *in, void *inout, int *len, MPI_Datatype *type)
 {
     const uint16_t *a = in;

@@ -1,22 +1,13 @@
-/* NCCL in GPU runs (GPU=1 NCCL=1 builds): mn_nccl, one NCCL communicator
- * with this rank's device, stream and ordering event (pure_nccl's and the
- * node legs'), and the node's NCCL legs for hierarchical and two_dimensional.
- * Darknet's device update arrays are packed into one
- * device buffer and reduced inside the node with NCCL (each rank on a GPU
- * of its own, mn_gpu_place; a communicator over c->intra, its own stream), and the inter-node leg goes through MPI from page-locked host
- * memory, since Debian's Open MPI is not CUDA-aware:
- *
- *   hierarchical: ncclReduce to intra-rank 0; it copies the sum to host,
- *     MPI_Allreduce among the node leaders, divides, copies back;
- *     ncclBroadcast in the node.
- *   two_dimensional: ncclReduceScatter in the node (the buffer padded with
- *     zeros to a multiple of the node size); each rank copies its shard to
- *     host, MPI_Allreduce of the shard among equal intra-ranks, divides,
- *     copies back; ncclAllGather in the node.
- *
- * float32 only: a float16 job stays on the host-staged path (c->device_f32
- * is set, c->device_f16 is not). A build without both switches compiles
- * stubs that never open, so the algorithms keep their host paths. */
+/* NCCL in GPU=1 NCCL=1 builds: mn_nccl, a communicator with this rank's
+ * device, stream and ordering event, and the node legs of hierarchical and
+ * two_dimensional: the packed device gradient is reduced inside the node
+ * with NCCL, the inter-node leg goes through MPI from page-locked memory
+ * (MPI need not be CUDA-aware).
+ *   hierarchical: ncclReduce to the leader, MPI among leaders, divide,
+ *     ncclBroadcast.
+ *   two_dimensional: ncclReduceScatter (padded to the node size), MPI of
+ *     the shard among equal intra-ranks, divide, ncclAllGather.
+ * float32 only. Other builds compile stubs that never open. */
 #include "mn_transport.h"
 
 #ifdef GPU
@@ -79,9 +70,7 @@ struct mn_nccl_node {
     size_t cap;             /* floats in each */
 };
 
-/* The rank's own device, current since mn_gpu_place; set again because the
- * current device is per thread. No call here selects another device, so no
- * context is made anywhere else. */
+/* The rank's own device, set again as it is per thread. */
 mn_status mn_nccl_enter(mn_comm *c, const mn_nccl *n)
 {
     MN_CUDA_CHECK(c, cudaSetDevice(n->device));
@@ -181,10 +170,8 @@ mn_status mn_nccl_sync(mn_comm *c, mn_nccl *n, const char *what)
     return nccl_wait(c, n, 1, n->timeout, what);
 }
 
-/* A non-blocking communicator is finalized (its operations flushed, which
- * may take until its peers get there: ncclInProgress, polled with the
- * deadline) before it is destroyed; one that failed or timed out was
- * aborted on the way (has_comm cleared), and nothing is left to destroy. */
+/* Finalized (polled with the deadline), then destroyed; one that failed
+ * was aborted already (has_comm cleared). */
 void mn_nccl_close(mn_nccl *n)
 {
     if (n->has_comm && mn_nccl_result(n->c, n, ncclCommFinalize(n->comm), "ncclCommFinalize") == MN_OK) {
@@ -198,7 +185,7 @@ void mn_nccl_close(mn_nccl *n)
 
 static mn_status open_on_device(mn_comm *c, mn_nccl *n)
 {
-    if (!mn_nccl_usable(c)) {   /* mn_gpu_check refuses this first; kept so no device 0 is ever touched */
+    if (!mn_nccl_usable(c)) {   /* pure_nccl's query refuses this first; kept so no device 0 is ever touched */
         mn_error(c, "NCCL needs a GPU of its own per rank, and this rank has none");
         return MN_ERR_UNAVAILABLE;
     }
@@ -211,10 +198,8 @@ static mn_status open_on_device(mn_comm *c, mn_nccl *n)
     return MN_OK;
 }
 
-/* Creation with blocking=0: ncclCommInitRankConfig may return at once with
- * ncclInProgress, and the communicator is polled until it is ready, fails
- * or the deadline passes; then it is aborted, so a rank whose peer failed
- * does not wait in creation for ever. */
+/* Non-blocking creation, polled until ready, failed or past the deadline
+ * (then aborted): a rank whose peer failed never waits for ever. */
 static mn_status init_rank(mn_comm *c, mn_nccl *n, int size, ncclUniqueId id, int rank)
 {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;

@@ -1,48 +1,31 @@
-/* The network legs' own allreduce, so that their cost hangs neither on the
- * MPI's choice of algorithm nor on where the launcher put the ranks. A
- * reduce-scatter by recursive halving, then an allgather by recursive
- * doubling, partners nearest first:
- * at step k a rank swaps half of what it still holds with the rank 2^k away
- * and adds the half it keeps. On a communicator ordered node by node
- * (c->by_node), the first steps stay inside a node while the halves are
- * large, and a node's link carries the gradient about once each way in all
- * (2(1 - 1/nodes) of it), where a ring carries 2(p-1)/p of it over every
- * edge and pays 2(p-1) latencies rather than 2 log2 p. Open MPI 4.1 picks
- * the same algorithm (Rabenseifner's) at these sizes, but pairs ranks by
- * number: dealt to the nodes round robin (mpirun --map-by node), every step
- * of it crosses the network, 7-8 times as long in the simulation
- * (docs/benchmarks.md, "The network legs' own allreduce").
- *
- * Rank counts that are not a power of two fold first: of the first 2r ranks
- * (r = p - 2^floor(log2 p)) each even one hands its whole buffer to the odd
- * one after it and takes the result back at the end. Each part of the result
- * is summed on one rank and copied to the others, so every rank ends with
- * the same bits. */
+/* The network legs' allreduce: recursive halving, then doubling, partners
+ * nearest first, so on ranks ordered node by node a node's link carries the
+ * gradient about once each way, whatever MPI or the launcher would do
+ * (docs/benchmarks.md). Counts not a power of two fold first. Every rank
+ * ends with the same bits. */
 #include <stdlib.h>
 #include "mn_transport.h"
 
 enum { RSAG_TAG = 7701 };
 
-/* c->wire_tmp holds at least bytes. */
 static mn_status tmp_room(mn_comm *c, size_t bytes)
 {
-    if (bytes <= c->wire_tmp_cap) return MN_OK;
-    void *p = realloc(c->wire_tmp, bytes);
+    if (bytes <= c->transport->wire_tmp_cap) return MN_OK;
+    void *p = realloc(c->transport->wire_tmp, bytes);
     if (!p) { mn_error(c, "out of memory for a %zu-byte receive buffer", bytes); return MN_ERR_NOMEM; }
-    c->wire_tmp = p;
-    c->wire_tmp_cap = bytes;
+    c->transport->wire_tmp = p;
+    c->transport->wire_tmp_cap = bytes;
     return MN_OK;
 }
 
-/* The rank in comm of a rank among the 2^k that take part after the fold. */
+/* The rank in comm of one of the 2^k after the fold. */
 static int real_rank(int v, int rem) { return v < rem ? 2 * v + 1 : v + rem; }
 
-/* One exchange with peer: ns elements from out, nr into in; with sum set,
- * they arrive in c->wire_tmp and are added into in. */
+/* ns elements out to peer, nr in (added into in where sum). */
 static mn_status swap(mn_comm *c, MPI_Comm comm, int peer, const char *out, int ns, char *in, int nr, int sum,
                       const mn_wire *w)
 {
-    void *to = sum ? c->wire_tmp : in;
+    void *to = sum ? c->transport->wire_tmp : in;
     MN_MPI(c, MPI_Sendrecv(out, ns, w->type, peer, RSAG_TAG, to, nr, w->type, peer, RSAG_TAG, comm,
                            MPI_STATUS_IGNORE));
     if (sum && nr) MN_MPI(c, MPI_Reduce_local(to, in, nr, w->type, w->op));
@@ -71,7 +54,7 @@ mn_status mn_allreduce_rsag(mn_comm *c, MPI_Comm comm, void *buf, int count, con
         MN_CHECK(swap(c, comm, me - 1, NULL, 0, upper, count - half, 1, w));
         v = me / 2;
     }
-    /* lo[k], len[k]: the part held before step k; the last entry, after all */
+    /* lo[k], len[k]: the part held before step k */
     int lo[32], len[32];
     lo[0] = 0;
     len[0] = count;

@@ -1,28 +1,15 @@
-/* The node's intra-node legs through an MPI-3 shared-memory window instead
- * of MPI messages (flat and single_node inside one node, hierarchical and
- * two_dimensional for their in-node legs).
- *
- * Every rank of the node owns two sets of two areas in one window made by
- * MPI_Win_allocate_shared: an input area and a result area of one piece
- * each. Calls use the sets in turn, so that a rank may start filling the
- * next piece while a slower one still reads the previous: a set is written
- * again only two calls later, when every rank has passed the barriers of
- * the call in between. The legs:
- *
- *  reduce-scatter: the piece is cut in near-equal chunks, chunk k belongs to
- *    intra-rank k. Each rank copies the chunks it does not own into its
- *    input area; barrier; each rank adds every other rank's copy of its own
- *    chunk onto its private buffer, dividing by the wire's div in the last
- *    addition (float16 goes through MPI_Reduce_local, the same half sum as
- *    the MPI path). Each element is read and added once, where MPI's
- *    shared-memory transport copies it into a bounce buffer or a temporary
- *    on the way.
- *  allgather: each rank publishes its finished chunk in its result area;
- *    barrier; every rank (or one root) copies the other chunks back.
- *  bcast: the root publishes the whole piece; barrier; the others copy it.
- *
- * A barrier is MPI_Win_sync, MPI_Barrier over the node, MPI_Win_sync: the
- * memory model of a passive-target epoch held for the window's lifetime. */
+/* The in-node legs through an MPI-3 shared-memory window instead of MPI
+ * messages. Every rank owns two sets of an input and a result area of one
+ * piece each, used in turn, so a fast rank may fill the next piece while a
+ * slow one still reads the last.
+ *  reduce-scatter: chunk k of a piece belongs to intra-rank k; each rank
+ *    copies the chunks it does not own into its input area; barrier; each
+ *    adds the peers' copies of its chunk, dividing in the last addition.
+ *    Each element is read and added once, with no bounce buffer.
+ *  allgather: each publishes its chunk; barrier; all (or a root) copy.
+ *  bcast: the root publishes; barrier; the others copy.
+ * A barrier is MPI_Win_sync, MPI_Barrier, MPI_Win_sync (a passive-target
+ * epoch held for the window's lifetime). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,9 +35,8 @@ static mn_status node_sync(mn_comm *c, mn_shm *s)
 static unsigned char *input_area(const mn_shm *s, int rank) { return s->in[rank] + (size_t)s->set * s->cap; }
 static unsigned char *result_area(const mn_shm *s, int rank) { return s->in[rank] + (size_t)(2 + s->set) * s->cap; }
 
-/* Whether the node's ranks may share a window: more than one of them, all
- * on one machine (a forced node, MN_RANKS_PER_NODE, may span machines), and
- * MN_SHM not 0 (rank 0's, on every rank). Collective over c->intra. */
+/* Whether the node's ranks may share a window: several, on one machine (a
+ * forced node may span machines), MN_SHM not 0. Collective. */
 static mn_status node_shares_memory(mn_comm *c, int *all)
 {
     *all = 0;
@@ -60,13 +46,13 @@ static mn_status node_shares_memory(mn_comm *c, int *all)
     MN_MPI(c, MPI_Comm_split_type(c->intra, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared));
     MPI_Comm_size(shared, &ssize);
     MPI_Comm_free(&shared);
-    *all = ssize == c->intra_size && !c->shm_off;
+    *all = ssize == c->intra_size && !c->transport->shm_off;
     MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, all, 1, MPI_INT, MPI_MIN, c->intra));
     return MN_OK;
 }
 
-/* One window of per-rank segments of `bytes` each (noncontiguous: each on
- * its owner's NUMA node), locked for its lifetime; at[r] = intra-rank r's. */
+/* Per-rank segments of `bytes` (each on its owner's NUMA node), locked for
+ * the window's lifetime; at[r] = intra-rank r's. */
 static mn_status window(mn_comm *c, size_t bytes, MPI_Win *win, unsigned char **at)
 {
     unsigned char *base;
@@ -88,13 +74,10 @@ static mn_status window(mn_comm *c, size_t bytes, MPI_Win *win, unsigned char **
     return MN_OK;
 }
 
-/* Whether every rank of the node sees every other's segment: each writes
- * its intra-rank at the head of its own, then reads the peers'. An MPI
- * whose MPI_Win_shared_query hands back the caller's own segment (SimGrid
- * SMPI 3.32 does) would have each rank sum its own copy p times; such a
- * node goes without a window (*shared = 0, the window freed). The closing
- * allreduce is the barrier after the reads: no rank overwrites its mark
- * before every peer has read it. Collective over c->intra. */
+/* Whether every rank sees the others' segments (each writes its rank in
+ * its own and reads the peers'): an MPI that hands back the caller's own
+ * segment (SimGrid's) gets no window. The closing allreduce keeps the marks
+ * until all are read. Collective. */
 static mn_status window_shared(mn_comm *c, MPI_Win *win, unsigned char **at, int *shared)
 {
     int me = c->intra_rank;
@@ -164,8 +147,7 @@ int mn_shm_span(const mn_shm *s, const mn_wire *w)
     return n > INT_MAX ? INT_MAX : (int)n;
 }
 
-/* float32: dst (this rank's chunk, n floats) += every other intra-rank k's
- * copy at base[k] + offset, divided by div in the last addition. */
+/* dst += every peer's copy at base[k] + offset, divided in the last addition. */
 static void add_peers(const mn_comm *c, float *dst, unsigned char *const *base, size_t offset, size_t n, float div)
 {
     int p = c->intra_size, me = c->intra_rank, last = me == p - 1 ? p - 2 : p - 1;
@@ -196,6 +178,7 @@ mn_status mn_shm_reduce_scatter(mn_comm *c, mn_shm *s, void *buf, int count, con
     return MN_OK;
 }
 
+/* On every rank where root < 0, else on root alone. */
 mn_status mn_shm_allgather(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w, int root)
 {
     int p = c->intra_size, me = c->intra_rank, size, off, n;
@@ -225,18 +208,12 @@ mn_status mn_shm_bcast(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wir
     return MN_OK;
 }
 
-/* The gradient arena in a window of its own (mn_comm_arena_alloc): every
- * rank's arena is mapped in every rank of the node, at[r]. Every rank passes
- * the same offsets into its own arena, so a piece at offset x of mine lies at
- * at[k] + x in rank k's: no rank copies anything in or publishes anything.
- *   barrier (every rank's piece is final); each rank adds the other ranks'
- *   copies of its own chunk straight from their arenas, dividing in the last
- *   addition; barrier; each rank copies the other chunks from their owners.
- * Within a piece a rank writes only its own chunk before the second barrier
- * and only the others' after it, while it reads the others' before and its
- * own after: no read meets a write. After the last piece a peer may still be
- * copying this rank's chunk, so mn_shm_arena_fence ends the call with one
- * more barrier before anyone's arena changes again. */
+/* The gradient arena in a window: every rank's arena is mapped in every
+ * rank (at[r]), and a piece at offset x of mine lies at at[k] + x in rank
+ * k's, so nothing is copied in. Barrier; each rank adds the peers' copies
+ * of its chunk straight from their arenas; barrier; each copies the other
+ * chunks from their owners. No read meets a write; mn_shm_arena_fence's
+ * barrier keeps a peer's last copy from meeting the next step. */
 typedef struct mn_arena {
     MPI_Win win;
     unsigned char **at;   /* per intra-rank: its arena */
@@ -255,7 +232,7 @@ static mn_status arena_sync(mn_comm *c, mn_arena *a)
 /* buf's offset in this rank's arena, or -1 when it does not lie in it. */
 static long arena_offset(const mn_comm *c, const void *buf, int count, const mn_wire *w)
 {
-    const mn_arena *a = c->arena;
+    const mn_arena *a = c->transport->arena;
     const unsigned char *b = buf, *mine = a ? a->at[c->intra_rank] : NULL;
     if (!a || w->half || b < mine || b + (size_t)count * sizeof(float) > mine + a->bytes) return -1;
     return (long)(b - mine);
@@ -263,7 +240,7 @@ static long arena_offset(const mn_comm *c, const void *buf, int count, const mn_
 
 static mn_status arena_allreduce(mn_comm *c, float *buf, int count, const mn_wire *w, long at)
 {
-    mn_arena *a = c->arena;
+    mn_arena *a = c->transport->arena;
     int p = c->intra_size, me = c->intra_rank, off, n;
     MN_CHECK(arena_sync(c, a));
     mn_split(count, p, me, &off, &n);
@@ -280,7 +257,7 @@ static mn_status arena_allreduce(mn_comm *c, float *buf, int count, const mn_wir
 
 mn_status mn_shm_arena_fence(mn_comm *c)
 {
-    mn_arena *a = c->arena;
+    mn_arena *a = c->transport->arena;
     if (!a || !a->fence) return MN_OK;
     a->fence = 0;
     return arena_sync(c, a);
@@ -296,11 +273,13 @@ static mn_status private_arena(mn_comm *c, size_t n, float **out)
     return MN_OK;
 }
 
+/* n floats and a spare, zeroed, in a window where the node has one, so the
+ * window's allreduce reads the peers' arenas in place; else calloc. */
 mn_status mn_comm_arena_alloc(mn_comm *c, size_t n, float **out)
 {
     *out = NULL;
     int all = 0;
-    if (!c->arena) MN_CHECK(node_shares_memory(c, &all));
+    if (!c->transport->arena) MN_CHECK(node_shares_memory(c, &all));
     if (!all) return private_arena(c, n, out);
     mn_arena *a = calloc(1, sizeof *a);
     if (a) a->at = calloc((size_t)c->intra_size, sizeof *a->at);
@@ -320,34 +299,35 @@ mn_status mn_comm_arena_alloc(mn_comm *c, size_t n, float **out)
         return st != MN_OK ? st : private_arena(c, n, out);
     }
     memset(a->at[c->intra_rank], 0, a->bytes);
-    c->arena = a;
+    c->transport->arena = a;
     *out = (float *)a->at[c->intra_rank];
     return MN_OK;
 }
 
 void mn_comm_arena_free(mn_comm *c, float *p)
 {
-    mn_arena *a = c->arena;
-    if (!a || c->arena_borrowed || p != (float *)a->at[c->intra_rank]) { free(p); return; }
+    mn_arena *a = c->transport->arena;
+    if (!a || c->transport->arena_borrowed || p != (float *)a->at[c->intra_rank]) { free(p); return; }
     MPI_Win_unlock_all(a->win);
     MPI_Win_free(&a->win);
     free(a->at);
     free(a);
-    c->arena = NULL;
+    c->transport->arena = NULL;
 }
 
+/* owner must outlive c's use of its window (the bench's variants). */
 void mn_comm_arena_borrow(mn_comm *c, const mn_comm *owner)
 {
-    if (!owner->arena || c->arena) return;
-    c->arena = owner->arena;
-    c->arena_borrowed = 1;
+    if (!owner->transport->arena || c->transport->arena) return;
+    c->transport->arena = owner->transport->arena;
+    c->transport->arena_borrowed = 1;
 }
 
 void mn_comm_arena_release(mn_comm *c)
 {
-    if (c->arena && !c->arena_borrowed) mn_comm_arena_free(c, (float *)c->arena->at[c->intra_rank]);
-    c->arena = NULL;
-    c->arena_borrowed = 0;
+    if (c->transport->arena && !c->transport->arena_borrowed) mn_comm_arena_free(c, (float *)c->transport->arena->at[c->intra_rank]);
+    c->transport->arena = NULL;
+    c->transport->arena_borrowed = 0;
 }
 
 mn_status mn_shm_allreduce(mn_comm *c, mn_shm *s, void *buf, int count, const mn_wire *w)
@@ -356,28 +336,4 @@ mn_status mn_shm_allreduce(mn_comm *c, mn_shm *s, void *buf, int count, const mn
     if (at >= 0) return arena_allreduce(c, buf, count, w, at);
     MN_CHECK(mn_shm_reduce_scatter(c, s, buf, count, w));
     return mn_shm_allgather(c, s, buf, count, w, -1);
-}
-
-/* flat and single_node: the window, kept in c->state, when the whole job is
- * one node; their sum then never leaves shared memory. */
-mn_status mn_shm_setup_job(mn_comm *c)
-{
-    mn_shm *s = NULL;
-    if (c->nodes == 1) MN_CHECK(mn_shm_open(c, &s));
-    c->state = s;
-    return MN_OK;
-}
-
-void mn_shm_teardown_job(mn_comm *c)
-{
-    mn_shm_close(c->state);
-    c->state = NULL;
-}
-
-mn_status mn_sum_job(mn_comm *c, void *buf, int count, const mn_wire *w)
-{
-    mn_shm *s = c->state;
-    if (s && mn_shm_fits(s, count, w)) return mn_shm_allreduce(c, s, buf, count, w);
-    if (c->nodes > 1) return mn_allreduce_rsag(c, c->by_node, buf, count, w);
-    return mn_allreduce_wire(c, c->world, buf, count, w);
 }

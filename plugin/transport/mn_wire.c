@@ -23,9 +23,7 @@ static int power_of_two(float d)
     return (u & 0x7fffffu) == 0 && e != 0 && e != 0xffu;
 }
 
-/* x * (1/d) rounds the same real number as x / d when d = 2^k, so the
- * result is identical; mulps costs a fraction of divps, and at 2 and 4
- * ranks the division was a pass as long as the allreduce itself. */
+/* x * (1/d) is x / d exactly when d = 2^k, and far cheaper. */
 void mn_div_floats(float *p, size_t n, float d)
 {
     if (d == 1.0f) return;
@@ -54,6 +52,7 @@ void mn_wire_div(const mn_wire *w, void *buf, int count)
     if (!w->half && count > 0) mn_div_floats(buf, (size_t)count, w->div);
 }
 
+/* In place, divided by w->div. */
 mn_status mn_allreduce_wire(mn_comm *c, MPI_Comm comm, void *buf, int count, const mn_wire *w)
 {
     if (count > 0) MN_MPI(c, MPI_Allreduce(MPI_IN_PLACE, buf, count, w->type, w->op, comm));
