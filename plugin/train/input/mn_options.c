@@ -10,8 +10,8 @@
 
 /* 0 or 1; an integer from lo; a number; the i-th word of says, as i. */
 typedef enum { OPT_FLAG, OPT_INT, OPT_REAL, OPT_WORD, OPT_PATH, OPT_COMM } opt_kind;
-/* EMPTY: an empty value is -1, decided later; ABOVE: lo itself is out. */
-enum { EMPTY = 1, ABOVE = 2, STALE = 4 };
+/* OPT_EMPTY: an empty value is -1, decided later; OPT_ABOVE: lo itself is out. */
+enum { OPT_EMPTY = 1, OPT_ABOVE = 2, OPT_STALE = 4 };
 
 typedef struct {
     const char *name;
@@ -21,7 +21,7 @@ typedef struct {
     double lo, hi;
     int flags;
     const char *says;   /* the words; a real's bounds in its error (a format of lo, hi) */
-    double stale;       /* STALE: the default with double_buffering_local=0 */
+    double stale;       /* OPT_STALE: the default with double_buffering_local=0 */
     const char *help;
 } option;
 
@@ -42,18 +42,18 @@ static const option options[] = {
      "the allreduce algorithm (auto: chosen for the job's shape)"},
     WORD("allreduce_grad_dtype", grad_dtype_half, "float32", "float32, float16", "the type gradients travel in"),
     FLAG("double_buffering", double_buffering, "0", "step t's mean is computed during step t+1 and applied then"),
-    INT("double_buffering_fresh", dbuf_fresh, "", 0, EMPTY, "iterations averaged fresh first (empty: burn_in)"),
+    INT("double_buffering_fresh", dbuf_fresh, "", 0, OPT_EMPTY, "iterations averaged fresh first (empty: burn_in)"),
     FLAG("double_buffering_local", dbuf_local, "1", "each rank's own gradient is applied fresh"),
-    {"double_buffering_handover", OPT_INT, OF(dbuf_handover, int), "", 0, TOP, EMPTY | STALE, NULL, 300,
+    {"double_buffering_handover", OPT_INT, OF(dbuf_handover, int), "", 0, TOP, OPT_EMPTY | OPT_STALE, NULL, 300,
      "stale steps whose rate climbs back to the cfg's"},
-    {"double_buffering_compensation", OPT_REAL, OF(dbuf_compensation, double), "", 0, 1e6, EMPTY | STALE,
+    {"double_buffering_compensation", OPT_REAL, OF(dbuf_compensation, double), "", 0, 1e6, OPT_EMPTY | OPT_STALE,
      "a number from %.15g (none) to %.15g (100 by default with double_buffering_local=0)", 100,
      "delay compensation's lambda"},
-    {"double_buffering_prediction", OPT_REAL, OF(dbuf_prediction, double), "", 0, 1, EMPTY | STALE,
+    {"double_buffering_prediction", OPT_REAL, OF(dbuf_prediction, double), "", 0, 1, OPT_EMPTY | OPT_STALE,
      "a number from %.15g (none) to %.15g (1 by default with double_buffering_local=0)", 1,
      "weight prediction's k"},
     FLAG("overlap", overlap, "0", "buckets are averaged while backward goes on"),
-    {"bucket_mb", OPT_REAL, OF(bucket_mb, double), "1", 0, 1048576, ABOVE,
+    {"bucket_mb", OPT_REAL, OF(bucket_mb, double), "1", 0, 1048576, OPT_ABOVE,
      "a number of MiB above %.15g and at most %.15g (e.g. 4 or 0.5)", 0, "overlap's bucket size in MiB"},
     PATH("timeline", timeline, "a Chrome trace of every rank's phases (empty: none)"),
     FLAG("bn_average", bn_average, "0", "batch-norm statistics averaged over ranks before saves"),
@@ -72,7 +72,7 @@ static const option options[] = {
     INT("collective_timeout", collective_timeout, "300", 0, 0, "seconds a collective may wait (0: forever)"),
     INT("lock_lease", lock_lease, "60", 1, 0, "seconds the backup folder's lease lasts unrenewed"),
     FLAG("chart", chart, "1", "rank 0 keeps <cfg>_chart.png"),
-    INT("cache_mb", cache_mb, "", 0, EMPTY, "MiB of decoded images a rank keeps (empty: from the node's memory)"),
+    INT("cache_mb", cache_mb, "", 0, OPT_EMPTY, "MiB of decoded images a rank keeps (empty: from the node's memory)"),
     WORD("global_batch", global_batch, "keep", "keep, strict, cfg", "resumed on other ranks: its batch, stop or cfg's"),
     FLAG("rescue", rescue, "1", "a job losing a rank writes its last update"),
     INT("save_retry", save_retry, "120", 0, 0, "seconds a refused save is retried"),
@@ -164,7 +164,7 @@ static int set(mn_options *opt, const option *o, const char *v, char *why, size_
     void *f = (char *)opt + o->off;
     double x;
     int i;
-    if (!*v && o->flags & EMPTY) {
+    if (!*v && o->flags & OPT_EMPTY) {
         store(opt, o, -1);
         return 1;
     }
@@ -172,7 +172,7 @@ static int set(mn_options *opt, const option *o, const char *v, char *why, size_
     case OPT_FLAG:
     case OPT_INT: return parse_int(v, (long)o->lo, (long)o->hi, f) || must_be(o, v, why, cap);
     case OPT_REAL:
-        if (!parse_real(v, &x) || !((o->flags & ABOVE ? x > o->lo : x >= o->lo) && x <= o->hi))
+        if (!parse_real(v, &x) || !((o->flags & OPT_ABOVE ? x > o->lo : x >= o->lo) && x <= o->hi))
             return must_be(o, v, why, cap);
         store(opt, o, x);
         return 1;
@@ -211,11 +211,11 @@ const char *mn_option_line(size_t i, char *buf, size_t cap)
     char values[160], help[256];
     if (o->kind == OPT_FLAG) snprintf(values, sizeof values, "0, 1");
     else if (o->kind == OPT_INT || o->kind == OPT_REAL)
-        snprintf(values, sizeof values, "%s%.15g to %.15g%s", o->flags & ABOVE ? "above " : "", o->lo, o->hi,
-                 o->flags & EMPTY ? ", or empty" : "");
+        snprintf(values, sizeof values, "%s%.15g to %.15g%s", o->flags & OPT_ABOVE ? "above " : "", o->lo, o->hi,
+                 o->flags & OPT_EMPTY ? ", or empty" : "");
     else snprintf(values, sizeof values, "%s", o->kind == OPT_WORD ? o->says : o->kind == OPT_PATH ? "a file"
                                                                              : mn_comm_names());
-    if (o->flags & STALE)
+    if (o->flags & OPT_STALE)
         snprintf(help, sizeof help, "%s (empty: %.15g with double_buffering_local=0, else 0)", o->help, o->stale);
     else snprintf(help, sizeof help, "%s", o->help);
     snprintf(buf, cap, "%s=%s | %s | %s", o->name, o->def, values, help);
@@ -231,20 +231,20 @@ double mn_save_retry_s(const mn_options *o)
 
 /* double_buffering_local=1 applies each rank's own gradient fresh and only
  * the rest of the mean one step late, so the corrections of a stale mean
- * (STALE) have nothing to correct (bench/results/accuracy-dbuf-local.txt):
+ * (OPT_STALE) have nothing to correct (bench/results/accuracy-dbuf-local.txt):
  * unset they are off, set they are refused. With double_buffering_local=0
  * (ChainerMN's stale mean) they default to what measured best there. */
 const char *mn_options_resolve(mn_options *opt, char *why, size_t cap)
 {
     for (size_t i = 0; i < NOPT; ++i)
-        if (options[i].flags & STALE && opt->double_buffering && opt->dbuf_local && value_of(opt, &options[i]) > 0) {
+        if (options[i].flags & OPT_STALE && opt->double_buffering && opt->dbuf_local && value_of(opt, &options[i]) > 0) {
             snprintf(why, cap, "[distributed] %s=%g corrects a stale mean, which double_buffering_local=1 (the "
                      "default) does not apply: each rank's own gradient is applied fresh; set "
                      "double_buffering_local=0 to use it", options[i].name, value_of(opt, &options[i]));
             return options[i].name;
         }
     for (size_t i = 0; i < NOPT; ++i)
-        if (options[i].flags & STALE && value_of(opt, &options[i]) < 0)
+        if (options[i].flags & OPT_STALE && value_of(opt, &options[i]) < 0)
             store(opt, &options[i], opt->dbuf_local ? 0 : options[i].stale);
     return NULL;
 }
