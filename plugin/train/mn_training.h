@@ -1,7 +1,5 @@
-/* Training's public side (plugin/train): the [distributed] options,
- * loading a network on every rank, the multi-node optimizer, weights
- * files, path lists, VOC mAP and batch-norm statistics. Part of the public
- * API (darknet_mn.h), where a network is an opaque handle. */
+/* Training's public side: options, loading, the optimizer, weights files,
+ * path lists, mAP and batch-norm statistics (part of darknet_mn.h). */
 #ifndef MN_TRAINING_H
 #define MN_TRAINING_H
 
@@ -14,50 +12,48 @@ typedef struct network network;
 /* What a network is trained for: its data and evaluation follow. */
 typedef enum { MN_TASK_CLASSIFIER, MN_TASK_DETECTOR } mn_task;
 
-/* The cfg's [distributed] options (docs/config.md). */
+/* The cfg's [distributed] options: each field is the key of its name or
+ * abbreviation (mn_options.c's table says what it sets; docs/config.md).
+ * -1 in an int that may be empty: decided by mn_options_resolve or later. */
 typedef struct {
-    char communicator[32];   /* naive | flat | ... | auto (the default) */
+    char communicator[32];
     int grad_dtype_half;     /* allreduce_grad_dtype=float16 */
     int double_buffering;
-    int dbuf_fresh;          /* double_buffering_fresh: iterations averaged fresh first; -1: burn_in */
-    int dbuf_local;          /* double_buffering_local: each rank's own gradient applied fresh */
-    /* Corrections of a stale mean, for double_buffering_local=0; -1 until
-     * mn_options_resolve. */
-    int dbuf_handover;       /* double_buffering_handover: stale steps whose rate climbs back; 0: none */
-    double dbuf_compensation; /* double_buffering_compensation: delay compensation's lambda; 0: none */
-    double dbuf_prediction;   /* double_buffering_prediction: weight prediction's k; 0: none */
-    int overlap;             /* overlap=1: buckets are averaged during backward */
-    double bucket_mb;        /* overlap's bucket size in MiB */
-    char timeline[4096];     /* Chrome-trace file of every rank's phases; "": none */
+    int dbuf_fresh;
+    int dbuf_local;
+    int dbuf_handover;
+    double dbuf_compensation;
+    double dbuf_prediction;
+    int overlap;
+    double bucket_mb;
+    char timeline[4096];
     int bn_average;
-    int sync_bn;             /* batch norm uses the global batch's statistics */
-    int eval_interval;       /* iterations between evaluations; 0 = never */
-    int eval_epochs;         /* not a cfg key: -map's epochs, used where eval_interval is 0 */
-    char eval_list[4096];    /* "": the data cfg's valid list */
-    int deterministic;       /* the next global batch of paths in order, no augmentation */
+    int sync_bn;
+    int eval_interval;
+    int eval_epochs;         /* not a key: -map's epochs, where eval_interval is 0 */
+    char eval_list[4096];
+    int deterministic;
     int shuffle;
     int seed;
-    int backup_interval;     /* iterations between <backup>/<base>.backup */
-    int save_interval;       /* iterations between <backup>/<base>_<iter>.weights */
-    int checkpoint_interval; /* 0 = none */
-    double checkpoint_minutes; /* a checkpoint once this long since the last; 0 = none */
-    int checkpoint_keep;     /* generations kept */
-    int nonfinite_skip;      /* nonfinite=skip: drop an update with NaN/Inf instead of stopping */
-    int bad_labels_skip;     /* bad_labels=skip: drop bad detector label lines */
-    int collective_timeout;  /* seconds a collective may wait for all ranks; 0 = forever */
-    int lock_lease;          /* seconds the backup folder's lease lasts unrenewed */
-    int chart;               /* rank 0 keeps <backup>/<base>_chart.png */
-    int cache_mb;            /* MiB of decoded images a rank keeps; -1 = the default */
+    int backup_interval;
+    int save_interval;
+    int checkpoint_interval;
+    double checkpoint_minutes;
+    int checkpoint_keep;
+    int nonfinite_skip;      /* nonfinite=skip */
+    int bad_labels_skip;     /* bad_labels=skip */
+    int collective_timeout;
+    int lock_lease;
+    int chart;
+    int cache_mb;
     int global_batch;        /* MN_GLOBAL_BATCH_* */
-    int rescue;              /* a job losing a rank writes its last completed update */
-    int save_retry;          /* seconds a save the file system refuses is retried */
+    int rescue;
+    int save_retry;
 } mn_options;
 /* How long a save is retried: save_retry, within 80% of
  * collective_timeout, since the other ranks wait for it under the watchdog. */
 double mn_save_retry_s(const mn_options *o);
-/* global_batch=keep (the default): a resume on other ranks keeps the
- * checkpoint's global batch where subdivisions can, else goes on with the
- * cfg's; strict: stops with MN_ERR_STOPPED instead; cfg: always the cfg's. */
+/* global_batch= keep, strict, cfg (docs/config.md). */
 enum { MN_GLOBAL_BATCH_KEEP, MN_GLOBAL_BATCH_STRICT, MN_GLOBAL_BATCH_CFG };
 
 /* The defaults; mn_load_network gives the cfg's options. */
@@ -70,13 +66,11 @@ const char *mn_option_line(size_t i, char *buf, size_t cap);
 /* Once every key is read: the defaults that depend on other keys. NULL,
  * or the key whose value the others refuse, with why. */
 const char *mn_options_resolve(mn_options *opt, char *why, size_t cap);
-/* Whether cfgfile asks for double_buffering=1 or overlap=1, which average
- * on a thread of their own: read before MPI_Init to choose the thread
- * level. */
+/* Before MPI_Init, to choose the thread level: whether cfgfile asks for
+ * double_buffering=1 or overlap=1, which average on a thread. */
 int mn_cfg_wants_threads(const char *cfgfile);
-/* The value of key in cfgfile's [distributed] section into out, without
- * parsing the network (before MPI_Init); 0 when the file or key is
- * missing. */
+/* Key's value in cfgfile's [distributed] section, before MPI_Init; 0 when
+ * the file or key is missing. */
 int mn_cfg_peek(const char *cfgfile, const char *key, char *out, size_t cap);
 
 /* Loads the network on every rank from the cfg mn_cfg_read checked, with
@@ -132,12 +126,8 @@ typedef struct {
     float prob;
     float x0, y0, x1, y1;
 } mn_box;
-/* VOC 2010+ AP at an IoU threshold (0.5 for VOC): detections in descending
- * probability (ties: in the order given) each match the unmatched truth box
- * of their class and image they overlap most, else count as false; AP is
- * the area under the precision envelope. ap[k] gets class k's AP, -1 for a
- * class without truth boxes; returns their mean over classes with truth,
- * or -1 when there is none. */
+/* VOC 2010+ mAP at an IoU threshold (mn_voc.c says how boxes match). ap[k]
+ * gets class k's AP, -1 for a class without truth; -1 without any truth. */
 double mn_voc_map(const mn_box *dets, size_t ndets, const mn_box *truth, size_t ntruth,
                   int classes, float iou_thresh, double *ap);
 

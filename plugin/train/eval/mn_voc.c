@@ -73,6 +73,10 @@ static double average_precision(const unsigned char *tp, size_t n, size_t npos)
     return ap;
 }
 
+/* VOC's rule: in descending probability (ties in the order given), a
+ * detection is true when the truth box of its class and image it overlaps
+ * most, matched or not, overlaps it above iou_thresh and is not matched
+ * yet; AP is the area under the precision envelope. */
 double mn_voc_map(const mn_box *dets, size_t ndets, const mn_box *truth, size_t ntruth,
                   int classes, float iou_thresh, double *ap)
 {
