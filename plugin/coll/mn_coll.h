@@ -1,5 +1,4 @@
-/* The collectives: mn_comm_ops, one file per algorithm, the registry
- * (mn_comm.c). Slots and rules: docs/design.md. */
+/* The algorithms' mn_comm_ops and the registry (docs/design.md). */
 #ifndef MN_COLL_H
 #define MN_COLL_H
 
@@ -29,7 +28,7 @@ typedef struct {
 typedef struct {
     int priority;          /* auto's rank */
     mn_status refused;     /* MN_OK: accepted */
-    char why[512];         /* auto's reason, or the refusal */
+    char why[512];         /* auto's reason, or why refused */
     const char *needs;     /* what a shape refused lacks */
 } mn_comm_answer;
 
@@ -55,13 +54,13 @@ extern const mn_comm_ops mn_comm_pure_nccl_ops;
 /* Collective, as the rest below. */
 mn_comm *mn_comm_create_like(const mn_comm *c, mn_status *status);
 mn_status mn_comm_select_ops(mn_comm *c, const mn_comm_ops *ops);
-/* c's algorithm and dtype for a thread of its own (MPI_THREAD_MULTIPLE). */
+/* c's algorithm and dtype for another thread (MPI_THREAD_MULTIPLE). */
 mn_comm *mn_comm_for_thread(mn_comm *c, const char *feature, mn_status *status);
 
 mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int n, size_t piece, mn_sum_fn sum);
 mn_status mn_sum_world(mn_comm *c, void *buf, int count, const mn_wire *w);
 mn_status mn_comm_layout(mn_comm *c, char *out, size_t cap, int *even);
-/* flat's and single_node's: the node's window where the job is one node. */
+/* flat's and single_node's: the node's window on a one-node job. */
 mn_status mn_shm_setup_job(mn_comm *c);
 void mn_shm_teardown_job(mn_comm *c);
 mn_status mn_sum_job(mn_comm *c, void *buf, int count, const mn_wire *w);

@@ -71,6 +71,8 @@ void mn_rescue_register(void (*fn)(void *), void *arg)
     }
 }
 
+/* MPI_Abort where this thread may call MPI, else _exit, which the launcher
+ * turns into the end of every rank. */
 void mn_die(int code)
 {
     exit_code = code;

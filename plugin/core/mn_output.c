@@ -24,6 +24,8 @@ static char log_path[4096];
 #define MN_CAPTURE_MAX (1 << 20)
 #define MN_REPLAY_BYTES 2048
 
+/* Other ranks' stdout goes to /dev/null and their stderr to a buffer a
+ * crash replays, or both to <dir>/rank-<N>.log with MN_RANK_LOG=<dir>. */
 int mn_output_rank0_only(int rank, const char *log0, char *why, size_t cap)
 {
     if ((rank == 0 && !log0) || terminal_fd >= 0) return 0;

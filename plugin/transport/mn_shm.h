@@ -1,11 +1,11 @@
-/* The node's shared-memory window and gradient arena (mn_shm.c). */
+/* The node's shared-memory window and arena (mn_shm.c). */
 #ifndef MN_MN_SHM_H
 #define MN_MN_SHM_H
 
 #include "mn_transport.h"
 
 typedef struct mn_shm mn_shm;
-/* NULL where the node has one rank, shares no memory, or MN_SHM=0. */
+/* NULL with one rank on the node, no shared memory, or MN_SHM=0. */
 mn_status mn_shm_open(mn_comm *c, mn_shm **out);
 void mn_shm_close(mn_shm *s);
 int mn_shm_fits(const mn_shm *s, int count, const mn_wire *w);

@@ -1,12 +1,11 @@
-/* The transports: MPI wires, the node's shared memory, NCCL, each rank's
- * GPU (docs/design.md). */
+/* Transports: MPI, shared memory, NCCL, the GPU (docs/design.md). */
 #ifndef MN_TRANSPORT_H
 #define MN_TRANSPORT_H
 
 #include "mn_core.h"
 #include "mn_base.h"
 
-/* float32 is divided by div on its last leg; halves come divided. */
+/* float32 is divided by div on the last leg; halves come divided. */
 typedef struct {
     MPI_Datatype type;
     MPI_Op op;
@@ -20,7 +19,7 @@ mn_status mn_sum_floats(mn_comm *c, MPI_Comm comm, float *p, size_t n);
 void mn_div_floats(float *p, size_t n, float d);
 void mn_add_floats(float *dst, const float *src, size_t n, float d);
 void mn_wire_div(const mn_wire *w, void *buf, int count);
-/* Part k of `parts` near-equal parts, the larger first. */
+/* Part k of `parts` near-equal parts, larger first. */
 void mn_split(int count, int parts, int k, int *off, int *n);
 
 

@@ -632,6 +632,9 @@ static int section_lines(const cfg *g, int sec, const char *scope, char **t, siz
     return 1;
 }
 
+/* Tab-separated scope, key and value lines for every [net] key but batch,
+ * subdivisions and max_batches, then each layer's type and keys; keys
+ * sorted, numbers in one spelling. */
 char *mn_cfg_experiment(const char *cfgfile)
 {
     cfg g = {0};

@@ -249,7 +249,9 @@ const char *mn_options_resolve(mn_options *opt, char *why, size_t cap)
     return NULL;
 }
 
-/* When training evaluates: the options decide it (mn_input.h). */
+/* Every eval_interval iterations; else, with -map, max(100, eval_epochs *
+ * images / global_batch) after last, not before burn_in, and at
+ * max_batches. */
 int mn_eval_due(const mn_options *opt, size_t it, size_t last, size_t max_batches, size_t burn_in, size_t images,
                 size_t global_batch)
 {
