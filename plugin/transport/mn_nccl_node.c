@@ -1,70 +1,20 @@
-/* NCCL in GPU runs (GPU=1 NCCL=1 builds): mn_nccl, one NCCL communicator
- * with this rank's device, stream and ordering event (pure_nccl's and the
- * node legs'), and the node's NCCL legs for hierarchical and two_dimensional.
- * Darknet's device update arrays are packed into one
- * device buffer and reduced inside the node with NCCL (each rank on a GPU
- * of its own, mn_gpu_place; a communicator over c->intra, its own stream), and the inter-node leg goes through MPI from page-locked host
- * memory, since Debian's Open MPI is not CUDA-aware:
+/* NCCL in GPU runs: mn_nccl, one NCCL communicator with this rank's device,
+ * stream and ordering event (pure_nccl's and the node legs'), and the node
+ * legs of hierarchical and two_dimensional: the packed gradient is reduced
+ * inside the node with NCCL, and across nodes by MPI from page-locked host
+ * memory (Debian's Open MPI is not CUDA-aware):
  *
- *   hierarchical: ncclReduce to intra-rank 0; it copies the sum to host,
- *     MPI_Allreduce among the node leaders, divides, copies back;
- *     ncclBroadcast in the node.
- *   two_dimensional: ncclReduceScatter in the node (the buffer padded with
- *     zeros to a multiple of the node size); each rank copies its shard to
- *     host, MPI_Allreduce of the shard among equal intra-ranks, divides,
- *     copies back; ncclAllGather in the node.
+ *   hierarchical: ncclReduce to intra-rank 0, MPI_Allreduce among the
+ *     node leaders, ncclBroadcast;
+ *   two_dimensional: ncclReduceScatter (padded to the node size),
+ *     MPI_Allreduce of each shard among equal intra-ranks, ncclAllGather.
  *
- * float32 only: a float16 job stays on the host-staged path (c->device_f32
- * is set, c->device_f16 is not). A build without both switches compiles
- * stubs that never open, so the algorithms keep their host paths. */
+ * float32 only (c->device_f32); builds without GPU=1 NCCL=1 compile stubs
+ * that never open. */
 #include "mn_transport.h"
 
 #ifdef GPU
-#include <stdlib.h>
 #include "mn_nccl.h"
-
-int mn_cuda_ok(const mn_comm *c, cudaError_t e, const char *what)
-{
-    if (e == cudaSuccess) return 1;
-    mn_error(c, "%s failed: %s", what, cudaGetErrorString(e));
-    (void)cudaGetLastError();
-    return 0;
-}
-
-void mn_cuda_must(const mn_comm *c, cudaError_t e, const char *what)
-{
-    if (e != cudaSuccess) mn_abort(c, "%s failed: %s", what, cudaGetErrorString(e));
-}
-
-mn_status mn_pack_tables_make(const mn_comm *c, float *const *dev, const size_t *lens, int n, cudaStream_t stream,
-                             mn_pack_tables *t)
-{
-    *t = (mn_pack_tables){0};
-    size_t *offs = malloc((size_t)(n + 1) * sizeof *offs);
-    if (!offs) return MN_ERR_NOMEM;
-    t->n = n;
-    t->total = mn_pack_offsets(lens, n, offs);
-    mn_status r = MN_OK;
-    if (!mn_cuda_ok(c, cudaMalloc((void **)&t->ptrs, (size_t)(n + 1) * sizeof(float *)), "cudaMalloc") ||
-        !mn_cuda_ok(c, cudaMalloc((void **)&t->offs, (size_t)(n + 1) * sizeof(size_t)), "cudaMalloc"))
-        r = MN_ERR_NOMEM;
-    else if (!mn_cuda_ok(c, cudaMemcpyAsync(t->ptrs, dev, (size_t)n * sizeof(float *), cudaMemcpyHostToDevice, stream),
-                         "cudaMemcpyAsync") ||
-             !mn_cuda_ok(c, cudaMemcpyAsync(t->offs, offs, (size_t)(n + 1) * sizeof(size_t), cudaMemcpyHostToDevice, stream),
-                         "cudaMemcpyAsync") ||
-             !mn_cuda_ok(c, cudaStreamSynchronize(stream), "cudaStreamSynchronize"))   /* offs is freed next */
-        r = MN_ERR_UNAVAILABLE;
-    free(offs);
-    if (r != MN_OK) mn_pack_tables_free(c, t);
-    return r;
-}
-
-void mn_pack_tables_free(const mn_comm *c, mn_pack_tables *t)
-{
-    if (t->ptrs) mn_cuda_ok(c, cudaFree(t->ptrs), "cudaFree");
-    if (t->offs) mn_cuda_ok(c, cudaFree(t->offs), "cudaFree");
-    *t = (mn_pack_tables){0};
-}
 #endif
 
 #if defined(MN_NCCL) && defined(GPU)
@@ -122,8 +72,7 @@ static double nccl_now(void *arg)
     return mn_now();
 }
 
-/* Spin for the first millisecond (a step's waits are short), then sleep a
- * little, so a long wait (creation, a late rank) leaves the core alone. */
+/* Spin for a millisecond (a step's waits are short), then sleep a little. */
 static void nccl_pause(void *arg, double waited)
 {
     (void)arg;
@@ -181,10 +130,8 @@ mn_status mn_nccl_sync(mn_comm *c, mn_nccl *n, const char *what)
     return nccl_wait(c, n, 1, n->timeout, what);
 }
 
-/* A non-blocking communicator is finalized (its operations flushed, which
- * may take until its peers get there: ncclInProgress, polled with the
- * deadline) before it is destroyed; one that failed or timed out was
- * aborted on the way (has_comm cleared), and nothing is left to destroy. */
+/* Finalized (polled with the deadline: it waits for the peers) before it is
+ * destroyed; one that failed or timed out was aborted already (has_comm 0). */
 void mn_nccl_close(mn_nccl *n)
 {
     if (n->has_comm && mn_nccl_result(n->c, n, ncclCommFinalize(n->comm), "ncclCommFinalize") == MN_OK) {
