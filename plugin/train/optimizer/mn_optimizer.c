@@ -13,7 +13,7 @@
 #include "mn_coll.h"
 #include "mn_base.h"
 #include "mn_observe.h"
-#include "mn_overlap.h"
+#include "mn_sync.h"
 #include "mn_dbuf.h"
 #include "mn_dbuf_gpu.h"
 #include "mn_held.h"
@@ -63,7 +63,9 @@ struct mn_optimizer {
     float *weights_host;  /* compensation: the device weights, pulled */
     struct mn_stage *weights_stage;
     int *layer_of;        /* the layer owning each array */
-    mn_overlap *ov;       /* overlap=1, else NULL */
+    const mn_sync_ops *mode;   /* how the mean is taken (mn_sync.h), picked at attach */
+    void *mode_state;
+    mn_sync_ctx x;        /* what the mode works on */
     mn_timeline *tl;
     double mark;          /* the end of the last phase seen */
     double seg;           /* the backward group's start; < 0 none */
@@ -128,16 +130,6 @@ static void check_on_device(mn_optimizer *o, int bad)
     }
     mn_device_must(o->comm, mn_device_wait(st), "the Inf/NaN check");
     finish_mean_gpu(o, bad || *o->flag_host);
-}
-
-/* MN_ROUTE_DEVICE: the device update arrays averaged where they are. */
-static void sync_on_device(network *net, mn_optimizer *o)
-{
-    mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
-    if (o->comm->ops->mean_grad_device(o->comm, o->arrays_gpu, o->lens, o->n) != MN_OK)
-        mn_abort(o->comm, "gradient allreduce failed");
-    mn_watchdog_leave(o->watch);
-    check_on_device(o, 0);
 }
 
 #endif
@@ -215,39 +207,30 @@ static void backward_hook(network *net, int i)
         o->seg = o->mark = now;
         o->seg_hi = o->low = i - 1;
         mn_net_info in = mn_net_get(net);
-        o->handover = o->ov && (mn_net_seen(net) / ((size_t)in.batch * o->hooks.ranks)) % in.subdivisions == 0;
+        o->handover = o->mode->ready && (mn_net_seen(net) / ((size_t)in.batch * o->hooks.ranks)) % in.subdivisions == 0;
         o->poison = o->handover && !isfinite(mn_base_cost(net)) && o->total > 0;
         return;
     }
     o->mark = now;
     o->low = i;
-    if (o->handover && mn_overlap_ready(o->ov, i, o->poison) > 0) {
+    if (o->handover && o->mode->ready(o->mode_state, i, o->poison) > 0) {
         end_backward(o);
         o->seg = now;
         o->seg_hi = o->low = i - 1;
     }
 }
 
-/* overlap=1: most buckets are on their way already; the rest go now, and
- * the update waits for the last. */
-static int sync_overlap(network *net, mn_optimizer *o, int poison)
+/* The core's finish of a mode's mean, where the mode left it. */
+static int finish(mn_optimizer *o, mn_mean_at at, int bad)
 {
-    mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
-    mn_overlap_finish(o->ov, poison);
-    mn_watchdog_leave(o->watch);
-    for (int k = 0, nb = mn_overlap_buckets(o->ov); o->tl && k < nb; ++k) {
-        size_t floats;
-        double tq, t0, t1;
-        mn_overlap_bucket(o->ov, k, &floats, &tq, &t0, &t1);
-        mn_timeline_add(o->tl, 1, MN_TL_QUEUED, tq, t0, 0, 0, 0);
-        mn_timeline_add(o->tl, 1, MN_TL_BUCKET, t0, t1, floats * (o->comm->half ? 2 : 4), 0, 0);
-    }
 #ifdef GPU
-    if (o->route == MN_ROUTE_STAGED) return after_stage(o);
-    if (o->route == MN_ROUTE_DEVICE) {   /* the thread waited for each bucket's NCCL work */
-        check_on_device(o, 0);
+    if (at == MN_MEAN_STAGED) return after_stage(o);
+    if (at == MN_MEAN_DEVICE) {
+        check_on_device(o, bad);
         return after_mean(o);
     }
+#else
+    (void)at, (void)bad;
 #endif
     finish_mean(o);
     return after_mean(o);
@@ -337,8 +320,7 @@ static int stale_on_device(network *net, mn_optimizer *o, int poison)
 
 static int sync_all(network *net, mn_optimizer *o)
 {
-    int poison = !isfinite(mn_base_cost(net)) && o->total > 0;
-    if (o->ov) return sync_overlap(net, o, poison);
+    int poison = !isfinite(mn_base_cost(net)) && o->total > 0, bad = 0;
     if (o->dbuf_on && !fresh_step(net, o)) {
         const float *kept = mn_ahead_holds(o->pred) ? mn_ahead_kept(o->pred) : NULL;   /* the host's, in a CPU run */
 #ifdef GPU
@@ -353,35 +335,10 @@ static int sync_all(network *net, mn_optimizer *o)
         mn_watchdog_leave(o->watch);
         compensate(o, apply, kept);
         if (apply) stale_scale(net, o);
-#ifdef GPU
-        if (o->route == MN_ROUTE_STAGED) return after_stage(o) || !apply;
-#endif
-        finish_mean(o);
-        return after_mean(o) || !apply;
+        return finish(o, o->route == MN_ROUTE_STAGED ? MN_MEAN_STAGED : MN_MEAN_HOST, 0) || !apply;
     }
-#ifdef GPU
-    if (o->route == MN_ROUTE_LOCAL) {   /* one rank: its gradient is the mean */
-        check_on_device(o, poison);
-        return after_mean(o);
-    }
-    if (o->route == MN_ROUTE_DEVICE) {
-        if (poison) mn_base_fill_gpu(1, NAN, o->arrays_gpu[0]);
-        sync_on_device(net, o);
-        return after_mean(o);
-    }
-    /* Debian's Open MPI is not CUDA-aware: stage device gradients through host. */
-    if (o->route == MN_ROUTE_STAGED) mn_stage_down(o->stage);
-#endif
-    if (poison) o->arena[0] = NAN;
-    mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
-    if (mn_comm_mean_grad(o->comm, o->arrays, o->lens, o->n) != MN_OK)
-        mn_abort(o->comm, "gradient allreduce failed");
-    mn_watchdog_leave(o->watch);
-#ifdef GPU
-    if (o->route == MN_ROUTE_STAGED) return after_stage(o);
-#endif
-    finish_mean(o);
-    return after_mean(o);
+    mn_mean_at at = o->mode->mean(o->mode_state, &o->x, net, poison, &bad);
+    return finish(o, at, bad);
 }
 
 #ifdef GPU
@@ -456,7 +413,7 @@ static void free_optimizer(mn_optimizer *o)
 #ifdef GPU
     mn_dbuf_gpu_free(o->dbuf_gpu);
 #endif
-    mn_overlap_stop(o->ov);
+    if (o->mode && o->mode->stop) o->mode->stop(o->mode_state);
     mn_ahead_free(o->pred);
     free(o->layer_of);
     free(o->weights);
@@ -671,22 +628,6 @@ static mn_status start_stage(mn_comm *c, mn_optimizer *o)
     return st;
 }
 
-/* A rank whose loss is not finite poisons the device route's mean as the
- * blocking path does: a NaN in the first array before its bucket goes. */
-static void poison_device(void *arg, int k, size_t off, size_t len, int poison)
-{
-    mn_optimizer *o = arg;
-    (void)k, (void)off, (void)len;
-    if (poison) mn_base_fill_gpu(1, NAN, o->arrays_gpu[0]);
-}
-
-/* overlap=1 on a GPU: the device route averages the device arrays on the
- * thread's communicator; the staged route copies each bucket down (mn_stage.c). */
-static mn_overlap_gpu overlap_gpu(mn_optimizer *o)
-{
-    if (o->route == MN_ROUTE_DEVICE) return (mn_overlap_gpu){.dev = o->arrays_gpu, .handed = poison_device, .arg = o};
-    return (mn_overlap_gpu){.handed = mn_stage_handed, .ready = mn_stage_ready, .arg = o->stage};
-}
 #endif
 
 /* double_buffering=1: on the device (dbuf_route), or the host's thread. Collective. */
@@ -725,19 +666,11 @@ static mn_status start_collectives(mn_comm *c, network *net, const mn_options *o
     if (st == MN_OK && o->route != MN_ROUTE_HOST) st = mn_agree(c, start_stage(c, o));
 #endif
     /* One rank on a GPU has no mean to take (MN_ROUTE_LOCAL): nothing to hide. */
-    if (st == MN_OK && opt->overlap && o->route != MN_ROUTE_LOCAL) {
-        for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++]) o->arrays[i] = o->arena + off;
-        mn_overlap_gpu g = {0};
-#ifdef GPU
-        g = overlap_gpu(o);
-#endif
-        st = mn_overlap_start(c, o->arrays, o->lens, o->layer_of, o->n, opt->bucket_mb,
-                              o->route == MN_ROUTE_HOST ? NULL : &g, &o->ov);
-#ifdef GPU
-        if (st == MN_OK && o->route == MN_ROUTE_STAGED)
-            st = mn_agree(c, mn_stage_buckets(o->stage, mn_overlap_buckets(o->ov)));
-#endif
-    }
+    o->mode = opt->overlap && o->route != MN_ROUTE_LOCAL ? &mn_sync_overlap : &mn_sync_blocking;
+    for (size_t i = 0, off = 0; o->arena && i < (size_t)o->n; off += o->lens[i++]) o->arrays[i] = o->arena + off;
+    o->x = (mn_sync_ctx){c, o->watch, o->route, o->arena, o->arrays, o->arrays_gpu, o->lens, o->layer_of, o->n,
+                         o->stage, o->tl};
+    if (st == MN_OK && o->mode->start) st = o->mode->start(&o->x, opt, &o->mode_state);
     return st;
 }
 
@@ -781,9 +714,7 @@ static void say_options(const mn_comm *c, network *net, const mn_options *opt, c
                "previous step's mean less this rank's previous gradient; the ranks' models are averaged before each "
                "save\n");
     if (o->dbuf_on) dbuf_cost(mn_net_get(net).momentum, o->local);
-    if (o->ov)
-        printf("darknet-mn: overlap=1: %d bucket%s of at most %g MiB, averaged during backward\n",
-               mn_overlap_buckets(o->ov), mn_overlap_buckets(o->ov) == 1 ? "" : "s", opt->bucket_mb);
+    if (o->mode->say) o->mode->say(o->mode_state, opt);
 }
 
 mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimizer **out)
@@ -811,7 +742,8 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
 #ifdef GPU
     profile_start(c, o);
 #endif
-    o->hooks = (mn_net_hooks){.ranks = c->size, .sync = sync_hook, .backward = o->ov ? backward_hook : NULL, .arg = o};
+    o->hooks = (mn_net_hooks){.ranks = c->size, .sync = sync_hook, .backward = o->mode->ready ? backward_hook : NULL,
+                              .arg = o};
     mn_net_set_hooks(net, &o->hooks);
     say_options(c, net, opt, o);
     *out = o;
@@ -820,7 +752,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
 
 void mn_optimizer_set_timeline(mn_optimizer *o, network *net, mn_timeline *tl)
 {
-    o->tl = tl;
+    o->tl = o->x.tl = tl;
     if (!mn_timeline_file(tl)) return;
     o->hooks.backward = backward_hook;
     mn_net_set_hooks(net, &o->hooks);
