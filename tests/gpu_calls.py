@@ -16,6 +16,10 @@ needed): fails, naming file:line, on
     NCCL collective whose peer died: for ever, past every deadline loop);
     copy into page-locked memory (cudaMallocHost) instead.
 
+transport's mn_device_* functions (mn_device.h: CUDA's runtime for the
+layers above it, each returning CUDA's status) are read as the calls they
+wrap: a dropped status, a NULL stream, a copy MN_TO_HOST into &x.
+
 usage: gpu_calls.py [DIR...]   (default: plugin)
 """
 import os
@@ -32,12 +36,17 @@ STREAM_ARG = {
     "cudaLaunchHostFunc": 0, "ncclAllReduce": 6, "ncclReduce": 7, "ncclBroadcast": 6, "ncclBcast": 5,
     "ncclReduceScatter": 6, "ncclAllGather": 5, "ncclSend": 5, "ncclRecv": 5,
     "cudnnSetStream": 1, "cublasSetStream": 1,
+    "mn_device_copy": 4, "mn_device_zero": 2, "mn_device_wait": 0, "mn_device_event_record": 1,
 }
+# mn_device_* functions that return no status: the checks themselves.
+DEVICE_CHECKS = {"mn_device_ok", "mn_device_must", "mn_device_clear"}
+# A device-to-host copy: CUDA's, and mn_device_copy's.
+TO_HOST = {"cudaMemcpyAsync": "cudaMemcpyDeviceToHost", "mn_device_copy": "MN_TO_HOST"}
 # mn_gpu_* functions that are no kernel wrappers (GPU placement).
 NOT_KERNELS = {"mn_gpu_select", "mn_gpu_placement", "mn_gpu_device", "mn_gpu_place"}
 LEGACY = {"cudaMemcpy", "cudaMemset", "cudaMemcpy2D", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol"}
 NULL_STREAM = re.compile(r"^\(?\s*(\(\s*(cudaStream_t|void\s*\*)\s*\)\s*)?(NULL|0|0L|nullptr|cudaStreamLegacy)\s*\)?$")
-CALL = re.compile(r"\b((?:cuda|cudnn|nccl)[A-Z]\w*|mn_gpu_\w+)\s*\(")
+CALL = re.compile(r"\b((?:cuda|cudnn|nccl)[A-Z]\w*|mn_gpu_\w+|mn_device_\w+)\s*\(")
 LAUNCH = re.compile(r"<<<(.*?)>>>", re.S)
 ADDRESS_OF = re.compile(r"^&\s*\w+$")
 
@@ -122,8 +131,10 @@ def check_file(path, problems):
         where = f"{path}:{line(at)}"
         if name in LEGACY:
             problems.append(f"{where}: {name} runs on the legacy default stream; use {name}Async on the base's stream")
-        if name == "cudaMemcpyAsync" and len(args) > 3 and args[3] == "cudaMemcpyDeviceToHost" and ADDRESS_OF.match(args[0]):
-            problems.append(f"{where}: cudaMemcpyAsync device-to-host into '{args[0]}' (pageable memory): the host "
+        if name in DEVICE_CHECKS:
+            continue
+        if name in TO_HOST and len(args) > 3 and args[3] == TO_HOST[name] and ADDRESS_OF.match(args[0]):
+            problems.append(f"{where}: {name} device-to-host into '{args[0]}' (pageable memory): the host "
                             "blocks in the call; copy into page-locked memory (cudaMallocHost)")
         kernel = name.startswith("mn_gpu_") and name not in NOT_KERNELS
         if name.startswith("mn_gpu_") and not kernel:

@@ -25,10 +25,13 @@ named after it (mn_input.h); its other headers only its own files include,
 as only a folder's own files include its *_impl.h headers (base/'s
 mn_base_impl.h: what the adapters define for base/ alone). The
 public header may reach, through its includes, only plugin headers outside
-base/: a program built against it needs no Darknet header.
+base/: a program built against it needs no Darknet header. And no file of
+train/ (nor of its parts) names a cuda*, cudnn* or nccl* call: the device's
+streams, events, memory and copies are transport's (mn_device.h).
 """
 import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -194,6 +197,35 @@ def check_includes(src, layers):
     return problems, len(files), n, len(seen) - 1
 
 
+DEVICE_CALL = re.compile(r"\b((?:cuda|cudnn|nccl)\w*)\s*\(")
+NO_DEVICE = "train"
+
+
+def code_only(text):
+    """A source with its comments and string and char literals blanked, lines kept."""
+    blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))
+    return re.sub(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', blank, text, flags=re.S)
+
+
+def check_device(src, layers):
+    """Problems of the device rule (no CUDA, cuDNN or NCCL call in train/ or
+    its parts), and the files read."""
+    problems, n = [], 0
+    for l in layers:
+        if l != NO_DEVICE and not l.startswith(NO_DEVICE + "/"):
+            continue
+        for e in ("*.c", "*.cpp", "*.cu", "*.h", "*.hpp"):
+            for path in sorted(glob.glob(os.path.join(src, l, e))):
+                n += 1
+                with open(path, errors="replace") as f:
+                    code = code_only(f.read())
+                for m in DEVICE_CALL.finditer(code):
+                    problems.append(f"{os.path.relpath(path, src)}:{code.count(chr(10), 0, m.start()) + 1} calls "
+                                    f"{m.group(1)}: {NO_DEVICE}/ makes no CUDA, cuDNN or NCCL call "
+                                    "(transport's mn_device.h holds the device's)")
+    return problems, n
+
+
 def main():
     args = sys.argv[1:]
     src = "plugin"
@@ -206,7 +238,12 @@ def main():
         if not problems:
             print(f"ok   includes: {nfiles} files, {n} includes of plugin headers, none of a higher layer's; "
                   f"{PUBLIC} reaches {reach} headers, none of base/ nor of Darknet")
-        sys.exit(1 if problems else 0)
+        device, ndev = check_device(src, args[1].split(","))
+        for p in device:
+            print("FAIL device: " + p)
+        if not device:
+            print(f"ok   device: {ndev} files of {NO_DEVICE}/ and its parts name no CUDA, cuDNN or NCCL call")
+        sys.exit(1 if problems or device else 0)
     if len(args) < 2:
         sys.exit(__doc__)
     layers = args[0].split(",")

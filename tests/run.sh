@@ -426,7 +426,7 @@ else bad "layers: the planted cycle was not reported (rc $rc): $(head -3 "$L/out
 # reaches no base/ header nor Darknet's, and a program including it alone
 # compiles with only the plugin's non-base folders on the include path.
 if python3 tests/layers.py --includes "$LAYERS" > "$T/includes.out" 2>&1; then cat "$T/includes.out"; pass=$((pass + 1))
-else sed 's/^/     /' "$T/includes.out" | cut -c1-300; bad "includes: $(grep -c FAIL "$T/includes.out") includes of a higher layer's header, or the public header reaching the base"; fi
+else sed 's/^/     /' "$T/includes.out" | cut -c1-300; bad "includes: $(grep -c FAIL "$T/includes.out") includes of a higher layer's header, the public header reaching the base, or CUDA calls in train/"; fi
 printf '#include "darknet_mn.h"\nint main(void) { return mn_exit_status(MN_OK); }\n' > "$T/public.c"
 if mpicc -fsyntax-only -Wall -Wextra -std=gnu99 -Iplugin $(printf -- '-Iplugin/%s ' ${LAYERS//,/ } | sed 's| -Iplugin/base||') "$T/public.c" > "$T/public.out" 2>&1; then
     ok "darknet_mn.h compiles alone, with no Darknet header and no base/ folder on the include path"
@@ -446,6 +446,17 @@ if [ $rc != 0 ] && grep -q "low/mn_a.h includes high/mn_b.h, a header of a highe
    grep -q "high/mn_h.c includes low/mn_low_impl.h, private to its folder" "$L/inc.out" && ! grep -q "mn_g.c" "$L/inc.out"; then
     ok "includes: a planted upward include, an include of the public header and its reach into Darknet, and of private headers (a part's, a *_impl.h), are named"
 else bad "includes: the planted includes were not reported (rc $rc): $(head -3 "$L/inc.out")"; fi
+# And the device rule: a CUDA, cuDNN or NCCL call in train/ or a part of it
+# is named; one in transport, or in a comment or string of train/, is not.
+V=$T/layers-device && rm -rf "$V" && mkdir -p "$V/src/transport" "$V/src/train/part" && : > "$V/src/darknet_mn.h"
+printf 'int f(void *p) { return cudaFree(p); }\n' > "$V/src/transport/mn_t.c"
+printf '/* cudaFree(p) */\nconst char *w = "cudaMalloc(";\nint g(void *p) { return mn_device_free(p); }\n' > "$V/src/train/mn_a.c"
+printf 'void h(void *c, void *n) {\n    if (cudnnCreate(c)) return;\n    ncclCommAbort (n);\n}\n' > "$V/src/train/part/mn_b.c"
+python3 tests/layers.py --src "$V/src" --includes transport,train,train/part > "$V/out" 2>&1; rc=$?
+if [ $rc != 0 ] && grep -q "FAIL device: train/part/mn_b.c:2 calls cudnnCreate" "$V/out" &&
+   grep -q "FAIL device: train/part/mn_b.c:3 calls ncclCommAbort" "$V/out" && [ "$(grep -c 'FAIL' "$V/out")" = 2 ]; then
+    ok "layers: planted cuDNN and NCCL calls in a part of train/ are named with file:line; transport's, a comment's and a string's are not"
+else bad "layers: the planted device calls in train/ were not reported (rc $rc): $(head -3 "$V/out")"; fi
 
 echo "== Nothing outside base/ reads Darknet's network or layers, nor calls Darknet (tests/boundary.py, docs/design.md)"
 # The sources, and the objects of pjreddie's CPU build (AlexeyAB's CPU
@@ -558,6 +569,13 @@ static int f(float *d, float *h, int *flag, cudaStream_t s, ncclComm_t comm)
     if (cudaMemcpyAsync(&bad, flag, sizeof bad, cudaMemcpyDeviceToHost, s) != cudaSuccess) return 1;
     return ncclAllReduce(d, d, 1, ncclFloat32, ncclSum, comm, (cudaStream_t)0) != ncclSuccess;
 }
+static int g(const mn_comm *c, float *d, int *flag, void *s)
+{
+    int bad = 0;
+    mn_device_copy(d, d, 4, MN_ON_DEVICE, s);
+    mn_device_must(c, mn_device_zero(flag, 4, NULL), "zero");
+    return mn_device_copy(&bad, flag, sizeof bad, MN_TO_HOST, s);
+}
 BAD
 python3 tests/gpu_calls.py "$G/p" > "$G/out" 2>&1; rc=$?
 want="mn_bad.c:4: the status of cudaMemcpyAsync is not checked
@@ -566,9 +584,12 @@ mn_bad.c:6: mn_gpu_add on a literal NULL stream
 mn_bad.c:7: cudaMemcpy runs on the legacy default stream
 mn_bad.c:8: the status of ncclCommAbort is not checked
 mn_bad.c:9: cudaMemcpyAsync device-to-host into '&bad' (pageable memory)
-mn_bad.c:10: ncclAllReduce on a literal NULL stream"
+mn_bad.c:10: ncclAllReduce on a literal NULL stream
+mn_bad.c:15: the status of mn_device_copy is not checked
+mn_bad.c:16: mn_device_zero on a literal NULL stream
+mn_bad.c:17: mn_device_copy device-to-host into '&bad' (pageable memory)"
 missing=$(echo "$want" | while read -r w; do grep -qF "$w" "$G/out" || echo "$w"; done)
-if [ $rc != 0 ] && [ -z "$missing" ] && [ "$(grep -c 'mn_bad.c:' "$G/out")" = 8 ]; then ok "gpu_calls: 7 planted bad lines named with file:line (8 problems)"
+if [ $rc != 0 ] && [ -z "$missing" ] && [ "$(grep -c 'mn_bad.c:' "$G/out")" = 11 ]; then ok "gpu_calls: 10 planted bad lines named with file:line (11 problems), transport's mn_device_* calls among them"
 else bad "gpu_calls self-test (rc $rc): missing '$missing'; $(head -8 "$G/out")"; fi
 
 finish

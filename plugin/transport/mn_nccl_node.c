@@ -11,51 +11,7 @@
 #include "mn_transport.h"
 
 #ifdef GPU
-#include <stdlib.h>
 #include "mn_nccl.h"
-
-int mn_cuda_ok(const mn_comm *c, cudaError_t e, const char *what)
-{
-    if (e == cudaSuccess) return 1;
-    mn_error(c, "%s failed: %s", what, cudaGetErrorString(e));
-    (void)cudaGetLastError();
-    return 0;
-}
-
-void mn_cuda_must(const mn_comm *c, cudaError_t e, const char *what)
-{
-    if (e != cudaSuccess) mn_abort(c, "%s failed: %s", what, cudaGetErrorString(e));
-}
-
-mn_status mn_pack_tables_make(const mn_comm *c, float *const *dev, const size_t *lens, int n, cudaStream_t stream,
-                             mn_pack_tables *t)
-{
-    *t = (mn_pack_tables){0};
-    size_t *offs = malloc((size_t)(n + 1) * sizeof *offs);
-    if (!offs) return MN_ERR_NOMEM;
-    t->n = n;
-    t->total = mn_pack_offsets(lens, n, offs);
-    mn_status r = MN_OK;
-    if (!mn_cuda_ok(c, cudaMalloc((void **)&t->ptrs, (size_t)(n + 1) * sizeof(float *)), "cudaMalloc") ||
-        !mn_cuda_ok(c, cudaMalloc((void **)&t->offs, (size_t)(n + 1) * sizeof(size_t)), "cudaMalloc"))
-        r = MN_ERR_NOMEM;
-    else if (!mn_cuda_ok(c, cudaMemcpyAsync(t->ptrs, dev, (size_t)n * sizeof(float *), cudaMemcpyHostToDevice, stream),
-                         "cudaMemcpyAsync") ||
-             !mn_cuda_ok(c, cudaMemcpyAsync(t->offs, offs, (size_t)(n + 1) * sizeof(size_t), cudaMemcpyHostToDevice, stream),
-                         "cudaMemcpyAsync") ||
-             !mn_cuda_ok(c, cudaStreamSynchronize(stream), "cudaStreamSynchronize"))   /* offs is freed next */
-        r = MN_ERR_UNAVAILABLE;
-    free(offs);
-    if (r != MN_OK) mn_pack_tables_free(c, t);
-    return r;
-}
-
-void mn_pack_tables_free(const mn_comm *c, mn_pack_tables *t)
-{
-    if (t->ptrs) mn_cuda_ok(c, cudaFree(t->ptrs), "cudaFree");
-    if (t->offs) mn_cuda_ok(c, cudaFree(t->offs), "cudaFree");
-    *t = (mn_pack_tables){0};
-}
 #endif
 
 #if defined(MN_NCCL) && defined(GPU)
@@ -111,8 +67,7 @@ static double nccl_now(void *arg)
     return mn_now();
 }
 
-/* Spin for the first millisecond (a step's waits are short), then sleep a
- * little, so a long wait (creation, a late rank) leaves the core alone. */
+/* Spin for a millisecond (a step's waits are short), then sleep a little. */
 static void nccl_pause(void *arg, double waited)
 {
     (void)arg;

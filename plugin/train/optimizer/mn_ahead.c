@@ -10,7 +10,7 @@
 #include "mn_base.h"
 #include "mn_coll.h"
 #ifdef GPU
-#include "mn_nccl.h"
+#include "mn_device.h"
 #endif
 
 struct mn_ahead {
@@ -52,10 +52,10 @@ mn_status mn_ahead_new(mn_comm *c, float **weights, float **weights_gpu, const s
     if (weights_gpu) {
         size_t bytes = (p->total + 1) * sizeof(float);
         p->dev = 1;
-        r = mn_pack_tables_make(c, weights_gpu, lens, n, MN_STREAM(), &p->tables);
-        if (r == MN_OK && (!mn_cuda_ok(c, cudaMalloc((void **)&p->w0, bytes), "cudaMalloc") ||
-                           !mn_cuda_ok(c, cudaMalloc((void **)&p->taken, bytes), "cudaMalloc") ||
-                           !mn_cuda_ok(c, cudaMallocHost((void **)&p->pulled, bytes), "cudaMallocHost")))
+        r = mn_pack_tables_make(c, weights_gpu, lens, n, mn_base_stream(), &p->tables);
+        if (r == MN_OK && (!mn_device_ok(c, mn_device_alloc((void **)&p->w0, bytes), "cudaMalloc") ||
+                           !mn_device_ok(c, mn_device_alloc((void **)&p->taken, bytes), "cudaMalloc") ||
+                           !mn_device_ok(c, mn_device_alloc_host((void **)&p->pulled, bytes), "cudaMallocHost")))
             r = MN_ERR_NOMEM;
         if (r != MN_OK) mn_ahead_free(p);
         else *out = p;
@@ -77,8 +77,8 @@ void mn_ahead_free(mn_ahead *p)
     if (p->dev) {
         float *dev[] = {p->w0, p->taken};
         for (int i = 0; i < 2; ++i)
-            if (dev[i]) mn_cuda_ok(p->c, cudaFree(dev[i]), "cudaFree");
-        if (p->pulled) mn_cuda_ok(p->c, cudaFreeHost(p->pulled), "cudaFreeHost");
+            if (dev[i]) mn_device_ok(p->c, mn_device_free(dev[i]), "cudaFree");
+        if (p->pulled) mn_device_ok(p->c, mn_device_free_host(p->pulled), "cudaFreeHost");
         mn_pack_tables_free(p->c, &p->tables);
         free(p);
         return;
@@ -91,7 +91,7 @@ void mn_ahead_free(mn_ahead *p)
 #ifdef GPU
 static void must(mn_ahead *p, int e, const char *what)
 {
-    mn_cuda_must(p->c, (cudaError_t)e, what);
+    mn_device_must(p->c, e, what);
 }
 #endif
 
@@ -99,7 +99,7 @@ void mn_ahead_step(mn_ahead *p, int ahead)
 {
 #ifdef GPU
     if (p->dev) {
-        cudaStream_t st = MN_STREAM();
+        void *st = mn_base_stream();
         const mn_pack_tables *t = &p->tables;
         if (!ahead) {
             must(p, mn_gpu_pack(p->w0, t->ptrs, t->offs, t->n, 0, p->total, st), "keeping the weights");
@@ -125,7 +125,7 @@ void mn_ahead_back(mn_ahead *p)
     p->holds = 0;
 #ifdef GPU
     if (p->dev) {
-        must(p, mn_gpu_unpack(p->tables.ptrs, p->w0, p->tables.offs, p->tables.n, p->total, MN_STREAM()),
+        must(p, mn_gpu_unpack(p->tables.ptrs, p->w0, p->tables.offs, p->tables.n, p->total, mn_base_stream()),
              "restoring the weights");
         return;
     }
@@ -151,23 +151,23 @@ const float *mn_ahead_taken(const mn_ahead *p)
 #ifdef GPU
 float *mn_ahead_pull_kept(mn_ahead *p)
 {
-    must(p, cudaMemcpyAsync(p->pulled, p->w0, p->total * sizeof(float), cudaMemcpyDeviceToHost, MN_STREAM()),
+    must(p, mn_device_copy(p->pulled, p->w0, p->total * sizeof(float), MN_TO_HOST, mn_base_stream()),
          "copying the kept weights");
     return p->pulled;
 }
 
 /* A checkpoint's copy, waited for. */
-static void copy(mn_ahead *p, void *to, const void *from, enum cudaMemcpyKind kind)
+static void copy(mn_ahead *p, void *to, const void *from, mn_copy_way way)
 {
-    must(p, cudaMemcpyAsync(to, from, p->total * sizeof(float), kind, MN_STREAM()), "copying the kept weights");
-    must(p, cudaStreamSynchronize(MN_STREAM()), "copying the kept weights");
+    must(p, mn_device_copy(to, from, p->total * sizeof(float), way, mn_base_stream()), "copying the kept weights");
+    must(p, mn_device_wait(mn_base_stream()), "copying the kept weights");
 }
 #endif
 
 void mn_ahead_get(mn_ahead *p, float *w0)
 {
 #ifdef GPU
-    if (p->dev) { copy(p, w0, p->w0, cudaMemcpyDeviceToHost); return; }
+    if (p->dev) { copy(p, w0, p->w0, MN_TO_HOST); return; }
 #endif
     memcpy(w0, p->w0, p->total * sizeof(float));
 }
@@ -175,7 +175,7 @@ void mn_ahead_get(mn_ahead *p, float *w0)
 void mn_ahead_set(mn_ahead *p, const float *w0)
 {
 #ifdef GPU
-    if (p->dev) { copy(p, p->w0, w0, cudaMemcpyHostToDevice); return; }
+    if (p->dev) { copy(p, p->w0, w0, MN_TO_DEVICE); return; }
 #endif
     memcpy(p->w0, w0, p->total * sizeof(float));
 }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include "mn_held.h"
 #include "mn_base.h"
-#include "mn_nccl.h"
+#include "mn_device.h"
 #include "mn_order.h"
 #include "mn_queue.h"
 #include "mn_stage.h"
@@ -76,8 +76,8 @@ static float **list_arrays(network *net, float **dev, const size_t *lens, int n,
 static mn_status make_copies(mn_held *h, char *why, size_t cap)
 {
     for (int b = 0; b < 2; ++b)
-        if (cudaMallocHost((void **)&h->slot[b], (h->total + 1) * sizeof(float)) != cudaSuccess) {
-            (void)cudaGetLastError();   /* cleared, or Darknet's next check_error aborts on it */
+        if (mn_device_alloc_host((void **)&h->slot[b], (h->total + 1) * sizeof(float)) != 0) {
+            mn_device_clear();   /* cleared, or Darknet's next check_error aborts on it */
             h->slot[b] = NULL;
             snprintf(why, cap, "no page-locked memory for two copies of %zu floats", h->total);
             return MN_ERR_NOMEM;
@@ -107,7 +107,7 @@ mn_status mn_held_new(mn_comm *c, network *net, float **dev, const size_t *lens,
     for (int i = 0; i < count; ++i) h->total += all_lens[i];
     for (int b = 0; b < 2; ++b) h->args[b] = (slot_arg){h, b};
     mn_status r = MN_ERR_UNAVAILABLE;
-    if (mn_cuda_ok(c, cudaGetDevice(&h->device), "cudaGetDevice")) r = mn_stage_packer(c, all, all_lens, count, &h->pack);
+    if (mn_device_ok(c, mn_device_get(&h->device), "cudaGetDevice")) r = mn_stage_packer(c, all, all_lens, count, &h->pack);
     if (r == MN_OK) r = make_copies(h, why, cap);
     free(all);
     free(all_lens);
@@ -127,7 +127,7 @@ void mn_held_free(mn_held *h)
     mn_queue_free(h->base_q);
     mn_queue_free(h->copy_q);   /* waits for the last copy */
     for (int b = 0; b < 2; ++b)
-        if (h->slot[b]) mn_cuda_ok(h->c, cudaFreeHost(h->slot[b]), "cudaFreeHost");
+        if (h->slot[b]) mn_device_ok(h->c, mn_device_free_host(h->slot[b]), "cudaFreeHost");
     mn_stage_free(h->pack);
     free(h);
 }
@@ -153,7 +153,7 @@ void mn_held_after(mn_held *h, uint64_t it, uint64_t seen, double done)
 int mn_held_read(mn_held *h, long wait_us, mn_held_state *out)
 {
     /* The rescue's thread: its first CUDA call; a failure means no rescue, not an abort. */
-    if (cudaSetDevice(h->device) != cudaSuccess) return -1;
+    if (mn_device_set(h->device) != 0) return -1;
     int b = mn_rescue_order_read(&h->order, wait_us);
     if (b < 0) return -1;
     *out = (mn_held_state){h->slot[b], h->slot[b] + h->nparams, h->nparams, h->total - h->nparams, h->it[b],

@@ -1,11 +1,8 @@
-/* The multi-node optimizer. mn_attach moves every update array of the network
- * into one contiguous arena (so `flat` reduces it in place with no copy) and
- * installs a hook that Darknet's update_network runs before the layers
- * update: the hook replaces each update array by its mean over all ranks.
- * Darknet then divides by its local batch*subdivisions, so the step equals
- * one process's step with the global batch. The hooks' ranks makes seen
- * count the images of all ranks, so the iteration counter and learning-rate
- * schedule advance once per global update. */
+/* The multi-node optimizer. mn_attach moves every update array into one
+ * arena (reduced in place) and hooks Darknet's update: each update array
+ * becomes its mean over all ranks, so the step is one process's step with
+ * the global batch; seen counts every rank's images, so the schedule
+ * advances once per global update. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,13 +13,14 @@
 #include "mn_coll.h"
 #include "mn_base.h"
 #include "mn_observe.h"
-#include "mn_overlap.h"
+#include "mn_sync.h"
 #include "mn_dbuf.h"
 #include "mn_dbuf_gpu.h"
 #include "mn_held.h"
 #include "mn_ways.h"
 #include "mn_stage.h"
 #include "mn_ahead.h"
+#include "mn_device.h"
 
 struct mn_optimizer {
     mn_comm *comm;
@@ -31,62 +29,62 @@ struct mn_optimizer {
     size_t total;
     int n;
     float **arrays;       /* host arrays inside the arena, in layer order */
-    float **arrays_gpu;   /* matching device arrays (GPU build) */
+    float **arrays_gpu;   /* their device arrays */
     size_t *lens;
-    int nonfinite;        /* the last averaged gradient held NaN or Inf */
+    int nonfinite;        /* the last mean was not finite */
     mn_watchdog *watch;   /* NULL when collective_timeout=0 */
-    float *aside;         /* float16, double buffering, nonfinite=skip: the momentum part, set aside during backward */
+    float *aside;         /* the momentum part, set aside during backward */
     float *aside_gpu;     /* the same on the device */
-    int skip;             /* nonfinite=skip: a bad update leaves the model exactly as it was */
+    int skip;             /* nonfinite=skip */
     mn_bn_arrays bn;      /* the running statistics (mn_ways.h) */
-    float *stats_saved;   /* nonfinite=skip, rescue: their values before this step's forward pass */
-    int *flag_gpu;        /* device: a gradient held Inf or NaN */
-    int *flag_host;       /* its page-locked copy (a pageable one makes the copy synchronous) */
-    void *checked;        /* nonfinite=stop: an event after that copy, waited for in mn_optimizer_nonfinite */
+    float *stats_saved;   /* their values before this step's forward */
+    int *flag_gpu;        /* device: the mean is not finite */
+    int *flag_host;       /* its page-locked copy */
+    void *checked;        /* nonfinite=stop: an event after that copy */
     int check_pending;    /* recorded, not yet read */
     int is_aside;
     mn_route route;       /* where the mean is taken (mn_sync_route) */
-    struct mn_stage *stage;   /* GPU runs: the device arrays' tables; MN_ROUTE_STAGED: the copies down and up (mn_stage.h) */
-    int own_watch;        /* watch was started here (no caller started one) */
-    int dbuf_on;          /* double_buffering=1: through dbuf (the host's thread) or dbuf_gpu */
-    mn_dbuf *dbuf;        /* double_buffering=1 averaging in the host arena, else NULL */
-    struct mn_dbuf_gpu *dbuf_gpu; /* double_buffering=1 on the device (a communicator with mean_packed), else NULL */
-    size_t fresh_until;   /* double buffering averages iterations 1..fresh_until fresh */
-    size_t ramp;          /* and scales the first `ramp` stale means (stale_scale) */
-    double ramp_from;     /* from this fraction of the rate: stale_ratio of the cfg's momentum */
-    float *state;         /* double buffering's for checkpoints: the arena, the mean in flight, and state_arrays' others */
-    double dc;            /* double_buffering_compensation's lambda0 (compensate); 0: none */
-    double pk;            /* double_buffering_prediction's k; 0: none */
-    int local;            /* double_buffering_local=1: this rank's own gradient fresh, the rest of the mean stale */
+    struct mn_stage *stage;   /* the device arrays' tables, and the staged copies */
+    int own_watch;        /* watch was started here */
+    int dbuf_on;          /* double_buffering=1 */
+    mn_dbuf *dbuf;        /* its host thread, or NULL */
+    struct mn_dbuf_gpu *dbuf_gpu; /* or its device twin */
+    size_t fresh_until;   /* iterations averaged fresh */
+    size_t ramp;          /* stale means scaled (stale_scale) */
+    double ramp_from;     /* from this fraction of the rate */
+    float *state;         /* double buffering's, for checkpoints (state_arrays) */
+    double dc;            /* compensation's lambda0; 0: none */
+    double pk;            /* prediction's k; 0: none */
+    int local;            /* double_buffering_local=1 */
     mn_ahead *pred;       /* made where pk is set */
-    int primed;           /* pred's w0 holds the weights before the last update */
-    float **weights;      /* the parameters each update array updates (host), for compensate */
-    float **weights_gpu;  /* their device copies (GPU builds) */
-    float *weights_host;  /* a GPU run's compensation: the device weights pulled each stale step (page-locked) */
-    struct mn_stage *weights_stage;   /* and the tables that pull them */
+    int primed;           /* pred holds the weights before the last update */
+    float **weights;      /* the parameters each array updates */
+    float **weights_gpu;  /* their device copies */
+    float *weights_host;  /* compensation: the device weights, pulled */
+    struct mn_stage *weights_stage;
     int *layer_of;        /* the layer owning each array */
-    mn_overlap *ov;       /* overlap=1, else NULL */
-    mn_timeline *tl;      /* the job's timeline, or NULL */
-    double mark;          /* the end of the last phase seen: step start, forward, a layer's backward, the sync */
-    double seg;           /* the start of the backward group being timed; < 0 none */
-    int seg_hi, low;      /* its highest layer, the lowest one done so far */
-    int handover, poison; /* this backward hands buckets over; this rank's loss is not finite */
-    /* rescue=1: what the last completed update left, for a rank writing it
-     * while the job is lost (mn_optimizer_hold). The update holds `hold`
-     * from the mean to the step's end; begin_step takes it to set the
-     * momentum and the running statistics aside. */
+    const mn_sync_ops *mode;   /* how the mean is taken (mn_sync.h), picked at attach */
+    void *mode_state;
+    mn_sync_ctx x;        /* what the mode works on */
+    mn_timeline *tl;
+    double mark;          /* the end of the last phase seen */
+    double seg;           /* the backward group's start; < 0 none */
+    int seg_hi, low;      /* its highest layer, the lowest done */
+    int handover, poison; /* this backward hands buckets over; the loss is not finite */
+    /* rescue=1: the last completed update's state (mn_optimizer_hold),
+     * under `hold` from the mean to the step's end. */
     int rescue;
-    struct mn_held *held; /* rescue=1 in a GPU run: the update's state copied to the host (mn_held.h), else NULL */
-    pthread_mutex_t hold; /* also keeps a GPU run's copies from being issued while the rescue reads one */
+    struct mn_held *held; /* a GPU run's copies of it */
+    pthread_mutex_t hold;
     int holding, done;    /* the hook holds it; the step's update is done */
     uint64_t snap_it, snap_seen;
     double snap_time;
-    mn_ways *ways;        /* trained as several ranks did (mn_optimizer_ways), else NULL */
-    int in_step;          /* between begin_step and end_step: forward passes are training's */
-    void *prof[2];        /* MN_GPU_PROFILE=1: events around the hook's work on the base's stream */
-    double prof_ms;       /* their elapsed times summed, */
-    long prof_steps;      /* over this many steps */
-    int prof_pending;     /* the last pair is recorded, not yet read */
+    mn_ways *ways;        /* mn_optimizer_ways, or NULL */
+    int in_step;          /* between begin_step and end_step */
+    void *prof[2];        /* MN_GPU_PROFILE=1: events around the hook */
+    double prof_ms;
+    long prof_steps;
+    int prof_pending;     /* the last pair is not yet read */
 };
 
 /* NaN or Inf anywhere: x*0 is 0 for every finite x, NaN otherwise. */
@@ -98,9 +96,7 @@ static int all_finite(const float *p, size_t n)
 }
 
 #ifdef GPU
-/* finish_mean for the device update arrays: the momentum part set aside on
- * the device comes back, or stands alone when the mean is not finite.
- * Darknet's copy_gpu and fill_gpu run on the base's stream, as ours do. */
+/* finish_mean on the device, on the base's stream. */
 static void finish_mean_gpu(mn_optimizer *o, int bad)
 {
     size_t off = 0;
@@ -110,46 +106,30 @@ static void finish_mean_gpu(mn_optimizer *o, int bad)
         if (bad && o->is_aside) mn_base_copy_gpu(n, o->aside_gpu + off, o->arrays_gpu[i]);
         else if (bad) mn_base_fill_gpu(n, 0, o->arrays_gpu[i]);
         else if (o->is_aside)
-            mn_cuda_must(o->comm, (cudaError_t)mn_gpu_add(o->arrays_gpu[i], o->aside_gpu + off, o->lens[i], mn_base_stream()),
-                    "adding the momentum part back");
+            mn_device_must(o->comm, mn_gpu_add(o->arrays_gpu[i], o->aside_gpu + off, o->lens[i], mn_base_stream()),
+                           "adding the momentum part back");
     }
     o->is_aside = 0;
 }
 
-/* Whether the device update arrays hold Inf or NaN (or bad already), on
- * the base's stream, then the momentum part back (finish_mean_gpu). With
- * nonfinite=skip the host must know before Darknet's update, which it
- * skips; with nonfinite=stop (the default) the job ends either way, so the
- * flag is read once the update is queued (mn_optimizer_nonfinite): no wait
- * at the hook, where the GPU would idle while the host launches the update. */
+/* The device mean's Inf/NaN check, then finish_mean_gpu. nonfinite=skip
+ * waits for the flag here; nonfinite=stop reads it once the update is
+ * queued (mn_optimizer_nonfinite), so the hook does not idle the GPU. */
 static void check_on_device(mn_optimizer *o, int bad)
 {
-    cudaStream_t st = MN_STREAM();
-    mn_cuda_must(o->comm, cudaMemsetAsync(o->flag_gpu, 0, sizeof(int), st), "clearing the Inf/NaN flag");
+    void *st = mn_base_stream();
+    mn_device_must(o->comm, mn_device_zero(o->flag_gpu, sizeof(int), st), "clearing the Inf/NaN flag");
     mn_stage_nonfinite(o->stage, o->flag_gpu, st);
-    mn_cuda_must(o->comm, cudaMemcpyAsync(o->flag_host, o->flag_gpu, sizeof(int), cudaMemcpyDeviceToHost, st),
-            "reading the Inf/NaN check");
+    mn_device_must(o->comm, mn_device_copy(o->flag_host, o->flag_gpu, sizeof(int), MN_TO_HOST, st),
+                   "reading the Inf/NaN check");
     if (o->checked) {
-        mn_cuda_must(o->comm, cudaEventRecord((cudaEvent_t)o->checked, st), "recording the Inf/NaN check");
+        mn_device_must(o->comm, mn_device_event_record(o->checked, st), "recording the Inf/NaN check");
         o->check_pending = 1;
         finish_mean_gpu(o, bad);
         return;
     }
-    mn_cuda_must(o->comm, cudaStreamSynchronize(st), "the Inf/NaN check");
+    mn_device_must(o->comm, mn_device_wait(st), "the Inf/NaN check");
     finish_mean_gpu(o, bad || *o->flag_host);
-}
-
-/* MN_ROUTE_DEVICE: a GPU run whose communicator set up device legs
- * (pure_nccl; hierarchical and two_dimensional in float32): Darknet's device
- * update arrays are averaged where they are; the host arena is only filled
- * for checkpoints. */
-static void sync_on_device(network *net, mn_optimizer *o)
-{
-    mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
-    if (o->comm->ops->mean_grad_device(o->comm, o->arrays_gpu, o->lens, o->n) != MN_OK)
-        mn_abort(o->comm, "gradient allreduce failed");
-    mn_watchdog_leave(o->watch);
-    check_on_device(o, 0);
 }
 
 #endif
@@ -175,12 +155,8 @@ static void stats_copy(mn_optimizer *o, int restore)
     }
 }
 
-/* After the allreduce, with the mean in the arena. A finite mean gets the
- * momentum part back. A non-finite one is dropped: the arena becomes the
- * momentum exactly as it was (or zeros where it was not set aside, which only
- * nonfinite=stop allows), and the hook skips Darknet's update, so neither
- * decay nor momentum touch the weights. Every rank holds the same mean, so
- * every rank decides alike. */
+/* A finite mean gets the momentum part back; a non-finite one is dropped
+ * and the update skipped, alike on every rank. */
 static void finish_mean(mn_optimizer *o)
 {
     o->nonfinite = !all_finite(o->arena, o->total);
@@ -191,9 +167,7 @@ static void finish_mean(mn_optimizer *o)
     o->is_aside = 0;
 }
 
-/* A rank whose own loss is NaN or Inf makes the mean NaN on every rank, so
- * that all of them drop the update together (its gradient may still look
- * finite). Returns the value for the hook: non-zero skips Darknet's update. */
+/* The hook's value: non-zero skips Darknet's update. */
 static int after_mean(mn_optimizer *o)
 {
     if (!o->nonfinite) return 0;
@@ -221,71 +195,55 @@ static void end_backward(mn_optimizer *o)
     o->seg = -1;
 }
 
-/* After each layer's backward (and with i = n before the first): times
- * forward and backward for the timeline and, with overlap, hands over the
- * buckets whose layers are done. With subdivisions > 1 the gradient
- * accumulates over them, so only the last one, whose update follows, may
- * hand any over. */
+/* After each layer's backward (i = n: before the first): the timeline, and
+ * overlap's buckets whose layers are done, in the last subdivision only. */
 static void backward_hook(network *net, int i)
 {
     mn_optimizer *o = mn_net_hook_arg(net);
     double now = mn_now();
-    if (i == mn_net_layers(net)) {   /* forward is done: its cost is final, and whether this subdivision updates is known */
+    if (i == mn_net_layers(net)) {   /* forward is done */
         end_backward(o);
         mn_timeline_add(o->tl, 0, MN_TL_FORWARD, o->mark, now, 0, 0, 0);
         o->seg = o->mark = now;
         o->seg_hi = o->low = i - 1;
         mn_net_info in = mn_net_get(net);
-        o->handover = o->ov && (mn_net_seen(net) / ((size_t)in.batch * o->hooks.ranks)) % in.subdivisions == 0;
+        o->handover = o->mode->ready && (mn_net_seen(net) / ((size_t)in.batch * o->hooks.ranks)) % in.subdivisions == 0;
         o->poison = o->handover && !isfinite(mn_base_cost(net)) && o->total > 0;
         return;
     }
     o->mark = now;
     o->low = i;
-    if (o->handover && mn_overlap_ready(o->ov, i, o->poison) > 0) {
+    if (o->handover && o->mode->ready(o->mode_state, i, o->poison) > 0) {
         end_backward(o);
         o->seg = now;
         o->seg_hi = o->low = i - 1;
     }
 }
 
-/* overlap=1: most buckets are on their way already; the rest go now, and
- * the update waits for the last. */
-static int sync_overlap(network *net, mn_optimizer *o, int poison)
+/* The core's finish of a mode's mean, where the mode left it. */
+static int finish(mn_optimizer *o, mn_mean_at at, int bad)
 {
-    mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
-    mn_overlap_finish(o->ov, poison);
-    mn_watchdog_leave(o->watch);
-    for (int k = 0, nb = mn_overlap_buckets(o->ov); o->tl && k < nb; ++k) {
-        size_t floats;
-        double tq, t0, t1;
-        mn_overlap_bucket(o->ov, k, &floats, &tq, &t0, &t1);
-        mn_timeline_add(o->tl, 1, MN_TL_QUEUED, tq, t0, 0, 0, 0);
-        mn_timeline_add(o->tl, 1, MN_TL_BUCKET, t0, t1, floats * (o->comm->half ? 2 : 4), 0, 0);
-    }
 #ifdef GPU
-    if (o->route == MN_ROUTE_STAGED) return after_stage(o);
-    if (o->route == MN_ROUTE_DEVICE) {   /* the thread waited for each bucket's NCCL work */
-        check_on_device(o, 0);
+    if (at == MN_MEAN_STAGED) return after_stage(o);
+    if (at == MN_MEAN_DEVICE) {
+        check_on_device(o, bad);
         return after_mean(o);
     }
+#else
+    (void)at, (void)bad;
 #endif
     finish_mean(o);
     return after_mean(o);
 }
 
-/* On a quadratic of curvature h a heavy-ball step (momentum m, rate r) is
- * stable while r*h < 2(1+m); fed the previous step's gradient it is stable
- * only while r*h < 1-m. The ratio of the two bounds. */
+/* A heavy-ball step is stable while r*h < 2(1+m), a stale one while
+ * r*h < 1-m: the ratio of the two bounds. */
 static double stale_ratio(double m)
 {
     return (1 - m) / (2 * (1 + m));
 }
 
-/* What double buffering costs, said at start. With the mean alone stale, a
- * rate tuned for fresh steps sits near the fresh bound (stale_ratio), so the
- * stale steps can diverge when they start (docs/internals.md, "Double
- * buffering"); with the own gradient fresh, the measured cost. */
+/* What double buffering costs, said at start (docs/internals.md). */
 static void dbuf_cost(float momentum, int local)
 {
     double m = momentum;
@@ -302,12 +260,8 @@ static void dbuf_cost(float momentum, int local)
            m, 1 / stale_ratio(m));
 }
 
-/* Double buffering averages the first fresh_until iterations (the cfg's
- * burn_in by default) fresh, on the main thread's communicator, and only
- * then goes one step stale: on the classifier that lost 1 point where stale
- * steps from the start lost 4.2 (bench/results/accuracy-dbuf.txt; the
- * detector differs: accuracy-det.txt). A mean already in flight (a resumed
- * run) keeps it stale. */
+/* The first fresh_until iterations (burn_in by default) are averaged fresh
+ * (docs/benchmarks.md); a mean in flight (a resumed run) keeps it stale. */
 static int fresh_step(network *net, mn_optimizer *o)
 {
     int pending = 0;
@@ -319,11 +273,9 @@ static int fresh_step(network *net, mn_optimizer *o)
     return !pending;
 }
 
-/* double_buffering_compensation (mn_dbuf_compensate), array by array: w'
- * and v live in the state after the mean in flight, so a checkpoint carries
- * them. Every rank holds the same mean and weights, so they stay equal.
- * kept: the weights the mean is applied at, packed, while the weights hold
- * a prediction (mn_ahead_kept), else NULL. */
+/* mn_dbuf_compensate, array by array; its state lives in `state`, so a
+ * checkpoint carries it. kept: the true weights while the arrays hold a
+ * prediction, else NULL. */
 static void compensate(mn_optimizer *o, int apply, const float *kept)
 {
     if (!o->dc) return;
@@ -334,13 +286,9 @@ static void compensate(mn_optimizer *o, int apply, const float *kept)
     }
 }
 
-/* double_buffering_handover=K (300 by default): the k-th stale mean (k <= K)
- * is applied at s0^(1 - k/K) of the rate, s0 = stale_ratio(m), so that the
- * rate climbs back geometrically and the net has K steps to reach the
- * flatter region a stale step needs. On the detector that took its cost from
- * 23.9 mAP points to 8.2, on the classifier it stayed 1.0 (3 seeds each,
- * bench/results/accuracy-dbuf-handover.txt). Only the new gradient is
- * scaled; the momentum part, added after, is not. */
+/* double_buffering_handover=K: the k-th stale mean is scaled by
+ * s0^(1 - k/K), s0 = stale_ratio(m), so the rate climbs back geometrically
+ * (docs/benchmarks.md). The momentum part, added after, is not scaled. */
 static float stale_rate(network *net, const mn_optimizer *o)
 {
     size_t it = mn_base_iteration(net);
@@ -372,13 +320,12 @@ static int stale_on_device(network *net, mn_optimizer *o, int poison)
 
 static int sync_all(network *net, mn_optimizer *o)
 {
-    int poison = !isfinite(mn_base_cost(net)) && o->total > 0;
-    if (o->ov) return sync_overlap(net, o, poison);
+    int poison = !isfinite(mn_base_cost(net)) && o->total > 0, bad = 0;
     if (o->dbuf_on && !fresh_step(net, o)) {
         const float *kept = mn_ahead_holds(o->pred) ? mn_ahead_kept(o->pred) : NULL;   /* the host's, in a CPU run */
 #ifdef GPU
         if (o->dbuf_gpu) return stale_on_device(net, o, poison);
-        if (o->weights_stage) mn_stage_pack_into(o->weights_stage, o->weights_host, MN_STREAM());   /* done when the gradient is */
+        if (o->weights_stage) mn_stage_pack_into(o->weights_stage, o->weights_host, mn_base_stream());   /* done when the gradient is */
         if (o->weights_stage && kept) kept = mn_ahead_pull_kept(o->pred);   /* the device's, to the host with them */
         if (o->route == MN_ROUTE_STAGED) mn_stage_down(o->stage);
 #endif
@@ -388,55 +335,28 @@ static int sync_all(network *net, mn_optimizer *o)
         mn_watchdog_leave(o->watch);
         compensate(o, apply, kept);
         if (apply) stale_scale(net, o);
-#ifdef GPU
-        if (o->route == MN_ROUTE_STAGED) return after_stage(o) || !apply;
-#endif
-        finish_mean(o);
-        return after_mean(o) || !apply;
+        return finish(o, o->route == MN_ROUTE_STAGED ? MN_MEAN_STAGED : MN_MEAN_HOST, 0) || !apply;
     }
-#ifdef GPU
-    if (o->route == MN_ROUTE_LOCAL) {   /* one rank: its gradient is the mean */
-        check_on_device(o, poison);
-        return after_mean(o);
-    }
-    if (o->route == MN_ROUTE_DEVICE) {
-        if (poison) mn_base_fill_gpu(1, NAN, o->arrays_gpu[0]);
-        sync_on_device(net, o);
-        return after_mean(o);
-    }
-    /* Debian's Open MPI is not CUDA-aware: stage device gradients through host. */
-    if (o->route == MN_ROUTE_STAGED) mn_stage_down(o->stage);
-#endif
-    if (poison) o->arena[0] = NAN;
-    mn_watchdog_enter(o->watch, "gradient allreduce", mn_base_iteration(net));
-    if (mn_comm_mean_grad(o->comm, o->arrays, o->lens, o->n) != MN_OK)
-        mn_abort(o->comm, "gradient allreduce failed");
-    mn_watchdog_leave(o->watch);
-#ifdef GPU
-    if (o->route == MN_ROUTE_STAGED) return after_stage(o);
-#endif
-    finish_mean(o);
-    return after_mean(o);
+    mn_mean_at at = o->mode->mean(o->mode_state, &o->x, net, poison, &bad);
+    return finish(o, at, bad);
 }
 
 #ifdef GPU
-/* MN_GPU_PROFILE=1 in a GPU run: the base's stream's time from the hook's
- * start to its end (the copies, the kernels and, on the staged route, the
- * host allreduce the stream waits through), read a step later so that the
- * reading never waits; rank 0 prints the mean at the end. */
+/* MN_GPU_PROFILE=1: the base's stream's time through the hook, read a step
+ * later so that the reading never waits; rank 0 prints the mean. */
 static void profile_mark(mn_optimizer *o, int end)
 {
     if (!o->prof[0]) return;
-    cudaEvent_t e0 = (cudaEvent_t)o->prof[0], e1 = (cudaEvent_t)o->prof[1];
+    void *e0 = o->prof[0], *e1 = o->prof[1];
     if (!end && o->prof_pending) {
         float ms = 0;
-        mn_cuda_must(o->comm, cudaEventSynchronize(e1), "MN_GPU_PROFILE's event");
-        mn_cuda_must(o->comm, cudaEventElapsedTime(&ms, e0, e1), "MN_GPU_PROFILE's elapsed time");
+        mn_device_must(o->comm, mn_device_event_wait(e1), "MN_GPU_PROFILE's event");
+        mn_device_must(o->comm, mn_device_event_ms(&ms, e0, e1), "MN_GPU_PROFILE's elapsed time");
         o->prof_ms += ms;
         ++o->prof_steps;
         o->prof_pending = 0;
     }
-    mn_cuda_must(o->comm, cudaEventRecord(end ? e1 : e0, MN_STREAM()), "MN_GPU_PROFILE's event");
+    mn_device_must(o->comm, mn_device_event_record(end ? e1 : e0, mn_base_stream()), "MN_GPU_PROFILE's event");
     o->prof_pending = end;
 }
 
@@ -444,12 +364,13 @@ static void profile_start(mn_comm *c, mn_optimizer *o)
 {
     const char *v = getenv("MN_GPU_PROFILE");
     if (!v || strcmp(v, "1") || o->route == MN_ROUTE_HOST) return;
-    cudaEvent_t e[2] = {NULL, NULL};
-    if (mn_cuda_ok(c, cudaEventCreate(&e[0]), "cudaEventCreate") && mn_cuda_ok(c, cudaEventCreate(&e[1]), "cudaEventCreate")) {
+    void *e[2] = {NULL, NULL};
+    if (mn_device_ok(c, mn_device_event_new(&e[0], 1), "cudaEventCreate") &&
+        mn_device_ok(c, mn_device_event_new(&e[1], 1), "cudaEventCreate")) {
         o->prof[0] = e[0];
         o->prof[1] = e[1];
     } else if (e[0]) {   /* both or none: no profile, and the run goes on */
-        mn_cuda_ok(c, cudaEventDestroy(e[0]), "cudaEventDestroy");
+        mn_device_ok(c, mn_device_event_free(e[0]), "cudaEventDestroy");
     }
 }
 
@@ -460,7 +381,7 @@ static void profile_stop(mn_optimizer *o)
                "(%ld steps, rank 0, route %s)\n", o->prof_steps ? o->prof_ms / (double)o->prof_steps : 0.0,
                o->prof_steps, o->route == MN_ROUTE_STAGED ? "staged" : o->route == MN_ROUTE_DEVICE ? "device" : "local");
     for (int i = 0; i < 2; ++i)
-        if (o->prof[i]) mn_cuda_ok(o->comm, cudaEventDestroy((cudaEvent_t)o->prof[i]), "cudaEventDestroy");
+        if (o->prof[i]) mn_device_ok(o->comm, mn_device_event_free(o->prof[i]), "cudaEventDestroy");
 }
 #endif
 
@@ -492,7 +413,7 @@ static void free_optimizer(mn_optimizer *o)
 #ifdef GPU
     mn_dbuf_gpu_free(o->dbuf_gpu);
 #endif
-    mn_overlap_stop(o->ov);
+    if (o->mode && o->mode->stop) o->mode->stop(o->mode_state);
     mn_ahead_free(o->pred);
     free(o->layer_of);
     free(o->weights);
@@ -512,15 +433,15 @@ static void free_optimizer(mn_optimizer *o)
     profile_stop(o);
     mn_held_free(o->held);
     mn_stage_free(o->weights_stage);
-    if (o->weights_host) mn_cuda_ok(o->comm, cudaFreeHost(o->weights_host), "cudaFreeHost");
+    if (o->weights_host) mn_device_ok(o->comm, mn_device_free_host(o->weights_host), "cudaFreeHost");
     mn_stage_free(o->stage);   /* before the arena it page-locked */
     if (o->check_pending)   /* the flag's copy lands before its memory goes */
-        mn_cuda_ok(o->comm, cudaEventSynchronize((cudaEvent_t)o->checked), "the Inf/NaN check");
-    if (o->checked) mn_cuda_ok(o->comm, cudaEventDestroy((cudaEvent_t)o->checked), "cudaEventDestroy");
-    if (o->flag_host) mn_cuda_ok(o->comm, cudaFreeHost(o->flag_host), "cudaFreeHost");
+        mn_device_ok(o->comm, mn_device_event_wait(o->checked), "the Inf/NaN check");
+    if (o->checked) mn_device_ok(o->comm, mn_device_event_free(o->checked), "cudaEventDestroy");
+    if (o->flag_host) mn_device_ok(o->comm, mn_device_free_host(o->flag_host), "cudaFreeHost");
     void *dev[] = {o->aside_gpu, o->flag_gpu};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; ++i)
-        if (dev[i]) mn_cuda_ok(o->comm, cudaFree(dev[i]), "cudaFree");
+        if (dev[i]) mn_device_ok(o->comm, mn_device_free(dev[i]), "cudaFree");
 #endif
     mn_comm_arena_free(o->comm, o->arena);
     free(o->arrays);
@@ -572,12 +493,9 @@ static size_t state_arrays(const mn_optimizer *o)
     return 2 + (o->dc ? 2 : 0) + (o->pk ? 1 : 0);
 }
 
-/* What every route keeps on the host beside the arena: float16 and double
- * buffering send the fresh gradient alone (the momentum part waits in
- * aside, mn_optimizer_begin_step); nonfinite=skip and rescue=1 keep the
- * last completed update's momentum and statistics aside during each step
- * (rescue: a CPU run without double buffering, whose state is the arena
- * alone); double buffering keeps the mean in flight (state). */
+/* What the host keeps beside the arena: the momentum part set aside
+ * (float16, double buffering, nonfinite=skip, a CPU run's rescue), the
+ * statistics saved, and double buffering's state. */
 static mn_status host_state(mn_comm *c, network *net, const mn_options *opt, mn_optimizer *o)
 {
 #ifdef GPU
@@ -607,10 +525,7 @@ static mn_status host_state(mn_comm *c, network *net, const mn_options *opt, mn_
 
 #ifdef GPU
 /* double_buffering=1 in a GPU run: on the device where the communicator
- * issues a mean without waiting for it (mean_packed: pure_nccl, the one
- * ChainerMN double-buffers; mn_dbuf_gpu), whatever the rank count (one
- * rank's stale step is its own previous gradient, as on the CPU); else in
- * the host arena on its thread, the staged route. */
+ * has mean_packed (pure_nccl, as ChainerMN), else staged through the host. */
 static mn_route dbuf_route(const mn_comm *c)
 {
     int packed = c->ops->mean_packed && (c->half ? c->device_f16 : c->device_f32);
@@ -629,16 +544,15 @@ static mn_status device_weights(mn_comm *c, const mn_optimizer *o, const char *k
     return MN_OK;
 }
 
-/* Compensation corrects the stale mean at the weights as they are: on the
- * device route where they are (mn_dbuf_gpu packs them); on the staged one
- * in the host arena, the weights pulled beside the gradient. */
+/* Compensation needs the weights as they are: packed on the device route,
+ * pulled beside the gradient on the staged one. */
 static mn_status compensation_weights(mn_comm *c, mn_optimizer *o)
 {
     MN_CHECK(device_weights(c, o, "double_buffering_compensation"));
     if (o->route == MN_ROUTE_DEVICE) return MN_OK;
     mn_status r = mn_stage_packer(c, o->weights_gpu, o->lens, o->n, &o->weights_stage);
     if (r != MN_OK) return r;
-    if (!mn_cuda_ok(c, cudaMallocHost((void **)&o->weights_host, (o->total + 1) * sizeof(float)), "cudaMallocHost"))
+    if (!mn_device_ok(c, mn_device_alloc_host((void **)&o->weights_host, (o->total + 1) * sizeof(float)), "cudaMallocHost"))
         return MN_ERR_NOMEM;
     for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++]) o->weights[i] = o->weights_host + off;
     return MN_OK;
@@ -673,12 +587,12 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
     o->route = on_gpu && opt->double_buffering ? dbuf_route(c) : mn_sync_route(on_gpu, c->size, device_mean);
     if (on_gpu && o->dc) MN_CHECK(compensation_weights(c, o));
     if ((o->route == MN_ROUTE_DEVICE || o->route == MN_ROUTE_LOCAL) &&
-        (!mn_cuda_ok(c, cudaMalloc((void **)&o->flag_gpu, sizeof(int)), "cudaMalloc") ||
-         !mn_cuda_ok(c, cudaMallocHost((void **)&o->flag_host, sizeof(int)), "cudaMallocHost")))
+        (!mn_device_ok(c, mn_device_alloc((void **)&o->flag_gpu, sizeof(int)), "cudaMalloc") ||
+         !mn_device_ok(c, mn_device_alloc_host((void **)&o->flag_host, sizeof(int)), "cudaMallocHost")))
         return MN_ERR_NOMEM;
-    cudaEvent_t e = NULL;   /* check_on_device's late read: nonfinite=stop */
+    void *e = NULL;   /* check_on_device's late read: nonfinite=stop */
     if ((o->route == MN_ROUTE_DEVICE || o->route == MN_ROUTE_LOCAL) && !opt->nonfinite_skip) {
-        if (!mn_cuda_ok(c, cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags"))
+        if (!mn_device_ok(c, mn_device_event_new(&e, 0), "cudaEventCreateWithFlags"))
             return MN_ERR_UNAVAILABLE;
         o->checked = e;
     }
@@ -691,7 +605,7 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
         if (!o->held) printf("darknet-mn: rank %d: rescue=1 is off on this rank: %s\n", c->rank, why);
     }
     /* The momentum part waits on the device in every GPU run that sets it aside. */
-    if (on_gpu && o->aside && !mn_cuda_ok(c, cudaMalloc((void **)&o->aside_gpu, (o->total + 1) * sizeof(float)), "cudaMalloc"))
+    if (on_gpu && o->aside && !mn_device_ok(c, mn_device_alloc((void **)&o->aside_gpu, (o->total + 1) * sizeof(float)), "cudaMalloc"))
         return MN_ERR_NOMEM;
 #else
     (void)c, (void)net, (void)opt;
@@ -701,10 +615,8 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
 }
 
 #ifdef GPU
-/* Every GPU route: the device arrays' tables (the Inf/NaN check is one
- * launch over them). MN_ROUTE_STAGED (Debian's Open MPI is not CUDA-aware)
- * also: the device side of the copies, and the arena page-locked where the
- * system allows, so that they are DMA, not bounced (mn_stage.h). */
+/* Every GPU route: the device arrays' tables; the staged route also the
+ * copies' buffer and the arena page-locked where allowed (mn_stage.h). */
 static mn_status start_stage(mn_comm *c, mn_optimizer *o)
 {
     int pinned = 0, staged = o->route == MN_ROUTE_STAGED;
@@ -716,24 +628,6 @@ static mn_status start_stage(mn_comm *c, mn_optimizer *o)
     return st;
 }
 
-/* A rank whose loss is not finite poisons the device route's mean as the
- * blocking path does: a NaN in the first array before its bucket goes. */
-static void poison_device(void *arg, int k, size_t off, size_t len, int poison)
-{
-    mn_optimizer *o = arg;
-    (void)k, (void)off, (void)len;
-    if (poison) mn_base_fill_gpu(1, NAN, o->arrays_gpu[0]);
-}
-
-/* overlap=1 on a GPU: the device route averages whole device arrays where
- * they are, on the thread's own NCCL communicator, each bucket ordered after
- * Darknet's work so far (mn_nccl_after_darknet); the staged route copies
- * each bucket down as it is handed over (mn_stage.c). */
-static mn_overlap_gpu overlap_gpu(mn_optimizer *o)
-{
-    if (o->route == MN_ROUTE_DEVICE) return (mn_overlap_gpu){.dev = o->arrays_gpu, .handed = poison_device, .arg = o};
-    return (mn_overlap_gpu){.handed = mn_stage_handed, .ready = mn_stage_ready, .arg = o->stage};
-}
 #endif
 
 /* double_buffering=1: on the device (dbuf_route), or the host's thread. Collective. */
@@ -772,19 +666,11 @@ static mn_status start_collectives(mn_comm *c, network *net, const mn_options *o
     if (st == MN_OK && o->route != MN_ROUTE_HOST) st = mn_agree(c, start_stage(c, o));
 #endif
     /* One rank on a GPU has no mean to take (MN_ROUTE_LOCAL): nothing to hide. */
-    if (st == MN_OK && opt->overlap && o->route != MN_ROUTE_LOCAL) {
-        for (size_t i = 0, off = 0; i < (size_t)o->n; off += o->lens[i++]) o->arrays[i] = o->arena + off;
-        mn_overlap_gpu g = {0};
-#ifdef GPU
-        g = overlap_gpu(o);
-#endif
-        st = mn_overlap_start(c, o->arrays, o->lens, o->layer_of, o->n, opt->bucket_mb,
-                              o->route == MN_ROUTE_HOST ? NULL : &g, &o->ov);
-#ifdef GPU
-        if (st == MN_OK && o->route == MN_ROUTE_STAGED)
-            st = mn_agree(c, mn_stage_buckets(o->stage, mn_overlap_buckets(o->ov)));
-#endif
-    }
+    o->mode = opt->overlap && o->route != MN_ROUTE_LOCAL ? &mn_sync_overlap : &mn_sync_blocking;
+    for (size_t i = 0, off = 0; o->arena && i < (size_t)o->n; off += o->lens[i++]) o->arrays[i] = o->arena + off;
+    o->x = (mn_sync_ctx){c, o->watch, o->route, o->arena, o->arrays, o->arrays_gpu, o->lens, o->layer_of, o->n,
+                         o->stage, o->tl};
+    if (st == MN_OK && o->mode->start) st = o->mode->start(&o->x, opt, &o->mode_state);
     return st;
 }
 
@@ -828,9 +714,7 @@ static void say_options(const mn_comm *c, network *net, const mn_options *opt, c
                "previous step's mean less this rank's previous gradient; the ranks' models are averaged before each "
                "save\n");
     if (o->dbuf_on) dbuf_cost(mn_net_get(net).momentum, o->local);
-    if (o->ov)
-        printf("darknet-mn: overlap=1: %d bucket%s of at most %g MiB, averaged during backward\n",
-               mn_overlap_buckets(o->ov), mn_overlap_buckets(o->ov) == 1 ? "" : "s", opt->bucket_mb);
+    if (o->mode->say) o->mode->say(o->mode_state, opt);
 }
 
 mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimizer **out)
@@ -858,7 +742,8 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
 #ifdef GPU
     profile_start(c, o);
 #endif
-    o->hooks = (mn_net_hooks){.ranks = c->size, .sync = sync_hook, .backward = o->ov ? backward_hook : NULL, .arg = o};
+    o->hooks = (mn_net_hooks){.ranks = c->size, .sync = sync_hook, .backward = o->mode->ready ? backward_hook : NULL,
+                              .arg = o};
     mn_net_set_hooks(net, &o->hooks);
     say_options(c, net, opt, o);
     *out = o;
@@ -867,7 +752,7 @@ mn_status mn_attach(mn_comm *c, network *net, const mn_options *opt, mn_optimize
 
 void mn_optimizer_set_timeline(mn_optimizer *o, network *net, mn_timeline *tl)
 {
-    o->tl = tl;
+    o->tl = o->x.tl = tl;
     if (!mn_timeline_file(tl)) return;
     o->hooks.backward = backward_hook;
     mn_net_set_hooks(net, &o->hooks);
@@ -921,12 +806,9 @@ static void snap_counters(mn_optimizer *o, const network *net)
     o->snap_time = mn_now();
 }
 
-/* Darknet leaves momentum*update in the update arrays and backward adds the
- * new gradient on top. Under float16 that momentum part would be rounded to
- * half on every step; setting it aside before backward (and adding it back
- * after the allreduce) keeps it in float32, exactly as every rank holds it.
- * rescue=1 sets it aside too, with the running statistics, under the lock,
- * so that the last completed update stays readable while this step runs. */
+/* The update arrays hold momentum*update, and backward adds the gradient:
+ * set aside, the momentum part stays float32 under float16, and a rescue
+ * can read the last completed update while this step runs. */
 /* The momentum part out of the update arrays, on the device or the host. */
 static void set_aside(mn_optimizer *o, const network *net)
 {
@@ -1027,7 +909,7 @@ int mn_optimizer_nonfinite(mn_optimizer *o)
 {
 #ifdef GPU
     if (o->check_pending) {   /* check_on_device's flag, late */
-        mn_cuda_must(o->comm, cudaEventSynchronize((cudaEvent_t)o->checked), "the Inf/NaN check");
+        mn_device_must(o->comm, mn_device_event_wait(o->checked), "the Inf/NaN check");
         o->check_pending = 0;
         o->nonfinite |= *o->flag_host;
     }
@@ -1054,10 +936,8 @@ static void device_momentum(mn_optimizer *o, const network *net, int to_device)
 
 float *mn_optimizer_host_state(mn_optimizer *o, const network *net, int to_device, size_t *n)
 {
-    /* Pushed back, a mean is in flight only past fresh_until: a stale step
-     * leaves one, a fresh step none, so the zeros a checkpoint of a fresh
-     * step holds are not applied as a mean (the net holds the checkpoint's
-     * iteration by then: mn_checkpoint.c). */
+    /* A mean is in flight only past fresh_until: a fresh step's zeros are
+     * not applied as a mean. */
     int in_flight = mn_base_iteration(net) > o->fresh_until;
     if (!to_device) device_momentum(o, net, 0);
 #ifdef GPU

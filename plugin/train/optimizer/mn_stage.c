@@ -1,22 +1,19 @@
 /* The staged route's copies (mn_stage.h). Whole: the device arrays are
  * packed into one buffer on the base's stream and copied to the arena in
- * one copy, and the mean comes back the same way, so a step costs two
- * launches and two copies whatever the layer count.
+ * one copy, and the mean comes back the same way: two launches and two
+ * copies a step, whatever the layer count.
  *
- * overlap=1: as backward hands bucket k over (floats [off, off+len) of the
- * packed order, which is the arena's), a copy stream waits for the base's
- * work so far, packs that range and copies it down; the averaging thread
- * waits for that copy alone before it reduces the bucket in the host arena
- * (mn_overlap_order, tested with host queues in tests/test_queue.c). The
- * copies of later buckets run while backward goes on; the mean goes up whole
- * on the base's stream once the host has every bucket, which needs no
- * device-side wait: the host issues it after the last copy was done. */
+ * overlap=1: as backward hands bucket k over, a copy stream waits for the
+ * base's work so far, packs that range and copies it down; the averaging
+ * thread waits for that copy alone before it reduces the bucket
+ * (mn_overlap_order, tests/test_queue.c). The mean goes up whole on the
+ * base's stream once the host has every bucket. */
 #ifdef GPU
 #include <math.h>
 #include <stdlib.h>
 #include "mn_stage.h"
 #include "mn_base.h"
-#include "mn_nccl.h"
+#include "mn_device.h"
 #include "mn_order.h"
 #include "mn_queue.h"
 
@@ -46,10 +43,10 @@ static mn_status make_stage(mn_comm *c, float **dev, const size_t *lens, int n, 
     mn_stage *s = calloc(1, sizeof *s);
     if (!s) return MN_ERR_NOMEM;
     s->c = c;
-    mn_status r = mn_cuda_ok(c, cudaGetDevice(&s->device), "cudaGetDevice") ? MN_OK : MN_ERR_UNAVAILABLE;
-    if (r == MN_OK) r = mn_pack_tables_make(c, dev, lens, n, MN_STREAM(), &s->tab);
+    mn_status r = mn_device_ok(c, mn_device_get(&s->device), "cudaGetDevice") ? MN_OK : MN_ERR_UNAVAILABLE;
+    if (r == MN_OK) r = mn_pack_tables_make(c, dev, lens, n, mn_base_stream(), &s->tab);
     if (r == MN_OK && packed &&
-        !mn_cuda_ok(c, cudaMalloc((void **)&s->packed, (s->tab.total + 1) * sizeof(float)), "cudaMalloc"))
+        !mn_device_ok(c, mn_device_alloc((void **)&s->packed, (s->tab.total + 1) * sizeof(float)), "cudaMalloc"))
         r = MN_ERR_NOMEM;
     if (r == MN_OK) *out = s;
     else mn_stage_free(s);
@@ -65,8 +62,8 @@ mn_status mn_stage_new(mn_comm *c, float **dev, const size_t *lens, int n, float
     s->arena = arena;
     /* Best effort: a refusal (the locked-memory limit) is cleared, or
      * Darknet's next check_error would abort on it. */
-    s->pinned = cudaHostRegister(arena, (s->tab.total + 1) * sizeof(float), cudaHostRegisterPortable) == cudaSuccess;
-    if (!s->pinned) (void)cudaGetLastError();
+    s->pinned = mn_device_pin(arena, (s->tab.total + 1) * sizeof(float)) == 0;
+    if (!s->pinned) mn_device_clear();
     *pinned = s->pinned;
     return MN_OK;
 }
@@ -78,10 +75,9 @@ mn_status mn_stage_packer(mn_comm *c, float **dev, const size_t *lens, int n, mn
 
 void mn_stage_pack_into(mn_stage *s, float *host, void *stream)
 {
-    cudaStream_t st = (cudaStream_t)stream;
-    mn_cuda_must(s->c, (cudaError_t)mn_gpu_pack(s->packed, s->tab.ptrs, s->tab.offs, s->tab.n, 0, s->tab.total, st), "packing the state");
-    mn_cuda_must(s->c, cudaMemcpyAsync(host, s->packed, s->tab.total * sizeof(float), cudaMemcpyDeviceToHost, st),
-                 "copying the state down");
+    mn_device_must(s->c, mn_gpu_pack(s->packed, s->tab.ptrs, s->tab.offs, s->tab.n, 0, s->tab.total, stream), "packing the state");
+    mn_device_must(s->c, mn_device_copy(host, s->packed, s->tab.total * sizeof(float), MN_TO_HOST, stream),
+                   "copying the state down");
 }
 
 void mn_stage_free(mn_stage *s)
@@ -90,8 +86,8 @@ void mn_stage_free(mn_stage *s)
     if (s->has_order) mn_overlap_order_free(&s->order);
     mn_queue_free(s->base_q);
     mn_queue_free(s->copy_q);
-    if (s->pinned) mn_cuda_ok(s->c, cudaHostUnregister(s->arena), "cudaHostUnregister");
-    if (s->packed) mn_cuda_ok(s->c, cudaFree(s->packed), "cudaFree");
+    if (s->pinned) mn_device_ok(s->c, mn_device_unpin(s->arena), "cudaHostUnregister");
+    if (s->packed) mn_device_ok(s->c, mn_device_free(s->packed), "cudaFree");
     mn_pack_tables_free(s->c, &s->tab);
     free(s->buckets);
     free(s);
@@ -99,23 +95,23 @@ void mn_stage_free(mn_stage *s)
 
 void mn_stage_nonfinite(mn_stage *s, int *flag, void *stream)
 {
-    mn_cuda_must(s->c, (cudaError_t)mn_gpu_arrays_nonfinite(s->tab.ptrs, s->tab.offs, s->tab.n, s->tab.total, flag, stream), "the Inf/NaN check");
+    mn_device_must(s->c, mn_gpu_arrays_nonfinite(s->tab.ptrs, s->tab.offs, s->tab.n, s->tab.total, flag, stream), "the Inf/NaN check");
 }
 
 void mn_stage_down(mn_stage *s)
 {
-    cudaStream_t st = MN_STREAM();
-    mn_cuda_must(s->c, (cudaError_t)mn_gpu_pack(s->packed, s->tab.ptrs, s->tab.offs, s->tab.n, 0, s->tab.total, st), "packing the gradient");
-    mn_cuda_must(s->c, cudaMemcpyAsync(s->arena, s->packed, s->tab.total * sizeof(float), cudaMemcpyDeviceToHost, st),
-       "copying the gradient down");
-    mn_cuda_must(s->c, cudaStreamSynchronize(st), "copying the gradient down");
+    void *st = mn_base_stream();
+    mn_device_must(s->c, mn_gpu_pack(s->packed, s->tab.ptrs, s->tab.offs, s->tab.n, 0, s->tab.total, st), "packing the gradient");
+    mn_device_must(s->c, mn_device_copy(s->arena, s->packed, s->tab.total * sizeof(float), MN_TO_HOST, st),
+                   "copying the gradient down");
+    mn_device_must(s->c, mn_device_wait(st), "copying the gradient down");
 }
 
 void mn_stage_up(mn_stage *s)
 {
-    cudaStream_t st = MN_STREAM();
-    mn_cuda_must(s->c, cudaMemcpyAsync(s->packed, s->arena, s->tab.total * sizeof(float), cudaMemcpyHostToDevice, st), "copying the mean up");
-    mn_cuda_must(s->c, (cudaError_t)mn_gpu_unpack(s->tab.ptrs, s->packed, s->tab.offs, s->tab.n, s->tab.total, st), "unpacking the mean");
+    void *st = mn_base_stream();
+    mn_device_must(s->c, mn_device_copy(s->packed, s->arena, s->tab.total * sizeof(float), MN_TO_DEVICE, st), "copying the mean up");
+    mn_device_must(s->c, mn_gpu_unpack(s->tab.ptrs, s->packed, s->tab.offs, s->tab.n, s->tab.total, st), "unpacking the mean");
 }
 
 mn_status mn_stage_buckets(mn_stage *s, int nb)
@@ -134,10 +130,10 @@ static void copy_down(void *arg, void *stream)
 {
     bucket_copy *b = arg;
     mn_stage *s = b->s;
-    cudaStream_t st = (cudaStream_t)stream;
-    mn_cuda_must(s->c, (cudaError_t)mn_gpu_pack(s->packed, s->tab.ptrs, s->tab.offs, s->tab.n, b->off, b->off + b->len, st), "packing a bucket");
-    mn_cuda_must(s->c, cudaMemcpyAsync(s->arena + b->off, s->packed + b->off, b->len * sizeof(float), cudaMemcpyDeviceToHost, st),
-       "copying a bucket down");
+    mn_device_must(s->c, mn_gpu_pack(s->packed, s->tab.ptrs, s->tab.offs, s->tab.n, b->off, b->off + b->len, stream),
+                   "packing a bucket");
+    mn_device_must(s->c, mn_device_copy(s->arena + b->off, s->packed + b->off, b->len * sizeof(float), MN_TO_HOST, stream),
+                   "copying a bucket down");
 }
 
 void mn_stage_handed(void *arg, int k, size_t off, size_t len, int poison)
@@ -150,7 +146,7 @@ void mn_stage_handed(void *arg, int k, size_t off, size_t len, int poison)
 void mn_stage_ready(void *arg, int k)
 {
     mn_stage *s = arg;
-    mn_cuda_must(s->c, cudaSetDevice(s->device), "cudaSetDevice");   /* the averaging thread's first CUDA call */
+    mn_device_must(s->c, mn_device_set(s->device), "cudaSetDevice");   /* the averaging thread's first CUDA call */
     mn_overlap_order_sent(&s->order, k);
     if (s->buckets[k].poison) s->arena[0] = NAN;   /* as the blocking path marks a rank's non-finite loss */
 }

@@ -1,0 +1,34 @@
+/* The blocking mode: the whole mean at the hook, by the route. A rank whose
+ * loss is not finite makes it NaN, so every rank drops the update. */
+#include <math.h>
+#include "mn_sync.h"
+#include "mn_base.h"
+#include "mn_stage.h"
+
+static mn_mean_at blocking_mean(void *state, const mn_sync_ctx *x, network *net, int poison, int *bad)
+{
+    (void)state;
+    *bad = 0;
+#ifdef GPU
+    if (x->route == MN_ROUTE_LOCAL) {   /* one rank: its gradient is the mean */
+        *bad = poison;
+        return MN_MEAN_DEVICE;
+    }
+    if (x->route == MN_ROUTE_DEVICE) {
+        if (poison) mn_base_fill_gpu(1, NAN, x->arrays_gpu[0]);
+        mn_watchdog_enter(x->watch, "gradient allreduce", mn_base_iteration(net));
+        if (x->comm->ops->mean_grad_device(x->comm, x->arrays_gpu, x->lens, x->n) != MN_OK)
+            mn_abort(x->comm, "gradient allreduce failed");
+        mn_watchdog_leave(x->watch);
+        return MN_MEAN_DEVICE;
+    }
+    if (x->route == MN_ROUTE_STAGED) mn_stage_down(x->stage);
+#endif
+    if (poison) x->arena[0] = NAN;
+    mn_watchdog_enter(x->watch, "gradient allreduce", mn_base_iteration(net));
+    if (mn_comm_mean_grad(x->comm, x->arrays, x->lens, x->n) != MN_OK) mn_abort(x->comm, "gradient allreduce failed");
+    mn_watchdog_leave(x->watch);
+    return x->route == MN_ROUTE_STAGED ? MN_MEAN_STAGED : MN_MEAN_HOST;
+}
+
+const mn_sync_ops mn_sync_blocking = {.name = "blocking", .mean = blocking_mean};
