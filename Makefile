@@ -8,7 +8,7 @@
 # darknet builds the fork alone. pjreddie's clone is DARKNET_SRC=<dir>: each
 # base reads its own variable, so one kept for a base never reaches another.
 # SANITIZE=1 builds the plugin, main and the unit tests with ASan+UBSan into
-# build/cpu-asan (make test-sanitize: tests/sanitize.mk).
+# build/cpu-asan (make test-sanitize: tests/sanitize/sanitize.mk).
 GPU ?= 0
 DARKNET ?= pjreddie
 comma := ,
@@ -378,7 +378,7 @@ HK_CUDA_ARCH ?= $(subst $(space),;,$(strip $(addsuffix -real,$(CUDA_ARCHS)) $(la
 # -O3, no -march/-mtune=native, -mavx2, LTO, -Ofast or unsafe math (why:
 # docs/hankai.md). No OpenMP (one thread a rank, as the other bases build;
 # its pragmas then warn, hence -Wno-unknown-pragmas), no ONNX export;
-# compile_commands.json for tests/run_hankai_build.sh.
+# compile_commands.json for tests/e2e/run_hankai_build.sh.
 HK_CMAKE := -DCMAKE_BUILD_TYPE=Release -DDARKNET_HOST_TUNED=OFF -DENABLE_SSE_AND_AVX=OFF \
             -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=TRUE -DCMAKE_CXX_FLAGS=-Wno-unknown-pragmas -DDARKNET_TRY_ONNX=OFF -DDARKNET_TRY_ROCM=OFF \
             -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DDARKNET_VERSION_STRING=$(HK_VERSION) -DDARKNET_BRANCH_NAME=$(HK_BRANCH)
@@ -522,7 +522,7 @@ $(PROG): $(OBJ)/main.o $(LIBMN) $(LIBDK) $(OBJ)/.settings
 
 print-layers:
 	@echo $(subst $(eval) ,$(comma),$(PLUGIN_LAYERS))
-# tests/boundary.py --link's arguments for this build: Darknet's library it
+# tests/static/boundary.py --link's arguments for this build: Darknet's library it
 # links, then its plugin library and main.o, whose calls into Darknet it checks.
 print-link:
 	@echo $(LIBDK) $(LIBMN) $(OBJ)/main.o
@@ -546,7 +546,7 @@ include tools/fashion.mk
 include tools/fashion_det.mk
 $(BUILD)/tools/mn_fashion: $(DL_STAMP)
 include tests/tests.mk
-include tests/sanitize.mk
+include tests/sanitize/sanitize.mk
 include bench/sim/sim.mk
 
 # make install PREFIX=<dir>: the program of the build the same variables
@@ -604,7 +604,7 @@ $(AB_STOCK_GPU): $(AB_SNAPSHOT)
 # AlexeyAB's base alone (make test runs it too, through tests/run.sh).
 .PHONY: test-alexeyab
 test-alexeyab:
-	BUILD=$(BUILD) ./tests/run_alexeyab.sh
+	BUILD=$(BUILD) bash tests/suites.sh alexeyab
 
 # hank-ai's base: the fork built and checked, darknet-mn on it (its oneDNN
 # engine against the fork's im2col + gemm too), its zoo rows.
@@ -618,43 +618,32 @@ test-alexeyab:
 # (scripts/testbed.sh: a host's ranks killed, gone, silent; the exit
 # statuses; host lists) and the Slurm testbed (scripts/slurm.sh: srun,
 # batch jobs losing a node, rank 0's node, a silent node, the time limit),
-# tests/run_stop.sh's two sections of seconds-long runs (term-long,
+# tests/e2e/run_stop.sh's two sections of seconds-long runs (term-long,
 # fewer), and make install's module files loaded with Lmod and Tcl
 # environment modules, a batch job on the Slurm testbed running the
 # installed program. Apart from make test for its 15 minutes; CI runs it.
 .PHONY: test-cluster
 test-cluster: $(PROG) $(TEST_BIN)/mn_wcmp $(TEST_BIN)/mn_shapes $(BUILD)/tools/mn_fashion
-	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_build.sh
-	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_lock.sh
-	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_mpich.sh
-	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_rerun.sh
-	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_slurm.sh
-	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_gpu.sh
-	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ONLY=term-long,fewer bash tests/run_stop.sh
-	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/cluster_install.sh
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/suites.sh cluster
 
 # The model zoo's rows on both C bases (stock cfgs trained or refused, N x b
-# = 1 x N*b on real cfgs; tests/run_zoo.sh) and the demo
-# detectors' learning on both (tests/run_learn.sh): apart
+# = 1 x N*b on real cfgs; tests/e2e/run_zoo.sh) and the demo
+# detectors' learning on both (tests/e2e/run_learn.sh): apart
 # from make test for its 15 minutes; CI runs them after make test.
 .PHONY: test-zoo
 test-zoo: $(PROG) $(TEST_BIN)/mn_wcmp $(BUILD)/tools/mn_fashion $(BUILD)/tools/mn_fashion_det
-	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) ./tests/run_zoo.sh
-	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/run_learn.sh
+	BUILD=$(BUILD) TEST_BIN=$(TEST_BIN) bash tests/suites.sh zoo
 
 .PHONY: test-hankai
 test-hankai: $(BUILD)/tools/mn_fashion
-	BUILD=$(BUILD) ./tests/run_hankai_build.sh
-	BUILD=$(BUILD) ./tests/run_hankai.sh
-	BUILD=$(BUILD) ./tests/run_hankai_dnnl.sh
-	BUILD=$(BUILD) ZOO_BASES=hankai ./tests/run_zoo.sh
+	BUILD=$(BUILD) bash tests/suites.sh hankai
 # Its CUDA build (GPU=1 CUDNN=1; compiles and links).
 .PHONY: cuda-archs test-hankai-gpu
 # The GPU architectures a GPU build targets here (CUDA_ARCHS, above).
 cuda-archs:
 	@echo $(CUDA_ARCHS)
 test-hankai-gpu:
-	BUILD=$(BUILD) HANKAI_GPU=1 ./tests/run_hankai_build.sh
+	BUILD=$(BUILD) bash tests/suites.sh hankai-gpu
 
 bench: $(PROG) $(STOCK) $(BUILD)/fashion/.stamp $(FASHION_DET_OUT)/.stamp
 	./bench/run.sh

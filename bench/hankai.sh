@@ -32,11 +32,11 @@ MN=$(pwd)/build/hankai-cpu/darknet_mn
 [ -x "$FORK" ] || make -s DARKNET=hankai build/hankai-omp/src-cli/darknet || exit
 rm -rf "$W" && mkdir -p "$W/backup"
 
-# The data in the forks' layout, one data file for both sides: tests/lib.sh's
+# The data in the forks' layout, one data file for both sides: tests/helpers/lib.sh's
 # fork_det_data writes $T/y4.data (backups in $T/backup).
-# shellcheck disable=SC2034  # read by tests/lib.sh
+# shellcheck disable=SC2034  # read by tests/helpers/lib.sh
 T=$W
-. tests/lib.sh
+. tests/helpers/lib.sh
 fork_det_data || exit
 # Per system and length the cfg: batch per process, N updates; darknet-mn's
 # [distributed] keys (no evaluation; backups every 100 as the fork's).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a rescue writes against the job's node count (issue 50): N ranks as
 # N nodes of one rank (MN_RANKS_PER_NODE=1), the tiny classifier of
-# tests/run_stop.sh, rank 1 killed once rank 0 reported iteration 20; the
+# tests/e2e/run_stop.sh, rank 1 killed once rank 0 reported iteration 20; the
 # ranks left that wrote the last update ("ending: ..."), and the bytes they
 # wrote (each writes the whole checkpoint to its own temporary file, then
 # commits it or finds it committed). Then SIGTERM to every rank at once (a
@@ -13,7 +13,7 @@
 set -u
 cd "$(dirname "$0")/.."
 . bench/common.sh
-. tests/lib.sh
+. tests/helpers/lib.sh
 OUT=bench/results/rescue-bytes.txt
 W=$(pwd)/${BUILD:-build}/bench-rescue
 rm -rf "$W" && mkdir -p "$W"

@@ -43,14 +43,14 @@
 # DARKNET=alexeyab, hankai: the forks' builds; their CUDA batch norm calls
 # the statistics hook through patches 0016 and 0022.
 # GPU_CHECK_DRY=1: every row's logic on a CPU build, no GPU asked for (make
-# test-gpu: the bundle's rehearsal, tests/gpu_builds.sh), so that only the
+# test-gpu: the bundle's rehearsal, tests/gpu/gpu_builds.sh), so that only the
 # GPU is left for the device; its ok lines say "dry", compute-sanitizer's
 # rows are skipped. GPU_CHECK_PLAN=1: prints the number of rows and stops.
 # Env: PROG (the GPU build's darknet_mn), BUILD; and from the bundle's
 # run.sh (scripts/gpu_run.sh), where the build was made elsewhere: MPI,
 # WCMP, GPU_DATA, GPU_DET_DATA (mn_shapes' set), GPU_CHECK_OUT (each row's
 # outputs kept there as it ends), GPU_CHECK_WORK (the runs' folder).
-. "$(dirname "$0")/../tests/lib.sh"
+. "$(dirname "$0")/../tests/helpers/lib.sh"
 DRY=${GPU_CHECK_DRY:-0}
 T=${GPU_CHECK_WORK:-$(pwd)/$BUILD/gpu-check$([ "$DRY" = 1 ] && echo "-dry-${DARKNET:-pjreddie}")}
 : "${PROG:?PROG must name the GPU build (make gpu-check sets it)}"

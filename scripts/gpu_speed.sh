@@ -22,8 +22,8 @@
 # STOCK_FLAGS (more of the stock darknet's options: -yes for hank-ai's
 # CPU CLI, which asks before training on a CPU), SPEED_SHORT (20), SPEED_LONG (80),
 # SPEED_ROUNDS (2). GPU_SPEED_DRY=1: the logic on CPU builds, at 64x64,
-# batch 4, 2 and 4 updates, one round (the bundle's rehearsal, tests/gpu_builds.sh).
-. "$(dirname "$0")/../tests/lib.sh"
+# batch 4, 2 and 4 updates, one round (the bundle's rehearsal, tests/gpu/gpu_builds.sh).
+. "$(dirname "$0")/../tests/helpers/lib.sh"
 DRY=${GPU_SPEED_DRY:-0}
 : "${STOCK:?STOCK must name the stock darknet}" "${PROG:?PROG must name darknet-mn}"
 : "${CFG:?CFG must name cfg/yolov4-tiny.cfg of the fork}" "${DET_DATA:?DET_DATA must name the images}"

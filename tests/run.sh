@@ -5,9 +5,9 @@
 # (clear message, non-zero exit on every rank, no hang, no partial file).
 # This script sets T (build/test), D (T/fashion) and MPI for its suites.
 unset T D MPI
-. "$(dirname "$0")/lib.sh"
-# make test SANITIZE=1: the unit tests under ASan+UBSan instead (tests/sanitize.sh).
-if [ "${SANITIZE:-0}" = 1 ]; then exec ./tests/sanitize.sh; fi
+. "$(dirname "$0")/helpers/lib.sh"
+# make test SANITIZE=1: the unit tests under ASan+UBSan instead (tests/suites.txt's sanitize).
+if [ "${SANITIZE:-0}" = 1 ]; then exec bash tests/suites.sh sanitize; fi
 rm -rf "$T" && mkdir -p "$T"
 
 echo "== unit tests"
@@ -23,7 +23,7 @@ unit_test queue-orders 1 -- "$TEST_BIN/test_queue"
 # Delay compensation's arithmetic (double_buffering_compensation), by exact values.
 unit_test delay-compensation 1 -- "$TEST_BIN/test_stale"
 for n in 1 2 3; do unit_test "dbuf-exchange-np$n" $n -- "$TEST_BIN/test_dbuf"; done
-# The guard over communicator setup (tests/test_guard.c): a setup stuck on
+# The guard over communicator setup (tests/unit/test_guard.c): a setup stuck on
 # rank 1 while rank 0 waits in the setup's own collective ends the job
 # within the 2 s timeout, every rank naming it (without it: a hang).
 t0=$SECONDS
@@ -35,7 +35,7 @@ if [ $rc != 0 ] && [ $rc != 124 ] && [ $took -lt 30 ] &&
 else bad "guarded setup: exit $rc after ${took}s (see $T/guard.log)"; fi
 unit_test stock-cfgs-accepted 2 -- "$TEST_BIN/test_cfg" third_party/darknet-cpu/cfg/*.cfg cfg/*.cfg
 # Whole gradients across nodes (MN_NET_PIECE_BYTES: a network piece larger
-# than the node's 1 MiB window, the paths bench/sim times); tests/run_comm.sh
+# than the node's 1 MiB window, the paths bench/sim times); tests/e2e/run_comm.sh
 # runs the same shapes with the default pieces.
 unit_test comm-forced-2x2 4 MN_RANKS_PER_NODE=2 MN_NET_PIECE_BYTES=67108864 -- "$TEST_BIN/test_comm"
 for n in 1 2 3; do unit_test "replica-np$n" $n -- "$TEST_BIN/test_replica" "$T"; done
@@ -54,7 +54,7 @@ echo "== end-to-end"
 # The scale model (bench/scale_model.py) against closed forms, and its cfg
 # counter against `bench step`'s gradient floats and -layers' GFLOP; bench
 # step refuses a batch larger than the cfg's.
-unit_test scale-model 1 -- python3 tests/test_scale_model.py
+unit_test scale-model 1 -- python3 tests/unit/test_scale_model.py
 bench_step pjreddie ./darknet_mn cfg/fashion.cfg
 bench_step pjreddie ./darknet_mn cfg/fashion-det.cfg
 timeout 60 ./darknet_mn bench step cfg/fashion.cfg -batch 65 > "$T/step-batch.out" 2>&1
@@ -93,14 +93,14 @@ if [ $rc != 0 ] && grep -q '^communicator: two_dimensional: REFUSED' "$T/info-2d
     ok "info with a cfg naming two_dimensional on 2+1 ranks: refused with the reason, exit $rc"
 else bad "info with an uneven two_dimensional: exit $rc"; tail -n 20 "$T/info-2d.out" "$T/info-2d.err"; fi
 # docs/config.md's keys against info's listing of the one options table
-# (tests/config_doc.py): every key, its default and its values; and a page
+# (tests/static/config_doc.py): every key, its default and its values; and a page
 # planted with a wrong default, wrong bounds, a missing row, a wrong block
 # line and a key the binary lacks fails, naming each.
-if python3 tests/config_doc.py "$T/info-np1.out" > "$T/config-doc.out" 2>&1; then ok "$(tail -1 "$T/config-doc.out")"
+if python3 tests/static/config_doc.py "$T/info-np1.out" > "$T/config-doc.out" 2>&1; then ok "$(tail -1 "$T/config-doc.out")"
 else bad "config_doc: $(tail -1 "$T/config-doc.out")"; sed 's/^/     /' "$T/config-doc.out" | head -20; fi
 sed -e 's/^| `seed` | 1 |/| `seed` | 2 |/' -e 's/^\(| `lock_lease` | [^|]*| \)1 to/\10 to/' -e '/^| `rescue` |/d' \
     -e 's/^chart=1 /chart=0 /' -e 's/^| `shuffle` |.*/&\n| `shuffled` | 1 | 0, 1 | 0\/1 |/' docs/config.md > "$T/config-plant.md"
-python3 tests/config_doc.py "$T/info-np1.out" "$T/config-plant.md" > "$T/config-plant.out" 2>&1; rc=$?
+python3 tests/static/config_doc.py "$T/info-np1.out" "$T/config-plant.md" > "$T/config-plant.out" 2>&1; rc=$?
 want="seed's default is '2', the binary's '1'
 lock_lease's values are '0 to 2147483647', the binary's '1 to 2147483647'
 chart=0 in the block, the binary's default is '1'
@@ -113,7 +113,7 @@ else bad "config_doc: planted disagreements (rc $rc): missing '$missing'; $(head
 fashion_slice "$D" 512 200 "$T/fashion.log" || bad "mn_fashion (see $T/fashion.log)"
 
 # cfg NAME BATCH SUBDIV MAXB [extra [distributed] lines...]: the tiny
-# classifier (conv+connected, without batch norm or dropout; tests/lib.sh).
+# classifier (conv+connected, without batch norm or dropout; tests/helpers/lib.sh).
 cfg() {
     local f=$T/$1.cfg b=$2 s=$3 m=$4; shift 4
     mn_cfg "$f" batch=$((b * s)) subdivisions="$s" max_batches="$m" ${1+-- "$@"}
@@ -226,7 +226,7 @@ if all_rc "$T/ho-on" 1 0 && all_rc "$T/ho-rate" 1 0 && all_rc "$T/ho-off" 1 0 &&
     ok "double_buffering_handover=4: the second stale step at 0.707 of the rate = a run at that rate ($(cat "$T/ho1.log")); not the full rate ($(cat "$T/ho0.log"))"
 else bad "double_buffering_handover: $(cat "$T"/ho[01].log 2>/dev/null) (see $T/ho-on.out.0, $T/ho-on.err.0)"; fi
 # double_buffering_compensation=L (delay compensation; its arithmetic by
-# exact values in tests/test_stale.c). From one-2-1's weights, stale from
+# exact values in tests/unit/test_stale.c). From one-2-1's weights, stale from
 # the first step: the second step's mean was taken at the weights it is
 # applied at (the first step applied nothing), so 2 steps equal 2 without
 # it bit for bit, and a third differs. On 2 ranks a run stopped by SIGUSR1
@@ -262,7 +262,7 @@ if all_rc "$T/dc-2" 1 0 && all_rc "$T/dc-3" 1 0 && all_rc "$T/dc-3off" 1 0 && al
     ok "double_buffering_compensation: 2 steps = 2 without it ($(cat "$T/dc2.log")); the third differs ($(cat "$T/dc3.log")); 2 ranks stopped at iteration $dc_at resume bit-identical to an uninterrupted run ($(cat "$T/dcs.log")), and not without it or prediction"
 else bad "double_buffering_compensation: stopped at '$dc_at'; $(cat "$T"/dc2.log "$T"/dc3.log "$T"/dcs.log 2> /dev/null) (see $T/dc-stop.err.0, $T/dc-off.err.0, $T/dc-3.err.0)"; fi
 # double_buffering_prediction=k (weight prediction; its arithmetic by exact
-# values in tests/test_stale.c). From one-2-1's weights, stale from the
+# values in tests/unit/test_stale.c). From one-2-1's weights, stale from the
 # first step, no compensation: the first update applies nothing, so the
 # second step's prediction moves nothing and the second update applies the
 # gradient taken at the start; 3 updates equal 3 without it, bit for bit
@@ -357,7 +357,7 @@ for n in 2 3 4; do
 done
 
 echo "== user errors (clear message, every rank exits non-zero, within the time limit, no partial file)"
-# expect_error (tests/lib.sh): classifier train on NP ranks, backup folder $T/NAME.
+# expect_error (tests/helpers/lib.sh): classifier train on NP ranks, backup folder $T/NAME.
 good=$(cfg good 2 1 3)
 expect_error "$T/bad-comm" 2 "bad-comm.cfg.*communicator 'ring' is unknown; valid communicators: naive, flat" -- \
     "$PROG" classifier train "$(data bad-comm)" "$(cfg bad-comm 2 1 3 communicator=ring)"
@@ -392,32 +392,25 @@ timeout 60 $MPI -n 1 sh -c "$(rank_cmd "$T/mixed" "$PROG" classifier train "$dd"
 if all_rc "$T/mixed" 2 nonzero && grep -q "rank 1 .*other.cfg:17: \[convolutional\] 'filters=16' here, but 'filters=8' in rank 0's" "$T/mixed.err.1"; then ok "different cfgs on two ranks: $(head -1 "$T/mixed.err.1")"
 else bad "different cfgs: $(cat "$T"/mixed.err.* | head -3)"; fi
 
-# Further suites (tests/run_<topic>.sh) share this script's folders and data;
-# each prints its own ok/FAIL lines and exits non-zero on any failure.
-# hank-ai's suites are make test-hankai's (the Makefile says why).
-for extra in tests/run_*.sh; do
-    [ -e "$extra" ] || continue
-    # hank-ai's suites, the model zoo's rows and the detectors' learning are
-    # make test-hankai's and make test-zoo's, keeping make test under its 15
-    # minutes in a fresh root (docs/testing.md).
-    case $extra in tests/run_hankai* | tests/run_zoo.sh | tests/run_learn.sh) continue ;; esac
-    echo "== $extra"
-    t0=$SECONDS
-    if T=$T D=$D TEST_BIN=$TEST_BIN BUILD=$BUILD MPI="$MPI" bash "$extra"; then ok "$extra ($((SECONDS - t0)) s)"; else bad "$extra ($((SECONDS - t0)) s)"; fi
-done
+# The suites tests/suites.txt tags test share this script's folders and
+# data; each prints its own ok/FAIL lines and exits non-zero on any failure.
+# hank-ai's suites, the model zoo's rows and the detectors' learning are
+# make test-hankai's and make test-zoo's, keeping make test under its 15
+# minutes in a fresh root (docs/testing.md).
+run_suites test T="$T" D="$D" TEST_BIN="$TEST_BIN" BUILD="$BUILD" MPI="$MPI"
 
-# The GPU builds, and these checks on them: make test-gpu (tests/gpu_builds.sh).
-echo "== The plugin's layers: calls go one way (tests/layers.py, docs/design.md)"
+# The GPU builds, and these checks on them: make test-gpu (tests/gpu/gpu_builds.sh).
+echo "== The plugin's layers: calls go one way (tests/static/layers.py, docs/design.md)"
 LAYERS=$(make -s --no-print-directory print-layers)
-# pjreddie's CPU build (AlexeyAB's: tests/run_alexeyab.sh; the GPU builds: make test-gpu).
-if python3 tests/layers.py "$LAYERS" "$BUILD/cpu/libdarknet_mn.a" > "$T/layers.out" 2>&1; then cat "$T/layers.out"; pass=$((pass + 1))
+# pjreddie's CPU build (AlexeyAB's: tests/e2e/run_alexeyab.sh; the GPU builds: make test-gpu).
+if python3 tests/static/layers.py "$LAYERS" "$BUILD/cpu/libdarknet_mn.a" > "$T/layers.out" 2>&1; then cat "$T/layers.out"; pass=$((pass + 1))
 else sed 's/^/     /' "$T/layers.out" | cut -c1-600; bad "layers: $BUILD/cpu/libdarknet_mn.a"; fi
 # The check itself: a lower file calling a higher one that calls it back.
 L=$T/layers-self && rm -rf "$L" && mkdir -p "$L/src/low" "$L/src/high"
 echo 'int mn_high(void); int mn_low(void) { return mn_high(); }' > "$L/src/low/mn_a.c"
 echo 'int mn_low(void); int mn_high(void) { return 1 + mn_low(); }' > "$L/src/high/mn_b.c"
 gcc -c "$L/src/low/mn_a.c" -o "$L/mn_a.o" && gcc -c "$L/src/high/mn_b.c" -o "$L/mn_b.o" && ar rcs "$L/lib.a" "$L/mn_a.o" "$L/mn_b.o"
-python3 tests/layers.py --src "$L/src" low,high "$L/lib.a" > "$L/out" 2>&1; rc=$?
+python3 tests/static/layers.py --src "$L/src" low,high "$L/lib.a" > "$L/out" 2>&1; rc=$?
 if [ $rc != 0 ] && grep -q "low/mn_a calls up into high/mn_b (mn_high)" "$L/out" &&
    grep -q "a cycle of calls among 2 files: high/mn_b, low/mn_a" "$L/out"; then ok "layers: a planted upward call and cycle are named"
 else bad "layers: the planted cycle was not reported (rc $rc): $(head -3 "$L/out")"; fi
@@ -425,7 +418,7 @@ else bad "layers: the planted cycle was not reported (rc $rc): $(head -3 "$L/out
 # Includes go one way too, and the public header stands on its own: it
 # reaches no base/ header nor Darknet's, and a program including it alone
 # compiles with only the plugin's non-base folders on the include path.
-if python3 tests/layers.py --includes "$LAYERS" > "$T/includes.out" 2>&1; then cat "$T/includes.out"; pass=$((pass + 1))
+if python3 tests/static/layers.py --includes "$LAYERS" > "$T/includes.out" 2>&1; then cat "$T/includes.out"; pass=$((pass + 1))
 else sed 's/^/     /' "$T/includes.out" | cut -c1-300; bad "includes: $(grep -c FAIL "$T/includes.out") includes of a higher layer's header, the public header reaching the base, or CUDA calls in train/"; fi
 printf '#include "darknet_mn.h"\nint main(void) { return mn_exit_status(MN_OK); }\n' > "$T/public.c"
 if mpicc -fsyntax-only -Wall -Wextra -std=gnu99 -Iplugin $(printf -- '-Iplugin/%s ' ${LAYERS//,/ } | sed 's| -Iplugin/base||') "$T/public.c" > "$T/public.out" 2>&1; then
@@ -439,7 +432,7 @@ mkdir -p "$L/src/high/part" && : > "$L/src/high/part/mn_d.h" && : > "$L/src/high
 printf '#include "mn_part.h"\n#include "mn_d.h"\n' > "$L/src/high/mn_e.c" && printf '#include "mn_d.h"\n' > "$L/src/high/part/mn_f.c"
 # And a lower folder's *_impl.h included from above it (low/mn_low_impl.h), but not from its own folder.
 : > "$L/src/low/mn_low_impl.h" && printf '#include "mn_low_impl.h"\n' > "$L/src/low/mn_g.c" && printf '#include "mn_low_impl.h"\n' > "$L/src/high/mn_h.c"
-python3 tests/layers.py --src "$L/src" --includes low,high/part,high > "$L/inc.out" 2>&1; rc=$?
+python3 tests/static/layers.py --src "$L/src" --includes low,high/part,high > "$L/inc.out" 2>&1; rc=$?
 if [ $rc != 0 ] && grep -q "low/mn_a.h includes high/mn_b.h, a header of a higher layer" "$L/inc.out" &&
    grep -q "high/mn_c.c includes the public header darknet_mn.h" "$L/inc.out" && grep -q "darknet_mn.h reaches darknet.h" "$L/inc.out" &&
    grep -q "high/mn_e.c includes high/part/mn_d.h, private to its folder" "$L/inc.out" && [ "$(grep -c 'mn_part.h\|mn_f.c' "$L/inc.out")" = 1 ] &&
@@ -452,16 +445,16 @@ V=$T/layers-device && rm -rf "$V" && mkdir -p "$V/src/transport" "$V/src/train/p
 printf 'int f(void *p) { return cudaFree(p); }\n' > "$V/src/transport/mn_t.c"
 printf '/* cudaFree(p) */\nconst char *w = "cudaMalloc(";\nint g(void *p) { return mn_device_free(p); }\n' > "$V/src/train/mn_a.c"
 printf 'void h(void *c, void *n) {\n    if (cudnnCreate(c)) return;\n    ncclCommAbort (n);\n}\n' > "$V/src/train/part/mn_b.c"
-python3 tests/layers.py --src "$V/src" --includes transport,train,train/part > "$V/out" 2>&1; rc=$?
+python3 tests/static/layers.py --src "$V/src" --includes transport,train,train/part > "$V/out" 2>&1; rc=$?
 if [ $rc != 0 ] && grep -q "FAIL device: train/part/mn_b.c:2 calls cudnnCreate" "$V/out" &&
    grep -q "FAIL device: train/part/mn_b.c:3 calls ncclCommAbort" "$V/out" && [ "$(grep -c 'FAIL' "$V/out")" = 2 ]; then
     ok "layers: planted cuDNN and NCCL calls in a part of train/ are named with file:line; transport's, a comment's and a string's are not"
 else bad "layers: the planted device calls in train/ were not reported (rc $rc): $(head -3 "$V/out")"; fi
 
-echo "== Nothing outside base/ reads Darknet's network or layers, nor calls Darknet (tests/boundary.py, docs/design.md)"
+echo "== Nothing outside base/ reads Darknet's network or layers, nor calls Darknet (tests/static/boundary.py, docs/design.md)"
 # The sources, and the objects of pjreddie's CPU build (AlexeyAB's CPU
-# build: tests/run_alexeyab.sh; the GPU builds: make test-gpu).
-if python3 tests/boundary.py "$LAYERS" main.c --link $(make -s --no-print-directory BUILD="$BUILD" print-link) > "$T/boundary.out" 2>&1; then cat "$T/boundary.out"; pass=$((pass + 1))
+# build: tests/e2e/run_alexeyab.sh; the GPU builds: make test-gpu).
+if python3 tests/static/boundary.py "$LAYERS" main.c --link $(make -s --no-print-directory BUILD="$BUILD" print-link) > "$T/boundary.out" 2>&1; then cat "$T/boundary.out"; pass=$((pass + 1))
 else sed 's/^/     /' "$T/boundary.out" | head -20 | cut -c1-300; bad "boundary: $(grep -c FAIL "$T/boundary.out") network or layer reads or Darknet calls outside base/"; fi
 # The link check itself: an object above base/ calling Darknet's load_data and reading its gpu_index,
 # one below it (the engine's place) calling make_image, and main.o calling top_k, are named with
@@ -474,7 +467,7 @@ echo 'int top_k(void); int main(void) { return top_k(); }' > "$P/main.c"
 gcc -c "$P/src/base/mn_ok.c" -o "$P/mn_ok.o" && gcc -c "$P/src/high/mn_bad.c" -o "$P/mn_bad.o" && gcc -c "$P/main.c" -o "$P/main.o" &&
     gcc -c "$P/src/low/mn_low.c" -o "$P/mn_low.o" && ar rcs "$P/lib.a" "$P/mn_ok.o" "$P/mn_bad.o" "$P/mn_low.o"
 dk=$(make -s --no-print-directory BUILD="$BUILD" print-link | cut -d' ' -f1)
-python3 tests/boundary.py --src "$P/src" low,base,high --link "$dk" "$P/lib.a" "$P/main.o" > "$P/out" 2>&1; rc=$?
+python3 tests/static/boundary.py --src "$P/src" low,base,high --link "$dk" "$P/lib.a" "$P/main.o" > "$P/out" 2>&1; rc=$?
 want="$P/lib.a(mn_bad.o) [high/mn_bad] calls Darknet's gpu_index (defined in $dk(cuda.o))
 $P/lib.a(mn_bad.o) [high/mn_bad] calls Darknet's load_data (defined in $dk(data.o))
 $P/lib.a(mn_low.o) [low/mn_low] calls Darknet's make_image (defined in $dk(image.o))
@@ -494,7 +487,7 @@ static int f(network *net, struct run *r, network **out, network n)
     return b + k + r->net->layers[0].type + n.layers[1].type + mn_net_get(net).batch;
 }
 BAD
-python3 tests/boundary.py --src "$B/src" base,high > "$B/out" 2>&1; rc=$?
+python3 tests/static/boundary.py --src "$B/src" base,high > "$B/out" 2>&1; rc=$?
 want="mn_bad.c:4: reads the network (net->batch)
 mn_bad.c:5: reads the network (net->n)
 mn_bad.c:5: reads the network ((*out)->w)
@@ -519,7 +512,7 @@ static int g(network *net, const layer *l)
 static float h(const float *data, int n) { data d = mn_base_load(); box_label *b = 0; return data[n] + d.X.rows + (b != 0); }
 static int i(const char *image) { image im = mn_base_load_image(image, 0, 0); return im.w; }
 BAD
-python3 tests/boundary.py --src "$B/lsrc" base,high > "$B/lout" 2>&1; rc=$?
+python3 tests/static/boundary.py --src "$B/lsrc" base,high > "$B/lout" 2>&1; rc=$?
 want="mn_badl.c:5: reads a layer (l->classes)
 mn_badl.c:5: reads a layer (last.jitter)
 mn_badl.c:5: reads a layer (mn_net_layer(net,0)->batch)
@@ -534,21 +527,28 @@ missing=$(echo "$want" | while read -r w; do grep -qF "$w" "$B/lout" || echo "$w
 if [ $rc != 0 ] && [ -z "$missing" ] && [ "$(grep -c FAIL "$B/lout")" = 10 ]; then ok "boundary: the 10 planted layer reads, layer types and value types are named with file and line (a float *data or char *image is none)"
 else bad "boundary: planted layer reads (rc $rc): missing '$missing'; $(head -3 "$B/lout")"; fi
 
-echo "== The plugin's CUDA, cuDNN and NCCL calls (tests/gpu_calls.py)"
-if python3 tests/gpu_calls.py plugin > "$T/gpu-calls.out" 2>&1; then ok "$(tail -1 "$T/gpu-calls.out")"
+echo "== The plugin's CUDA, cuDNN and NCCL calls (tests/static/gpu_calls.py)"
+if python3 tests/static/gpu_calls.py plugin > "$T/gpu-calls.out" 2>&1; then ok "$(tail -1 "$T/gpu-calls.out")"
 else bad "gpu_calls: $(tail -1 "$T/gpu-calls.out")"; sed 's/^/     /' "$T/gpu-calls.out" | head -20; fi
 echo "== Every shell script parses (bash -n)"
 # Most suites run outside make test (the cluster's, the GPU's, CI's): a
 # script that does not parse would be found only there.
-shells=$(git ls-files 2> /dev/null | grep -E '\.sh$|\.sbatch$|^\.ci/run$' || ls tests/*.sh scripts/*.sh scripts/*.sbatch bench/*.sh .ci/run)
+shells=$(git ls-files 2> /dev/null | grep -E '\.sh$|\.sbatch$|^\.ci/run$' || ls tests/*.sh tests/*/*.sh scripts/*.sh scripts/*.sbatch bench/*.sh .ci/run)
 unparsed=$(for f in $shells; do bash -n "$f" 2>&1 | head -1; done)
 if [ -z "$unparsed" ]; then ok "bash -n: all $(echo "$shells" | wc -w) shell scripts parse"
 else bad "bash -n: $(echo "$unparsed" | head -3)"; fi
-echo "== What the user pages name exists (tests/docs_names.py)"
-if python3 tests/docs_names.py > "$T/docs-names.out" 2>&1; then ok "$(tail -1 "$T/docs-names.out")"
+echo "== Every suite has a row in tests/suites.txt, and every row's script is there"
+# A suite left out of the list would run under no target.
+listed=$(awk '!/^#/ && NF { print $2 }' tests/suites.txt | sort -u)
+suites=$(ls tests/e2e/*.sh tests/cluster/*.sh tests/gpu/*.sh tests/sanitize/*.sh | sort -u)
+unlisted=$(comm -13 <(echo "$listed") <(echo "$suites")) absent=$(comm -23 <(echo "$listed") <(echo "$suites"))
+if [ -z "$unlisted$absent" ]; then ok "suites.txt: all $(echo "$suites" | wc -l) suites listed, each row's script present"
+else bad "suites.txt: not listed: '$(echo $unlisted)'; listed but absent: '$(echo $absent)'"; fi
+echo "== What the user pages name exists (tests/static/docs_names.py)"
+if python3 tests/static/docs_names.py > "$T/docs-names.out" 2>&1; then ok "$(tail -1 "$T/docs-names.out")"
 else bad "docs_names: $(tail -1 "$T/docs-names.out")"; sed 's/^/     /' "$T/docs-names.out" | head -20; fi
-printf 'Run `make demo`, then `make no-such-target`.\nSee scripts/no_such.sh and tests/run_ckpt.sh.\nThe GPU build has never run on a GPU.\n' > "$T/bad-page.md"
-python3 tests/docs_names.py "$T/bad-page.md" > "$T/docs-names-self.out" 2>&1; rc=$?
+printf 'Run `make demo`, then `make no-such-target`.\nSee scripts/no_such.sh and tests/e2e/run_ckpt.sh.\nThe GPU build has never run on a GPU.\n' > "$T/bad-page.md"
+python3 tests/static/docs_names.py "$T/bad-page.md" > "$T/docs-names-self.out" 2>&1; rc=$?
 if [ $rc != 0 ] && grep -q "bad-page.md:1: 'make no-such-target': no target 'no-such-target'" "$T/docs-names-self.out" &&
    grep -q "bad-page.md:2: scripts/no_such.sh is not in the repository" "$T/docs-names-self.out" &&
    grep -q "bad-page.md:3: says otherwise than the pages agree (a GPU has run darknet-mn" "$T/docs-names-self.out" &&
@@ -577,7 +577,7 @@ static int g(const mn_comm *c, float *d, int *flag, void *s)
     return mn_device_copy(&bad, flag, sizeof bad, MN_TO_HOST, s);
 }
 BAD
-python3 tests/gpu_calls.py "$G/p" > "$G/out" 2>&1; rc=$?
+python3 tests/static/gpu_calls.py "$G/p" > "$G/out" 2>&1; rc=$?
 want="mn_bad.c:4: the status of cudaMemcpyAsync is not checked
 mn_bad.c:5: cudaMemsetAsync on a literal NULL stream
 mn_bad.c:6: mn_gpu_add on a literal NULL stream

@@ -5,7 +5,7 @@
 # read (mn_base.h), hence the patched tree.
 #   make bench-sim   installs libsimgrid-dev, builds, runs bench/sim/run.sh
 #                    (SIM_SET=quick, the default, or full)
-#   make test-sim    tests/run_sim.sh: 16 simulated ranks, every mean exact
+#   make test-sim    tests/e2e/run_sim.sh: 16 simulated ranks, every mean exact
 SMPICC ?= smpicc
 SIM_SET ?= quick
 SIM_BIN := $(BUILD)/sim/mn_sim
@@ -30,4 +30,4 @@ bench-sim: $(SIM_BIN)
 	SIM_BIN=$(SIM_BIN) SIM_SET=$(SIM_SET) ./bench/sim/run.sh
 
 test-sim: $(SIM_BIN)
-	BUILD=$(BUILD) ./tests/run_sim.sh
+	BUILD=$(BUILD) bash tests/suites.sh sim

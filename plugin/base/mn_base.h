@@ -1,7 +1,7 @@
 /* The Darknet underneath: pjreddie's, AlexeyAB's fork and hank-ai's C++
  * Darknet V5 behind one interface, one adapter per base (the Makefile's
  * DARKNET= picks its files). The rest of the plugin holds a network * and
- * calls only these, never Darknet (tests/boundary.py --link checks), so a
+ * calls only these, never Darknet (tests/static/boundary.py --link checks), so a
  * C++ base can define them all with extern "C". docs/forks.md compares
  * the bases. */
 #ifndef MN_MN_BASE_H

@@ -126,7 +126,7 @@ static void print_build(void)
 }
 
 /* The [distributed] keys from the table that reads them (mn_options.c);
- * tests/config_doc.py holds docs/config.md to these lines. */
+ * tests/static/config_doc.py holds docs/config.md to these lines. */
 static void print_options(void)
 {
     char line[512];

@@ -48,7 +48,7 @@ static inline float to_float(uint16_t h)
 uint16_t mn_float_to_half(float f) { return to_half(f); }
 float mn_half_to_float(uint16_t h) { return to_float(h); }
 
-/* F16C converts 8 floats at once, rounding alike (tests/test_comm.c);
+/* F16C converts 8 floats at once, rounding alike (tests/unit/test_comm.c);
  * chosen at run time. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>

@@ -8,7 +8,7 @@
  *    work asynchronously onto the stream it is handed;
  *  - the host's: a queue is a thread that runs its tasks in order, each
  *    after a random pause of up to max_delay_us, and a mark a counter; a
- *    task does its work itself (stream NULL). tests/test_queue.c runs the
+ *    task does its work itself (stream NULL). tests/unit/test_queue.c runs the
  *    schedules on it, where a wait left out shows as a wrong result.
  *
  * As CUDA's: a mark completes when the work its queue held when it was

@@ -1,5 +1,5 @@
 /* The GPU paths' host logic as plain functions (mn_wait.h): compiled in
- * every build, so tests/test_gpu_logic.c runs it without a GPU. */
+ * every build, so tests/unit/test_gpu_logic.c runs it without a GPU. */
 #include "mn_transport.h"
 
 mn_poll mn_wait(const mn_waiter *w, double timeout)

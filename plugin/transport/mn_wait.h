@@ -1,5 +1,5 @@
 /* Host logic of the GPU paths, kept as plain functions so that the CPU
- * build compiles and tests them (mn_wait.c, tests/test_gpu_logic.c): the
+ * build compiles and tests them (mn_wait.c, tests/unit/test_gpu_logic.c): the
  * wait loop every NCCL wait goes through, the plan of the node legs, and
  * the index maths of packing many device arrays into one buffer (shared
  * with mn_kernels.cu). No CUDA, no MPI. */

@@ -1,4 +1,4 @@
-# libFuzzer targets (tests/fuzz/fuzz_*.c); included by tests/sanitize.mk.
+# libFuzzer targets (tests/fuzz/fuzz_*.c); included by tests/sanitize/sanitize.mk.
 #   make fuzz                         build them into build/fuzz (clang through mpicc;
 #                                     DARKNET=alexeyab: build/fuzz-alexeyab, on the fork's sources)
 #   make fuzz-short                   each for FUZZ_SECONDS (20 s) from its seed corpus

@@ -15,7 +15,7 @@ export OMPI_MCA_opal_signal=
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1
 # Leaks are checked per input (libFuzzer); not at exit, where Open MPI's
 # unloaded components leave stacks that no suppression can match.
-export LSAN_OPTIONS=suppressions=$(pwd)/tests/lsan.supp:print_suppressions=0:leak_check_at_exit=0
+export LSAN_OPTIONS=suppressions=$(pwd)/tests/sanitize/lsan.supp:print_suppressions=0:leak_check_at_exit=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 mkdir -p "$FUZZ/artifacts"
 fail=0

@@ -1,6 +1,6 @@
 /* VOC mean average precision: pure maths over mn_box arrays, with no MPI,
  * files or network, so that `detector map`, evaluation during training and
- * tests/test_map.c score the same boxes the same way (the rules are at
+ * tests/unit/test_map.c score the same boxes the same way (the rules are at
  * mn_voc_map's declaration). */
 #include <stdlib.h>
 #include "mn_training.h"

@@ -1,6 +1,6 @@
 /* The cfg's [distributed] keys in one table, from which reading, bounds,
  * defaults, the valid keys of an error and info's listing are made
- * (tests/config_doc.py holds docs/config.md to it). mn_cfg.c adds the line. */
+ * (tests/static/config_doc.py holds docs/config.md to it). mn_cfg.c adds the line. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * step t's mean is compensated, scaled and unpacked into Darknet's update
  * arrays on the base's stream. double_buffering_local=1 also keeps the
  * gradient (fresh) and applies fresh + (mean - own), checked before the
- * update. Who waits for what: mn_dbuf_order (tests/test_queue.c). */
+ * update. Who waits for what: mn_dbuf_order (tests/unit/test_queue.c). */
 #ifdef GPU
 #include <math.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * in the device tables of an mn_stage, so a copy is one pack launch and one
  * device-to-host copy on the copy stream, whatever the layer count. The
  * copies alternate between two page-locked slots (mn_rescue_order, whose
- * waits tests/test_queue.c checks on host queues): the copy stream waits for
+ * waits tests/unit/test_queue.c checks on host queues): the copy stream waits for
  * the update, the next step's work waits for the copy, and the rescue reads
  * the newest slot whose copy is complete. */
 #ifdef GPU

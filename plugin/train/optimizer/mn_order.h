@@ -1,7 +1,7 @@
 /* Who waits for what on a GPU (mn_order.c): the ordering of overlap=1,
  * double_buffering=1 and the rescue's copy, on queues and marks
  * (mn_queue.h), so that one text serves the device (streams and events)
- * and the host model tests/test_queue.c runs with random delays. Each
+ * and the host model tests/unit/test_queue.c runs with random delays. Each
  * order's waits are named bits: `skip` leaves some out, for those tests
  * alone (each left out must show there as a wrong result); 0 elsewhere. */
 #ifndef MN_ORDER_H

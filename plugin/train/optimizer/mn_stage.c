@@ -6,7 +6,7 @@
  * overlap=1: as backward hands bucket k over, a copy stream waits for the
  * base's work so far, packs that range and copies it down; the averaging
  * thread waits for that copy alone before it reduces the bucket
- * (mn_overlap_order, tests/test_queue.c). The mean goes up whole on the
+ * (mn_overlap_order, tests/unit/test_queue.c). The mean goes up whole on the
  * base's stream once the host has every bucket. */
 #ifdef GPU
 #include <math.h>
