@@ -1,5 +1,7 @@
 /* Queues and marks (mn_queue.h): the host's, a thread per queue, and the
- * device's, CUDA streams and events. */
+ * device's, CUDA streams and events. A device task runs at once on the
+ * calling thread and issues its work onto the stream; a host queue runs its
+ * tasks in order, each after a random pause, and a mark is a counter. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>

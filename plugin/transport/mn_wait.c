@@ -2,6 +2,7 @@
  * every build, so tests/unit/test_gpu_logic.c runs it without a GPU. */
 #include "mn_transport.h"
 
+/* With no timeout, errors are still polled for. */
 mn_poll mn_wait(const mn_waiter *w, double timeout)
 {
     double start = w->now(w->arg);
@@ -18,6 +19,9 @@ mn_poll mn_wait(const mn_waiter *w, double timeout)
     }
 }
 
+/* One node needs no inter-node leg: one ncclAllReduce(ncclAvg) is the mean.
+ * Else hierarchical: ncclReduce, the leaders' MPI allreduce, ncclBroadcast;
+ * two_dimensional: ncclReduceScatter, MPI allreduce of shards, ncclAllGather. */
 mn_legs mn_nccl_legs(int nodes, int two_dimensional)
 {
     if (nodes <= 1) return MN_LEGS_NODE_AVG;
@@ -42,6 +46,7 @@ size_t mn_pack_offsets(const size_t *lens, int n, size_t *offs)
     return off;
 }
 
+/* cuDNN 9 counts major*10000 + minor*100 + patch, older major*1000 + minor*100 + patch. */
 void mn_cudnn_version(size_t v, int *major, int *minor, int *patch)
 {
     int nine = v >= 90000;

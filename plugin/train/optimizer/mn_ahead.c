@@ -30,6 +30,7 @@ struct mn_ahead {
 #endif
 };
 
+/* The device's kernel rounds each operation as this does. */
 void mn_ahead_floats(float *w, float *k0, size_t n, float k)
 {
     for (size_t j = 0; j < n; ++j) {

@@ -29,6 +29,8 @@ void mn_overlap_order_handed(mn_overlap_order *o, int k)
     mn_mark_record(o->ready[k], o->base);
 }
 
+/* comm waits for the mark handed recorded, not for what base got since
+ * (the later layers' backward). */
 void mn_overlap_order_take(mn_overlap_order *o, int k)
 {
     if (has(o->skip, MN_ORDER_BUCKET_READY)) mn_queue_wait(o->comm, o->ready[k]);
@@ -144,6 +146,8 @@ int mn_rescue_order_after_update(mn_rescue_order *o, mn_task_fn copy, void *cons
     return b;
 }
 
+/* Host memory only: a copy stuck behind a hung collective costs one step,
+ * not the rescue. */
 int mn_rescue_order_read(mn_rescue_order *o, long wait_us)
 {
     if (!o->copies) return -1;

@@ -53,6 +53,7 @@ static mn_status make_stage(mn_comm *c, float **dev, const size_t *lens, int n, 
     return r;
 }
 
+/* The arena is page-locked so that the copies are DMA, not bounced. */
 mn_status mn_stage_new(mn_comm *c, float **dev, const size_t *lens, int n, float *arena, int *pinned, mn_stage **out)
 {
     *pinned = 0;
@@ -93,6 +94,7 @@ void mn_stage_free(mn_stage *s)
     free(s);
 }
 
+/* One launch over every array, through the device tables. */
 void mn_stage_nonfinite(mn_stage *s, int *flag, void *stream)
 {
     mn_device_must(s->c, mn_gpu_arrays_nonfinite(s->tab.ptrs, s->tab.offs, s->tab.n, s->tab.total, flag, stream), "the Inf/NaN check");

@@ -49,6 +49,8 @@ void mn_bn_arrays_free(mn_bn_arrays *s)
     memset(s, 0, sizeof *s);
 }
 
+/* CPU runs only: the ways change hands after each pass's forward, which the
+ * base's forward hook reports on the CPU alone. */
 mn_ways *mn_ways_new(const mn_bn_arrays *s, int ways)
 {
     mn_ways *w = calloc(1, sizeof *w);
