@@ -555,6 +555,25 @@ if [ $rc != 0 ] && grep -q "bad-page.md:1: 'make no-such-target': no target 'no-
    [ "$(grep -c 'bad-page.md' "$T/docs-names-self.out")" = 3 ]; then ok "docs_names: a page's missing make target, missing script and a contradicted fact named with file:line"
 else bad "docs_names self-test (rc $rc): $(head -4 "$T/docs-names-self.out")"; fi
 
+echo "== Comments say what and why, once (tests/static/comments.py)"
+if python3 tests/static/comments.py > "$T/comments.out" 2>&1; then ok "comments: $(tail -1 "$T/comments.out" | cut -c6-)"
+else bad "comments: $(grep FAIL "$T/comments.out" | head -3)"; fi
+# The check itself, on a planted tree: clean, then with a dated comment in a
+# script, a stop number in C, and comments twice the allowed density.
+C=$T/comments-self && rm -rf "$C" && mkdir -p "$C/plugin/core" "$C/tests" "$C/build/plugin"
+printf '/* What f does. */\nint f(void);\nint g(void);\n' > "$C/plugin/core/mn_a.c"
+printf '/* one two three four five six seven eight nine ten eleven */\nint h(void);\n' > "$C/build/plugin/mn_x.c"
+python3 tests/static/comments.py --root "$C" > "$C/clean.out" 2>&1; rc0=$?
+printf '# measured on 2026-11-28 at 3 s\n' > "$C/tests/run_x.sh"
+printf '/* Session 12 made this faster */\nint k(void);\n' > "$C/plugin/core/mn_b.c"
+python3 tests/static/comments.py --root "$C" > "$C/out" 2>&1; rc=$?
+if [ $rc0 = 0 ] && grep -q "density: plugin: 3 comment words on 2 lines" "$C/clean.out" && [ $rc != 0 ] &&
+   grep -q "FAIL history: tests/run_x.sh: # measured on 2026-11-28" "$C/out" &&
+   grep -q "FAIL history: plugin/core/mn_b.c: /\* Session 12" "$C/out" &&
+   grep -q "FAIL density: plugin: 8 comment words on 3 lines of code, 2.67 a line" "$C/out"; then
+    ok "comments: a planted dated script comment, a session number and dense comments are named (build/ is not read)"
+else bad "comments self-test (rc $rc0 then $rc): $(cat "$C/clean.out" "$C/out" | head -5)"; fi
+
 # The check itself: each kind of planted bad line is named with its file and line.
 G=$T/gpu-calls-self && rm -rf "$G" && mkdir -p "$G/p"
 cat > "$G/p/mn_bad.c" <<'BAD'

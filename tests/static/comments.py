@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Comments say what and why, once: checks the repository's comments.
 
-usage: comments.py [--max WORDS] [--per-file] [DIR...]
+usage: comments.py [--root ROOT] [--max WORDS] [--per-file] [DIR...]
 
   history  No comment line of the code, scripts, tests, Makefile or .ci/run
            carries a date or a stop or session number: git's log keeps
@@ -11,7 +11,8 @@ usage: comments.py [--max WORDS] [--per-file] [DIR...]
            what Open MPI's coll and NCCL's src write); --per-file lists
            every file, densest first.
 
-Prints one ok line per check, or FAIL lines naming the files, and exits
+ROOT (default: this repository) is read as git lists it, or whole where it
+is no git checkout. Prints one ok line per check, or FAIL lines naming the files, and exits
 non-zero on any failure.
 """
 import os
@@ -32,10 +33,15 @@ def tracked():
     """The repository's files as git has them, or every file where there is no git."""
     try:
         out = subprocess.run(["git", "-C", ROOT, "ls-files"], capture_output=True, text=True, check=True).stdout
-        return [f for f in out.splitlines() if os.path.isfile(os.path.join(ROOT, f))]
+        if os.path.isdir(os.path.join(ROOT, ".git")) or out:
+            return [f for f in out.splitlines() if os.path.isfile(os.path.join(ROOT, f))]
     except (subprocess.CalledProcessError, FileNotFoundError):
-        return [os.path.relpath(os.path.join(d, f), ROOT) for d, _, fs in os.walk(ROOT)
-                if "/." not in d and "/build" not in d for f in fs]
+        pass
+    files = []
+    for d, subs, fs in os.walk(ROOT):
+        subs[:] = [x for x in subs if not x.startswith(".") and x not in ("build", "third_party")]
+        files += [os.path.relpath(os.path.join(d, f), ROOT) for f in fs]
+    return files
 
 
 def c_split(text):
@@ -111,11 +117,14 @@ def check_density(files, dirs, most, per_file):
 
 
 def main(argv):
+    global ROOT
     most, per_file, dirs = 1.6, False, []
     args = list(argv)
     while args:
         a = args.pop(0)
-        if a == "--max" and args:
+        if a == "--root" and args:
+            ROOT = os.path.abspath(args.pop(0))
+        elif a == "--max" and args:
             most = float(args.pop(0))
         elif a == "--per-file":
             per_file = True
