@@ -213,6 +213,32 @@ if [ "$got" = "$want" ] && [ "$waits" = 1,2 ] &&
     ok "darknet_mn.sbatch, srun stubbed (status:exit x runs):$got: 64, 65, 70, 73, 74, 127 and an out-of-memory kill end the job, 75, srun's 1 and another 137 run 3 times (MAX_RESTARTS=2), waiting 1 s then 2 s before the reruns (RERUN_WAIT=1)"
 else bad "darknet_mn.sbatch's statuses (status:exit x runs):$got, want$want; waits before the reruns: $waits, want 1,2"; fi
 
+# A node lost for good, with MIN_NODES=1: Slurm launches a step over several
+# nodes whole, so a probe step over n1 and the lost n2 hangs past the probe's
+# timeout and n1 never prints (the stub's srun does so); the job must still
+# go on with n1 alone. The training step ends 75 once, then 0.
+lost=$R/stub-lost && mkdir -p "$lost" && cp "$stub"/* "$lost/"
+cat > "$lost/srun" <<'STUB'
+#!/bin/sh
+case "$*" in
+    *SLURMD_NODENAME*) case " $* " in *" -w n1 "*) echo n1; exit 0 ;; esac; sleep 30; exit 1 ;;
+esac
+[ -f "$STUB_RUNS" ] && exit 0
+: > "$STUB_RUNS"; exit 75
+STUB
+printf '#!/bin/sh
+[ "$1" = show ] && printf "n1\nn2\n"
+exit 0
+' > "$lost/scontrol"
+chmod +x "$lost"/*
+t0=$SECONDS
+PATH=$lost:$PATH STUB_RUNS=$R/stub-lost.runs ENVIRONMENT=BATCH SLURM_JOB_ID=1 SLURM_JOB_NUM_NODES=2 SLURM_NTASKS=2 SLURM_JOB_NODELIST=n1,n2 \
+    MIN_NODES=1 PROBE_TIMEOUT=3 RERUN_WAIT=1 CFG=/dev/null timeout 60 bash scripts/darknet_mn.sbatch > "$R/stub-lost.out" 2>&1; rc=$?
+if [ $rc = 0 ] && grep -q 'going on with 1 of 2 nodes (n1; MIN_NODES=1)' "$R/stub-lost.out" &&
+   grep -q 'run 2, on 1 node(s) (n1)' "$R/stub-lost.out" && ! grep -q requeue "$R/stub-lost.out"; then
+    ok "darknet_mn.sbatch, n2 lost and its probe hanging: n1 answers alone, the job goes on with 1 of 2 nodes and ends 0 ($((SECONDS - t0)) s, PROBE_TIMEOUT=3)"
+else bad "darknet_mn.sbatch with n2 lost (exit $rc): $(grep -E 'nodes|run [0-9]' "$R/stub-lost.out" | tr '\n' '|' | cut -c1-300)"; fi
+
 # The settings in darknet_mn.env beside the job, read by a run from a
 # shell that exported nothing (a resubmission from a new login): srun gets
 # the file's program, files and flags; the file's FLAGS win over the
