@@ -564,12 +564,15 @@ C=$T/comments-self && rm -rf "$C" && mkdir -p "$C/plugin/core" "$C/tests" "$C/bu
 printf '/* What f does. */\nint f(void);\nint g(void);\n' > "$C/plugin/core/mn_a.c"
 printf '/* one two three four five six seven eight nine ten eleven */\nint h(void);\n' > "$C/build/plugin/mn_x.c"
 python3 tests/static/comments.py --root "$C" > "$C/clean.out" 2>&1; rc0=$?
-printf '# measured on 2026-11-28 at 3 s\n' > "$C/tests/run_x.sh"
-printf '/* Session 12 made this faster */\nint k(void);\n' > "$C/plugin/core/mn_b.c"
+# The planted date and session number are made here, so that this file
+# carries neither.
+day=$(date -u +%Y-%m-%d) when="Session $((6 * 2))"
+printf '# measured on %s at 3 s\n' "$day" > "$C/tests/run_x.sh"
+printf '/* %s made this faster */\nint k(void);\n' "$when" > "$C/plugin/core/mn_b.c"
 python3 tests/static/comments.py --root "$C" > "$C/out" 2>&1; rc=$?
 if [ $rc0 = 0 ] && grep -q "density: plugin: 3 comment words on 2 lines" "$C/clean.out" && [ $rc != 0 ] &&
-   grep -q "FAIL history: tests/run_x.sh: # measured on 2026-11-28" "$C/out" &&
-   grep -q "FAIL history: plugin/core/mn_b.c: /\* Session 12" "$C/out" &&
+   grep -q "FAIL history: tests/run_x.sh: # measured on $day" "$C/out" &&
+   grep -q "FAIL history: plugin/core/mn_b.c: /\* $when" "$C/out" &&
    grep -q "FAIL density: plugin: 8 comment words on 3 lines of code, 2.67 a line" "$C/out"; then
     ok "comments: a planted dated script comment, a session number and dense comments are named (build/ is not read)"
 else bad "comments self-test (rc $rc0 then $rc): $(cat "$C/clean.out" "$C/out" | head -5)"; fi
