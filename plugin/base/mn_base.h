@@ -138,6 +138,9 @@ int mn_views_next(mn_views *it, mn_view *v);
 size_t mn_params_count(const network *net);
 void mn_params_pack(network *net, float *buf);
 void mn_params_unpack(network *net, const float *buf);
+/* The arrays of such a buffer that training updates (all but the running
+ * statistics), where arrays is set; returns their count. */
+int mn_params_trained(network *net, float *buf, float **arrays, size_t *lens);
 /* Each array to fn, the running statistics taken from stats if set. */
 void mn_params_each(network *net, const float *stats, void (*fn)(const float *p, size_t n, void *arg), void *arg);
 /* NULL where darknet-mn can train layer i, else what the layer is for the

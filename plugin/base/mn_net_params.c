@@ -89,6 +89,19 @@ static void copy_params(network *net, float *buf, int into_net)
 void mn_params_pack(network *net, float *buf) { copy_params(net, buf, 0); }
 void mn_params_unpack(network *net, const float *buf) { copy_params(net, (float *)buf, 1); }
 
+int mn_params_trained(network *net, float *buf, float **arrays, size_t *lens)
+{
+    int k = 0;
+    size_t off = 0;
+    mn_views it = mn_net_views(net);
+    for (mn_view v; mn_views_next(&it, &v); off += v.n)
+        if (!v.stat) {
+            if (arrays) arrays[k] = buf + off, lens[k] = v.n;
+            ++k;
+        }
+    return k;
+}
+
 void mn_params_each(network *net, const float *stats, void (*fn)(const float *p, size_t n, void *arg), void *arg)
 {
     mn_views it = mn_net_views(net);

@@ -65,4 +65,19 @@ mn_status mn_timeline_step(mn_timeline *t, size_t it, double t0, double t1);
  * collective. */
 mn_status mn_timeline_close(mn_timeline *t, int ok);
 
+/* MN_GPU_PROFILE=1 in a GPU run (mn_profile.c): the base's stream's time
+ * between the two marks of each step (0 at the hook's start, 1 at its
+ * end), read a step later so that reading never waits; at free rank 0
+ * prints the mean, naming the route. NULL: not asked (or a CPU build). */
+typedef struct mn_profile mn_profile;
+#ifdef GPU
+mn_profile *mn_profile_new(mn_comm *c);
+void mn_profile_mark(mn_profile *p, int end);
+void mn_profile_free(mn_profile *p, const char *route);
+#else
+static inline mn_profile *mn_profile_new(mn_comm *c) { (void)c; return NULL; }
+static inline void mn_profile_mark(mn_profile *p, int end) { (void)p, (void)end; }
+static inline void mn_profile_free(mn_profile *p, const char *route) { (void)p, (void)route; }
+#endif
+
 #endif

@@ -5,10 +5,10 @@
 #include "mn_base.h"
 #include "mn_stage.h"
 
-static mn_mean_at blocking_mean(void *state, const mn_sync_ctx *x, network *net, int poison, int *bad)
+static mn_mean_at blocking_mean(void *state, const mn_sync_ctx *x, network *net, int poison, int *bad, int *skip)
 {
     (void)state;
-    *bad = 0;
+    *bad = *skip = 0;
 #ifdef GPU
     if (x->route == MN_ROUTE_LOCAL) {   /* one rank: its gradient is the mean */
         *bad = poison;

@@ -17,8 +17,9 @@ static void poison_device(void *arg, int k, size_t off, size_t len, int poison)
 }
 #endif
 
-static mn_status overlap_start(const mn_sync_ctx *x, const mn_options *opt, void **state)
+static mn_status overlap_start(const mn_sync_ctx *x, network *net, const mn_options *opt, void **state)
 {
+    (void)net;
     mn_overlap_gpu g = {0};
 #ifdef GPU
     if (x->route == MN_ROUTE_DEVICE) g = (mn_overlap_gpu){.dev = x->arrays_gpu, .handed = poison_device, .arg = (void *)x};
@@ -36,10 +37,10 @@ static mn_status overlap_start(const mn_sync_ctx *x, const mn_options *opt, void
 
 static int overlap_ready(void *state, int layer, int poison) { return mn_overlap_ready(state, layer, poison); }
 
-static mn_mean_at overlap_mean(void *state, const mn_sync_ctx *x, network *net, int poison, int *bad)
+static mn_mean_at overlap_mean(void *state, const mn_sync_ctx *x, network *net, int poison, int *bad, int *skip)
 {
     mn_overlap *ov = state;
-    *bad = 0;
+    *bad = *skip = 0;
     mn_watchdog_enter(x->watch, "gradient allreduce", mn_base_iteration(net));
     mn_overlap_finish(ov, poison);
     mn_watchdog_leave(x->watch);

@@ -49,6 +49,21 @@ void mn_bn_arrays_free(mn_bn_arrays *s)
     memset(s, 0, sizeof *s);
 }
 
+void mn_bn_arrays_copy(const mn_bn_arrays *s, float *saved, int restore)
+{
+    for (int i = 0; i < s->n; saved += s->lens[i++]) {
+#ifdef GPU
+        if (mn_base_gpu() >= 0) {
+            if (restore) mn_base_push(s->dev[i], saved, s->lens[i]);
+            else mn_base_pull(s->dev[i], saved, s->lens[i]);
+            continue;
+        }
+#endif
+        if (restore) memcpy(s->host[i], saved, s->lens[i] * sizeof(float));
+        else memcpy(saved, s->host[i], s->lens[i] * sizeof(float));
+    }
+}
+
 /* CPU runs only: the ways change hands after each pass's forward, which the
  * base's forward hook reports on the CPU alone. */
 mn_ways *mn_ways_new(const mn_bn_arrays *s, int ways)

@@ -14,6 +14,9 @@ typedef struct {
 /* Free with mn_bn_arrays_free, even on MN_ERR_NOMEM. */
 mn_status mn_bn_arrays_list(network *net, mn_bn_arrays *s);
 void mn_bn_arrays_free(mn_bn_arrays *s);
+/* The statistics into saved (total floats), or back (restore); the device
+ * copies are the live ones in a GPU run. */
+void mn_bn_arrays_copy(const mn_bn_arrays *s, float *saved, int restore);
 
 /* ways copies of the network's statistics as they are now; NULL where
  * memory runs out. CPU runs only. */
