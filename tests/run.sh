@@ -450,6 +450,16 @@ if [ $rc != 0 ] && grep -q "FAIL device: train/part/mn_b.c:2 calls cudnnCreate" 
    grep -q "FAIL device: train/part/mn_b.c:3 calls ncclCommAbort" "$V/out" && [ "$(grep -c 'FAIL' "$V/out")" = 2 ]; then
     ok "layers: planted cuDNN and NCCL calls in a part of train/ are named with file:line; transport's, a comment's and a string's are not"
 else bad "layers: the planted device calls in train/ were not reported (rc $rc): $(head -3 "$V/out")"; fi
+# And the coll rule: a read of the communicator's coll state outside coll/
+# is named; coll's own, and one in a comment, are not.
+V=$T/layers-coll && rm -rf "$V" && mkdir -p "$V/src/coll" "$V/src/train/part" && : > "$V/src/darknet_mn.h"
+printf 'int f(struct c *c) { return c->coll->half; }\n' > "$V/src/coll/mn_c.c"
+printf '/* c->coll->half */\nint g(struct c *c) {\n    return c -> coll->ops != 0;\n}\n' > "$V/src/train/part/mn_p.c"
+python3 tests/static/layers.py --src "$V/src" --includes coll,train,train/part > "$V/out" 2>&1; rc=$?
+if [ $rc != 0 ] && grep -q "FAIL coll: train/part/mn_p.c:3 reads the communicator's coll state" "$V/out" &&
+   [ "$(grep -c 'FAIL' "$V/out")" = 1 ]; then
+    ok "layers: a planted read of the communicator's coll state in a part of train/ is named with file:line; coll's own and a comment's are not"
+else bad "layers: the planted coll state read was not reported (rc $rc): $(head -3 "$V/out")"; fi
 
 echo "== Nothing outside base/ reads Darknet's network or layers, nor calls Darknet (tests/static/boundary.py, docs/design.md)"
 # The sources, and the objects of pjreddie's CPU build (AlexeyAB's CPU

@@ -7,6 +7,11 @@
 
 /* c->coll */
 struct mn_coll {
+    const struct mn_comm_ops *ops; /* the algorithm */
+    float *fused;                 /* scratch of the algorithms that pack */
+    size_t fused_cap;
+    int half;                     /* gradients travel as IEEE half (mn_comm_set_dtype) */
+    int device_f32, device_f16;   /* mean_grad_device takes float32 / float16 jobs */
     void *state;
     size_t net_piece_floats;
     long ranks_per_node;          /* MN_RANKS_PER_NODE */
@@ -64,6 +69,5 @@ mn_status mn_comm_layout(mn_comm *c, char *out, size_t cap, int *even);
 mn_status mn_shm_setup_job(mn_comm *c);
 void mn_shm_teardown_job(mn_comm *c);
 mn_status mn_sum_job(mn_comm *c, void *buf, int count, const mn_wire *w);
-mn_status mn_comm_fused(mn_comm *c, size_t n);
 
 #endif

@@ -7,13 +7,15 @@
 #include <string.h>
 #include "mn_coll.h"
 
-mn_status mn_comm_fused(mn_comm *c, size_t n)
+mn_status mn_comm_fused(mn_comm *c, size_t n, float **buf)
 {
-    if (n <= c->fused_cap) return MN_OK;
-    float *p = realloc(c->fused, n * sizeof(float));
-    if (!p) { mn_error(c, "out of memory for a %zu-byte fused buffer", n * sizeof(float)); return MN_ERR_NOMEM; }
-    c->fused = p;
-    c->fused_cap = n;
+    if (n > c->coll->fused_cap) {
+        float *p = realloc(c->coll->fused, n * sizeof(float));
+        if (!p) { mn_error(c, "out of memory for a %zu-byte fused buffer", n * sizeof(float)); return MN_ERR_NOMEM; }
+        c->coll->fused = p;
+        c->coll->fused_cap = n;
+    }
+    if (buf) *buf = c->coll->fused;
     return MN_OK;
 }
 
@@ -137,7 +139,7 @@ mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int 
     size_t hpiece = piece > INT_MAX / 2 ? INT_MAX : 2 * piece;
     if (piece > total) piece = total;
     if (hpiece > total) hpiece = total;
-    float *in_place = c->half ? NULL : contiguous_start(arrays, lens, n);
+    float *in_place = c->coll->half ? NULL : contiguous_start(arrays, lens, n);
     if (in_place) {
         for (size_t off = 0, k; off < total; off += k) {
             k = total - off < piece ? total - off : piece;
@@ -146,14 +148,14 @@ mn_status mn_mean_by_pieces(mn_comm *c, float **arrays, const size_t *lens, int 
         return mn_shm_arena_fence(c);
     }
     cursor cu = {arrays, lens, n, 0, 0};
-    if (!c->half) {
-        MN_CHECK(mn_comm_fused(c, piece));
-        return mean_packed(c, &cu, total, piece, c->fused, sum);
+    if (!c->coll->half) {
+        MN_CHECK(mn_comm_fused(c, piece, NULL));
+        return mean_packed(c, &cu, total, piece, c->coll->fused, sum);
     }
     /* scratch: piece floats for the float32 fallback, then hpiece halves */
-    MN_CHECK(mn_comm_fused(c, piece + hpiece / 2 + 1));
-    float *f = c->fused;
-    uint16_t *h = (uint16_t *)(c->fused + piece);
+    MN_CHECK(mn_comm_fused(c, piece + hpiece / 2 + 1, NULL));
+    float *f = c->coll->fused;
+    uint16_t *h = (uint16_t *)(c->coll->fused + piece);
     for (size_t off = 0, k; off < total; off += k) {
         k = total - off < hpiece ? total - off : hpiece;
         cursor at = cu;

@@ -155,8 +155,8 @@ mn_comm *mn_comm_for_thread(mn_comm *c, const char *feature, mn_status *status)
     }
     mn_comm *t = NULL;
     if ((st = mn_agree(c, st)) == MN_OK) t = mn_comm_create_like(c, &st);
-    if (st == MN_OK) st = mn_comm_select(t, c->ops->name);
-    if (st == MN_OK) st = mn_comm_set_dtype(t, c->half);
+    if (st == MN_OK) st = mn_comm_select(t, c->coll->ops->name);
+    if (st == MN_OK) st = mn_comm_set_dtype(t, c->coll->half);
     *status = mn_agree(c, st);
     if (*status != MN_OK) {
         mn_comm_free(t);
@@ -276,7 +276,7 @@ mn_status mn_comm_select(mn_comm *c, const char *name)
  * every rank tears down what it built and keeps the old one. */
 mn_status mn_comm_select_ops(mn_comm *c, const mn_comm_ops *ops)
 {
-    if (ops == c->ops) return MN_OK;
+    if (ops == c->coll->ops) return MN_OK;
     mn_guard(c, "communicator setup");
     mn_status s = accepted(c, ops);
     if (s == MN_OK) s = setup_ops(c, ops);
@@ -286,20 +286,20 @@ mn_status mn_comm_select_ops(mn_comm *c, const mn_comm_ops *ops)
 
 static mn_status setup_ops(mn_comm *c, const mn_comm_ops *ops)
 {
-    const mn_comm_ops *old_ops = c->ops;
+    const mn_comm_ops *old_ops = c->coll->ops;
     void *old_state = c->coll->state;
-    int old_f32 = c->device_f32, old_f16 = c->device_f16;
-    c->ops = ops;
+    int old_f32 = c->coll->device_f32, old_f16 = c->coll->device_f16;
+    c->coll->ops = ops;
     c->coll->state = NULL;
-    c->device_f32 = c->device_f16 = 0;
+    c->coll->device_f32 = c->coll->device_f16 = 0;
     mn_status s = mn_agree(c, ops->setup ? ops->setup(c) : MN_OK);
     void *new_state = c->coll->state;
     if (s != MN_OK) {
         if (ops->teardown) ops->teardown(c);
-        c->ops = old_ops;
+        c->coll->ops = old_ops;
         c->coll->state = old_state;
-        c->device_f32 = old_f32;
-        c->device_f16 = old_f16;
+        c->coll->device_f32 = old_f32;
+        c->coll->device_f16 = old_f16;
         return s;
     }
     if (old_ops && old_ops->teardown) {
@@ -313,29 +313,29 @@ static mn_status setup_ops(mn_comm *c, const mn_comm_ops *ops)
 mn_status mn_comm_set_dtype(mn_comm *c, int half)
 {
     if (half && c->transport->half_sum == MPI_OP_NULL) MN_CHECK(mn_half_op_create(c, &c->transport->half_sum));
-    c->half = half != 0;
+    c->coll->half = half != 0;
     return MN_OK;
 }
 
 void mn_comm_free(mn_comm *c)
 {
     if (!c) return;
-    if (c->ops && c->ops->teardown) c->ops->teardown(c);
+    if (c->coll->ops && c->coll->ops->teardown) c->coll->ops->teardown(c);
     mn_comm_arena_release(c);
     if (c->intra != MPI_COMM_NULL && c->intra) MPI_Comm_free(&c->intra);
     if (c->inter != MPI_COMM_NULL && c->inter) MPI_Comm_free(&c->inter);
     if (c->transport->by_node != MPI_COMM_NULL && c->transport->by_node) MPI_Comm_free(&c->transport->by_node);
     if (c->world != MPI_COMM_NULL && c->world) MPI_Comm_free(&c->world);
     if (c->transport->half_sum != MPI_OP_NULL) MPI_Op_free(&c->transport->half_sum);
-    free(c->fused);
+    free(c->coll->fused);
     free(c->transport->wire_tmp);
     free(c);
 }
 
 mn_status mn_comm_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int n)
 {
-    if (c->ops->mean_grad) return c->ops->mean_grad(c, arrays, lens, n);
-    return mn_mean_by_pieces(c, arrays, lens, n, c->nodes > 1 ? c->coll->net_piece_floats : c->piece_floats, c->ops->sum);
+    if (c->coll->ops->mean_grad) return c->coll->ops->mean_grad(c, arrays, lens, n);
+    return mn_mean_by_pieces(c, arrays, lens, n, c->nodes > 1 ? c->coll->net_piece_floats : c->piece_floats, c->coll->ops->sum);
 }
 
 int mn_comm_rank(const mn_comm *c) { return c->rank; }
@@ -344,6 +344,27 @@ int mn_comm_intra_rank(const mn_comm *c) { return c->intra_rank; }
 int mn_comm_intra_size(const mn_comm *c) { return c->intra_size; }
 int mn_comm_inter_rank(const mn_comm *c) { return c->inter_rank; }
 int mn_comm_inter_size(const mn_comm *c) { return c->inter_size; }
-const char *mn_comm_name(const mn_comm *c) { return c->ops->name; }
+const char *mn_comm_name(const mn_comm *c) { return c->coll->ops->name; }
+int mn_comm_half(const mn_comm *c) { return c->coll->half; }
+int mn_comm_by_array(const mn_comm *c) { return c->coll->ops->mean_grad != NULL; }
+
+int mn_comm_device_mean(const mn_comm *c)
+{
+    return c->coll->ops->mean_grad_device && (c->coll->half ? c->coll->device_f16 : c->coll->device_f32);
+}
+
+int mn_comm_device_packed(const mn_comm *c)
+{
+    return c->coll->ops->mean_packed && (c->coll->half ? c->coll->device_f16 : c->coll->device_f32);
+}
+
+mn_status mn_comm_mean_grad_device(mn_comm *c, float **arrays, const size_t *lens, int n)
+{
+    return c->coll->ops->mean_grad_device(c, arrays, lens, n);
+}
+
+mn_status mn_comm_mean_packed(mn_comm *c, float *buf, size_t n) { return c->coll->ops->mean_packed(c, buf, n); }
+void *mn_comm_device_stream(mn_comm *c) { return c->coll->ops->device_stream ? c->coll->ops->device_stream(c) : NULL; }
+mn_status mn_comm_device_wait(mn_comm *c, const char *what) { return c->coll->ops->device_wait(c, what); }
 const char *mn_comm_auto_why(const mn_comm *c) { return c->coll->auto_why; }
 MPI_Comm mn_comm_world(const mn_comm *c) { return c->world; }

@@ -35,6 +35,26 @@ mn_status mn_comm_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int 
 /* half = 1: mean_grad sends IEEE half (arrays stay float32); 0: float32.
  * Local, but every rank must set the same. */
 mn_status mn_comm_set_dtype(mn_comm *c, int half);
+int mn_comm_half(const mn_comm *c);
+/* Whether the algorithm averages array by array itself (a bucket may then
+ * hold whole arrays only). */
+int mn_comm_by_array(const mn_comm *c);
+/* The scratch buffer of at least n floats, grown where needed (its
+ * contents are not kept across calls into the communicator). */
+mn_status mn_comm_fused(mn_comm *c, size_t n, float **buf);
+
+/* On the device (GPU builds). Whether mean_grad_device, or mean_packed,
+ * takes the dtype set now; */
+int mn_comm_device_mean(const mn_comm *c);
+int mn_comm_device_packed(const mn_comm *c);
+/* the device arrays, or one packed buffer of n floats, replaced by their
+ * mean on the algorithm's stream (collective); */
+mn_status mn_comm_mean_grad_device(mn_comm *c, float **arrays, const size_t *lens, int n);
+mn_status mn_comm_mean_packed(mn_comm *c, float *buf, size_t n);
+/* that stream (NULL where the algorithm has none), and a wait for the
+ * work queued on it, what naming it in an error. */
+void *mn_comm_device_stream(mn_comm *c);
+mn_status mn_comm_device_wait(mn_comm *c, const char *what);
 
 /* Whether this MPI takes device pointers (0 where it cannot say). */
 int mn_mpi_cuda_aware(void);

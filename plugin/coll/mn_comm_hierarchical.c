@@ -38,7 +38,7 @@ static mn_status hierarchical_setup(mn_comm *c)
     MN_CHECK(mn_agree(c, h ? MN_OK : MN_ERR_NOMEM));
     MN_CHECK(mn_shm_open(c, &h->shm));
     MN_CHECK(mn_nccl_node_open(c, &h->nccl));
-    c->device_f32 = h->nccl != NULL;
+    c->coll->device_f32 = h->nccl != NULL;
     return MN_OK;
 }
 

@@ -114,7 +114,7 @@ static mn_status pure_nccl_setup(mn_comm *c)
     MN_CHECK(mn_nccl_open(c, c->world, c->size, c->rank, &s->nc));
     MN_CUDA_CHECK(c, cudaMalloc((void **)&s->flag, sizeof(int)));
     MN_CUDA_CHECK(c, cudaMallocHost((void **)&s->flag_host, sizeof(int)));
-    c->device_f32 = c->device_f16 = 1;
+    c->coll->device_f32 = c->coll->device_f16 = 1;
     return MN_OK;
 }
 
@@ -244,7 +244,7 @@ static mn_status pure_nccl_mean_grad_device(mn_comm *c, float **dev, const size_
     pure_nccl *s = c->coll->state;
     MN_CHECK(mn_nccl_enter(c, &s->nc));
     MN_CHECK(mn_nccl_after_darknet(c, &s->nc));
-    MN_CHECK(c->half ? mean_float16(c, s, dev, lens, n) : mean_float32(c, s, dev, lens, n));
+    MN_CHECK(c->coll->half ? mean_float16(c, s, dev, lens, n) : mean_float32(c, s, dev, lens, n));
     return mn_nccl_sync(c, &s->nc, "the device allreduce");
 }
 
@@ -259,7 +259,7 @@ static mn_status pure_nccl_mean_packed(mn_comm *c, float *dev, size_t count)
     pure_nccl *s = c->coll->state;
     MN_CHECK(mn_nccl_enter(c, &s->nc));
     if (!count) return MN_OK;
-    if (!c->half) {
+    if (!c->coll->half) {
         MN_NCCL_CALL(c, &s->nc, ncclAllReduce(dev, dev, count, ncclFloat32, ncclAvg, s->nc.comm, s->nc.stream));
         return MN_OK;
     }

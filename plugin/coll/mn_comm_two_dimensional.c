@@ -62,7 +62,7 @@ static mn_status two_dimensional_setup(mn_comm *c)
     MN_CHECK(mn_agree(c, st));   /* the windows and NCCL below are collective */
     MN_CHECK(mn_shm_open(c, &s->shm));
     MN_CHECK(mn_nccl_node_open(c, &s->nccl));
-    c->device_f32 = s->nccl != NULL;
+    c->coll->device_f32 = s->nccl != NULL;
     return MN_OK;
 }
 

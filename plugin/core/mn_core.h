@@ -27,14 +27,9 @@ struct mn_comm {
     int nodes;                    /* number of nodes (inter_size of intra_rank 0) */
     char host[64];
     struct mn_watchdog *watch;    /* the training job's watchdog (mn_guard), or NULL */
-    const struct mn_comm_ops *ops; /* the algorithm (plugin/coll) */
     size_t piece_floats;          /* a fused reduction's piece inside one node */
-    float *fused;                 /* scratch of the algorithms that pack */
-    size_t fused_cap;
-    int half;                     /* gradients travel as IEEE half (mn_comm_set_dtype) */
-    int device_f32, device_f16;   /* mean_grad_device takes float32 / float16 jobs */
     int device_ordered;           /* the caller orders the device stream itself */
-    struct mn_coll *coll;
+    struct mn_coll *coll;         /* the algorithm and its state: coll's alone */
     struct mn_transport *transport;
 };
 

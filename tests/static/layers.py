@@ -27,7 +27,9 @@ mn_base_impl.h: what the adapters define for base/ alone). The
 public header may reach, through its includes, only plugin headers outside
 base/: a program built against it needs no Darknet header. And no file of
 train/ (nor of its parts) names a cuda*, cudnn* or nccl* call: the device's
-streams, events, memory and copies are transport's (mn_device.h).
+streams, events, memory and copies are transport's (mn_device.h). Nor does
+a file outside coll/ reach the communicator's algorithm state (`->coll`,
+struct mn_coll's fields): what others need of it, coll's functions give.
 """
 import glob
 import os
@@ -199,6 +201,7 @@ def check_includes(src, layers):
 
 DEVICE_CALL = re.compile(r"\b((?:cuda|cudnn|nccl)\w*)\s*\(")
 NO_DEVICE = "train"
+COLL_STATE = re.compile(r"->\s*coll\b")
 
 
 def code_only(text):
@@ -207,23 +210,32 @@ def code_only(text):
     return re.sub(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', blank, text, flags=re.S)
 
 
-def check_device(src, layers):
-    """Problems of the device rule (no CUDA, cuDNN or NCCL call in train/ or
-    its parts), and the files read."""
+def scan(src, layers, pattern, says):
+    """Every match of pattern in the code (not comments nor strings) of the
+    given layers' files, as "file:line " + says(match); and the files read."""
     problems, n = [], 0
     for l in layers:
-        if l != NO_DEVICE and not l.startswith(NO_DEVICE + "/"):
-            continue
         for e in ("*.c", "*.cpp", "*.cu", "*.h", "*.hpp"):
             for path in sorted(glob.glob(os.path.join(src, l, e))):
                 n += 1
                 with open(path, errors="replace") as f:
                     code = code_only(f.read())
-                for m in DEVICE_CALL.finditer(code):
-                    problems.append(f"{os.path.relpath(path, src)}:{code.count(chr(10), 0, m.start()) + 1} calls "
-                                    f"{m.group(1)}: {NO_DEVICE}/ makes no CUDA, cuDNN or NCCL call "
-                                    "(transport's mn_device.h holds the device's)")
+                for m in pattern.finditer(code):
+                    problems.append(f"{os.path.relpath(path, src)}:{code.count(chr(10), 0, m.start()) + 1} {says(m)}")
     return problems, n
+
+
+def check_device(src, layers):
+    """The device rule: no CUDA, cuDNN or NCCL call in train/ or its parts."""
+    mine = [l for l in layers if l == NO_DEVICE or l.startswith(NO_DEVICE + "/")]
+    return scan(src, mine, DEVICE_CALL, lambda m: f"calls {m.group(1)}: {NO_DEVICE}/ makes no CUDA, cuDNN or NCCL "
+                                                  "call (transport's mn_device.h holds the device's)")
+
+
+def check_coll(src, layers):
+    """The coll rule: no read of c->coll outside coll/."""
+    return scan(src, [l for l in layers if l != "coll"], COLL_STATE,
+                lambda m: "reads the communicator's coll state: outside coll/ only coll's functions do (mn_comm.h)")
 
 
 def main():
@@ -243,7 +255,12 @@ def main():
             print("FAIL device: " + p)
         if not device:
             print(f"ok   device: {ndev} files of {NO_DEVICE}/ and its parts name no CUDA, cuDNN or NCCL call")
-        sys.exit(1 if problems or device else 0)
+        coll, ncoll = check_coll(src, args[1].split(","))
+        for p in coll:
+            print("FAIL coll: " + p)
+        if not coll:
+            print(f"ok   coll: {ncoll} files outside coll/ read none of the communicator's coll state")
+        sys.exit(1 if problems or device or coll else 0)
     if len(args) < 2:
         sys.exit(__doc__)
     layers = args[0].split(",")

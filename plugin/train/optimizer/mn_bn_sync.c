@@ -41,22 +41,23 @@ static void pull_stats(network *net, const mn_bn_arrays *s, int push, mn_optimiz
 static mn_status mean_arrays(mn_comm *c, float **arrays, const size_t *lens, int k, int gpu)
 {
     size_t total = 0, off = 0;
+    float *f;
     for (int i = 0; i < k; ++i) total += lens[i];
-    MN_CHECK(mn_comm_fused(c, total + 1));
+    MN_CHECK(mn_comm_fused(c, total + 1, &f));
     for (int i = 0; i < k; off += lens[i++]) {
 #ifdef GPU
-        if (gpu) { mn_base_pull(arrays[i], c->fused + off, lens[i]); continue; }
+        if (gpu) { mn_base_pull(arrays[i], f + off, lens[i]); continue; }
 #endif
-        memcpy(c->fused + off, arrays[i], lens[i] * sizeof(float));
+        memcpy(f + off, arrays[i], lens[i] * sizeof(float));
     }
-    MN_CHECK(mn_sum_floats(c, c->world, c->fused, total));
-    mn_div_floats(c->fused, total, (float)c->size);
+    MN_CHECK(mn_sum_floats(c, c->world, f, total));
+    mn_div_floats(f, total, (float)c->size);
     off = 0;
     for (int i = 0; i < k; off += lens[i++]) {
 #ifdef GPU
-        if (gpu) { mn_base_push(arrays[i], c->fused + off, lens[i]); continue; }
+        if (gpu) { mn_base_push(arrays[i], f + off, lens[i]); continue; }
 #endif
-        memcpy(arrays[i], c->fused + off, lens[i] * sizeof(float));
+        memcpy(arrays[i], f + off, lens[i] * sizeof(float));
     }
     return MN_OK;
 }

@@ -75,7 +75,7 @@ mn_status mn_dbuf_gpu_new(mn_comm *c, float **grads, float **weights, const size
     }
     if (r == MN_OK) {
         d->base_q = mn_queue_device(c, mn_base_stream());
-        d->comm_q = mn_queue_device(c, c->ops->device_stream(c));
+        d->comm_q = mn_queue_device(c, mn_comm_device_stream(c));
         if (!d->base_q || !d->comm_q) r = MN_ERR_NOMEM;
     }
     if (r == MN_OK && (r = mn_dbuf_order_init(&d->order, d->base_q, d->comm_q)) == MN_OK) d->has_order = 1;
@@ -96,7 +96,7 @@ int mn_dbuf_gpu_pending(const mn_dbuf_gpu *d)
 /* The mean in flight complete, its flag landed. */
 static void wait_mean(mn_dbuf_gpu *d)
 {
-    if (mn_dbuf_gpu_pending(d) && d->c->ops->device_wait(d->c, "double buffering's allreduce") != MN_OK)
+    if (mn_dbuf_gpu_pending(d) && mn_comm_device_wait(d->c, "double buffering's allreduce") != MN_OK)
         mn_abort(d->c, "gradient allreduce failed (double buffering)");
 }
 
@@ -138,7 +138,7 @@ static void reduce(void *arg, void *stream)
     buf_arg *a = arg;
     mn_dbuf_gpu *d = a->d;
     must(d, mn_device_zero(d->flag[a->b], sizeof(int), stream), "clearing the Inf/NaN flag");
-    if (d->c->ops->mean_packed(d->c, d->buf[a->b], d->total) != MN_OK)
+    if (mn_comm_mean_packed(d->c, d->buf[a->b], d->total) != MN_OK)
         mn_abort(d->c, "gradient allreduce failed (double buffering)");
     must(d, mn_gpu_floats_nonfinite(d->buf[a->b], d->total, d->flag[a->b], stream), "the Inf/NaN check");
     must(d, mn_device_copy(d->flag_host + a->b, d->flag[a->b], sizeof(int), MN_TO_HOST, stream),

@@ -264,8 +264,8 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
 {
 #ifdef GPU
     int on_gpu = mn_net_get(net).gpu >= 0;
-    int device_mean = c->ops->mean_grad_device && (c->half ? c->device_f16 : c->device_f32);
-    o->route = on_gpu && opt->double_buffering ? mn_sync_dbuf_route(c) : mn_sync_route(on_gpu, c->size, device_mean);
+    o->route = on_gpu && opt->double_buffering ? mn_sync_dbuf_route(c)
+                                               : mn_sync_route(on_gpu, c->size, mn_comm_device_mean(c));
     if (on_gpu)
         MN_CHECK(mn_optimizer_gpu_new(c, o->route, o->arrays_gpu, o->lens, o->n, o->aside != NULL, opt->nonfinite_skip,
                                       &o->gpu));
@@ -533,7 +533,7 @@ mn_status mn_optimizer_align(mn_comm *c, network *net, mn_optimizer *o)
         device_momentum(o, 0);
         mn_params_trained(net, p, arrays, lens);
         arrays[n - 1] = o->arena, lens[n - 1] = o->total;
-        int half = c->half;   /* the model in float32, whatever the gradient travels in */
+        int half = mn_comm_half(c);   /* the model in float32, whatever the gradient travels in */
         s = mn_comm_set_dtype(c, 0);
         if (s == MN_OK) s = mn_comm_mean_grad(c, arrays, lens, n);
         mn_comm_set_dtype(c, half);

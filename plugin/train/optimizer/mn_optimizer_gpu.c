@@ -53,7 +53,7 @@ mn_status mn_optimizer_gpu_stage(mn_optimizer_gpu *g, float *arena)
     if (st == MN_ERR_NOMEM) mn_error(c, "out of device memory staging the gradient");
     if (st == MN_OK && staged && c->rank == 0)
         printf("darknet-mn: GPU run, communicator %s: gradients staged through %s host memory (MPI %s CUDA-aware)\n",
-               c->ops->name, pinned ? "page-locked" : "pageable", mn_mpi_cuda_aware() ? "is" : "is not");
+               mn_comm_name(c), pinned ? "page-locked" : "pageable", mn_mpi_cuda_aware() ? "is" : "is not");
     return st;
 }
 

@@ -62,7 +62,7 @@ static void average(mn_overlap *ov, bucket *k)
     if (ov->gpu.ready) ov->gpu.ready(ov->gpu.arg, (int)(k - ov->b));
     if (ov->base_q) mn_overlap_order_take(&ov->order, (int)(k - ov->b));
     if (ov->gpu.dev) {
-        s = ov->comm->ops->mean_grad_device(ov->comm, ov->gpu.dev + k->a0, ov->lens + k->a0, k->a1 - k->a0);
+        s = mn_comm_mean_grad_device(ov->comm, ov->gpu.dev + k->a0, ov->lens + k->a0, k->a1 - k->a0);
     } else if (ov->per_array) {
         s = mn_comm_mean_grad(ov->comm, ov->arrays + k->a0, ov->lens + k->a0, k->a1 - k->a0);
     } else {
@@ -99,7 +99,7 @@ static int cut(mn_overlap *ov, const mn_comm *c, const size_t *lens, const int *
     size_t total = 0, unit = c->piece_floats > INT_MAX ? INT_MAX : c->piece_floats;
     for (int i = 0; i < n; ++i) total += lens[i];
     if (unit == 0) unit = 1;
-    if (c->half) unit = unit > INT_MAX / 2 ? INT_MAX : 2 * unit;
+    if (mn_comm_half(c)) unit = unit > INT_MAX / 2 ? INT_MAX : 2 * unit;
     size_t units = ov->per_array ? (size_t)n : (total + unit - 1) / unit;
     ov->b = calloc(units + 1, sizeof *ov->b);
     if (!ov->b) return -1;
@@ -133,7 +133,7 @@ static int cut(mn_overlap *ov, const mn_comm *c, const size_t *lens, const int *
 static mn_status device_order(mn_overlap *ov)
 {
     ov->base_q = mn_queue_device(ov->comm, mn_base_stream());
-    ov->comm_q = mn_queue_device(ov->comm, ov->comm->ops->device_stream(ov->comm));
+    ov->comm_q = mn_queue_device(ov->comm, mn_comm_device_stream(ov->comm));
     if (!ov->base_q || !ov->comm_q) return MN_ERR_NOMEM;
     MN_CHECK(mn_overlap_order_init(&ov->order, ov->base_q, ov->comm_q, ov->nb));
     ov->comm->device_ordered = 1;
@@ -155,10 +155,10 @@ mn_status mn_overlap_start(mn_comm *c, float **arrays, const size_t *lens, const
         ov->lens = lens;
         ov->base = arrays[0];
         if (gpu) ov->gpu = *gpu;
-        ov->per_array = c->ops->mean_grad != NULL || ov->gpu.dev;
+        ov->per_array = mn_comm_by_array(c) || ov->gpu.dev;
         ov->nb = n > 0 ? cut(ov, c, lens, layer, n, (size_t)(bucket_mb * 1048576.0 / sizeof(float))) : 0;
 #ifdef GPU
-        if (ov->nb > 0 && ov->gpu.dev && ov->comm->ops->device_stream && device_order(ov) != MN_OK) ov->nb = -1;
+        if (ov->nb > 0 && ov->gpu.dev && mn_comm_device_stream(ov->comm) && device_order(ov) != MN_OK) ov->nb = -1;
 #endif
     } else {
         mn_comm_free(tc);

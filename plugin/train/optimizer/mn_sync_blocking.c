@@ -17,7 +17,7 @@ static mn_mean_at blocking_mean(void *state, const mn_sync_ctx *x, network *net,
     if (x->route == MN_ROUTE_DEVICE) {
         if (poison) mn_base_fill_gpu(1, NAN, x->arrays_gpu[0]);
         mn_watchdog_enter(x->watch, "gradient allreduce", mn_base_iteration(net));
-        if (x->comm->ops->mean_grad_device(x->comm, x->arrays_gpu, x->lens, x->n) != MN_OK)
+        if (mn_comm_mean_grad_device(x->comm, x->arrays_gpu, x->lens, x->n) != MN_OK)
             mn_abort(x->comm, "gradient allreduce failed");
         mn_watchdog_leave(x->watch);
         return MN_MEAN_DEVICE;

@@ -202,8 +202,7 @@ static void dbuf_aligned(void *state)
 #ifdef GPU
 mn_route mn_sync_dbuf_route(const mn_comm *c)
 {
-    int packed = c->ops->mean_packed && (c->half ? c->device_f16 : c->device_f32);
-    return packed ? MN_ROUTE_DEVICE : MN_ROUTE_STAGED;
+    return mn_comm_device_packed(c) ? MN_ROUTE_DEVICE : MN_ROUTE_STAGED;
 }
 
 /* The device copy of every array's weights, which key works on. */
@@ -290,7 +289,7 @@ static void dbuf_say(void *state, const mn_options *opt)
     (void)opt;
     if (d->dev)
         printf("darknet-mn: double_buffering=1 on the device: two packed gradient buffers, each averaged by %s on its "
-               "own stream while the next step computes\n", d->x->comm->ops->name);
+               "own stream while the next step computes\n", mn_comm_name(d->x->comm));
     if (d->fresh_until)
         printf("darknet-mn: double_buffering=1: iterations 1-%zu averaged fresh (double_buffering_fresh), then each "
                "step's mean is applied one step late\n", d->fresh_until);

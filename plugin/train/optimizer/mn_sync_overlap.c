@@ -49,7 +49,7 @@ static mn_mean_at overlap_mean(void *state, const mn_sync_ctx *x, network *net, 
         double tq, t0, t1;
         mn_overlap_bucket(ov, k, &floats, &tq, &t0, &t1);
         mn_timeline_add(x->tl, 1, MN_TL_QUEUED, tq, t0, 0, 0, 0);
-        mn_timeline_add(x->tl, 1, MN_TL_BUCKET, t0, t1, floats * (x->comm->half ? 2 : 4), 0, 0);
+        mn_timeline_add(x->tl, 1, MN_TL_BUCKET, t0, t1, floats * (mn_comm_half(x->comm) ? 2 : 4), 0, 0);
     }
     /* The device route's thread waited for each bucket's NCCL work. */
     return x->route == MN_ROUTE_STAGED ? MN_MEAN_STAGED : x->route == MN_ROUTE_DEVICE ? MN_MEAN_DEVICE : MN_MEAN_HOST;
