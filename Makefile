@@ -505,7 +505,7 @@ $(OBJ)/plugin/base/mn_base_hankai.o: plugin/base/mn_base_hankai.cpp $(PLUGIN_HDR
 	    $(CPPFLAGS) $(HK_CXXFLAGS) -c $< -o $@
 endif
 
-$(OBJ)/plugin/transport/mn_kernels.o: plugin/transport/mn_kernels.cu plugin/transport/mn_wait.h $(OBJ)/.settings
+$(OBJ)/plugin/transport/mn_kernels.o: plugin/transport/mn_kernels.cu plugin/transport/mn_pack.h $(OBJ)/.settings
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 

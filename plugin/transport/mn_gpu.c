@@ -155,3 +155,21 @@ int mn_mpi_cuda_aware(void)
     return 0;
 #endif
 }
+
+/* One node needs no inter-node leg: one ncclAllReduce(ncclAvg) is the mean.
+ * Else hierarchical: ncclReduce, the leaders' MPI allreduce, ncclBroadcast;
+ * two_dimensional: ncclReduceScatter, MPI allreduce of shards, ncclAllGather. */
+mn_legs mn_nccl_legs(int nodes, int two_dimensional)
+{
+    if (nodes <= 1) return MN_LEGS_NODE_AVG;
+    return two_dimensional ? MN_LEGS_SCATTER_GATHER : MN_LEGS_REDUCE_BCAST;
+}
+
+/* cuDNN 9 counts major*10000 + minor*100 + patch, older major*1000 + minor*100 + patch. */
+void mn_cudnn_version(size_t v, int *major, int *minor, int *patch)
+{
+    int nine = v >= 90000;
+    *major = (int)(nine ? v / 10000 : v / 1000);
+    *minor = (int)(nine ? v / 100 % 100 : v / 100 % 10);
+    *patch = (int)(v % 100);
+}

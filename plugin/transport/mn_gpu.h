@@ -25,4 +25,15 @@ const mn_gpu_in *mn_gpu_placement(const mn_comm *c);
 int mn_gpu_device(const mn_comm *c);
 int mn_nccl_usable(const mn_comm *c);
 
+/* How hierarchical and two_dimensional average on the device. */
+typedef enum {
+    MN_LEGS_NODE_AVG,        /* one node: ncclAllReduce(ncclAvg) */
+    MN_LEGS_REDUCE_BCAST,    /* hierarchical */
+    MN_LEGS_SCATTER_GATHER   /* two_dimensional */
+} mn_legs;
+mn_legs mn_nccl_legs(int nodes, int two_dimensional);
+
+/* cuDNN's version number as major, minor, patch. */
+void mn_cudnn_version(size_t v, int *major, int *minor, int *patch);
+
 #endif

@@ -16,7 +16,7 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "mn_wait.h"
+#include "mn_pack.h"
 
 static const int threads = 256;
 

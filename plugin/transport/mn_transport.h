@@ -29,6 +29,7 @@ void mn_split(int count, int parts, int k, int *off, int *n);
 #include "mn_nccl.h"
 #include "mn_queue.h"
 #include "mn_wait.h"
+#include "mn_pack.h"
 
 /* c->transport */
 struct mn_transport {

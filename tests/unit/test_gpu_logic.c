@@ -1,4 +1,5 @@
-/* The GPU paths' host logic, without a GPU (mn_wait.h): the wait loop every
+/* The GPU paths' host logic, without a GPU (mn_wait.h, mn_sync.h,
+ * mn_gpu.h, mn_pack.h): the wait loop every
  * NCCL wait goes through, with stubbed polls and a stubbed clock (done,
  * error, timeout; each failure aborts exactly once); the route of an update
  * step (one rank takes no mean); the node legs' plan (one node has no
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mn_transport.h"
+#include "mn_sync.h"
 #include "mn_expect.h"
 
 

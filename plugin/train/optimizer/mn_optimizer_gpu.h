@@ -7,7 +7,7 @@
 #define MN_OPTIMIZER_GPU_H
 
 #include "mn_training.h"
-#include "mn_wait.h"
+#include "mn_sync.h"
 
 typedef struct mn_optimizer_gpu mn_optimizer_gpu;
 struct mn_stage;

@@ -6,7 +6,16 @@
 #include "mn_training.h"
 #include "mn_coll.h"
 #include "mn_observe.h"
-#include "mn_wait.h"
+
+/* Where an update step averages the gradient, by the run's device, ranks
+ * and whether the communicator averages device arrays (mn_sync_route). */
+typedef enum {
+    MN_ROUTE_HOST,     /* CPU run: the host arena */
+    MN_ROUTE_LOCAL,    /* GPU run on one rank: the Inf/NaN check alone */
+    MN_ROUTE_DEVICE,   /* GPU run averaging device arrays (NCCL) */
+    MN_ROUTE_STAGED    /* GPU run through MPI: via the host arena */
+} mn_route;
+mn_route mn_sync_route(int gpu, int ranks, int device_mean);
 
 typedef struct {
     mn_comm *comm;

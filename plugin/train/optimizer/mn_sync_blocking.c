@@ -5,6 +5,15 @@
 #include "mn_base.h"
 #include "mn_stage.h"
 
+/* The route every mode takes the mean by (a double-buffered GPU run picks
+ * its own, mn_sync_dbuf_route). */
+mn_route mn_sync_route(int gpu, int ranks, int device_mean)
+{
+    if (!gpu) return MN_ROUTE_HOST;
+    if (ranks <= 1) return MN_ROUTE_LOCAL;
+    return device_mean ? MN_ROUTE_DEVICE : MN_ROUTE_STAGED;
+}
+
 static mn_mean_at blocking_mean(void *state, const mn_sync_ctx *x, network *net, int poison, int *bad, int *skip)
 {
     (void)state;
