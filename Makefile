@@ -150,7 +150,9 @@ endif
 # call only their own layer and those before it in this list. Training's
 # parts are layers of their own above train/ (its public header alone).
 PLUGIN_LAYERS := core engine base transport coll train $(addprefix train/,observe input optimizer checkpoint eval) cmd
-CPPFLAGS += -Iplugin $(addprefix -Iplugin/,$(PLUGIN_LAYERS)) -I$(DK)/include -I$(DK)/src
+# One plugin folder on the include path: each include names its layer
+# ("transport/mn_shm.h").
+CPPFLAGS += -Iplugin -I$(DK)/include -I$(DK)/src
 LDLIBS := -lm -pthread
 ifeq ($(CAIRO),1)
 CPPFLAGS += -DMN_CAIRO $(shell pkg-config --cflags cairo)
@@ -507,7 +509,7 @@ endif
 
 $(OBJ)/plugin/transport/mn_kernels.o: plugin/transport/mn_kernels.cu plugin/transport/mn_pack.h $(OBJ)/.settings
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -c $< -o $@
+	$(NVCC) $(NVFLAGS) -Iplugin -c $< -o $@
 
 $(LIBMN): $(PLUGIN_OBJ)
 	rm -f $@ && ar rcs $@ $^   # from scratch: a moved or renamed source leaves no stale member

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "darknet_mn.h"
-#include "mn_base.h"
-#include "mn_output.h"
-#include "mn_launch.h"
+#include "base/mn_base.h"
+#include "core/mn_output.h"
+#include "core/mn_launch.h"
 
 static void usage(void)
 {

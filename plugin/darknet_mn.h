@@ -6,9 +6,9 @@
 #ifndef DARKNET_MN_H
 #define DARKNET_MN_H
 
-#include "mn_status.h"     /* core: the job handle, status codes, errors, agreement */
-#include "mn_comm.h"       /* coll: the communicator, GPU placement, the gradient mean */
-#include "mn_training.h"   /* train: options, networks, the optimizer, weights, lists, mAP */
-#include "mn_cmd.h"        /* cmd: the commands of ./darknet_mn */
+#include "core/mn_status.h"      /* the job handle, status codes, errors, agreement */
+#include "coll/mn_comm.h"        /* the communicator, GPU placement, the gradient mean */
+#include "train/mn_training.h"   /* options, networks, the optimizer, weights, lists, mAP */
+#include "cmd/mn_cmd.h"          /* the commands of ./darknet_mn */
 
 #endif

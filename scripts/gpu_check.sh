@@ -320,7 +320,7 @@ else bad_bits "double_buffering_local=1: ranks $(rcs "$T/dbl-dev" 1), $(rcs "$T/
 # The rescue on a GPU: rank 1 stalled (SIGSTOP) once rank 0 reported
 # iteration 50; rank 0's watchdog ends the job after collective_timeout=3
 # and its rescue thread writes the last completed update from the host
-# copies the copy stream made after each update (mn_held.c: it reads host
+# copies the copy stream made after each update (mn_rescue_gpu.c: it reads host
 # memory, with nothing of the GPU but an event query). The rerun of the
 # same command resumes past it and ends bit-identical to an uninterrupted
 # run (row 2b's: the same cfg but for collective_timeout, which changes no

@@ -27,7 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_coll.h"
+#include "coll/mn_coll.h"
 
 #ifndef SMPI_SHARED_MALLOC   /* built with a real MPI: -fold is plain memory */
 #define SMPI_SHARED_MALLOC(n) malloc(n)

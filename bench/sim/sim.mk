@@ -23,7 +23,7 @@ sim-deps:
 # smpicc compiles every source with SMPI's mpi.h (no Open MPI object can be reused).
 $(SIM_BIN): $(SIM_SRC) $(SIM_HDR) $(DK)/.patched | sim-deps
 	@mkdir -p $(dir $@)
-	$(SMPICC) -O2 -std=gnu99 -Wall -Wextra -Wno-unused-parameter -Iplugin $(addprefix -Iplugin/,core engine base transport coll) \
+	$(SMPICC) -O2 -std=gnu99 -Wall -Wextra -Wno-unused-parameter -Iplugin \
 	  -I$(DK)/include $(SIM_SRC) -o $@ -lm -pthread
 
 bench-sim: $(SIM_BIN)

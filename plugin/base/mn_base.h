@@ -10,12 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #ifdef MN_BASE_HANKAI
-#include "mn_base_hankai.h"
+#include "base/mn_base_hankai.h"
 #else
 #include "darknet.h"
 #endif
-#include "mn_core.h"
-#include "mn_engine.h"
+#include "core/mn_core.h"
+#include "engine/mn_engine.h"
 #ifdef MN_BASE_ALEXEYAB
 /* The fork keeps these types out of darknet.h. */
 #include "list.h"

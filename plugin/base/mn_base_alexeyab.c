@@ -3,8 +3,8 @@
  * heap copy serves as the network *. It keeps cur_iteration beside seen. */
 #include <stdlib.h>
 #include <string.h>
-#include "mn_base_c_impl.h"
-#include "mn_engine.h"
+#include "base/mn_base_c_impl.h"
+#include "engine/mn_engine.h"
 #include "parser.h"
 #include "network.h"
 
@@ -334,7 +334,7 @@ const char *mn_base_refuse(const network *net, int sync_bn, int detector)
 void add_bias(float *output, float *biases, int batch, int n, int size);
 void backward_bias(float *bias_updates, float *delta, int batch, int n, int size);
 void activate_array_cpu_custom(float *x, const int n, const ACTIVATION a);
-#include "mn_base_fork_impl.h"
+#include "base/mn_base_fork_impl.h"
 
 /* The fork's batch norm constants for mn_bn.c. */
 static const mn_bn_base bn_base = {.9f, .1f, 1, 0};

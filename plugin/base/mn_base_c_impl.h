@@ -3,7 +3,7 @@
 #ifndef MN_BASE_C_IMPL_H
 #define MN_BASE_C_IMPL_H
 
-#include "mn_base_impl.h"
+#include "base/mn_base_impl.h"
 #ifdef MN_BASE_ALEXEYAB
 /* Out of the fork's darknet.h; its network.h would bring colliding names. */
 int resize_network(network *net, int w, int h);

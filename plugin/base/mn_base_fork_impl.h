@@ -5,7 +5,7 @@
 #define MN_BASE_FORK_IMPL_H
 
 #include <stddef.h>
-#include "mn_engine.h"
+#include "engine/mn_engine.h"
 
 typedef struct {
     int activation;                            /* the fork's ACTIVATION */

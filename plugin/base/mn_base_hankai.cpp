@@ -19,10 +19,10 @@
 #include "batchnorm_layer.hpp"
 #include "gemm.hpp"
 extern "C" {
-#include "mn_base_impl.h"
-#include "mn_base_fork_impl.h"
-#include "mn_engine.h"
-#include "mn_fault.h"
+#include "base/mn_base_impl.h"
+#include "base/mn_base_fork_impl.h"
+#include "engine/mn_engine.h"
+#include "core/mn_fault.h"
 }
 
 /* The plugin's GPU and the fork's DARKNET_GPU must agree. */

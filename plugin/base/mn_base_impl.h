@@ -4,8 +4,8 @@
 #define MN_BASE_IMPL_H
 
 #include <string.h>
-#include "mn_base.h"
-#include "mn_base_util.h"
+#include "base/mn_base.h"
+#include "base/mn_base_util.h"
 
 /* The plugin's image and the base's, both ways. */
 static inline mn_image mn_image_of(image im)

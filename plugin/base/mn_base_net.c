@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_base_c_impl.h"
+#include "base/mn_base_c_impl.h"
 #ifndef MN_BASE_ALEXEYAB
 #include "network.h"   /* get_layer_string (mn_base_c_impl.h declares the fork's) */
 #endif

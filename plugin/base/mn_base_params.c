@@ -1,6 +1,6 @@
 /* The parameter arrays of the layer types both bases share, in weights-file
  * order: the pieces each adapter's mn_layer_params is built from. */
-#include "mn_base_impl.h"
+#include "base/mn_base_impl.h"
 
 int mn_params_add(mn_param *out, int k, int max, float *data, float *grad, size_t n)
 {

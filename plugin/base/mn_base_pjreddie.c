@@ -1,8 +1,8 @@
 /* The adapter for pjreddie's Darknet (Debian's package, patches/): the
  * network is passed by pointer, seen drives the iteration, update_network
  * runs the hook (patch 0001). */
-#include "mn_base_c_impl.h"
-#include "mn_engine.h"
+#include "base/mn_base_c_impl.h"
+#include "engine/mn_engine.h"
 #ifdef GPU
 #include "deconvolutional_layer.h"
 #endif

@@ -3,7 +3,7 @@
 #ifndef MN_BASE_UTIL_H
 #define MN_BASE_UTIL_H
 
-#include "mn_base.h"
+#include "base/mn_base.h"
 
 /* A label file's box: class, centre and size relative to the image. */
 typedef struct {

@@ -5,7 +5,7 @@
  * same list. Built on every base: it reads no Darknet struct. */
 #include <stdio.h>
 #include <string.h>
-#include "mn_base_impl.h"
+#include "base/mn_base_impl.h"
 
 mn_views mn_net_views(const network *net)
 {

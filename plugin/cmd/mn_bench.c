@@ -14,12 +14,12 @@
 #include <string.h>
 #include <time.h>
 #include <sys/resource.h>
-#include "mn_cmd.h"
-#include "mn_coll.h"
-#include "mn_base.h"
-#include "mn_input.h"
-#include "mn_optimizer.h"
-#include "mn_checkpoint.h"
+#include "cmd/mn_cmd.h"
+#include "coll/mn_coll.h"
+#include "base/mn_base.h"
+#include "train/input/mn_input.h"
+#include "train/optimizer/mn_optimizer.h"
+#include "train/checkpoint/mn_checkpoint.h"
 
 /* The guard of bench allreduce (per size) and bench replica (the run), in
  * seconds. */

@@ -3,7 +3,7 @@
 #ifndef MN_CMD_H
 #define MN_CMD_H
 
-#include "mn_training.h"
+#include "train/mn_training.h"
 
 /* Training and evaluation. */
 /* map_epochs: -map's epochs, 0 without. */

@@ -9,12 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_cmd.h"
-#include "mn_coll.h"
-#include "mn_engine.h"
-#include "mn_observe.h"
-#include "mn_input.h"
-#include "mn_fault.h"
+#include "cmd/mn_cmd.h"
+#include "coll/mn_coll.h"
+#include "engine/mn_engine.h"
+#include "train/observe/mn_observe.h"
+#include "train/input/mn_input.h"
+#include "core/mn_fault.h"
 #ifdef GPU
 #include <cuda_runtime.h>
 #endif

@@ -6,13 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_coll.h"
-#include "mn_base.h"
-#include "mn_base_util.h"
-#include "mn_observe.h"
-#include "mn_input.h"
-#include "mn_checkpoint.h"
-#include "mn_cmd.h"
+#include "coll/mn_coll.h"
+#include "base/mn_base.h"
+#include "base/mn_base_util.h"
+#include "train/observe/mn_observe.h"
+#include "train/input/mn_input.h"
+#include "train/checkpoint/mn_checkpoint.h"
+#include "cmd/mn_cmd.h"
 
 #define TEST_THRESH .25f   /* stock detector test's default -thresh is .5; .25 shows more */
 #define TEST_NMS .45f

@@ -12,17 +12,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sys/time.h>
-#include "mn_cmd.h"
-#include "mn_coll.h"
-#include "mn_base.h"
-#include "mn_base_util.h"
-#include "mn_engine.h"
-#include "mn_observe.h"
-#include "mn_input.h"
-#include "mn_optimizer.h"
-#include "mn_checkpoint.h"
-#include "mn_eval.h"
-#include "mn_output.h"
+#include "cmd/mn_cmd.h"
+#include "coll/mn_coll.h"
+#include "base/mn_base.h"
+#include "base/mn_base_util.h"
+#include "engine/mn_engine.h"
+#include "train/observe/mn_observe.h"
+#include "train/input/mn_input.h"
+#include "train/optimizer/mn_optimizer.h"
+#include "train/checkpoint/mn_checkpoint.h"
+#include "train/eval/mn_eval.h"
+#include "core/mn_output.h"
 
 /* Deterministic batch: rows[j*b + i] is list position first + j*N*b + r*b +
  * i (mod its length); no augmentation. */

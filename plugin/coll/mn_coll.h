@@ -2,8 +2,8 @@
 #ifndef MN_COLL_H
 #define MN_COLL_H
 
-#include "mn_transport.h"
-#include "mn_comm.h"
+#include "transport/mn_transport.h"
+#include "coll/mn_comm.h"
 
 /* c->coll */
 struct mn_coll {

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_coll.h"
+#include "coll/mn_coll.h"
 
 mn_status mn_comm_fused(mn_comm *c, size_t n, float **buf)
 {

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "mn_coll.h"
-#include "mn_output.h"
-#include "mn_fault.h"
+#include "coll/mn_coll.h"
+#include "core/mn_output.h"
+#include "core/mn_fault.h"
 
 /* The registry: the only global state, and it is constant. */
 static const mn_comm_ops *const registry[] = {

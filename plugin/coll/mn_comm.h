@@ -4,7 +4,7 @@
 #define MN_COMM_H
 
 #include <stddef.h>
-#include "mn_status.h"
+#include "core/mn_status.h"
 
 /* Collective over world; on error every rank gets the same non-OK status.
  * create starts on flat, reading rank 0's MN_PIECE_BYTES, MN_RANKS_PER_NODE

@@ -2,7 +2,7 @@
  * window on one node, mn_rsag.c across nodes): auto's choice wherever
  * simulated (docs/benchmarks.md). */
 #include <stdio.h>
-#include "mn_coll.h"
+#include "coll/mn_coll.h"
 
 static void flat_query(const mn_comm_shape *s, mn_comm_answer *a)
 {

@@ -4,7 +4,7 @@
  * nodes with one NIC (ChainerMN's table). Legs (1) and (3) use the node's
  * shared window, else MPI over c->intra, or NCCL on the device where every
  * rank has a GPU of its own. Nodes may differ in size. */
-#include "mn_coll.h"
+#include "coll/mn_coll.h"
 
 #include <stdio.h>
 #include <stdlib.h>

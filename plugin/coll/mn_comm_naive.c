@@ -2,7 +2,7 @@
  * against; ranked last. */
 #include <limits.h>
 #include <stdio.h>
-#include "mn_coll.h"
+#include "coll/mn_coll.h"
 
 static mn_status naive_mean_grad(mn_comm *c, float **arrays, const size_t *lens, int n)
 {

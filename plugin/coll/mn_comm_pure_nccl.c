@@ -13,7 +13,7 @@
  * stream and event are mn_nccl's (mn_nccl_node.c). Builds without NCCL=1
  * GPU=1 compile the stub at the end. */
 #include <stdio.h>
-#include "mn_coll.h"
+#include "coll/mn_coll.h"
 
 #if defined(MN_NCCL) && defined(GPU)
 #define NOT_BUILT "NCCL needs a GPU of its own per rank, and this rank has none"   /* placed nowhere yet */

@@ -1,7 +1,7 @@
 /* single_node: one allreduce inside the node (its shared window, else MPI),
  * for a job on one machine; several nodes are refused, not half averaged. */
 #include <stdio.h>
-#include "mn_coll.h"
+#include "coll/mn_coll.h"
 
 /* Below flat, which is the same there. */
 static void single_node_query(const mn_comm_shape *s, mn_comm_answer *a)

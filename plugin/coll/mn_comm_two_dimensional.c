@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_coll.h"
+#include "coll/mn_coll.h"
 
 typedef struct {
     int *counts, *displs;   /* per intra-rank */

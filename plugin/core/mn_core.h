@@ -5,10 +5,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "mn_status.h"
-#include "mn_output.h"
-#include "mn_fault.h"
-#include "mn_watchdog.h"
+#include "core/mn_status.h"
+#include "core/mn_output.h"
+#include "core/mn_fault.h"
+#include "core/mn_watchdog.h"
 
 /* Propagate a non-OK status to the caller. */
 #define MN_CHECK(expr) do { mn_status mn_s_ = (expr); if (mn_s_ != MN_OK) return mn_s_; } while (0)

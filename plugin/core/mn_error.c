@@ -2,7 +2,7 @@
  * and the one fatal path. */
 #include <stdarg.h>
 #include <stdio.h>
-#include "mn_core.h"
+#include "core/mn_core.h"
 
 /* One error line: PREFIX and the formatted message. */
 static void report(const mn_comm *c, const char *prefix, const char *fmt, va_list ap)

@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "mn_core.h"
-#include "mn_fault.h"
-#include "mn_output.h"
+#include "core/mn_core.h"
+#include "core/mn_fault.h"
+#include "core/mn_output.h"
 
 /* A signal handler can reach only static storage: the one process-wide
  * state of the plugin, set once. */

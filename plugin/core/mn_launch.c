@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_launch.h"
+#include "core/mn_launch.h"
 
 static long env_long(const char *name)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "mn_output.h"
+#include "core/mn_output.h"
 
 /* A fatal-signal handler can reach only static storage: set once, before
  * any other thread exists. */

@@ -7,7 +7,7 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
-#include "mn_core.h"
+#include "core/mn_core.h"
 
 /* Durations and deadlines: the monotonic clock, which an NTP step or a
  * resumed VM does not move, so that no watchdog fires early or late. */

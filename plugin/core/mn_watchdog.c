@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "mn_core.h"
-#include "mn_fault.h"
+#include "core/mn_core.h"
+#include "core/mn_fault.h"
 
 struct mn_watchdog {
     mn_comm *comm;

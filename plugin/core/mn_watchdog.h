@@ -3,7 +3,7 @@
 #define MN_WATCHDOG_H
 
 #include <stddef.h>
-#include "mn_status.h"
+#include "core/mn_status.h"
 
 typedef struct mn_watchdog mn_watchdog;
 /* Collective; the caller stores it in c->watch. */

@@ -5,7 +5,7 @@
  * plane sums in eight fixed float lanes and planes add up in double, so the
  * result does not depend on the compiler's vectorizing. */
 #include <math.h>
-#include "mn_engine.h"
+#include "engine/mn_engine.h"
 
 enum { LANES = 8 };
 

@@ -7,7 +7,7 @@
  * "Where a step goes"). */
 #include <stdlib.h>
 #include <string.h>
-#include "mn_engine.h"
+#include "engine/mn_engine.h"
 #ifdef MN_DNNL
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>

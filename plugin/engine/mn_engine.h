@@ -5,7 +5,7 @@
 #define MN_ENGINE_H
 
 #include <stddef.h>
-#include "mn_core.h"
+#include "core/mn_core.h"
 
 typedef struct network network;
 typedef struct mn_dnnl mn_dnnl;

@@ -1,6 +1,6 @@
 /* Darknet's loops without its per-element dispatch, the same expressions in
  * the same order: finite results are Darknet's to the bit. */
-#include "mn_engine.h"
+#include "engine/mn_engine.h"
 
 /* pjreddie's leaky_activate, the product in double. */
 void mn_leaky_double(float *x, size_t n)

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "mn_status.h"
+#include "core/mn_status.h"
 
 typedef struct network network;
 

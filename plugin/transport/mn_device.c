@@ -4,8 +4,8 @@
 #ifdef GPU
 #include <stdlib.h>
 #include <cuda_runtime.h>
-#include "mn_device.h"
-#include "mn_nccl.h"
+#include "transport/mn_device.h"
+#include "transport/mn_nccl.h"
 
 int mn_cuda_ok(const mn_comm *c, cudaError_t e, const char *what)
 {

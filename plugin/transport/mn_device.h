@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "mn_core.h"
+#include "core/mn_core.h"
 
 #ifdef GPU
 /* 0: failed, said, cleared. */
@@ -49,7 +49,7 @@ void mn_pack_tables_free(const mn_comm *c, mn_pack_tables *t);
 
 /* Kernels (mn_kernels.cu), returning the launch's status: pack [lo, hi) of
  * the packed order; *_nonfinite flag Inf or NaN; compensate, local and
- * predict: mn_dbuf.h's and mn_ahead.h's arithmetic, bit for bit. */
+ * predict: mn_dbuf.h's and mn_dbuf_predict.h's arithmetic, bit for bit. */
 int mn_gpu_pack_halves(uint16_t *h, float *const *ptrs, const size_t *offs, int n, size_t total, float scale, void *stream);
 int mn_gpu_unpack_halves(float *const *ptrs, const uint16_t *h, const size_t *offs, int n, size_t total, void *stream);
 int mn_gpu_add(float *y, const float *x, size_t n, void *stream);

@@ -2,7 +2,7 @@
 #ifndef MN_GPU_H
 #define MN_GPU_H
 
-#include "mn_core.h"
+#include "core/mn_core.h"
 
 /* local_rank, local_size: among the host's ranks that see the same devices */
 typedef struct {

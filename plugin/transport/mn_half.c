@@ -1,7 +1,7 @@
 /* IEEE binary16 for float16 gradients: conversions, rounding to nearest
  * even as hardware does, and the MPI op that sums halves. */
 #include <string.h>
-#include "mn_transport.h"
+#include "transport/mn_transport.h"
 
 static uint32_t bits_of(float f)
 {

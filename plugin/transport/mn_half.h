@@ -2,7 +2,7 @@
 #ifndef MN_MN_HALF_H
 #define MN_MN_HALF_H
 
-#include "mn_transport.h"
+#include "transport/mn_transport.h"
 
 /* Round to nearest even, overflow to Inf, subnormals kept. */
 uint16_t mn_float_to_half(float f);

@@ -16,7 +16,7 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "mn_pack.h"
+#include "transport/mn_pack.h"
 
 static const int threads = 256;
 
@@ -123,7 +123,7 @@ __global__ void local_step(float *u, const float *g, float *own, size_t n, int h
     }
 }
 
-/* mn_ahead_floats (mn_ahead.c), rounded as the host's. */
+/* mn_dbuf_predict_floats (mn_dbuf_predict.c), rounded as the host's. */
 __global__ void predict(float *w, float *k0, size_t n, float k)
 {
     for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < n; j += (size_t)gridDim.x * blockDim.x) {

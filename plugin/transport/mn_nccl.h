@@ -2,8 +2,8 @@
 #ifndef MN_MN_NCCL_H
 #define MN_MN_NCCL_H
 
-#include "mn_transport.h"
-#include "mn_device.h"
+#include "transport/mn_transport.h"
+#include "transport/mn_device.h"
 
 /* A failed CUDA call said, cleared, returned. */
 #define MN_CUDA_CHECK(c, call) do { cudaError_t mn_e_ = (call); if (mn_e_ != cudaSuccess) { \

@@ -8,10 +8,10 @@
  *   two_dimensional: ncclReduceScatter (padded to the node size), MPI of
  *     the shard among equal intra-ranks, divide, ncclAllGather.
  * float32 only. Other builds compile stubs that never open. */
-#include "mn_transport.h"
+#include "transport/mn_transport.h"
 
 #ifdef GPU
-#include "mn_nccl.h"
+#include "transport/mn_nccl.h"
 #endif
 
 #if defined(MN_NCCL) && defined(GPU)

@@ -1,5 +1,5 @@
 /* Arrays packed end to end (mn_pack.h). */
-#include "mn_pack.h"
+#include "transport/mn_pack.h"
 
 size_t mn_pack_offsets(const size_t *lens, int n, size_t *offs)
 {

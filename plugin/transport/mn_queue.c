@@ -5,10 +5,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "mn_queue.h"
+#include "transport/mn_queue.h"
 #ifdef GPU
 #include <cuda_runtime.h>
-#include "mn_nccl.h"
+#include "transport/mn_nccl.h"
 #endif
 
 typedef enum { TASK_RUN, TASK_COMPLETE, TASK_WAIT } task_kind;

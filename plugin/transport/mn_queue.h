@@ -5,7 +5,7 @@
 #ifndef MN_QUEUE_H
 #define MN_QUEUE_H
 
-#include "mn_core.h"
+#include "core/mn_core.h"
 
 typedef struct mn_queue mn_queue;
 typedef struct mn_mark mn_mark;

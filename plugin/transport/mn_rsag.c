@@ -4,7 +4,7 @@
  * (docs/benchmarks.md). Counts not a power of two fold first. Every rank
  * ends with the same bits. */
 #include <stdlib.h>
-#include "mn_transport.h"
+#include "transport/mn_transport.h"
 
 enum { RSAG_TAG = 7701 };
 

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_transport.h"
+#include "transport/mn_transport.h"
 
 struct mn_shm {
     MPI_Win win;

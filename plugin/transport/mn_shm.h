@@ -2,7 +2,7 @@
 #ifndef MN_MN_SHM_H
 #define MN_MN_SHM_H
 
-#include "mn_transport.h"
+#include "transport/mn_transport.h"
 
 typedef struct mn_shm mn_shm;
 /* NULL with one rank on the node, no shared memory, or MN_SHM=0. */

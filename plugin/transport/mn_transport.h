@@ -2,8 +2,8 @@
 #ifndef MN_TRANSPORT_H
 #define MN_TRANSPORT_H
 
-#include "mn_core.h"
-#include "mn_base.h"
+#include "core/mn_core.h"
+#include "base/mn_base.h"
 
 /* float32 is divided by div on the last leg; halves come divided. */
 typedef struct {
@@ -23,13 +23,13 @@ void mn_wire_div(const mn_wire *w, void *buf, int count);
 void mn_split(int count, int parts, int k, int *off, int *n);
 
 
-#include "mn_gpu.h"
-#include "mn_half.h"
-#include "mn_shm.h"
-#include "mn_nccl.h"
-#include "mn_queue.h"
-#include "mn_wait.h"
-#include "mn_pack.h"
+#include "transport/mn_gpu.h"
+#include "transport/mn_half.h"
+#include "transport/mn_shm.h"
+#include "transport/mn_nccl.h"
+#include "transport/mn_queue.h"
+#include "transport/mn_wait.h"
+#include "transport/mn_pack.h"
 
 /* c->transport */
 struct mn_transport {

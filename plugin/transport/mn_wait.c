@@ -1,5 +1,5 @@
 /* The wait with a deadline (mn_wait.h). */
-#include "mn_wait.h"
+#include "transport/mn_wait.h"
 
 /* With no timeout, errors are still polled for. */
 mn_poll mn_wait(const mn_waiter *w, double timeout)

@@ -2,7 +2,7 @@
  * allow, and the division that turns a sum into a mean. */
 #include <limits.h>
 #include <string.h>
-#include "mn_transport.h"
+#include "transport/mn_transport.h"
 
 mn_status mn_sum_floats(mn_comm *c, MPI_Comm comm, float *p, size_t n)
 {

@@ -16,9 +16,10 @@ close it), no use of a file in a higher layer, and no object outside a
 layer folder. Prints one ok line per build, or a FAIL line per problem,
 and exits non-zero on any.
 
---includes checks the sources' #include "..." lines the same way: a file
-of a layer folder may include the headers of its own layer and of those
-below it, never one of a higher layer nor the public header DIR/darknet_mn.h
+--includes checks the sources' #include "..." lines the same way: each
+names the header's folder under DIR ("transport/mn_shm.h"); a file of a
+layer folder may include the headers of its own layer and of those below
+it, never one of a higher layer nor the public header DIR/darknet_mn.h
 (the API's facade, above every layer: main.c and programs include it). A
 part's folder (train/input) offers itself to the others through one header
 named after it (mn_input.h); its other headers only its own files include,
@@ -156,42 +157,54 @@ def check_includes(src, layers):
     """Problems of the sources' includes, the files read, their includes of
     plugin headers, and how many headers the public header reaches."""
     rank = {l: i for i, l in enumerate(layers)}
-    where = {PUBLIC: ""}   # header name -> its layer ("": the public header at src/)
+    where = {PUBLIC: ""}   # header path under src -> its layer ("": the public header at src/)
+    byname = {}            # a header's name alone -> its path
     files = []
     for l in layers:
         for e in ("*.c", "*.cpp", "*.cu", "*.h", "*.hpp"):
             for path in sorted(glob.glob(os.path.join(src, l, e))):
                 files.append((l, path))
                 if path.endswith((".h", ".hpp")):
-                    where[os.path.basename(path)] = l
+                    where[os.path.relpath(path, src)] = l
+                    byname[os.path.basename(path)] = os.path.relpath(path, src)
+
+    def resolve(h):
+        """An include's header path, and whether it names its folder."""
+        if h in where:
+            return h, True
+        return byname.get(h), False
+
     problems, n = [], 0
     for l, path in files:
-        for h in quoted_includes(path):
-            if h not in where:
+        for inc in quoted_includes(path):
+            h, named = resolve(inc)
+            if h is None:
                 continue   # Darknet's or a library's
             n += 1
-            name = os.path.relpath(path, src)
-            if where[h] == "":
+            name, hl, hn = os.path.relpath(path, src), where[h], os.path.basename(h)
+            if not named:
+                problems.append(f"{name} includes {inc} by its name alone: a plugin include names its layer ({h})")
+            if hl == "":
                 problems.append(f"{name} includes the public header {h} (the API's facade, above every layer)")
-            elif rank[where[h]] > rank[l]:
-                problems.append(f"{name} includes {where[h]}/{h}, a header of a higher layer")
-            elif where[h] != l and h.endswith("_impl.h"):
-                problems.append(f"{name} includes {where[h]}/{h}, private to its folder (a *_impl.h header)")
-            elif "/" in where[h] and where[h] != l and h != part_header(where[h]):
-                problems.append(f"{name} includes {where[h]}/{h}, private to its folder "
-                                f"(what {where[h]}/ offers is in {part_header(where[h])})")
+            elif rank[hl] > rank[l]:
+                problems.append(f"{name} includes {h}, a header of a higher layer")
+            elif hl != l and hn.endswith("_impl.h"):
+                problems.append(f"{name} includes {h}, private to its folder (a *_impl.h header)")
+            elif "/" in hl and hl != l and hn != part_header(hl):
+                problems.append(f"{name} includes {h}, private to its folder (what {hl}/ offers is in {part_header(hl)})")
     seen, todo = set(), [PUBLIC]
     while todo:
-        h = todo.pop()
-        if h in seen:
+        inc = todo.pop()
+        h, _ = resolve(inc)
+        if (h or inc) in seen:
             continue
-        seen.add(h)
-        if h not in where:
-            problems.append(f"{PUBLIC} reaches {h}, which is no plugin header (Darknet's or a library's)")
+        seen.add(h or inc)
+        if h is None:
+            problems.append(f"{PUBLIC} reaches {inc}, which is no plugin header (Darknet's or a library's)")
             continue
         if where[h] == "base":
-            problems.append(f"{PUBLIC} reaches base/{h}")
-        path = os.path.join(src, where[h], h)
+            problems.append(f"{PUBLIC} reaches {h}")
+        path = os.path.join(src, h)
         if os.path.exists(path):
             todo.extend(quoted_includes(path))
         else:
@@ -248,7 +261,7 @@ def main():
         for p in problems:
             print("FAIL includes: " + p)
         if not problems:
-            print(f"ok   includes: {nfiles} files, {n} includes of plugin headers, none of a higher layer's; "
+            print(f"ok   includes: {nfiles} files, {n} includes of plugin headers, each naming its layer, none of a higher layer's; "
                   f"{PUBLIC} reaches {reach} headers, none of base/ nor of Darknet")
         device, ndev = check_device(src, args[1].split(","))
         for p in device:

@@ -4,12 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_coll.h"
-#include "mn_base.h"
-#include "mn_input.h"
-#include "mn_optimizer.h"
-#include "mn_checkpoint.h"
-#include "mn_eval.h"
+#include "coll/mn_coll.h"
+#include "base/mn_base.h"
+#include "train/input/mn_input.h"
+#include "train/optimizer/mn_optimizer.h"
+#include "train/checkpoint/mn_checkpoint.h"
+#include "train/eval/mn_eval.h"
 
 int main(int argc, char **argv)
 {

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_input.h"
+#include "train/input/mn_input.h"
 #include "mn_expect.h"
 #include "utils.h"
 

@@ -4,12 +4,12 @@
  * a value of every kind taken, and every message a bad value gets. */
 #include <stdio.h>
 #include <string.h>
-#include "mn_coll.h"
-#include "mn_base.h"
-#include "mn_input.h"
-#include "mn_optimizer.h"
-#include "mn_checkpoint.h"
-#include "mn_eval.h"
+#include "coll/mn_coll.h"
+#include "base/mn_base.h"
+#include "train/input/mn_input.h"
+#include "train/optimizer/mn_optimizer.h"
+#include "train/checkpoint/mn_checkpoint.h"
+#include "train/eval/mn_eval.h"
 #include "mn_expect.h"
 
 static const char *const comms = "naive, flat, hierarchical, two_dimensional, single_node, pure_nccl, auto";

@@ -9,8 +9,8 @@
  * usage: test_dbuf (under mpiexec, any rank count) */
 #include <stdio.h>
 #include <stdlib.h>
-#include "mn_coll.h"
-#include "mn_dbuf.h"
+#include "coll/mn_coll.h"
+#include "train/optimizer/mn_dbuf.h"
 #include "mn_expect.h"
 
 enum { TOTAL = 7 };

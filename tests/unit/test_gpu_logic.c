@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_transport.h"
-#include "mn_sync.h"
+#include "transport/mn_transport.h"
+#include "train/optimizer/mn_sync.h"
 #include "mn_expect.h"
 
 

@@ -6,7 +6,7 @@
  * no CUDA. */
 #include <stdio.h>
 #include <string.h>
-#include "mn_coll.h"
+#include "coll/mn_coll.h"
 
 typedef struct {
     mn_gpu_in in;

@@ -1,4 +1,4 @@
-/* The GPU orders (mn_order.h) on the host model of streams and events
+/* The GPU orders (mn_gpu_order.h) on the host model of streams and events
  * (mn_queue.h): queues are threads that pause a random time before each
  * task, so that whatever is not ordered by a wait races. Each order runs
  * many steps and must give exactly the result of doing the same work one
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "mn_order.h"
+#include "train/optimizer/mn_gpu_order.h"
 #include "mn_expect.h"
 
 #define L 256       /* floats a bucket or buffer */

@@ -21,7 +21,7 @@
  * usage: test_replica <tmpdir> [limit] */
 #include <stdlib.h>
 #include "mn_test.h"
-#include "mn_optimizer.h"
+#include "train/optimizer/mn_optimizer.h"
 
 enum { B = 4, W = 6, H = 6, C = 3, CLASSES = 3 };
 

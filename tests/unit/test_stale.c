@@ -3,14 +3,14 @@
  * with v's running mean square, its bound |u| either way, no term where v
  * is 0, nothing but prev moved on a step without a mean or with a
  * non-finite one; prev moved to the weights the gradient was taken at.
- * Weight prediction (double_buffering_prediction, mn_ahead) on the host:
+ * Weight prediction (double_buffering_prediction, mn_dbuf_predict) on the host:
  * the weights become w + k (w - w0), w0 those before the last update, and
  * come back; the first step only keeps them. double_buffering_local's
  * step (mn_dbuf_local) by exact values. No MPI. */
 #include <math.h>
 #include <string.h>
-#include "mn_dbuf.h"
-#include "mn_ahead.h"
+#include "train/optimizer/mn_dbuf.h"
+#include "train/optimizer/mn_dbuf_predict.h"
 #include "mn_expect.h"
 
 int main(void)
@@ -58,33 +58,33 @@ int main(void)
     /* Prediction on two arrays of 2 and 1 floats, k = 0.5. */
     float a[2] = {1, 2}, b[1] = {-4}, *arrs[2] = {a, b};
     size_t lens[2] = {2, 1};
-    mn_ahead *p = NULL;
-    EXPECT(mn_ahead_new(NULL, arrs, NULL, lens, 2, 0.5f, &p) == MN_OK && p, "mn_ahead_new failed");
+    mn_dbuf_predict *p = NULL;
+    EXPECT(mn_dbuf_predict_new(NULL, arrs, NULL, lens, 2, 0.5f, &p) == MN_OK && p, "mn_dbuf_predict_new failed");
     if (!p) return 1;
-    mn_ahead_step(p, 0);   /* the first step: kept, not predicted */
-    EXPECT(!mn_ahead_holds(p) && a[0] == 1 && b[0] == -4, "the first step changed the weights");
+    mn_dbuf_predict_step(p, 0);   /* the first step: kept, not predicted */
+    EXPECT(!mn_dbuf_predict_holds(p) && a[0] == 1 && b[0] == -4, "the first step changed the weights");
     a[0] = 3, a[1] = 1, b[0] = -2;   /* an update: by 2, -1, 2 */
-    mn_ahead_step(p, 1);
-    EXPECT(mn_ahead_holds(p) && a[0] == 4 && a[1] == 0.5f && b[0] == -1, "predicted %g %g %g, want 4 0.5 -1",
+    mn_dbuf_predict_step(p, 1);
+    EXPECT(mn_dbuf_predict_holds(p) && a[0] == 4 && a[1] == 0.5f && b[0] == -1, "predicted %g %g %g, want 4 0.5 -1",
            a[0], a[1], b[0]);
-    const float *kept = mn_ahead_kept(p);
+    const float *kept = mn_dbuf_predict_kept(p);
     EXPECT(kept[0] == 3 && kept[1] == 1 && kept[2] == -2, "kept %g %g %g, want 3 1 -2", kept[0], kept[1], kept[2]);
-    mn_ahead_back(p);
-    EXPECT(!mn_ahead_holds(p) && a[0] == 3 && a[1] == 1 && b[0] == -2, "back: %g %g %g, want 3 1 -2", a[0], a[1], b[0]);
-    mn_ahead_back(p);   /* twice: nothing more */
+    mn_dbuf_predict_back(p);
+    EXPECT(!mn_dbuf_predict_holds(p) && a[0] == 3 && a[1] == 1 && b[0] == -2, "back: %g %g %g, want 3 1 -2", a[0], a[1], b[0]);
+    mn_dbuf_predict_back(p);   /* twice: nothing more */
     EXPECT(a[0] == 3, "a second back moved the weights");
     /* A checkpoint: w0 out and into a fresh one, which predicts the same. */
     float saved[3];
-    mn_ahead_get(p, saved);
+    mn_dbuf_predict_get(p, saved);
     a[0] = 5;   /* the next update: by 2 */
-    mn_ahead *q = NULL;
-    EXPECT(mn_ahead_new(NULL, arrs, NULL, lens, 2, 0.5f, &q) == MN_OK && q, "mn_ahead_new failed");
+    mn_dbuf_predict *q = NULL;
+    EXPECT(mn_dbuf_predict_new(NULL, arrs, NULL, lens, 2, 0.5f, &q) == MN_OK && q, "mn_dbuf_predict_new failed");
     if (!q) return 1;
-    mn_ahead_set(q, saved);
-    mn_ahead_step(q, 1);
+    mn_dbuf_predict_set(q, saved);
+    mn_dbuf_predict_step(q, 1);
     EXPECT(a[0] == 6 && a[1] == 1 && b[0] == -2, "resumed prediction %g %g %g, want 6 1 -2", a[0], a[1], b[0]);
-    mn_ahead_free(p);
-    mn_ahead_free(q);
+    mn_dbuf_predict_free(p);
+    mn_dbuf_predict_free(q);
 
     if (failures) { fprintf(stderr, "test_stale: %d FAILED\n", failures); return 1; }
     printf("test_stale: delay compensation by exact values (within the bound, bounded both ways, v = 0, no mean, "

@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "mn_checkpoint.h"
-#include "mn_fault.h"
-#include "mn_base.h"
-#include "mn_input.h"
-#include "mn_optimizer.h"
+#include "train/checkpoint/mn_checkpoint.h"
+#include "core/mn_fault.h"
+#include "base/mn_base.h"
+#include "train/input/mn_input.h"
+#include "train/optimizer/mn_optimizer.h"
 
 #define CKPT_MAGIC "MNCKPT03"
 #define CKPT_MAGIC_02 "MNCKPT02"   /* no experiment recorded: refused, it may be another's */

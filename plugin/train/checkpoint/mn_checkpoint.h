@@ -5,8 +5,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "mn_training.h"
-#include "mn_optimizer.h"
+#include "train/mn_training.h"
+#include "train/optimizer/mn_optimizer.h"
 
 /* Rank 0: an error where a parameter is not finite. */
 mn_status mn_check_finite_params(const mn_comm *c, network *net, const char *path);

@@ -23,7 +23,7 @@
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
-#include "mn_checkpoint.h"
+#include "train/checkpoint/mn_checkpoint.h"
 
 #define LOCK_NAME ".darknet_mn.lock"
 #define RECORD 512

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "mn_checkpoint.h"
-#include "mn_base.h"
-#include "mn_engine.h"
-#include "mn_input.h"
-#include "mn_optimizer.h"
+#include "train/checkpoint/mn_checkpoint.h"
+#include "base/mn_base.h"
+#include "engine/mn_engine.h"
+#include "train/input/mn_input.h"
+#include "train/optimizer/mn_optimizer.h"
 
 /* Bytes that load_weights reads for each layer (dontload / dontloadscales
  * honoured), into bytes[0 .. layers). */

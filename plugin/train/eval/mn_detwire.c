@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_detwire.h"
+#include "train/eval/mn_detwire.h"
 
 static void put(mn_bytes *b, const void *src, size_t n)
 {

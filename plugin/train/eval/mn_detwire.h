@@ -3,10 +3,10 @@
 #ifndef MN_MN_DETWIRE_H
 #define MN_MN_DETWIRE_H
 
-#include "mn_training.h"
-#include "mn_coll.h"
-#include "mn_base.h"
-#include "mn_base_util.h"
+#include "train/mn_training.h"
+#include "coll/mn_coll.h"
+#include "base/mn_base.h"
+#include "base/mn_base_util.h"
 
 /* A growing byte buffer. */
 typedef struct {

@@ -2,9 +2,9 @@
 #ifndef MN_EVAL_H
 #define MN_EVAL_H
 
-#include "mn_training.h"
-#include "mn_input.h"
-#include "mn_checkpoint.h"
+#include "train/mn_training.h"
+#include "train/input/mn_input.h"
+#include "train/checkpoint/mn_checkpoint.h"
 
 /* Collective, after each iteration mn_eval_due chose: scores the eval
  * list; a better score goes into best and <base>_best.weights. net's batch

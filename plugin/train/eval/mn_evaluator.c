@@ -9,14 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_eval.h"
-#include "mn_base_util.h"
-#include "mn_base.h"
-#include "mn_engine.h"
-#include "mn_input.h"
-#include "mn_optimizer.h"
-#include "mn_checkpoint.h"
-#include "mn_detwire.h"
+#include "train/eval/mn_eval.h"
+#include "base/mn_base_util.h"
+#include "base/mn_base.h"
+#include "engine/mn_engine.h"
+#include "train/input/mn_input.h"
+#include "train/optimizer/mn_optimizer.h"
+#include "train/checkpoint/mn_checkpoint.h"
+#include "train/eval/mn_detwire.h"
 
 /* Stock validate_detector's and validate_detector_recall's settings. */
 #define VALID_THRESH .005f

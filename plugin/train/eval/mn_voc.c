@@ -3,7 +3,7 @@
  * tests/unit/test_map.c score the same boxes the same way (the rules are at
  * mn_voc_map's declaration). */
 #include <stdlib.h>
-#include "mn_training.h"
+#include "train/mn_training.h"
 
 static float iou_corners(const mn_box *a, const mn_box *b)
 {

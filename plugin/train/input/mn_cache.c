@@ -13,10 +13,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_core.h"
-#include "mn_input.h"
-#include "mn_base_util.h"
-#include "mn_base.h"
+#include "core/mn_core.h"
+#include "train/input/mn_input.h"
+#include "base/mn_base_util.h"
+#include "base/mn_base.h"
 
 typedef struct {
     const char *path;        /* the caller's string; NULL: empty slot */

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "mn_input.h"
-#include "mn_base.h"
+#include "train/input/mn_input.h"
+#include "base/mn_base.h"
 
 /* One option line after Darknet's normalisation (whitespace dropped). */
 typedef struct {

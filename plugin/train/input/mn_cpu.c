@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "mn_input.h"
-#include "mn_engine.h"
+#include "train/input/mn_input.h"
+#include "engine/mn_engine.h"
 #ifdef MN_BLAS
 #include <cblas.h>
 #endif

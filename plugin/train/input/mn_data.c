@@ -6,9 +6,9 @@
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
-#include "mn_input.h"
-#include "mn_base_util.h"
-#include "mn_base.h"
+#include "train/input/mn_input.h"
+#include "base/mn_base_util.h"
+#include "base/mn_base.h"
 
 /* option_find_int_quiet: the key's value as Darknet's atoi reads it, else def. */
 int mn_data_int(list *o, const char *key, int def)

@@ -3,9 +3,9 @@
 #define MN_INPUT_H
 
 #include <stddef.h>
-#include "mn_training.h"
-#include "mn_coll.h"
-#include "mn_base.h"
+#include "train/mn_training.h"
+#include "coll/mn_coll.h"
+#include "base/mn_base.h"
 
 /* A data cfg (mn_data.c), read on every rank. */
 typedef struct {

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_input.h"
-#include "mn_coll.h"
+#include "train/input/mn_input.h"
+#include "coll/mn_coll.h"
 
 /* 0 or 1; an integer from lo; a number; the i-th word of says, as i. */
 typedef enum { OPT_FLAG, OPT_INT, OPT_REAL, OPT_WORD, OPT_PATH, OPT_COMM } opt_kind;

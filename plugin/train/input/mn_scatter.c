@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_input.h"
+#include "train/input/mn_input.h"
 
 void mn_shard_bounds(size_t n, int size, int r, size_t *start, size_t *count)
 {

@@ -3,7 +3,7 @@
 #define MN_OBSERVE_H
 
 #include <stddef.h>
-#include "mn_training.h"
+#include "train/mn_training.h"
 
 /* The log and chart (mn_report.c); the chart is redrawn at most every
  * MN_CHART_SECONDS. */

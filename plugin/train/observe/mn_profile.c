@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_observe.h"
-#include "mn_coll.h"
-#include "mn_base.h"
-#include "mn_device.h"
+#include "train/observe/mn_observe.h"
+#include "coll/mn_coll.h"
+#include "base/mn_base.h"
+#include "transport/mn_device.h"
 
 struct mn_profile {
     mn_comm *comm;

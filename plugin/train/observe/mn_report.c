@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "mn_observe.h"
-#include "mn_base.h"
+#include "train/observe/mn_observe.h"
+#include "base/mn_base.h"
 
 typedef struct {
     double it, avg, rate, eval;

@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_observe.h"
-#include "mn_coll.h"
+#include "train/observe/mn_observe.h"
+#include "coll/mn_coll.h"
 
 typedef struct {
     double t0, t1, bytes;

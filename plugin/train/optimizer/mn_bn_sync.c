@@ -4,12 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_optimizer.h"
-#include "mn_coll.h"
-#include "mn_base.h"
-#include "mn_ways.h"
+#include "train/optimizer/mn_optimizer.h"
+#include "coll/mn_coll.h"
+#include "base/mn_base.h"
+#include "train/optimizer/mn_bn_ways.h"
 
-/* The network's statistics listed (mn_ways.h), or one message. */
+/* The network's statistics listed (mn_bn_ways.h), or one message. */
 static mn_status collect_stats(mn_comm *c, network *net, mn_bn_arrays *s)
 {
     if (mn_bn_arrays_list(net, s) == MN_OK) return MN_OK;
@@ -67,8 +67,8 @@ static mn_status mean_arrays(mn_comm *c, float **arrays, const size_t *lens, int
 mn_status mn_average_bn_stats(mn_comm *c, network *net, mn_optimizer *o)
 {
     mn_bn_arrays s;
-    mn_ways *w = mn_optimizer_ways_of(o);
-    if (w) mn_ways_fold(w);   /* a rank standing for several: their mean first */
+    mn_bn_ways *w = mn_optimizer_ways_of(o);
+    if (w) mn_bn_ways_fold(w);   /* a rank standing for several: their mean first */
     mn_status st = collect_stats(c, net, &s);
     if (st == MN_OK && s.n > 0) {
         pull_stats(net, &s, 0, o);
@@ -77,7 +77,7 @@ mn_status mn_average_bn_stats(mn_comm *c, network *net, mn_optimizer *o)
         mn_unguard(c);
         pull_stats(net, &s, 1, o);
     }
-    if (w && st == MN_OK) mn_ways_spread(w);
+    if (w && st == MN_OK) mn_bn_ways_spread(w);
     mn_bn_arrays_free(&s);
     return st;
 }
@@ -103,7 +103,7 @@ mn_status mn_bcast_bn_stats(mn_comm *c, network *net, mn_optimizer *o)
     }
     mn_unguard(c);
     if (st == MN_OK) pull_stats(net, &s, 1, o);
-    if (st == MN_OK && mn_optimizer_ways_of(o)) mn_ways_spread(mn_optimizer_ways_of(o));
+    if (st == MN_OK && mn_optimizer_ways_of(o)) mn_bn_ways_spread(mn_optimizer_ways_of(o));
     mn_bn_arrays_free(&s);
     return st;
 }

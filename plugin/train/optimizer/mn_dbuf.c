@@ -27,9 +27,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_dbuf.h"
-#include "mn_optimizer.h"
-#include "mn_coll.h"
+#include "train/optimizer/mn_dbuf.h"
+#include "train/optimizer/mn_optimizer.h"
+#include "coll/mn_coll.h"
 
 struct mn_dbuf {
     mn_comm *comm;          /* the thread's */

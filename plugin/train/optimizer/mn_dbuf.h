@@ -2,8 +2,8 @@
 #ifndef MN_MN_DBUF_H
 #define MN_MN_DBUF_H
 
-#include "mn_training.h"
-#include "mn_coll.h"
+#include "train/mn_training.h"
+#include "coll/mn_coll.h"
 
 /* start and stop are collective; stop waits for the mean in flight.
  * exchange sends arena's gradient and leaves there the previous mean (zeros
@@ -32,7 +32,7 @@ static inline float mn_dbuf_local(float g, float mean, float *own, int had)
 
 /* double_buffering_compensation=lambda on the stale mean u of n floats
  * (docs/internals.md): u -= lambda u^2 / sqrt(v) (w - prev), bounded by |u|.
- * apply 0 leaves u and v; prev becomes eval (w, or mn_ahead's prediction). */
+ * apply 0 leaves u and v; prev becomes eval (w, or mn_dbuf_predict's prediction). */
 void mn_dbuf_compensate(float *u, const float *w, const float *eval, float *prev, float *v, size_t n, float lambda, int apply);
 
 #endif

@@ -11,12 +11,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_dbuf_gpu.h"
-#include "mn_base.h"
-#include "mn_coll.h"
-#include "mn_device.h"
-#include "mn_order.h"
-#include "mn_queue.h"
+#include "train/optimizer/mn_dbuf_gpu.h"
+#include "base/mn_base.h"
+#include "coll/mn_coll.h"
+#include "transport/mn_device.h"
+#include "train/optimizer/mn_gpu_order.h"
+#include "transport/mn_queue.h"
 
 typedef struct {
     struct mn_dbuf_gpu *d;

@@ -3,7 +3,7 @@
 #ifndef MN_DBUF_GPU_H
 #define MN_DBUF_GPU_H
 
-#include "mn_training.h"
+#include "train/mn_training.h"
 
 #ifdef GPU
 typedef struct mn_dbuf_gpu mn_dbuf_gpu;
@@ -16,7 +16,7 @@ void mn_dbuf_gpu_free(mn_dbuf_gpu *d);
 /* At the hook, momentum set aside (blocks: the watchdog's window): sends
  * this gradient (NaN where poison); grads get, on the base's stream, the
  * previous mean compensated and scaled (zeros, 0: none), or with local
- * mn_dbuf_local's (1). w, eval: mn_ahead's packed weights, or NULL.
+ * mn_dbuf_local's (1). w, eval: mn_dbuf_predict's packed weights, or NULL.
  * *bad: Inf or NaN in the result. */
 int mn_dbuf_gpu_exchange(mn_dbuf_gpu *d, int poison, float lambda, float scale, const float *w, const float *eval, int *bad);
 /* Whether a mean is in flight (or restored) for the next exchange. */

@@ -9,14 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "mn_optimizer.h"
-#include "mn_coll.h"
-#include "mn_base.h"
-#include "mn_observe.h"
-#include "mn_sync.h"
-#include "mn_held.h"
-#include "mn_ways.h"
-#include "mn_optimizer_gpu.h"
+#include "train/optimizer/mn_optimizer.h"
+#include "coll/mn_coll.h"
+#include "base/mn_base.h"
+#include "train/observe/mn_observe.h"
+#include "train/optimizer/mn_sync.h"
+#include "train/optimizer/mn_rescue_gpu.h"
+#include "train/optimizer/mn_bn_ways.h"
+#include "train/optimizer/mn_optimizer_gpu.h"
 
 struct mn_optimizer {
     mn_comm *comm;
@@ -31,7 +31,7 @@ struct mn_optimizer {
     mn_watchdog *watch;   /* NULL when collective_timeout=0 */
     float *aside;         /* the momentum part, set aside during backward */
     int skip;             /* nonfinite=skip */
-    mn_bn_arrays bn;      /* the running statistics (mn_ways.h) */
+    mn_bn_arrays bn;      /* the running statistics (mn_bn_ways.h) */
     float *stats_saved;   /* their values before this step's forward */
     int is_aside;
     mn_route route;       /* where the mean is taken (mn_sync_route) */
@@ -51,12 +51,12 @@ struct mn_optimizer {
     /* rescue=1: the last completed update's state (mn_optimizer_hold),
      * under `hold` from the mean to the step's end. */
     int rescue;
-    struct mn_held *held; /* a GPU run's copies of it */
+    struct mn_rescue_gpu *held; /* a GPU run's copies of it */
     pthread_mutex_t hold;
     int holding, done;    /* the hook holds it; the step's update is done */
     uint64_t snap_it, snap_seen;
     double snap_time;
-    mn_ways *ways;        /* mn_optimizer_ways, or NULL */
+    mn_bn_ways *ways;        /* mn_optimizer_ways, or NULL */
     int in_step;          /* between begin_step and end_step */
     mn_profile *prof;     /* MN_GPU_PROFILE=1, or NULL */
 };
@@ -92,7 +92,7 @@ static int after_mean(mn_optimizer *o)
 {
     if (!o->nonfinite) return 0;
     if (o->skip) stats_copy(o, 1);
-    if (o->skip && o->ways) mn_ways_rewind(o->ways);
+    if (o->skip && o->ways) mn_bn_ways_rewind(o->ways);
     return 1;
 }
 
@@ -184,9 +184,9 @@ static void free_optimizer(mn_optimizer *o)
     free(o->aside);
     mn_bn_arrays_free(&o->bn);
     free(o->stats_saved);
-    mn_ways_free(o->ways);
+    mn_bn_ways_free(o->ways);
 #ifdef GPU
-    mn_held_free(o->held);
+    mn_rescue_gpu_free(o->held);
 #endif
     mn_optimizer_gpu_free(o->gpu);   /* before the arena its staging page-locked */
     mn_comm_arena_free(o->comm, o->arena);
@@ -273,7 +273,7 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
      * CPU run's rescue reads the host arrays it keeps, host_state). */
     if (on_gpu && opt->rescue && !opt->double_buffering && c->size > 1) {
         char why[256];
-        mn_status r = mn_held_new(c, net, o->arrays_gpu, o->lens, o->n, &o->held, why, sizeof why);
+        mn_status r = mn_rescue_gpu_new(c, net, o->arrays_gpu, o->lens, o->n, &o->held, why, sizeof why);
         if (r != MN_OK) return r;
         if (!o->held) printf("darknet-mn: rank %d: rescue=1 is off on this rank: %s\n", c->rank, why);
     }
@@ -366,7 +366,7 @@ void mn_optimizer_set_timeline(mn_optimizer *o, network *net, mn_timeline *tl)
 static void forward_hook(network *net, int i)
 {
     mn_optimizer *o = mn_net_hook_arg(net);
-    if (o->in_step && i == mn_net_layers(net) - 1) mn_ways_pass(o->ways);
+    if (o->in_step && i == mn_net_layers(net) - 1) mn_bn_ways_pass(o->ways);
 }
 
 mn_status mn_optimizer_ways(mn_comm *c, mn_optimizer *o, network *net, int ways, int *kept)
@@ -376,7 +376,7 @@ mn_status mn_optimizer_ways(mn_comm *c, mn_optimizer *o, network *net, int ways,
 #ifdef GPU
     if (mn_base_gpu() >= 0) return MN_OK;   /* the forward hook runs on the CPU alone */
 #endif
-    if (!(o->ways = mn_ways_new(&o->bn, ways))) {
+    if (!(o->ways = mn_bn_ways_new(&o->bn, ways))) {
         mn_error(c, "out of memory for %d copies of the batch-norm statistics", ways);
         return MN_ERR_NOMEM;
     }
@@ -386,12 +386,12 @@ mn_status mn_optimizer_ways(mn_comm *c, mn_optimizer *o, network *net, int ways,
     return MN_OK;
 }
 
-mn_ways *mn_optimizer_ways_of(mn_optimizer *o) { return o ? o->ways : NULL; }
+mn_bn_ways *mn_optimizer_ways_of(mn_optimizer *o) { return o ? o->ways : NULL; }
 
 void mn_optimizer_drain(mn_optimizer *o)
 {
 #ifdef GPU
-    if (o && o->held) mn_held_drain(o->held);
+    if (o && o->held) mn_rescue_gpu_drain(o->held);
 #else
     (void)o;
 #endif
@@ -429,14 +429,14 @@ static void set_aside(mn_optimizer *o)
 void mn_optimizer_begin_step(mn_optimizer *o, const network *net)
 {
 #ifdef GPU
-    if (o->held) mn_held_before(o->held);
+    if (o->held) mn_rescue_gpu_before(o->held);
 #endif
     if (o->rescue) mn_optimizer_end_step(o, net);   /* a caller that trains without calling it */
     o->mark = mn_now();
     o->seg = -1;
     o->in_step = 1;
     if (o->mode->begin) o->mode->begin(o->mode_state, net);
-    if (o->skip && o->ways) mn_ways_mark(o->ways);
+    if (o->skip && o->ways) mn_bn_ways_mark(o->ways);
     if (!o->rescue) {
         if (o->skip) stats_copy(o, 0);
         set_aside(o);
@@ -456,7 +456,7 @@ void mn_optimizer_end_step(mn_optimizer *o, const network *net)
 #ifdef GPU
     if (o->held) {   /* a rescue reading a slot finishes first */
         pthread_mutex_lock(&o->hold);
-        mn_held_after(o->held, mn_base_iteration((network *)net), mn_net_seen(net), mn_now());
+        mn_rescue_gpu_after(o->held, mn_base_iteration((network *)net), mn_net_seen(net), mn_now());
         pthread_mutex_unlock(&o->hold);
         return;
     }
@@ -479,8 +479,8 @@ int mn_optimizer_hold(mn_optimizer *o, mn_snapshot *s)
     if (pthread_mutex_timedlock(&o->hold, &ts) != 0) return -1;
 #ifdef GPU
     if (o->held) {
-        mn_held_state h;
-        if (mn_held_read(o->held, 200000, &h) != 0) {   /* no copy complete within 0.2 s */
+        mn_rescue_gpu_state h;
+        if (mn_rescue_gpu_read(o->held, 200000, &h) != 0) {   /* no copy complete within 0.2 s */
             pthread_mutex_unlock(&o->hold);
             return -1;
         }

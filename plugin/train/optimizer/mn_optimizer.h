@@ -4,14 +4,14 @@
 #define MN_OPTIMIZER_H
 
 #include <stdint.h>
-#include "mn_training.h"
-#include "mn_coll.h"
-#include "mn_base.h"
+#include "train/mn_training.h"
+#include "coll/mn_coll.h"
+#include "base/mn_base.h"
 
 /* Before each train_network. */
 void mn_optimizer_begin_step(mn_optimizer *o, const network *net);
 /* A rank that trains as `ways` ranks did: running statistics kept apart
- * for each (mn_ways.h). *kept: 0 where none are or can be (a GPU run). */
+ * for each (mn_bn_ways.h). *kept: 0 where none are or can be (a GPU run). */
 mn_status mn_optimizer_ways(mn_comm *c, mn_optimizer *o, network *net, int ways, int *kept);
 /* Whether the last update's mean held NaN or Inf (zeroed, or applied with
  * nonfinite=stop on the device). May wait for a GPU check. */

@@ -2,11 +2,11 @@
 #ifdef GPU
 #include <stdio.h>
 #include <stdlib.h>
-#include "mn_optimizer_gpu.h"
-#include "mn_coll.h"
-#include "mn_base.h"
-#include "mn_stage.h"
-#include "mn_device.h"
+#include "train/optimizer/mn_optimizer_gpu.h"
+#include "coll/mn_coll.h"
+#include "base/mn_base.h"
+#include "train/optimizer/mn_grad_stage.h"
+#include "transport/mn_device.h"
 
 struct mn_optimizer_gpu {
     mn_comm *comm;
@@ -19,7 +19,7 @@ struct mn_optimizer_gpu {
     int *flag_host;      /* its page-locked copy */
     void *checked;       /* nonfinite=stop: an event after that copy */
     int pending;         /* recorded, not yet read */
-    mn_stage *stage;
+    mn_grad_stage *stage;
 };
 
 mn_status mn_optimizer_gpu_new(mn_comm *c, mn_route route, float **arrays, const size_t *lens, int n, int aside,
@@ -49,7 +49,7 @@ mn_status mn_optimizer_gpu_stage(mn_optimizer_gpu *g, float *arena)
 {
     mn_comm *c = g->comm;
     int pinned = 0, staged = g->route == MN_ROUTE_STAGED;
-    mn_status st = mn_stage_new(c, g->arrays, g->lens, g->n, staged ? arena : NULL, &pinned, &g->stage);
+    mn_status st = mn_grad_stage_new(c, g->arrays, g->lens, g->n, staged ? arena : NULL, &pinned, &g->stage);
     if (st == MN_ERR_NOMEM) mn_error(c, "out of device memory staging the gradient");
     if (st == MN_OK && staged && c->rank == 0)
         printf("darknet-mn: GPU run, communicator %s: gradients staged through %s host memory (MPI %s CUDA-aware)\n",
@@ -57,7 +57,7 @@ mn_status mn_optimizer_gpu_stage(mn_optimizer_gpu *g, float *arena)
     return st;
 }
 
-struct mn_stage *mn_optimizer_gpu_staging(mn_optimizer_gpu *g) { return g ? g->stage : NULL; }
+struct mn_grad_stage *mn_optimizer_gpu_staging(mn_optimizer_gpu *g) { return g ? g->stage : NULL; }
 
 int mn_optimizer_gpu_aside(mn_optimizer_gpu *g)
 {
@@ -83,7 +83,7 @@ void mn_optimizer_gpu_finish(mn_optimizer_gpu *g, int bad, int is_aside)
 
 void mn_optimizer_gpu_up(mn_optimizer_gpu *g, int bad, int is_aside)
 {
-    mn_stage_up(g->stage);
+    mn_grad_stage_up(g->stage);
     mn_optimizer_gpu_finish(g, bad, is_aside);
 }
 
@@ -91,7 +91,7 @@ int mn_optimizer_gpu_check(mn_optimizer_gpu *g, int bad, int is_aside)
 {
     void *st = mn_base_stream();
     mn_device_must(g->comm, mn_device_zero(g->flag, sizeof(int), st), "clearing the Inf/NaN flag");
-    mn_stage_nonfinite(g->stage, g->flag, st);
+    mn_grad_stage_nonfinite(g->stage, g->flag, st);
     mn_device_must(g->comm, mn_device_copy(g->flag_host, g->flag, sizeof(int), MN_TO_HOST, st),
                    "reading the Inf/NaN check");
     if (g->checked) {
@@ -125,7 +125,7 @@ void mn_optimizer_gpu_free(mn_optimizer_gpu *g)
 {
     if (!g) return;
     mn_comm *c = g->comm;
-    mn_stage_free(g->stage);
+    mn_grad_stage_free(g->stage);
     if (g->pending)   /* the flag's copy lands before its memory goes */
         mn_device_ok(c, mn_device_event_wait(g->checked), "the Inf/NaN check");
     if (g->checked) mn_device_ok(c, mn_device_event_free(g->checked), "cudaEventDestroy");

@@ -1,16 +1,16 @@
 /* The optimizer core's device twin in a GPU run (mn_optimizer_gpu.c): the
  * momentum part set aside on the device, the device mean's Inf/NaN check
  * and finish, the device arrays' tables and the staged route's copies
- * (mn_stage.h). A failing CUDA call ends the job through mn_abort. A CPU
+ * (mn_grad_stage.h). A failing CUDA call ends the job through mn_abort. A CPU
  * build has no twin: its calls do nothing. */
 #ifndef MN_OPTIMIZER_GPU_H
 #define MN_OPTIMIZER_GPU_H
 
-#include "mn_training.h"
-#include "mn_sync.h"
+#include "train/mn_training.h"
+#include "train/optimizer/mn_sync.h"
 
 typedef struct mn_optimizer_gpu mn_optimizer_gpu;
-struct mn_stage;
+struct mn_grad_stage;
 #ifdef GPU
 /* arrays: Darknet's n device update arrays; aside: the run sets the
  * momentum part aside; skip: nonfinite=skip (the check is read at once).
@@ -21,7 +21,7 @@ mn_status mn_optimizer_gpu_new(mn_comm *c, mn_route route, float **arrays, const
 /* The tables, and on the staged route the copies through arena (rank 0
  * says how it is staged). Agreed by the caller. */
 mn_status mn_optimizer_gpu_stage(mn_optimizer_gpu *g, float *arena);
-struct mn_stage *mn_optimizer_gpu_staging(mn_optimizer_gpu *g);
+struct mn_grad_stage *mn_optimizer_gpu_staging(mn_optimizer_gpu *g);
 /* The momentum part out of the update arrays; 0 where this run keeps it
  * on the host. */
 int mn_optimizer_gpu_aside(mn_optimizer_gpu *g);
@@ -43,7 +43,7 @@ void mn_optimizer_gpu_momentum(mn_optimizer_gpu *g, float **host, int to_device)
 void mn_optimizer_gpu_free(mn_optimizer_gpu *g);
 #else
 static inline mn_status mn_optimizer_gpu_stage(mn_optimizer_gpu *g, float *arena) { (void)g, (void)arena; return MN_OK; }
-static inline struct mn_stage *mn_optimizer_gpu_staging(mn_optimizer_gpu *g) { (void)g; return NULL; }
+static inline struct mn_grad_stage *mn_optimizer_gpu_staging(mn_optimizer_gpu *g) { (void)g; return NULL; }
 static inline int mn_optimizer_gpu_aside(mn_optimizer_gpu *g) { (void)g; return 0; }
 static inline void mn_optimizer_gpu_finish(mn_optimizer_gpu *g, int bad, int is_aside) { (void)g, (void)bad, (void)is_aside; }
 static inline void mn_optimizer_gpu_up(mn_optimizer_gpu *g, int bad, int is_aside) { (void)g, (void)bad, (void)is_aside; }

@@ -27,10 +27,10 @@
 #include <pthread.h>
 #include <limits.h>
 #include <stdlib.h>
-#include "mn_optimizer.h"
-#include "mn_coll.h"
-#include "mn_overlap.h"
-#include "mn_order.h"
+#include "train/optimizer/mn_optimizer.h"
+#include "coll/mn_coll.h"
+#include "train/optimizer/mn_overlap.h"
+#include "train/optimizer/mn_gpu_order.h"
 
 typedef struct {
     int a0, a1;          /* per-array units: arrays [a0, a1) */

@@ -3,8 +3,8 @@
 #ifndef MN_MN_OVERLAP_H
 #define MN_MN_OVERLAP_H
 
-#include "mn_training.h"
-#include "mn_coll.h"
+#include "train/mn_training.h"
+#include "coll/mn_coll.h"
 
 typedef struct mn_overlap mn_overlap;
 /* A GPU run's part (NULL in a CPU run): dev, the device route's arrays,

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_optimizer.h"
-#include "mn_base.h"
+#include "train/optimizer/mn_optimizer.h"
+#include "base/mn_base.h"
 
 /* Four FNV-1a lanes over 64-bit words, folded at the end: the lanes'
  * multiplications do not wait on each other, so the hash runs at memory

@@ -3,9 +3,9 @@
 #ifndef MN_SYNC_H
 #define MN_SYNC_H
 
-#include "mn_training.h"
-#include "mn_coll.h"
-#include "mn_observe.h"
+#include "train/mn_training.h"
+#include "coll/mn_coll.h"
+#include "train/observe/mn_observe.h"
 
 /* Where an update step averages the gradient, by the run's device, ranks
  * and whether the communicator averages device arrays (mn_sync_route). */
@@ -29,7 +29,7 @@ typedef struct {
     const int *layer_of;
     float **weights, **weights_gpu;   /* the parameters each array updates */
     int n;
-    struct mn_stage *stage;
+    struct mn_grad_stage *stage;
     mn_timeline *tl;
 } mn_sync_ctx;
 

@@ -1,9 +1,9 @@
 /* The blocking mode: the whole mean at the hook, by the route. A rank whose
  * loss is not finite makes it NaN, so every rank drops the update. */
 #include <math.h>
-#include "mn_sync.h"
-#include "mn_base.h"
-#include "mn_stage.h"
+#include "train/optimizer/mn_sync.h"
+#include "base/mn_base.h"
+#include "train/optimizer/mn_grad_stage.h"
 
 /* The route every mode takes the mean by (a double-buffered GPU run picks
  * its own, mn_sync_dbuf_route). */
@@ -31,7 +31,7 @@ static mn_mean_at blocking_mean(void *state, const mn_sync_ctx *x, network *net,
         mn_watchdog_leave(x->watch);
         return MN_MEAN_DEVICE;
     }
-    if (x->route == MN_ROUTE_STAGED) mn_stage_down(x->stage);
+    if (x->route == MN_ROUTE_STAGED) mn_grad_stage_down(x->stage);
 #endif
     if (poison) x->arena[0] = NAN;
     mn_watchdog_enter(x->watch, "gradient allreduce", mn_base_iteration(net));

@@ -10,13 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mn_sync.h"
-#include "mn_base.h"
-#include "mn_dbuf.h"
-#include "mn_dbuf_gpu.h"
-#include "mn_ahead.h"
-#include "mn_stage.h"
-#include "mn_device.h"
+#include "train/optimizer/mn_sync.h"
+#include "base/mn_base.h"
+#include "train/optimizer/mn_dbuf.h"
+#include "train/optimizer/mn_dbuf_gpu.h"
+#include "train/optimizer/mn_dbuf_predict.h"
+#include "train/optimizer/mn_grad_stage.h"
+#include "transport/mn_device.h"
 
 typedef struct {
     const mn_sync_ctx *x;
@@ -30,8 +30,8 @@ typedef struct {
     float momentum;
     float **weights;              /* what compensation reads as each array's weights */
     float *weights_host;          /* the staged route's: the device weights, pulled */
-    struct mn_stage *weights_stage;
-    mn_ahead *pred;               /* made where pk is set */
+    struct mn_grad_stage *weights_stage;
+    mn_dbuf_predict *pred;               /* made where pk is set */
     int primed;                   /* pred holds the weights before the last update */
     float *state;                 /* checkpoints' slots (slots) */
 } dbuf;
@@ -92,20 +92,20 @@ static void compensate(dbuf *d, int apply, const float *kept)
 static mn_mean_at stale_mean(dbuf *d, network *net, int poison, int *bad, int *skip)
 {
     const mn_sync_ctx *x = d->x;
-    int held = mn_ahead_holds(d->pred), apply;
-    const float *kept = held ? mn_ahead_kept(d->pred) : NULL;   /* the host's, in a CPU run */
+    int held = mn_dbuf_predict_holds(d->pred), apply;
+    const float *kept = held ? mn_dbuf_predict_kept(d->pred) : NULL;   /* the host's, in a CPU run */
 #ifdef GPU
     if (d->dev) {   /* the same corrections, on the device; it checks the result for Inf/NaN */
         mn_watchdog_enter(x->watch, "gradient allreduce", mn_base_iteration(net));
         apply = mn_dbuf_gpu_exchange(d->dev, poison, (float)d->dc, stale_rate(net, d), kept,
-                                     held ? mn_ahead_taken(d->pred) : NULL, bad);
+                                     held ? mn_dbuf_predict_taken(d->pred) : NULL, bad);
         mn_watchdog_leave(x->watch);
         *skip = !apply;
         return MN_MEAN_CHECKED;
     }
-    if (d->weights_stage) mn_stage_pack_into(d->weights_stage, d->weights_host, mn_base_stream());   /* done when the gradient is */
-    if (d->weights_stage && kept) kept = mn_ahead_pull_kept(d->pred);   /* the device's, to the host with them */
-    if (x->route == MN_ROUTE_STAGED) mn_stage_down(x->stage);
+    if (d->weights_stage) mn_grad_stage_pack_into(d->weights_stage, d->weights_host, mn_base_stream());   /* done when the gradient is */
+    if (d->weights_stage && kept) kept = mn_dbuf_predict_pull_kept(d->pred);   /* the device's, to the host with them */
+    if (x->route == MN_ROUTE_STAGED) mn_grad_stage_down(x->stage);
 #endif
     if (poison) x->arena[0] = NAN;
     mn_watchdog_enter(x->watch, "gradient allreduce", mn_base_iteration(net));
@@ -124,7 +124,7 @@ static mn_mean_at dbuf_mean(void *state, const mn_sync_ctx *x, network *net, int
     dbuf *d = state;
     mn_mean_at at = fresh_step(net, d) ? mn_sync_blocking.mean(NULL, x, net, poison, bad, skip)
                                        : stale_mean(d, net, poison, bad, skip);
-    mn_ahead_back(d->pred);   /* Darknet's update starts from the weights, not their prediction */
+    mn_dbuf_predict_back(d->pred);   /* Darknet's update starts from the weights, not their prediction */
     return at;
 }
 
@@ -133,7 +133,7 @@ static mn_mean_at dbuf_mean(void *state, const mn_sync_ctx *x, network *net, int
 static void dbuf_begin(void *state, const network *net)
 {
     dbuf *d = state;
-    if (d->pred) mn_ahead_step(d->pred, d->primed && mn_base_iteration((network *)net) >= d->fresh_until);
+    if (d->pred) mn_dbuf_predict_step(d->pred, d->primed && mn_base_iteration((network *)net) >= d->fresh_until);
     d->primed = 1;
 }
 
@@ -171,8 +171,8 @@ static void dbuf_state(void *state, const network *net, int in)
     }
     if (d->pred) {   /* the last slot */
         float *w0 = d->state + (slots(d) - 1) * t;
-        if (in) mn_ahead_set(d->pred, w0);
-        else mn_ahead_get(d->pred, w0);
+        if (in) mn_dbuf_predict_set(d->pred, w0);
+        else mn_dbuf_predict_get(d->pred, w0);
         d->primed |= in;
     }
 }
@@ -224,7 +224,7 @@ static mn_status compensation_weights(dbuf *d)
     const mn_sync_ctx *x = d->x;
     MN_CHECK(device_weights(x, "double_buffering_compensation"));
     if (x->route == MN_ROUTE_DEVICE) return MN_OK;
-    MN_CHECK(mn_stage_packer(x->comm, x->weights_gpu, x->lens, x->n, &d->weights_stage));
+    MN_CHECK(mn_grad_stage_packer(x->comm, x->weights_gpu, x->lens, x->n, &d->weights_stage));
     if (!mn_device_ok(x->comm, mn_device_alloc_host((void **)&d->weights_host, (x->total + 1) * sizeof(float)),
                       "cudaMallocHost"))
         return MN_ERR_NOMEM;
@@ -252,7 +252,7 @@ static mn_status prepare(dbuf *d, network *net)
 #else
     (void)net;
 #endif
-    return d->pk ? mn_ahead_new(x->comm, d->weights, dev, x->lens, x->n, (float)d->pk, &d->pred) : MN_OK;
+    return d->pk ? mn_dbuf_predict_new(x->comm, d->weights, dev, x->lens, x->n, (float)d->pk, &d->pred) : MN_OK;
 }
 
 /* Collective: on the device (mn_sync_dbuf_route), or the host's thread. */
@@ -326,10 +326,10 @@ static void dbuf_stop(void *state)
     mn_dbuf_stop(d->host);
 #ifdef GPU
     mn_dbuf_gpu_free(d->dev);
-    mn_stage_free(d->weights_stage);
+    mn_grad_stage_free(d->weights_stage);
     if (d->weights_host) mn_device_ok(d->x->comm, mn_device_free_host(d->weights_host), "cudaFreeHost");
 #endif
-    mn_ahead_free(d->pred);
+    mn_dbuf_predict_free(d->pred);
     free(d->weights);
     free(d->state);
     free(d);

@@ -2,10 +2,10 @@
  * at the hook the rest go and the update waits for the last. */
 #include <math.h>
 #include <stdio.h>
-#include "mn_sync.h"
-#include "mn_base.h"
-#include "mn_overlap.h"
-#include "mn_stage.h"
+#include "train/optimizer/mn_sync.h"
+#include "base/mn_base.h"
+#include "train/optimizer/mn_overlap.h"
+#include "train/optimizer/mn_grad_stage.h"
 
 #ifdef GPU
 /* A non-finite loss: a NaN in the first array before its bucket goes. */
@@ -23,14 +23,14 @@ static mn_status overlap_start(const mn_sync_ctx *x, network *net, const mn_opti
     mn_overlap_gpu g = {0};
 #ifdef GPU
     if (x->route == MN_ROUTE_DEVICE) g = (mn_overlap_gpu){.dev = x->arrays_gpu, .handed = poison_device, .arg = (void *)x};
-    else g = (mn_overlap_gpu){.handed = mn_stage_handed, .ready = mn_stage_ready, .arg = x->stage};
+    else g = (mn_overlap_gpu){.handed = mn_grad_stage_handed, .ready = mn_grad_stage_ready, .arg = x->stage};
 #endif
     mn_overlap *ov = NULL;
     mn_status st = mn_overlap_start(x->comm, x->arrays, x->lens, x->layer_of, x->n, opt->bucket_mb,
                                     x->route == MN_ROUTE_HOST ? NULL : &g, &ov);
     *state = ov;
 #ifdef GPU
-    if (st == MN_OK && x->route == MN_ROUTE_STAGED) st = mn_agree(x->comm, mn_stage_buckets(x->stage, mn_overlap_buckets(ov)));
+    if (st == MN_OK && x->route == MN_ROUTE_STAGED) st = mn_agree(x->comm, mn_grad_stage_buckets(x->stage, mn_overlap_buckets(ov)));
 #endif
     return st;
 }

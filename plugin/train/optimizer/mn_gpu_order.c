@@ -1,7 +1,7 @@
-/* The GPU orders (mn_order.h): each wait, and why it is there. */
+/* The GPU orders (mn_gpu_order.h): each wait, and why it is there. */
 #include <stdlib.h>
 #include <unistd.h>
-#include "mn_order.h"
+#include "train/optimizer/mn_gpu_order.h"
 
 static int has(unsigned skip, unsigned wait) { return !(skip & wait); }
 

@@ -1,5 +1,5 @@
-/* The rescue's copies in a GPU run (mn_held.h). Every array is listed once
- * in the device tables of an mn_stage, so a copy is one pack launch and one
+/* The rescue's copies in a GPU run (mn_rescue_gpu.h). Every array is listed once
+ * in the device tables of an mn_grad_stage, so a copy is one pack launch and one
  * device-to-host copy on the copy stream, whatever the layer count. The
  * copies alternate between two page-locked slots (mn_rescue_order, whose
  * waits tests/unit/test_queue.c checks on host queues): the copy stream waits for
@@ -8,22 +8,22 @@
 #ifdef GPU
 #include <stdio.h>
 #include <stdlib.h>
-#include "mn_held.h"
-#include "mn_base.h"
-#include "mn_device.h"
-#include "mn_order.h"
-#include "mn_queue.h"
-#include "mn_stage.h"
+#include "train/optimizer/mn_rescue_gpu.h"
+#include "base/mn_base.h"
+#include "transport/mn_device.h"
+#include "train/optimizer/mn_gpu_order.h"
+#include "transport/mn_queue.h"
+#include "train/optimizer/mn_grad_stage.h"
 
 typedef struct {
-    mn_held *h;
+    mn_rescue_gpu *h;
     int b;
 } slot_arg;
 
-struct mn_held {
+struct mn_rescue_gpu {
     mn_comm *c;
     int device;
-    mn_stage *pack;          /* every array: parameters, then momentum */
+    mn_grad_stage *pack;          /* every array: parameters, then momentum */
     size_t nparams, total;
     float *slot[2];          /* page-locked copies */
     uint64_t it[2], seen[2];
@@ -73,7 +73,7 @@ static float **list_arrays(network *net, float **dev, const size_t *lens, int n,
 }
 
 /* Page-locked slots and the copy stream: what cannot be had is said, not fatal. */
-static mn_status make_copies(mn_held *h, char *why, size_t cap)
+static mn_status make_copies(mn_rescue_gpu *h, char *why, size_t cap)
 {
     for (int b = 0; b < 2; ++b)
         if (mn_device_alloc_host((void **)&h->slot[b], (h->total + 1) * sizeof(float)) != 0) {
@@ -89,14 +89,14 @@ static mn_status make_copies(mn_held *h, char *why, size_t cap)
     return r;
 }
 
-mn_status mn_held_new(mn_comm *c, network *net, float **dev, const size_t *lens, int n, mn_held **out, char *why,
+mn_status mn_rescue_gpu_new(mn_comm *c, network *net, float **dev, const size_t *lens, int n, mn_rescue_gpu **out, char *why,
                       size_t cap)
 {
     *out = NULL;
     *why = 0;
     size_t *all_lens = NULL;
     int count = 0;
-    mn_held *h = calloc(1, sizeof *h);
+    mn_rescue_gpu *h = calloc(1, sizeof *h);
     float **all = h ? list_arrays(net, dev, lens, n, &all_lens, &count, &h->nparams, why, cap) : NULL;
     if (!all) {
         if (!h) snprintf(why, cap, "out of memory");
@@ -107,7 +107,7 @@ mn_status mn_held_new(mn_comm *c, network *net, float **dev, const size_t *lens,
     for (int i = 0; i < count; ++i) h->total += all_lens[i];
     for (int b = 0; b < 2; ++b) h->args[b] = (slot_arg){h, b};
     mn_status r = MN_ERR_UNAVAILABLE;
-    if (mn_device_ok(c, mn_device_get(&h->device), "cudaGetDevice")) r = mn_stage_packer(c, all, all_lens, count, &h->pack);
+    if (mn_device_ok(c, mn_device_get(&h->device), "cudaGetDevice")) r = mn_grad_stage_packer(c, all, all_lens, count, &h->pack);
     if (r == MN_OK) r = make_copies(h, why, cap);
     free(all);
     free(all_lens);
@@ -115,12 +115,12 @@ mn_status mn_held_new(mn_comm *c, network *net, float **dev, const size_t *lens,
         *out = h;
         return MN_OK;
     }
-    mn_held_free(h);
+    mn_rescue_gpu_free(h);
     /* Page-locked memory refused: a run without a rescue. Anything else is the GPU's fault. */
     return r == MN_ERR_NOMEM && *why ? MN_OK : r;
 }
 
-void mn_held_free(mn_held *h)
+void mn_rescue_gpu_free(mn_rescue_gpu *h)
 {
     if (!h) return;
     if (h->has_order) mn_rescue_order_free(&h->order);
@@ -128,20 +128,20 @@ void mn_held_free(mn_held *h)
     mn_queue_free(h->copy_q);   /* waits for the last copy */
     for (int b = 0; b < 2; ++b)
         if (h->slot[b]) mn_device_ok(h->c, mn_device_free_host(h->slot[b]), "cudaFreeHost");
-    mn_stage_free(h->pack);
+    mn_grad_stage_free(h->pack);
     free(h);
 }
 
-void mn_held_before(mn_held *h) { mn_rescue_order_before_update(&h->order); }
-void mn_held_drain(mn_held *h) { mn_rescue_order_drain(&h->order); }
+void mn_rescue_gpu_before(mn_rescue_gpu *h) { mn_rescue_order_before_update(&h->order); }
+void mn_rescue_gpu_drain(mn_rescue_gpu *h) { mn_rescue_order_drain(&h->order); }
 
 static void copy_slot(void *arg, void *stream)
 {
     slot_arg *a = arg;
-    mn_stage_pack_into(a->h->pack, a->h->slot[a->b], stream);
+    mn_grad_stage_pack_into(a->h->pack, a->h->slot[a->b], stream);
 }
 
-void mn_held_after(mn_held *h, uint64_t it, uint64_t seen, double done)
+void mn_rescue_gpu_after(mn_rescue_gpu *h, uint64_t it, uint64_t seen, double done)
 {
     void *const args[2] = {&h->args[0], &h->args[1]};
     int b = mn_rescue_order_after_update(&h->order, copy_slot, args);
@@ -150,13 +150,13 @@ void mn_held_after(mn_held *h, uint64_t it, uint64_t seen, double done)
     h->done[b] = done;
 }
 
-int mn_held_read(mn_held *h, long wait_us, mn_held_state *out)
+int mn_rescue_gpu_read(mn_rescue_gpu *h, long wait_us, mn_rescue_gpu_state *out)
 {
     /* The rescue's thread: its first CUDA call; a failure means no rescue, not an abort. */
     if (mn_device_set(h->device) != 0) return -1;
     int b = mn_rescue_order_read(&h->order, wait_us);
     if (b < 0) return -1;
-    *out = (mn_held_state){h->slot[b], h->slot[b] + h->nparams, h->nparams, h->total - h->nparams, h->it[b],
+    *out = (mn_rescue_gpu_state){h->slot[b], h->slot[b] + h->nparams, h->nparams, h->total - h->nparams, h->it[b],
                            h->seen[b], h->done[b]};
     return 0;
 }

@@ -1,19 +1,19 @@
-/* Weight prediction for double buffering (mn_ahead.h). One packed copy
+/* Weight prediction for double buffering (mn_dbuf_predict.h). One packed copy
  * w0 of the weights: between steps the weights before the last update;
- * from mn_ahead_step to mn_ahead_back the true weights, while the
+ * from mn_dbuf_predict_step to mn_dbuf_predict_back the true weights, while the
  * network's arrays hold the prediction. A GPU run keeps both on the device
  * and works through the weights' tables on the base's stream (Darknet's
  * forward, backward and update run there), so nothing waits. */
 #include <stdlib.h>
 #include <string.h>
-#include "mn_ahead.h"
-#include "mn_base.h"
-#include "mn_coll.h"
+#include "train/optimizer/mn_dbuf_predict.h"
+#include "base/mn_base.h"
+#include "coll/mn_coll.h"
 #ifdef GPU
-#include "mn_device.h"
+#include "transport/mn_device.h"
 #endif
 
-struct mn_ahead {
+struct mn_dbuf_predict {
     mn_comm *c;
     float k;
     float **weights;          /* the host arrays (a CPU run) */
@@ -31,7 +31,7 @@ struct mn_ahead {
 };
 
 /* The device's kernel rounds each operation as this does. */
-void mn_ahead_floats(float *w, float *k0, size_t n, float k)
+void mn_dbuf_predict_floats(float *w, float *k0, size_t n, float k)
 {
     for (size_t j = 0; j < n; ++j) {
         float now = w[j], d = now - k0[j];
@@ -40,13 +40,13 @@ void mn_ahead_floats(float *w, float *k0, size_t n, float k)
     }
 }
 
-mn_status mn_ahead_new(mn_comm *c, float **weights, float **weights_gpu, const size_t *lens, int n, float k,
-                       mn_ahead **out)
+mn_status mn_dbuf_predict_new(mn_comm *c, float **weights, float **weights_gpu, const size_t *lens, int n, float k,
+                       mn_dbuf_predict **out)
 {
     *out = NULL;
-    mn_ahead *p = calloc(1, sizeof *p);
+    mn_dbuf_predict *p = calloc(1, sizeof *p);
     if (!p) return MN_ERR_NOMEM;
-    *p = (mn_ahead){.c = c, .k = k, .weights = weights, .lens = lens, .n = n};
+    *p = (mn_dbuf_predict){.c = c, .k = k, .weights = weights, .lens = lens, .n = n};
     for (int i = 0; i < n; ++i) p->total += lens[i];
     mn_status r = MN_OK;
 #ifdef GPU
@@ -58,7 +58,7 @@ mn_status mn_ahead_new(mn_comm *c, float **weights, float **weights_gpu, const s
                            !mn_device_ok(c, mn_device_alloc((void **)&p->taken, bytes), "cudaMalloc") ||
                            !mn_device_ok(c, mn_device_alloc_host((void **)&p->pulled, bytes), "cudaMallocHost")))
             r = MN_ERR_NOMEM;
-        if (r != MN_OK) mn_ahead_free(p);
+        if (r != MN_OK) mn_dbuf_predict_free(p);
         else *out = p;
         return r;
     }
@@ -66,12 +66,12 @@ mn_status mn_ahead_new(mn_comm *c, float **weights, float **weights_gpu, const s
     (void)weights_gpu;
 #endif
     if (!(p->w0 = calloc(p->total + 1, sizeof(float)))) r = MN_ERR_NOMEM;
-    if (r != MN_OK) mn_ahead_free(p);
+    if (r != MN_OK) mn_dbuf_predict_free(p);
     else *out = p;
     return r;
 }
 
-void mn_ahead_free(mn_ahead *p)
+void mn_dbuf_predict_free(mn_dbuf_predict *p)
 {
     if (!p) return;
 #ifdef GPU
@@ -90,13 +90,13 @@ void mn_ahead_free(mn_ahead *p)
 }
 
 #ifdef GPU
-static void must(mn_ahead *p, int e, const char *what)
+static void must(mn_dbuf_predict *p, int e, const char *what)
 {
     mn_device_must(p->c, e, what);
 }
 #endif
 
-void mn_ahead_step(mn_ahead *p, int ahead)
+void mn_dbuf_predict_step(mn_dbuf_predict *p, int ahead)
 {
 #ifdef GPU
     if (p->dev) {
@@ -114,13 +114,13 @@ void mn_ahead_step(mn_ahead *p, int ahead)
     }
 #endif
     for (size_t i = 0, off = 0; i < (size_t)p->n; off += p->lens[i++]) {
-        if (ahead) mn_ahead_floats(p->weights[i], p->w0 + off, p->lens[i], p->k);
+        if (ahead) mn_dbuf_predict_floats(p->weights[i], p->w0 + off, p->lens[i], p->k);
         else memcpy(p->w0 + off, p->weights[i], p->lens[i] * sizeof(float));
     }
     p->holds = ahead;
 }
 
-void mn_ahead_back(mn_ahead *p)
+void mn_dbuf_predict_back(mn_dbuf_predict *p)
 {
     if (!p || !p->holds) return;
     p->holds = 0;
@@ -135,11 +135,11 @@ void mn_ahead_back(mn_ahead *p)
         memcpy(p->weights[i], p->w0 + off, p->lens[i] * sizeof(float));
 }
 
-int mn_ahead_holds(const mn_ahead *p) { return p && p->holds; }
+int mn_dbuf_predict_holds(const mn_dbuf_predict *p) { return p && p->holds; }
 
-const float *mn_ahead_kept(const mn_ahead *p) { return p->w0; }
+const float *mn_dbuf_predict_kept(const mn_dbuf_predict *p) { return p->w0; }
 
-const float *mn_ahead_taken(const mn_ahead *p)
+const float *mn_dbuf_predict_taken(const mn_dbuf_predict *p)
 {
 #ifdef GPU
     return p->taken;
@@ -150,7 +150,7 @@ const float *mn_ahead_taken(const mn_ahead *p)
 }
 
 #ifdef GPU
-float *mn_ahead_pull_kept(mn_ahead *p)
+float *mn_dbuf_predict_pull_kept(mn_dbuf_predict *p)
 {
     must(p, mn_device_copy(p->pulled, p->w0, p->total * sizeof(float), MN_TO_HOST, mn_base_stream()),
          "copying the kept weights");
@@ -158,14 +158,14 @@ float *mn_ahead_pull_kept(mn_ahead *p)
 }
 
 /* A checkpoint's copy, waited for. */
-static void copy(mn_ahead *p, void *to, const void *from, mn_copy_way way)
+static void copy(mn_dbuf_predict *p, void *to, const void *from, mn_copy_way way)
 {
     must(p, mn_device_copy(to, from, p->total * sizeof(float), way, mn_base_stream()), "copying the kept weights");
     must(p, mn_device_wait(mn_base_stream()), "copying the kept weights");
 }
 #endif
 
-void mn_ahead_get(mn_ahead *p, float *w0)
+void mn_dbuf_predict_get(mn_dbuf_predict *p, float *w0)
 {
 #ifdef GPU
     if (p->dev) { copy(p, w0, p->w0, MN_TO_HOST); return; }
@@ -173,7 +173,7 @@ void mn_ahead_get(mn_ahead *p, float *w0)
     memcpy(w0, p->w0, p->total * sizeof(float));
 }
 
-void mn_ahead_set(mn_ahead *p, const float *w0)
+void mn_dbuf_predict_set(mn_dbuf_predict *p, const float *w0)
 {
 #ifdef GPU
     if (p->dev) { copy(p, p->w0, w0, MN_TO_DEVICE); return; }

@@ -12,14 +12,14 @@
  * the mean over that job's ranks. */
 #include <stdlib.h>
 #include <string.h>
-#include "mn_ways.h"
+#include "train/optimizer/mn_bn_ways.h"
 
-struct mn_ways {
+struct mn_bn_ways {
     int ways;
     unsigned long pass;   /* training passes so far: the next one's way is pass % ways */
     const mn_bn_arrays *s; /* the network's running-statistic arrays (host), s->total floats */
     float *slots;         /* ways x total: way k's at k x total (way 0's is the network's between updates) */
-    float *marked;        /* the slots at mn_ways_mark */
+    float *marked;        /* the slots at mn_bn_ways_mark */
 };
 
 mn_status mn_bn_arrays_list(network *net, mn_bn_arrays *s)
@@ -66,24 +66,24 @@ void mn_bn_arrays_copy(const mn_bn_arrays *s, float *saved, int restore)
 
 /* CPU runs only: the ways change hands after each pass's forward, which the
  * base's forward hook reports on the CPU alone. */
-mn_ways *mn_ways_new(const mn_bn_arrays *s, int ways)
+mn_bn_ways *mn_bn_ways_new(const mn_bn_arrays *s, int ways)
 {
-    mn_ways *w = calloc(1, sizeof *w);
+    mn_bn_ways *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->ways = ways;
     w->s = s;
     w->slots = malloc(((size_t)ways * w->s->total + 1) * sizeof(float));
     w->marked = malloc(((size_t)ways * w->s->total + 1) * sizeof(float));
     if (!w->slots || !w->marked) {
-        mn_ways_free(w);
+        mn_bn_ways_free(w);
         return NULL;
     }
-    mn_ways_spread(w);
+    mn_bn_ways_spread(w);
     return w;
 }
 
 /* The network's statistics to (out = 1) or from way k's slot. */
-static void copy_way(mn_ways *w, int k, int out)
+static void copy_way(mn_bn_ways *w, int k, int out)
 {
     const mn_bn_arrays *s = w->s;
     float *slot = w->slots + (size_t)k * w->s->total;
@@ -91,14 +91,14 @@ static void copy_way(mn_ways *w, int k, int out)
         memcpy(out ? slot : s->host[i], out ? s->host[i] : slot, s->lens[i] * sizeof(float));
 }
 
-void mn_ways_pass(mn_ways *w)
+void mn_bn_ways_pass(mn_bn_ways *w)
 {
     int k = (int)(w->pass++ % (unsigned long)w->ways);
     copy_way(w, k, 1);
     copy_way(w, (k + 1) % w->ways, 0);
 }
 
-void mn_ways_fold(mn_ways *w)
+void mn_bn_ways_fold(mn_bn_ways *w)
 {
     const mn_bn_arrays *s = w->s;
     size_t off = 0;
@@ -110,15 +110,15 @@ void mn_ways_fold(mn_ways *w)
         }
 }
 
-void mn_ways_spread(mn_ways *w)
+void mn_bn_ways_spread(mn_bn_ways *w)
 {
     for (int k = 0; k < w->ways; ++k) copy_way(w, k, 1);
 }
 
-void mn_ways_mark(mn_ways *w) { memcpy(w->marked, w->slots, (size_t)w->ways * w->s->total * sizeof(float)); }
-void mn_ways_rewind(mn_ways *w) { memcpy(w->slots, w->marked, (size_t)w->ways * w->s->total * sizeof(float)); }
+void mn_bn_ways_mark(mn_bn_ways *w) { memcpy(w->marked, w->slots, (size_t)w->ways * w->s->total * sizeof(float)); }
+void mn_bn_ways_rewind(mn_bn_ways *w) { memcpy(w->slots, w->marked, (size_t)w->ways * w->s->total * sizeof(float)); }
 
-void mn_ways_free(mn_ways *w)
+void mn_bn_ways_free(mn_bn_ways *w)
 {
     if (!w) return;
     free(w->slots);

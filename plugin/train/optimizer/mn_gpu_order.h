@@ -1,10 +1,10 @@
-/* Who waits for what on a GPU (mn_order.c), on mn_queue.h's queues and
+/* Who waits for what on a GPU (mn_gpu_order.c), on mn_queue.h's queues and
  * marks. `skip`: the named waits to leave out, for tests/unit/test_queue.c
  * alone; 0 elsewhere. */
-#ifndef MN_ORDER_H
-#define MN_ORDER_H
+#ifndef MN_GPU_ORDER_H
+#define MN_GPU_ORDER_H
 
-#include "mn_transport.h"
+#include "transport/mn_transport.h"
 
 /* overlap=1: buckets completed on base, reduced (or copied down) on comm. */
 enum { MN_ORDER_BUCKET_READY = 1, MN_ORDER_BUCKETS_REDUCED = 2, MN_ORDER_BUCKET_SENT = 4 };
