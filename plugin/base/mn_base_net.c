@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "base/mn_base_c_impl.h"
+#include "core/mn_fault.h"
 #ifndef MN_BASE_ALEXEYAB
 #include "network.h"   /* get_layer_string (mn_base_c_impl.h declares the fork's) */
 #endif

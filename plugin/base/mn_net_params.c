@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "base/mn_base_impl.h"
+#include "core/mn_fault.h"
 
 mn_views mn_net_views(const network *net)
 {

@@ -20,6 +20,8 @@
 #include "train/input/mn_input.h"
 #include "train/optimizer/mn_optimizer.h"
 #include "train/checkpoint/mn_checkpoint.h"
+#include "transport/mn_shm.h"
+#include "core/mn_watchdog.h"
 
 /* The guard of bench allreduce (per size) and bench replica (the run), in
  * seconds. */

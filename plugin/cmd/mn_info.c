@@ -15,6 +15,7 @@
 #include "train/observe/mn_observe.h"
 #include "train/input/mn_input.h"
 #include "core/mn_fault.h"
+#include "core/mn_watchdog.h"
 #ifdef GPU
 #include <cuda_runtime.h>
 #endif

@@ -23,6 +23,8 @@
 #include "train/checkpoint/mn_checkpoint.h"
 #include "train/eval/mn_eval.h"
 #include "core/mn_output.h"
+#include "core/mn_fault.h"
+#include "core/mn_watchdog.h"
 
 /* Deterministic batch: rows[j*b + i] is list position first + j*N*b + r*b +
  * i (mod its length); no augmentation. */

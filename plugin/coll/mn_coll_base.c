@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll/mn_coll.h"
+#include "transport/mn_half.h"
+#include "transport/mn_shm.h"
 
 mn_status mn_comm_fused(mn_comm *c, size_t n, float **buf)
 {

@@ -9,6 +9,9 @@
 #include "coll/mn_coll.h"
 #include "core/mn_output.h"
 #include "core/mn_fault.h"
+#include "transport/mn_half.h"
+#include "transport/mn_shm.h"
+#include "core/mn_watchdog.h"
 
 /* The registry: the only global state, and it is constant. */
 static const mn_comm_ops *const registry[] = {

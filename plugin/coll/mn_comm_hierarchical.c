@@ -8,6 +8,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include "transport/mn_gpu.h"
+#include "transport/mn_nccl.h"
+#include "transport/mn_shm.h"
 
 typedef struct {
     mn_shm *shm;          /* or NULL */

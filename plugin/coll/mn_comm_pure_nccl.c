@@ -61,6 +61,10 @@ static void pure_nccl_query(const mn_comm_shape *s, mn_comm_answer *a)
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include "transport/mn_device.h"
+#include "transport/mn_gpu.h"
+#include "transport/mn_nccl.h"
+#include "transport/mn_queue.h"
 
 typedef struct {
     mn_nccl nc;

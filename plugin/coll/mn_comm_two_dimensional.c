@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll/mn_coll.h"
+#include "transport/mn_gpu.h"
+#include "transport/mn_nccl.h"
+#include "transport/mn_shm.h"
 
 typedef struct {
     int *counts, *displs;   /* per intra-rank */

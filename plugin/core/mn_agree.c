@@ -1,5 +1,6 @@
 /* Agreement on a status, and the exit status a status becomes. */
 #include "core/mn_core.h"
+#include "core/mn_watchdog.h"
 
 mn_status mn_agree(mn_comm *c, mn_status mine)
 {

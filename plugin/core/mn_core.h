@@ -1,14 +1,13 @@
-/* The process layer, below every other: the job's handle, errors and the
- * abort path, the watchdog, time, checksums and durable files. */
+/* The process layer, below every other: the job's handle, time,
+ * checksums and durable files. Its other rooms have their own headers, each
+ * included where it is used: the errors' output (mn_output.h), the abort
+ * path (mn_fault.h), the watchdog (mn_watchdog.h), the launcher (mn_launch.h). */
 #ifndef MN_CORE_H
 #define MN_CORE_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "core/mn_status.h"
-#include "core/mn_output.h"
-#include "core/mn_fault.h"
-#include "core/mn_watchdog.h"
 
 /* Propagate a non-OK status to the caller. */
 #define MN_CHECK(expr) do { mn_status mn_s_ = (expr); if (mn_s_ != MN_OK) return mn_s_; } while (0)

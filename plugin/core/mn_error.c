@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include "core/mn_core.h"
+#include "core/mn_fault.h"
+#include "core/mn_output.h"
 
 /* One error line: PREFIX and the formatted message. */
 static void report(const mn_comm *c, const char *prefix, const char *fmt, va_list ap)

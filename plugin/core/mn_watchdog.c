@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "core/mn_core.h"
 #include "core/mn_fault.h"
+#include "core/mn_watchdog.h"
 
 struct mn_watchdog {
     mn_comm *comm;

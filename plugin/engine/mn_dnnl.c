@@ -5,6 +5,7 @@
  * own order, so N ranks x b images match 1 x N*b only to rounding. Where its
  * backward-weights kernel is slow one sgemm replaces it (docs/benchmarks.md,
  * "Where a step goes"). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "engine/mn_engine.h"

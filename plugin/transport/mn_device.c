@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include "transport/mn_device.h"
 #include "transport/mn_nccl.h"
+#include "transport/mn_pack.h"
 
 int mn_cuda_ok(const mn_comm *c, cudaError_t e, const char *what)
 {

@@ -9,16 +9,16 @@
  *     the shard among equal intra-ranks, divide, ncclAllGather.
  * float32 only. Other builds compile stubs that never open. */
 #include "transport/mn_transport.h"
-
-#ifdef GPU
 #include "transport/mn_nccl.h"
-#endif
 
 #if defined(MN_NCCL) && defined(GPU)
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "transport/mn_gpu.h"
+#include "transport/mn_wait.h"
+#include "core/mn_watchdog.h"
 
 struct mn_nccl_node {
     mn_nccl nc;             /* over c->intra */

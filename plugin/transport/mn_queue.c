@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "transport/mn_queue.h"
+#include "core/mn_fault.h"
 #ifdef GPU
 #include <cuda_runtime.h>
 #include "transport/mn_nccl.h"

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "transport/mn_transport.h"
+#include "transport/mn_shm.h"
 
 struct mn_shm {
     MPI_Win win;

@@ -1,4 +1,6 @@
-/* Transports: MPI, shared memory, NCCL, the GPU (docs/design.md). */
+/* Transports (docs/design.md): MPI's sums here; shared memory, float16,
+ * NCCL, the device, the queues, the wait and the packing maths each in
+ * their own header, included where they are used. */
 #ifndef MN_TRANSPORT_H
 #define MN_TRANSPORT_H
 
@@ -22,14 +24,7 @@ void mn_wire_div(const mn_wire *w, void *buf, int count);
 /* Part k of `parts` near-equal parts, larger first. */
 void mn_split(int count, int parts, int k, int *off, int *n);
 
-
 #include "transport/mn_gpu.h"
-#include "transport/mn_half.h"
-#include "transport/mn_shm.h"
-#include "transport/mn_nccl.h"
-#include "transport/mn_queue.h"
-#include "transport/mn_wait.h"
-#include "transport/mn_pack.h"
 
 /* c->transport */
 struct mn_transport {

@@ -18,6 +18,9 @@
 #include "train/checkpoint/mn_checkpoint.h"
 #include "train/eval/mn_eval.h"
 #include "mn_expect.h"
+#include "transport/mn_gpu.h"
+#include "transport/mn_half.h"
+#include "transport/mn_shm.h"
 
 static int N;
 

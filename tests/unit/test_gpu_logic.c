@@ -11,6 +11,9 @@
 #include "transport/mn_transport.h"
 #include "train/optimizer/mn_sync.h"
 #include "mn_expect.h"
+#include "transport/mn_gpu.h"
+#include "transport/mn_pack.h"
+#include "transport/mn_wait.h"
 
 
 /* A stub: `script` is the poll results in order (the last repeats); the

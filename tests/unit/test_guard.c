@@ -15,6 +15,7 @@
 #include "train/optimizer/mn_optimizer.h"
 #include "train/checkpoint/mn_checkpoint.h"
 #include "train/eval/mn_eval.h"
+#include "core/mn_watchdog.h"
 
 static mn_status stall_setup(mn_comm *c)
 {

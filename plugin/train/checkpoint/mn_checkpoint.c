@@ -19,6 +19,8 @@
 #include "base/mn_base.h"
 #include "train/input/mn_input.h"
 #include "train/optimizer/mn_optimizer.h"
+#include "core/mn_output.h"
+#include "core/mn_watchdog.h"
 
 #define CKPT_MAGIC "MNCKPT03"
 #define CKPT_MAGIC_02 "MNCKPT02"   /* no experiment recorded: refused, it may be another's */

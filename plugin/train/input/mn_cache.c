@@ -17,6 +17,8 @@
 #include "train/input/mn_input.h"
 #include "base/mn_base_util.h"
 #include "base/mn_base.h"
+#include "core/mn_fault.h"
+#include "core/mn_output.h"
 
 typedef struct {
     const char *path;        /* the caller's string; NULL: empty slot */

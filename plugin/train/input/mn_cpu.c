@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "train/input/mn_input.h"
 #include "engine/mn_engine.h"
+#include "core/mn_watchdog.h"
 #ifdef MN_BLAS
 #include <cblas.h>
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 #include "train/observe/mn_observe.h"
 #include "coll/mn_coll.h"
+#include "core/mn_watchdog.h"
 
 typedef struct {
     double t0, t1, bytes;

@@ -8,6 +8,7 @@
 #include "coll/mn_coll.h"
 #include "base/mn_base.h"
 #include "train/optimizer/mn_bn_ways.h"
+#include "core/mn_watchdog.h"
 
 /* The network's statistics listed (mn_bn_ways.h), or one message. */
 static mn_status collect_stats(mn_comm *c, network *net, mn_bn_arrays *s)

@@ -30,6 +30,7 @@
 #include "train/optimizer/mn_dbuf.h"
 #include "train/optimizer/mn_optimizer.h"
 #include "coll/mn_coll.h"
+#include "transport/mn_shm.h"
 
 struct mn_dbuf {
     mn_comm *comm;          /* the thread's */

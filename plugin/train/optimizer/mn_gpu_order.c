@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "train/optimizer/mn_gpu_order.h"
+#include "transport/mn_queue.h"
 
 static int has(unsigned skip, unsigned wait) { return !(skip & wait); }
 

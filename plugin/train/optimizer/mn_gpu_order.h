@@ -5,6 +5,7 @@
 #define MN_GPU_ORDER_H
 
 #include "transport/mn_transport.h"
+#include "transport/mn_queue.h"
 
 /* overlap=1: buckets completed on base, reduced (or copied down) on comm. */
 enum { MN_ORDER_BUCKET_READY = 1, MN_ORDER_BUCKETS_REDUCED = 2, MN_ORDER_BUCKET_SENT = 4 };

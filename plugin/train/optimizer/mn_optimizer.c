@@ -17,6 +17,8 @@
 #include "train/optimizer/mn_rescue_gpu.h"
 #include "train/optimizer/mn_bn_ways.h"
 #include "train/optimizer/mn_optimizer_gpu.h"
+#include "transport/mn_shm.h"
+#include "core/mn_watchdog.h"
 
 struct mn_optimizer {
     mn_comm *comm;

@@ -31,6 +31,9 @@
 #include "coll/mn_coll.h"
 #include "train/optimizer/mn_overlap.h"
 #include "train/optimizer/mn_gpu_order.h"
+#include "transport/mn_gpu.h"
+#include "transport/mn_queue.h"
+#include "transport/mn_shm.h"
 
 typedef struct {
     int a0, a1;          /* per-array units: arrays [a0, a1) */

@@ -6,6 +6,7 @@
 #include "train/mn_training.h"
 #include "coll/mn_coll.h"
 #include "train/observe/mn_observe.h"
+#include "core/mn_watchdog.h"
 
 /* Where an update step averages the gradient, by the run's device, ranks
  * and whether the communicator averages device arrays (mn_sync_route). */

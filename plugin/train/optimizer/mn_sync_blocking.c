@@ -4,6 +4,7 @@
 #include "train/optimizer/mn_sync.h"
 #include "base/mn_base.h"
 #include "train/optimizer/mn_grad_stage.h"
+#include "core/mn_watchdog.h"
 
 /* The route every mode takes the mean by (a double-buffered GPU run picks
  * its own, mn_sync_dbuf_route). */

@@ -17,6 +17,7 @@
 #include "train/optimizer/mn_dbuf_predict.h"
 #include "train/optimizer/mn_grad_stage.h"
 #include "transport/mn_device.h"
+#include "core/mn_watchdog.h"
 
 typedef struct {
     const mn_sync_ctx *x;

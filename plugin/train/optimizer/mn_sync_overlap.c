@@ -6,6 +6,7 @@
 #include "base/mn_base.h"
 #include "train/optimizer/mn_overlap.h"
 #include "train/optimizer/mn_grad_stage.h"
+#include "core/mn_watchdog.h"
 
 #ifdef GPU
 /* A non-finite loss: a NaN in the first array before its bucket goes. */
