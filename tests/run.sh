@@ -400,6 +400,15 @@ else bad "different cfgs: $(cat "$T"/mixed.err.* | head -3)"; fi
 run_suites test T="$T" D="$D" TEST_BIN="$TEST_BIN" BUILD="$BUILD" MPI="$MPI"
 
 # The GPU builds, and these checks on them: make test-gpu (tests/gpu/gpu_builds.sh).
+# Suites that .ci/run's lanes run side by side must not share a scratch
+# folder (each empties its own at start): every suite's build/test-NAME,
+# from suite_folder NAME or T=$T-NAME, is its alone.
+folders=$(grep -rhoE '^\s*(suite_folder [a-z0-9-]+|T=\$T-[a-z0-9-]+|T=\$\(pwd\)/\$BUILD/test-[a-z0-9-]+)' tests --include='*.sh' |
+          sed -E 's/.*(suite_folder |T=\$T-|\/test-)//' | sort)
+if [ -n "$folders" ] && [ -z "$(echo "$folders" | uniq -d)" ]; then
+    ok "scratch folders: $(echo "$folders" | wc -l) suites' build/test-NAME, none shared ($(echo "$folders" | paste -sd' '))"
+else bad "scratch folders shared by suites: $(echo "$folders" | uniq -d | paste -sd' ') (tests/*/*.sh: suite_folder NAME or T=\$T-NAME)"; fi
+
 echo "== The plugin's layers: calls go one way (tests/static/layers.py, docs/design.md)"
 LAYERS=$(make -s --no-print-directory print-layers)
 # pjreddie's CPU build (AlexeyAB's: tests/e2e/run_alexeyab.sh; the GPU builds: make test-gpu).

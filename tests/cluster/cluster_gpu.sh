@@ -21,7 +21,7 @@
 #     before (./darknet_mn, the #SBATCH lines' 2 ranks a node, no GPU).
 # Needs root.
 . "$(dirname "$0")/../helpers/lib.sh"
-suite_folder gpu
+suite_folder gpu-job
 S=$G
 sl=scripts/slurm.sh
 trap '$sl down > /dev/null 2>&1' EXIT

@@ -66,6 +66,9 @@ run map 1 -- "$TEST_BIN/test_map"
 run gpu-select 0 -- "$TEST_BIN/test_gpu_select"
 run gpu-logic 0 -- "$TEST_BIN/test_gpu_logic"
 run rules 1 -- "$TEST_BIN/test_rules" "$T"
+run queue-orders 1 -- "$TEST_BIN/test_queue"   # the GPU orders on host queues, threads and pauses
+run delay-compensation 1 -- "$TEST_BIN/test_stale"
+for n in 1 2 3; do run "dbuf-exchange-np$n" $n -- "$TEST_BIN/test_dbuf"; done   # double buffering's thread
 # The guard ends a stalled setup by exiting every rank: a non-zero exit with
 # its message is the pass here, and no sanitizer report (tests/run.sh times it;
 # the exit leaves what setup made to the OS, so no leak check).
