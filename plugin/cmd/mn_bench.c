@@ -22,6 +22,9 @@
 #include "train/checkpoint/mn_checkpoint.h"
 #include "transport/mn_shm.h"
 #include "core/mn_watchdog.h"
+#ifdef GPU
+#include <cuda_runtime.h>
+#endif
 
 /* The guard of bench allreduce (per size) and bench replica (the run), in
  * seconds. */

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "transport/mn_transport.h"
+#ifdef GPU
+#include <cuda_runtime.h>
+#endif
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>
 #endif
