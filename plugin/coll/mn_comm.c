@@ -351,15 +351,10 @@ const char *mn_comm_name(const mn_comm *c) { return c->coll->ops->name; }
 int mn_comm_half(const mn_comm *c) { return c->coll->half; }
 int mn_comm_by_array(const mn_comm *c) { return c->coll->ops->mean_grad != NULL; }
 
-int mn_comm_device_mean(const mn_comm *c)
-{
-    return c->coll->ops->mean_grad_device && (c->coll->half ? c->coll->device_f16 : c->coll->device_f32);
-}
-
-int mn_comm_device_packed(const mn_comm *c)
-{
-    return c->coll->ops->mean_packed && (c->coll->half ? c->coll->device_f16 : c->coll->device_f32);
-}
+/* Whether the algorithm's device paths take the dtype set now. */
+static int device_dtype(const mn_comm *c) { return c->coll->half ? c->coll->device_f16 : c->coll->device_f32; }
+int mn_comm_device_mean(const mn_comm *c) { return c->coll->ops->mean_grad_device && device_dtype(c); }
+int mn_comm_device_packed(const mn_comm *c) { return c->coll->ops->mean_packed && device_dtype(c); }
 
 mn_status mn_comm_mean_grad_device(mn_comm *c, float **arrays, const size_t *lens, int n)
 {

@@ -269,8 +269,8 @@ static mn_status device_state(mn_comm *c, network *net, const mn_options *opt, m
     o->route = on_gpu && opt->double_buffering ? mn_sync_dbuf_route(c)
                                                : mn_sync_route(on_gpu, c->size, mn_comm_device_mean(c));
     if (on_gpu)
-        MN_CHECK(mn_optimizer_gpu_new(c, o->route, o->arrays_gpu, o->lens, o->n, o->aside != NULL, opt->nonfinite_skip,
-                                      &o->gpu));
+        MN_CHECK(mn_optimizer_gpu_new(c, o->route, o->arrays_gpu, o->lens, o->n, o->total, o->aside != NULL,
+                                      opt->nonfinite_skip, &o->gpu));
     /* rescue=1: the update's state reaches the host on a copy stream (a
      * CPU run's rescue reads the host arrays it keeps, host_state). */
     if (on_gpu && opt->rescue && !opt->double_buffering && c->size > 1) {

@@ -22,15 +22,13 @@ struct mn_optimizer_gpu {
     mn_grad_stage *stage;
 };
 
-mn_status mn_optimizer_gpu_new(mn_comm *c, mn_route route, float **arrays, const size_t *lens, int n, int aside,
-                               int skip, mn_optimizer_gpu **out)
+mn_status mn_optimizer_gpu_new(mn_comm *c, mn_route route, float **arrays, const size_t *lens, int n, size_t total,
+                               int aside, int skip, mn_optimizer_gpu **out)
 {
     mn_optimizer_gpu *g = calloc(1, sizeof *g);
-    size_t total = 0;
     *out = g;
     if (!g) return MN_ERR_NOMEM;
     *g = (mn_optimizer_gpu){.comm = c, .route = route, .arrays = arrays, .lens = lens, .n = n};
-    for (int i = 0; i < n; ++i) total += lens[i];
     int checks = route == MN_ROUTE_DEVICE || route == MN_ROUTE_LOCAL;
     if (checks && (!mn_device_ok(c, mn_device_alloc((void **)&g->flag, sizeof(int)), "cudaMalloc") ||
                    !mn_device_ok(c, mn_device_alloc_host((void **)&g->flag_host, sizeof(int)), "cudaMallocHost")))

@@ -12,12 +12,12 @@
 typedef struct mn_optimizer_gpu mn_optimizer_gpu;
 struct mn_grad_stage;
 #ifdef GPU
-/* arrays: Darknet's n device update arrays; aside: the run sets the
+/* arrays: Darknet's n device update arrays (total floats); aside: the run sets the
  * momentum part aside; skip: nonfinite=skip (the check is read at once).
  * Our own allocations, checked, so that running out is agreed and said.
  * Not collective. */
-mn_status mn_optimizer_gpu_new(mn_comm *c, mn_route route, float **arrays, const size_t *lens, int n, int aside,
-                               int skip, mn_optimizer_gpu **out);
+mn_status mn_optimizer_gpu_new(mn_comm *c, mn_route route, float **arrays, const size_t *lens, int n, size_t total,
+                               int aside, int skip, mn_optimizer_gpu **out);
 /* The tables, and on the staged route the copies through arena (rank 0
  * says how it is staged). Agreed by the caller. */
 mn_status mn_optimizer_gpu_stage(mn_optimizer_gpu *g, float *arena);
