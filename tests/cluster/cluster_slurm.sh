@@ -22,7 +22,7 @@
 #     - mns2 silent (its link down 45 s, its processes alive): rank 0 names
 #       it after collective_timeout, the job is requeued once Slurm marks the
 #       node down, and ends bit for bit as the uninterrupted job;
-#  3. the time limit: a job submitted with --time=1 for about 110 s of
+#  3. the time limit: a job submitted with --time=2 for about 110 s of
 #     training (and its start-up), FLAGS="-dont_show -clear" as a fine-tuning
 #     user writes them, gets SIGUSR1 before the limit, stops, checkpoints,
 #     requeues itself (scontrol requeue: the testbed has no RequeueExit) as
@@ -226,11 +226,14 @@ if want silent; then
 fi
 
 # 3. The time limit. 12000 updates of 2 x 128 images, no periodic checkpoint
-# (the stops' own are what it resumes from), under --time=1 with SIGUSR1 45 s
-# before the limit (Slurm looks every 30 s or so: it comes 15-45 s before).
-# The training must outlast the first minute by a margin: at 2 x 64 the
-# engine's batch-wide primitives made the whole job 56 s, and it ended
-# before any signal came (and 24000 updates at this rate diverge).
+# (the stops' own are what it resumes from), under --time=2 with SIGUSR1 60 s
+# before the limit. Slurm sends it at its first look (every 30 s) once the
+# limit is within the lead and 30 s, here 30-60 s into each run; a limit
+# shorter than that would have it sent at the run's first look, which can
+# come before the batch script listens, and the job would run into its
+# limit. The training must outlast the first run's signal by a margin (at
+# 2 x 64 the whole job takes under a minute; 24000 updates at this rate
+# diverge).
 if want limit; then
     ITERS=12000
     mn_cfg "$S/limit.cfg" batch=128 max_batches=$ITERS burn_in=0 -policy -steps -scales -- deterministic=1 shuffle=0 collective_timeout=20
@@ -243,7 +246,7 @@ if want limit; then
     # -clear, as the docs advise for fine-tuning: each requeued run goes on
     # from the checkpoint (a checkpoint is always resumed, -clear or not),
     # so no iteration is done twice.
-    id=$(sbatch --parsable --chdir="$(pwd)" --output="$S/limit.out" --nodes=2 --ntasks-per-node=1 --time=1 --signal=B:USR1@45 \
+    id=$(sbatch --parsable --chdir="$(pwd)" --output="$S/limit.out" --nodes=2 --ntasks-per-node=1 --time=2 --signal=B:USR1@60 \
         --export=ALL,MN="$PROG_ABS",TASK=classifier,DATA="$S/limit.data",CFG="$S/limit.cfg",FLAGS="-dont_show -clear" scripts/darknet_mn.sbatch)
     wait_line "$S/limit.out" '/SIGUSR1: asking the ranks to stop/' 120; t_sig=$(date +%s.%N)
     wait_line "$S/limit.out" '/, run 2,/ { on = 1 } on && /^[0-9]+: loss/' 120; t_first=$(date +%s.%N)
@@ -258,7 +261,7 @@ if want limit; then
        ! grep -aq 'refused the requeue' "$S/limit.out" &&
        grep -aq ', run [0-9]* ended with status 0' "$S/limit.out" &&
        "$TEST_BIN/mn_wcmp" "$S/limit/limit_final.weights" "$S/limitref/limit_final.weights" 0 > "$S/limit.cmp"; then
-        ok "sbatch --time=1 on $ITERS updates, FLAGS=\"-dont_show -clear\": stopped by SIGUSR1 before the limit and requeued by the script $stops time(s), each run after the first resumed its checkpoint, no iteration done twice, ${state:-gone}; final weights = an uninterrupted run's ($(cat "$S/limit.cmp"))"
+        ok "sbatch --time=2 on $ITERS updates, FLAGS=\"-dont_show -clear\": stopped by SIGUSR1 before the limit and requeued by the script $stops time(s), each run after the first resumed its checkpoint, no iteration done twice, ${state:-gone}; final weights = an uninterrupted run's ($(cat "$S/limit.cmp"))"
     else bad "time limit: $stops stops, $twice iterations twice, ${state:-?}; $(grep -aE '^darknet-mn: (job|stopped)|TIME LIMIT|CANCELLED' "$S/limit.out" | tail -6 | tr '\n' '|') $(cat "$S/limit.cmp" 2> /dev/null)"; fi
 fi
 # 4. A cancel cancels. A job of 20000 updates: scancel at iteration 300.
