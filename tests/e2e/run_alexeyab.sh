@@ -11,7 +11,7 @@
 # buffering; the refusal of a layer darknet-mn cannot average; the cfg check
 # takes every cfg of the fork; the detection rows of run_input.sh; the
 # plugin's calls go one way in this build too (tests/static/layers.py), and nothing
-# outside base/ reads the network or its layers or calls Darknet (tests/static/boundary.py). Skipped (ok)
+# outside base/ reads the network or its layers or calls Darknet (tests/static/boundary.py). Skipped (said as a skip)
 # when neither source is here.
 # Run by tests/run.sh (env T, MPI, BUILD), or alone from the repository root.
 . "$(dirname "$0")/../helpers/lib.sh"
@@ -20,7 +20,7 @@ rm -rf "$T" && mkdir -p "$T"
 
 SNAPSHOT=${AB_SNAPSHOT:-../shared/third_party/darknet-alexeyab-59596d78.tar.xz}
 if [ -z "${ALEXEYAB_SRC:-}" ] && [ ! -f "$SNAPSHOT" ]; then
-    ok "AlexeyAB base skipped: neither ALEXEYAB_SRC nor $SNAPSHOT is here"
+    skip "AlexeyAB base: neither ALEXEYAB_SRC nor $SNAPSHOT is here"
     finish
 fi
 AB=$BUILD/alexeyab-cpu

@@ -27,7 +27,7 @@ suite_folder dnnl
 TOL=${DNNL_TOL:-5e-5}
 
 if ! ldd "$PROG" | grep -q libdnnl; then
-    ok "oneDNN checks skipped: this build has DNNL=0 (libdnnl-dev not installed)"
+    skip "oneDNN checks: this build has DNNL=0 (libdnnl-dev not installed)"
     finish
 fi
 
@@ -87,7 +87,7 @@ check_base() {   # check_base LABEL PROG [EXTRA_SHAPES_KEY]
 check_base pjreddie "$PROG"
 AB=$BUILD/alexeyab-cpu/darknet_mn
 if [ -x "$AB" ]; then check_base alexeyab "$AB" ${AB_EXTRA-dilation=2}
-else ok "AlexeyAB's base skipped: $AB is not built (make DARKNET=alexeyab)"; fi
+else skip "AlexeyAB's base: $AB is not built (make DARKNET=alexeyab)"; fi
 
 # Weights stay Darknet's: stock pjreddie Darknet (unpatched, im2col + its own
 # gemm) reads weights that darknet-mn trained on oneDNN, darknet-mn reads

@@ -23,7 +23,7 @@
 # (GPU=1 CUDNN=1 NCCL=1): it links without warnings of ours, stops at start
 # without a GPU, and passes tests/static/layers.py, tests/static/boundary.py (--link the
 # fork's CUDA libdarknet.a) and tests/static/gpu_calls.py. Nothing runs on a GPU.
-# Skipped (ok) when neither source is here.
+# Skipped (said as a skip) when neither source is here.
 # Run by make test-hankai (env BUILD), or alone from the repository root.
 . "$(dirname "$0")/../helpers/lib.sh"
 GPU=${HANKAI_GPU:-0}
@@ -33,7 +33,7 @@ rm -rf "$T" && mkdir -p "$T"
 
 SNAPSHOT=${HK_SNAPSHOT:-../shared/third_party/darknet-hankai-f684e1d7.tar.xz}
 if [ -z "${HANKAI_SRC:-}" ] && [ ! -f "$SNAPSHOT" ]; then
-    ok "hank-ai's Darknet skipped: neither HANKAI_SRC nor $SNAPSHOT is here"
+    skip "hank-ai's Darknet: neither HANKAI_SRC nor $SNAPSHOT is here"
     finish
 fi
 if [ -n "${HANKAI_SRC:-}" ]; then want=$(git -C "$HANKAI_SRC" describe --tags --dirty --long)
